@@ -1,0 +1,1 @@
+"""The shared conformance suite: each property asserted once, played in every style."""

@@ -1,0 +1,91 @@
+"""Parametrizes every property over discovered (variant, style) pairs and writes the matrix.
+
+Options: ``--loop NAME`` (repeatable) narrows to variants; ``--matrix PATH`` writes the
+properties-by-variant table (``nox -s conformance`` passes ``reports/conformance.md``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+import loops
+from conformance import matrix
+from conformance.harness import Case, play_scenario
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("lab")
+    group.addoption(
+        "--loop",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only this variant (repeatable); an unknown name is an error",
+    )
+    group.addoption(
+        "--matrix",
+        metavar="PATH",
+        default=None,
+        help="write the conformance matrix (markdown) to PATH",
+    )
+
+
+def _selected(config: pytest.Config) -> list[loops.Variant]:
+    names = config.getoption("--loop")
+    if not names:
+        return list(loops.discover().values())
+    try:
+        return [loops.get(name) for name in names]
+    except loops.UnknownVariantError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.lab_variants = _selected(config)  # type: ignore[attr-defined]
+    config.pluginmanager.register(matrix.MatrixRecorder(config), "lab-matrix")
+
+
+def property_id(function) -> str:
+    """'topic.name' for conformance/test_topic.py::test_name."""
+    topic = function.__module__.rsplit(".", 1)[-1].removeprefix("test_")
+    return f"{topic}.{function.__name__.removeprefix('test_')}"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    spec = getattr(metafunc.function, "lab_property", None)
+    if spec is None:
+        return
+    pid = property_id(metafunc.function)
+    params = []
+    for variant in metafunc.config.lab_variants:  # type: ignore[attr-defined]
+        for style in variant.styles:
+            if style not in spec.scenarios:
+                continue
+            case = Case(variant, style)
+            marks = [pytest.mark.lab(property=pid, variant=variant.name, style=style)]
+            if spec.needs not in variant.capabilities:
+                marks.append(pytest.mark.skip(reason=f"not claimed: needs {spec.needs!r}"))
+            for deviation in variant.deviations:
+                if deviation.property == pid and style in deviation.styles:
+                    marks.append(pytest.mark.xfail(strict=True, reason=deviation.reason))
+            params.append(pytest.param(case, id=case.id, marks=marks))
+    if not params:
+        params.append(
+            pytest.param(
+                None,
+                id="no-variant",
+                marks=pytest.mark.skip(
+                    reason="no selected variant speaks a style this property has a scenario for"
+                ),
+            )
+        )
+    metafunc.parametrize("case", params)
+
+
+@pytest.fixture
+def play(request: pytest.FixtureRequest, case: Case):
+    """play(*args) runs this property's scenario for the case and returns its outcome."""
+    spec = request.function.lab_property
+    return functools.partial(play_scenario, case, spec.scenarios[case.style])

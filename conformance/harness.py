@@ -1,0 +1,94 @@
+"""How a property is written: one assertion, one small scenario per style.
+
+A property is a test function decorated with :func:`prop`. It asserts once, on what ``play()``
+returns; the scenarios registered on it (``@test_x.callbacks``, ``@test_x.generators``,
+``@test_x.coroutines``) produce that outcome in each style, side by side in the same file::
+
+    @prop("core")
+    def test_call_soon_runs_in_fifo_order(play):
+        assert play() == list(range(10))
+
+    @test_call_soon_runs_in_fifo_order.callbacks
+    def _(loop):
+        ...  # gets a fresh loop from the variant's factory; the harness closes it
+
+    @test_call_soon_runs_in_fifo_order.coroutines
+    async def _(co):
+        ...  # gets the variant's coroutines namespace; the harness runs it with co.run()
+
+The conftest parametrizes each property over every (variant, style) pair that has a scenario,
+with ids such as ``traps-coroutines``; a capability the variant does not claim makes the case
+"not claimed", and a known deviation (from the variant's ``deviations.toml``) a strict xfail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from loops import CAPABILITIES, STYLES, Variant
+
+
+@dataclass
+class Property:
+    """What the conftest needs to know about one property."""
+
+    needs: str
+    scenarios: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    fallback: Callable[..., Any] | None = None  # a scenario shared by generators and coroutines
+
+
+def prop(needs: str = "core") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a test as a conformance property needing capability `needs`."""
+    if needs not in CAPABILITIES:
+        raise ValueError(f"unknown capability {needs!r}; known: {sorted(CAPABILITIES)}")
+
+    def decorate(test: Callable[..., Any]) -> Callable[..., Any]:
+        spec = Property(needs=needs)
+        test.lab_property = spec  # type: ignore[attr-defined]
+
+        def register(style: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+            def add(scenario: Callable[..., Any]) -> Callable[..., Any]:
+                spec.scenarios[style] = scenario
+                return scenario
+
+            return add
+
+        for style in STYLES:
+            setattr(test, style, register(style))
+        return test
+
+    return decorate
+
+
+@dataclass(frozen=True)
+class Case:
+    """One (variant, style) pair a property is played on."""
+
+    variant: Variant
+    style: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.variant.name}-{self.style}"
+
+    @property
+    def api(self) -> Any:
+        return self.variant.api(self.style)
+
+
+def play_scenario(case: Case, scenario: Callable[..., Any], *args: Any) -> Any:
+    """Run one scenario in the case's style and return what it returns.
+
+    callbacks: ``scenario(loop, *args)`` with a fresh loop, closed afterwards.
+    generators and coroutines: ``co.run(scenario(co, *args))``.
+    """
+    if case.style == "callbacks":
+        loop = case.api()
+        try:
+            return scenario(loop, *args)
+        finally:
+            loop.close()
+    co = case.api
+    return co.run(scenario(co, *args))

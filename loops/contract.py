@@ -1,0 +1,239 @@
+"""The loop contract: the Variant record and the three style APIs, in one file.
+
+Every variant folder under ``loops/`` defines ``VARIANT = Variant(...)``. The conformance
+suite, the workloads and the bench call only the names written here (they are asyncio's on
+purpose), so a reader who knows this file knows everything a loop must offer.
+
+Styles:
+- ``callbacks``: a zero-argument factory returning a new :class:`CallbacksLoop`.
+- ``coroutines``: a namespace (ideally a module) satisfying :class:`CoroutinesAPI`, used with
+  ``await``.
+- ``generators``: the same names as ``coroutines``, used with ``yield from``.
+
+Capabilities are the names in :data:`CAPABILITIES`; a variant claims the ones it passes, and a
+conformance property outside its claims shows as "not claimed" rather than failing.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+STYLES = ("callbacks", "generators", "coroutines")
+
+# What a variant may claim. A conformance property names the one capability it needs.
+CAPABILITIES: dict[str, str] = {
+    "core": "the style's basic API: scheduling order, timers, sleep, spawn/join/cancel, run",
+    "timer-fifo": "timers with equal deadlines fire in the order they were scheduled",
+    "timer-compaction": "cancelled timers are dropped so a cancel-heavy program stays bounded",
+    "fairness": "a task or callback that yields in a tight loop cannot starve others or I/O",
+    "exceptions": "errors reach the exception handler or the joiner; the loop goes on",
+    "interrupts": "KeyboardInterrupt and SystemExit escape run() and leave the loop usable",
+    "tasks-scale": "10 000 concurrent tasks, 1 000-level await/yield-from chains",
+    "timeouts": "timeout_after raises the builtin TimeoutError and cancels the inner work",
+    "queue": "Queue with put/get/task_done/join",
+    "io": "TCP readiness and socket calls on non-blocking sockets (epoll-class selector)",
+    "udp": "recvfrom/sendto on datagram sockets",
+    "threads": "call_soon_threadsafe and run_in_thread wake a blocked loop",
+    "hygiene": "no fd, handle or task leaks; close() is idempotent; calls after close fail",
+}
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """A known, explained difference from a property: becomes a strict xfail."""
+
+    property: str
+    reason: str
+    styles: tuple[str, ...] = STYLES
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One loop variant: what it is, what it claims, and its entry point per style."""
+
+    name: str
+    summary: str  # one line, shown in the README table and reports
+    lineage: str  # the idea and where it comes from
+    capabilities: frozenset[str]
+    callbacks: Callable[[], CallbacksLoop] | None = None
+    generators: Any | None = None  # a namespace satisfying CoroutinesAPI, driven by yield from
+    coroutines: Any | None = None  # a namespace satisfying CoroutinesAPI, driven by await
+    reference: bool = False  # True for adapters of production loops (asyncio, uvloop, ...)
+    deviations: tuple[Deviation, ...] = field(default=())  # filled from deviations.toml
+
+    def __post_init__(self) -> None:
+        unknown = set(self.capabilities) - CAPABILITIES.keys()
+        if unknown:
+            raise ValueError(
+                f"variant {self.name!r} claims unknown capabilities {sorted(unknown)}; "
+                f"known: {sorted(CAPABILITIES)}"
+            )
+
+    @property
+    def styles(self) -> tuple[str, ...]:
+        """The styles this variant speaks, in the canonical order."""
+        return tuple(s for s in STYLES if getattr(self, s) is not None)
+
+    def api(self, style: str) -> Any:
+        """The entry point for one style, or a clear error if the variant does not speak it."""
+        if style not in STYLES:
+            raise ValueError(f"unknown style {style!r}; styles are {', '.join(STYLES)}")
+        entry = getattr(self, style)
+        if entry is None:
+            raise ValueError(
+                f"variant {self.name!r} does not speak {style}; it speaks {', '.join(self.styles)}"
+            )
+        return entry
+
+
+class Handle(Protocol):
+    """A scheduled callback."""
+
+    def cancel(self) -> None:
+        """Stop the callback from running; harmless if it already ran."""
+
+
+class TimerHandle(Handle, Protocol):
+    """A callback scheduled for a point in time."""
+
+    def when(self) -> float:
+        """The loop time at which the callback is due."""
+
+
+@runtime_checkable
+class CallbacksLoop(Protocol):
+    """The callbacks style: asyncio's loop API without futures or tasks."""
+
+    def time(self) -> float:
+        """The loop's monotonic clock, in seconds."""
+
+    def call_soon(self, callback: Callable[..., Any], *args: Any) -> Handle:
+        """Run callback(*args) in a later iteration, FIFO with other call_soon calls."""
+
+    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any) -> TimerHandle:
+        """Run callback(*args) no earlier than delay seconds from now."""
+
+    def call_at(self, when: float, callback: Callable[..., Any], *args: Any) -> TimerHandle:
+        """Run callback(*args) no earlier than loop time `when`."""
+
+    def add_reader(self, fd: int | socket.socket, callback: Callable[..., Any], *args: Any) -> None:
+        """Call callback(*args) whenever fd is readable, until remove_reader."""
+
+    def remove_reader(self, fd: int | socket.socket) -> bool:
+        """Stop watching fd for reading; True if it was watched."""
+
+    def add_writer(self, fd: int | socket.socket, callback: Callable[..., Any], *args: Any) -> None:
+        """Call callback(*args) whenever fd is writable, until remove_writer."""
+
+    def remove_writer(self, fd: int | socket.socket) -> bool:
+        """Stop watching fd for writing; True if it was watched."""
+
+    def call_soon_threadsafe(self, callback: Callable[..., Any], *args: Any) -> Handle:
+        """call_soon from any thread, waking the loop if it is blocked."""
+
+    def run_in_thread(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        callback: Callable[[concurrent.futures.Future], Any],
+    ) -> None:
+        """Run fn(*args) in a worker thread, then callback(future) on the loop."""
+
+    def set_exception_handler(self, handler: Callable[[Any, dict], Any] | None) -> None:
+        """Route errors from callbacks to handler(loop, context); None restores the default."""
+
+    def call_exception_handler(self, context: dict) -> None:
+        """Report an error: context has 'message', and maybe 'exception' and 'handle'."""
+
+    def run_forever(self) -> None:
+        """Run until stop() is called."""
+
+    def stop(self) -> None:
+        """Stop run_forever after the callbacks of the current iteration."""
+
+    def close(self) -> None:
+        """Release the selector and wake-up sockets; idempotent."""
+
+
+class Task(Protocol):
+    """A handle on spawned work; only the style functions below operate on it."""
+
+
+class Queue(Protocol):
+    """A FIFO queue for tasks, with unfinished-work accounting (asyncio.Queue's semantics)."""
+
+    def put(self, item: Any) -> Any:
+        """(awaitable) Add an item."""
+
+    def get(self) -> Any:
+        """(awaitable) Remove and return the oldest item, waiting if there is none."""
+
+    def task_done(self) -> None:
+        """Mark one got item as processed."""
+
+    def join(self) -> Any:
+        """(awaitable) Wait until every put item has been marked done."""
+
+
+class CoroutinesAPI(Protocol):
+    """The coroutines style (and, with yield from instead of await, the generators style).
+
+    Every method but run, now and task_done returns an awaitable (a coroutine or generator).
+    """
+
+    CancelledError: type[BaseException]  # the type this loop raises into cancelled tasks
+    Queue: Callable[[], Queue]
+
+    def run(self, coro: Any) -> Any:
+        """Run coro on a new loop until it finishes; return its result or raise its error."""
+
+    def now(self) -> float:
+        """The running loop's clock, in seconds."""
+
+    def sleep(self, seconds: float) -> Any:
+        """Suspend the calling task for at least `seconds`."""
+
+    def spawn(self, coro: Any) -> Any:
+        """Start coro as a concurrent task; returns the task."""
+
+    def join(self, task: Task) -> Any:
+        """Wait for task; return its result or re-raise its exception."""
+
+    def cancel(self, task: Task) -> Any:
+        """Cancel task (CancelledError at its suspension point) and wait for it to end."""
+
+    def timeout_after(self, seconds: float, coro: Any) -> Any:
+        """Run coro; if it takes longer than seconds, cancel it and raise TimeoutError."""
+
+    def recv(self, sock: socket.socket, n: int) -> Any:
+        """Receive up to n bytes; b'' at EOF."""
+
+    def sendall(self, sock: socket.socket, data: bytes) -> Any:
+        """Send all of data, waiting for the socket to drain as needed."""
+
+    def accept(self, sock: socket.socket) -> Any:
+        """Accept a connection: (non-blocking socket, address)."""
+
+    def connect(self, sock: socket.socket, address: Any) -> Any:
+        """Connect sock to address."""
+
+    def recvfrom(self, sock: socket.socket, n: int) -> Any:
+        """Receive a datagram: (data, address)."""
+
+    def sendto(self, sock: socket.socket, data: bytes, address: Any) -> Any:
+        """Send a datagram to address."""
+
+    def run_in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run fn(*args) in a worker thread; the result, or its exception re-raised."""
+
+
+def check_nonblocking(sock: socket.socket) -> None:
+    """Reject a blocking socket: a loop would freeze on it, so say so instead."""
+    if sock.gettimeout() != 0:
+        raise ValueError(
+            f"the socket must be non-blocking (call sock.setblocking(False)): {sock!r}"
+        )

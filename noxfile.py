@@ -1,0 +1,38 @@
+"""The lab's commands. `nox -l` lists them; dependencies come from pyproject's groups."""
+
+import nox
+
+nox.options.sessions = ["conformance"]
+nox.options.reuse_venv = "yes"
+
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+
+
+def _install(session: nox.Session, group: str) -> None:
+    session.install(*nox.project.dependency_groups(PYPROJECT, group))
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """Run the conformance suite on every variant and write reports/conformance.md."""
+    _install(session, "test")
+    args = list(session.posargs)
+    # A narrowed run (--loop NAME) must not overwrite the full matrix with a partial one.
+    if "--loop" not in args and not any(a.startswith("--loop=") for a in args):
+        args += ["--matrix", "reports/conformance.md"]
+    session.run("python", "-m", "pytest", "conformance", *args)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the lab's own tests: discovery, workloads end to end, crawler parsing, reports."""
+    _install(session, "test")
+    session.run("python", "-m", "pytest", "tests", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Check style with ruff."""
+    _install(session, "lint")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")

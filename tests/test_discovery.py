@@ -1,0 +1,90 @@
+"""The contract's discovery: variants are folders, found without any list to edit."""
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+import loops
+from loops.__main__ import README, readme_with_table
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TEMP_VARIANT = """
+from loops import Variant
+from loops._aio import coroutines_namespace
+import asyncio
+
+VARIANT = Variant(
+    name="{name}",
+    summary="a throw-away variant made by tests/test_discovery.py",
+    lineage="asyncio, borrowed for the test",
+    capabilities=frozenset({{"core", "io"}}),
+    coroutines=coroutines_namespace(asyncio.SelectorEventLoop),
+)
+"""
+
+
+def test_reference_loops_are_discovered():
+    assert {"asyncio", "uvloop"} <= set(loops.discover())
+
+
+def test_unknown_name_is_an_error_listing_the_known_ones():
+    with pytest.raises(loops.UnknownVariantError) as info:
+        loops.get("nope")
+    message = str(info.value)
+    assert "'nope'" in message
+    for name in loops.discover():
+        assert name in message
+
+
+def test_each_variant_speaks_a_style_and_claims_known_capabilities():
+    for variant in loops.discover().values():
+        assert variant.styles, f"{variant.name} speaks no style"
+        assert variant.capabilities <= loops.CAPABILITIES.keys()
+        assert variant.summary and "\n" not in variant.summary
+
+
+def test_asking_for_a_style_a_variant_does_not_speak_is_a_clear_error():
+    with pytest.raises(ValueError, match="does not speak generators"):
+        loops.get("asyncio").api("generators")
+
+
+def test_readme_variants_table_is_current():
+    text = README.read_text()
+    assert readme_with_table(text) == text, "run `python -m loops --readme` to refresh it"
+
+
+def test_a_new_folder_is_a_variant_in_the_conformance_suite():
+    name = f"zz_temp_{uuid.uuid4().hex[:8]}"
+    folder = ROOT / "loops" / name
+    folder.mkdir()
+    try:
+        (folder / "__init__.py").write_text(TEMP_VARIANT.format(name=name))
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "conformance",
+                "--loop",
+                name,
+                "-v",
+                "-k",
+                "join_returns or echo_over",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert f"[{name}-coroutines] PASSED" in result.stdout
+        assert name in result.stdout  # the summary table names the variant
+    finally:
+        shutil.rmtree(folder)
