@@ -16,6 +16,7 @@ Two choices follow from the idea that every task gets exactly one turn per tick:
 
 from __future__ import annotations
 
+import os
 import types
 from collections import deque
 from socket import SO_ERROR, SOL_SOCKET
@@ -183,7 +184,7 @@ def connect(sock, address):
         yield ("write", sock)
         error = sock.getsockopt(SOL_SOCKET, SO_ERROR)
         if error:
-            raise OSError(error, f"connect to {address!r} failed") from None
+            raise OSError(error, f"connect to {address!r} failed: {os.strerror(error)}") from None
 
 
 @types.coroutine
