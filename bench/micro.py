@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import sys
 import time
@@ -34,6 +35,7 @@ from bench.plan import Metric, Point, variant_rows
 NAME = "micro"
 BATCH = 1000  # call_soon batch size: one loop iteration runs this many callbacks
 LONG_DELAY = 3600.0  # timers armed in the benchmarks never come due
+OPERATION_LIMIT = 20  # seconds one operation's whole measurement may take before it is failed
 
 OPERATIONS = {
     "switch": ("callbacks", "generators", "coroutines"),
@@ -201,8 +203,34 @@ def timed_run(variant, style: str, op: str, n: int) -> int:
     return entry.run(program(entry, op, n))
 
 
+class OperationHung(Exception):
+    """Raised by SIGALRM when one operation's measurement takes far longer than it should."""
+
+
+def _hung(signum, frame) -> None:
+    raise OperationHung
+
+
 def measure_operation(variant, style: str, op: str, min_time: float, runs: int) -> dict:
-    """Calibrate, warm up, then time `runs` runs of one operation: ns per operation."""
+    """Calibrate, warm up, then time `runs` runs of one operation: ns per operation.
+
+    A loop that hangs on an operation (a bug the bench should show, not wait on) is stopped
+    after OPERATION_LIMIT seconds and reported as an error for that operation alone.
+    """
+    previous = signal.signal(signal.SIGALRM, _hung)
+    signal.alarm(OPERATION_LIMIT)
+    try:
+        return _measure_operation(variant, style, op, min_time, runs)
+    except OperationHung:
+        return {"error": f"did not finish within {OPERATION_LIMIT} s (hung?)"}
+    except Exception as error:  # the loop's own failure, reported per operation
+        return {"error": f"{type(error).__name__}: {error}"}
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _measure_operation(variant, style: str, op: str, min_time: float, runs: int) -> dict:
     n = 64
     while timed_run(variant, style, op, n) < min_time * 1e9 and n < 1 << 24:
         n *= 2
@@ -230,10 +258,10 @@ def main(argv: list[str] | None = None) -> None:
     ops = [op for op in args.op or OPERATIONS if args.style in OPERATIONS[op]]
     result = {"loop": args.loop, "style": args.style, "operations": {}}
     for op in ops:
-        result["operations"][op] = measure_operation(
-            variant, args.style, op, args.min_time, args.runs
-        )
-        print(f"{args.loop} {args.style} {op}: {result['operations'][op]['median']:.0f} ns/op")
+        outcome = measure_operation(variant, args.style, op, args.min_time, args.runs)
+        result["operations"][op] = outcome
+        shown = outcome["error"] if "error" in outcome else f"{outcome['median']:.0f} ns/op"
+        print(f"{args.loop} {args.style} {op}: {shown}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
 
@@ -268,8 +296,11 @@ def measure(point: Point, row, cores, workdir: Path, full: bool) -> dict:
     usage = child.wait(timeout=300)
     child.check(usage)
     operations = json.loads(out.read_text())["operations"]
-    record: dict = {op: data["median"] for op, data in operations.items()}
-    record["calibrated_n"] = {op: data["n"] for op, data in operations.items()}
+    record: dict = {op: data["median"] for op, data in operations.items() if "median" in data}
+    record["calibrated_n"] = {op: data["n"] for op, data in operations.items() if "n" in data}
+    errors = {op: data["error"] for op, data in operations.items() if "error" in data}
+    if errors:
+        record["errors"] = errors
     return record
 
 

@@ -14,6 +14,7 @@ loop), otherwise asyncio's coroutines row.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from types import ModuleType
 from dataclasses import dataclass, field
 
 import loops
@@ -58,6 +59,12 @@ class Metric:
     higher_is_better: bool
     digits: int = 0  # decimals shown
     scale: float = 1.0  # multiply stored value by this for display (e.g. s -> ms)
+    ratio: bool = True  # False for figures a ratio to asyncio says nothing about
+
+    @property
+    def short(self) -> str:
+        """The label without its unit."""
+        return self.label.split(" (")[0]
 
 
 @dataclass(frozen=True)
@@ -116,3 +123,11 @@ def narrow(rows: Iterable[Row], loop_names: Iterable[str] | None) -> list[Row]:
         return rows
     names = set(loop_names)
     return [row for row in rows if row.variant in names or row.variant == BASELINE]
+
+
+def columns(module: ModuleType, params: dict) -> list[Metric]:
+    """The figures a workload shows at a point, its headline first."""
+    if hasattr(module, "columns"):
+        return list(module.columns(params))
+    headline = next(m for m in module.METRICS if m.name == module.HEADLINE)
+    return [headline, *(m for m in module.METRICS if m is not headline)]

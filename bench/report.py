@@ -17,7 +17,7 @@ from types import ModuleType
 from tabulate import tabulate
 
 from bench import charts, codesize
-from bench.plan import BASELINE, Metric, Row, baseline_key
+from bench.plan import BASELINE, Metric, Row, baseline_key, columns
 from bench.runner import WORKLOADS, results_path, workload_module
 from bench.store import ResultStore, row_fingerprint
 from bench.summary import SATURATION, RowSummary, ratio, summarize
@@ -46,6 +46,8 @@ class RenderedRow:
         return self.row.label
 
     def ratio(self, metric: Metric) -> float | None:
+        if not metric.ratio:
+            return None
         stat = self.summary.stats.get(metric.name)
         base = self.baseline.stats.get(metric.name) if self.baseline else None
         if stat is None or base is None:
@@ -98,11 +100,9 @@ def times(value: float | None) -> str:
     return "" if value is None else f"×{value:.2f}"
 
 
-def table(module: ModuleType, rows: list[RenderedRow]) -> str:
+def table(metrics: list[Metric], rows: list[RenderedRow]) -> str:
     """The markdown table of one point: the headline with min-max, then every other figure."""
-    metrics = list(module.METRICS)
-    headline = next(m for m in metrics if m.name == module.HEADLINE)
-    others = [m for m in metrics if m is not headline]
+    headline, *others = metrics
     headers = [
         "variant · style",
         f"{headline.label} median [min–max]",
@@ -124,7 +124,9 @@ def table(module: ModuleType, rows: list[RenderedRow]) -> str:
             continue
         cells = [label]
         stat = r.summary.stats.get(headline.name)
-        if stat is None:
+        if headline.name in r.summary.errors:
+            cells += ["**failed**", ""]
+        elif stat is None:
             cells += ["n/a", ""]
         else:
             cells += [
@@ -134,11 +136,12 @@ def table(module: ModuleType, rows: list[RenderedRow]) -> str:
             ]
         for metric in others:
             stat = r.summary.stats.get(metric.name)
-            cells.append(
-                "n/a"
-                if stat is None
-                else f"{number(stat.median, metric)} {times(r.ratio(metric))}".strip()
-            )
+            if metric.name in r.summary.errors:
+                cells.append("**failed**")
+            elif stat is None:
+                cells.append("n/a")
+            else:
+                cells.append(f"{number(stat.median, metric)} {times(r.ratio(metric))}".strip())
         cells.append(reps)
         body.append(cells)
     align = ("left", "right", "right", *("right" for _ in others), "right")
@@ -147,7 +150,7 @@ def table(module: ModuleType, rows: list[RenderedRow]) -> str:
 
 def what_this_shows(module: ModuleType, params: dict, rows: list[RenderedRow]) -> str:
     """One or two sentences about a table, from its figures."""
-    headline = next(m for m in module.METRICS if m.name == module.HEADLINE)
+    headline = columns(module, params)[0]
     valid = [r for r in rows if r.summary.status == "ok" and headline.name in r.summary.stats]
     sentences = []
     if valid:
@@ -166,7 +169,7 @@ def what_this_shows(module: ModuleType, params: dict, rows: list[RenderedRow]) -
 
         word = "highest" if headline.higher_is_better else "lowest"
         sentences.append(
-            f"{headline.label.split(' (')[0]}: {word} {describe(ranked[0])}, "
+            f"{headline.short}: {word} {describe(ranked[0])}, "
             f"{'lowest' if headline.higher_is_better else 'highest'} {describe(ranked[-1])}."
         )
         home = [r for r in ranked if r.kind == "home-made"]
@@ -184,6 +187,9 @@ def what_this_shows(module: ModuleType, params: dict, rows: list[RenderedRow]) -
         )
     if failed:
         sentences.append(f"Failed: {', '.join(failed)} (reason in the table).")
+    for r in rows:
+        for name, why in r.summary.errors.items():
+            sentences.append(f"{r.label}: {name} failed: {why}.")
     if not sentences:
         sentences.append("No row has a figure at this point.")
     return " ".join(sentences)
@@ -203,7 +209,7 @@ def section(
         rows = rendered_rows(module, module.NAME, point)
         points.append((key, point["params"], rows))
         lines += [f"### {module.point_title(point['params'])}", ""]
-        lines += [table(module, rows), ""]
+        lines += [table(columns(module, point["params"]), rows), ""]
         lines += [f"*What this shows:* {what_this_shows(module, point['params'], rows)}", ""]
     for path, caption in charts.draw(module, mode, points, chart_dir):
         lines += [f"![{caption}]({path.relative_to(out.parent).as_posix()})", ""]

@@ -30,7 +30,7 @@ from rich.progress import (
 )
 
 from bench import environment
-from bench.plan import BASELINE, Point, Row, narrow
+from bench.plan import BASELINE, Point, Row, columns, narrow
 from bench.procs import ChildFailed, Cores
 from bench.store import ResultStore, row_fingerprint
 from bench.summary import summarize
@@ -119,7 +119,7 @@ def console_line(job: Job, row: Row, reps: list[dict]) -> str:
     summary = summarize(reps, module.METRICS)
     if summary.status != "ok":
         return f"  {row.label:<34} {summary.status}: {summary.reason.splitlines()[0][:90]}"
-    metric = next(m for m in module.METRICS if m.name == module.HEADLINE)
+    metric = columns(module, job.point.args)[0]
     stat = summary.stats.get(metric.name)
     if stat is None:
         return f"  {row.label:<34} n/a"

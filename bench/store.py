@@ -43,7 +43,6 @@ def row_fingerprint(workload: str, row: Row, root: Path = ROOT) -> str:
     paths: list[Path] = []
     loops_dir = root / "loops"
     paths += [p for p in loops_dir.glob("*.py")]
-    paths += [p for p in loops_dir.glob("_*/**/*") if p.is_file()]
     if not row.anchor:
         paths += [p for p in (loops_dir / row.variant).rglob("*") if p.is_file()]
     workload_dir = root / "workloads" / workload

@@ -3,7 +3,9 @@
 The rules, in one place so the runner's console lines and the report agree:
 
 - A repetition that raised (a crash, a wrong byte, a wrong page set) failed; a row with a failed
-  repetition is shown as failed, with the reason, and no figure.
+  repetition is shown as failed, with the reason, and no figure. Where one figure of a
+  repetition failed and the others were measured (a micro operation that hangs), that figure
+  alone is shown as failed.
 - A repetition whose peer (load generator or site server) used at least ``SATURATION`` of its
   core is invalid: the figure would measure the peer, not the loop. A row with fewer than half
   of its repetitions valid is shown as invalid, with the peer's CPU share, and no figure;
@@ -39,6 +41,7 @@ class RowSummary:
     valid: int = 0
     total: int = 0
     peer_share: float | None = None  # median share of its core the peer used
+    errors: dict[str, str] = field(default_factory=dict)  # figure -> why it is missing
 
 
 def peer_saturated(rep: dict) -> bool:
@@ -66,12 +69,17 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
             total=total,
             peer_share=peer_share,
         )
-    stats = {}
+    stats, errors = {}, {}
     for metric in metrics:
         values = [rep[metric.name] for rep in valid if rep.get(metric.name) is not None]
-        if values:
+        reasons = [rep["errors"][metric.name] for rep in valid if metric.name in rep.get("errors", {})]
+        if reasons:  # one figure failed while the others were measured
+            errors[metric.name] = reasons[0]
+        elif values:
             stats[metric.name] = Stat(statistics.median(values), min(values), max(values))
-    return RowSummary("ok", stats=stats, valid=len(valid), total=total, peer_share=peer_share)
+    return RowSummary(
+        "ok", stats=stats, valid=len(valid), total=total, peer_share=peer_share, errors=errors
+    )
 
 
 def ratio(value: float, baseline: float | None) -> float | None:
