@@ -8,6 +8,7 @@ The load generator's own checks are tested against deliberately broken servers.
 
 from __future__ import annotations
 
+import ast
 import json
 import select
 import signal
@@ -113,7 +114,7 @@ def _fill_until_stalled(sock: socket.socket) -> int:
     block = b"s" * 2**18
     sent = 0
     while sent < STALL_BOUND:
-        _, writable, _ = select.select([], [sock], [], 0.3)
+        _, writable, _ = select.select([], [sock], [], 0.2)
         if not writable:
             break
         try:
@@ -131,7 +132,7 @@ def test_tcp_echo_serves_a_verified_load_and_stops_cleanly(variant, style, tmp_p
         record = run_load(
             port,
             tmp_path,
-            *("--connections", "4", "--size", "3000", "--duration", "0.3"),
+            *("--connections", "4", "--size", "3000", "--duration", "0.2"),
             server_pid=server.pid,
         )
         assert record["returncode"] == 0, record["output"]
@@ -174,7 +175,7 @@ def test_udp_echo_serves_a_verified_load_and_stops_cleanly(variant, style, tmp_p
         record = run_load(
             port,
             tmp_path,
-            *("--udp", "--connections", "4", "--size", "1200", "--duration", "0.3"),
+            *("--udp", "--connections", "4", "--size", "1200", "--duration", "0.2"),
         )
         assert record["returncode"] == 0, record["output"]
         assert record["ok"] and record["requests"] > 0 and record["transport"] == "udp"
@@ -228,7 +229,9 @@ def test_the_load_generator_fails_on_a_wrong_or_missing_byte(mangle, kind, tmp_p
 
 def test_the_load_generator_refuses_an_oversized_datagram(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        load.main(["--port", "9", "--udp", "--connections", "1", "--size", "70000", "--duration", "1"])
+        load.main(
+            ["--port", "9", "--udp", "--connections", "1", "--size", "70000", "--duration", "1"]
+        )
     assert exit_info.value.code == 2
     assert "does not fit in a UDP datagram" in capsys.readouterr().err
 
@@ -249,3 +252,23 @@ def test_a_wrong_loop_or_style_is_a_clear_error(args, message, capsys):
     assert message in err
     if "known loops" in message:
         assert all(name in err for name in loops.discover())
+
+
+def _without_docstring(path: Path) -> tuple[str, list[str]]:
+    """A module's code after its docstring, and its top-level function names in order."""
+    source = path.read_text()
+    tree = ast.parse(source)
+    code = "\n".join(source.splitlines()[tree.body[0].end_lineno :])
+    return code, [
+        node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+
+
+def test_the_style_files_differ_only_where_the_style_differs():
+    folder = ROOT / "workloads" / "echo"
+    coroutines, coroutine_names = _without_docstring(folder / "coroutines.py")
+    generators, generator_names = _without_docstring(folder / "generators.py")
+    _, callback_names = _without_docstring(folder / "callbacks.py")
+    assert generators == coroutines.replace("async def", "def").replace("await ", "yield from ")
+    expected = ["serve", "main", "cancel_on_signal", "tcp_server", "echo", "udp_server"]
+    assert callback_names == generator_names == coroutine_names == expected

@@ -18,6 +18,7 @@ Nothing here touches a loop. The pieces:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import math
@@ -41,7 +42,7 @@ def add_loop_arguments(parser: argparse.ArgumentParser) -> None:
         "--loop",
         required=True,
         metavar="NAME",
-        help=f"the variant to run on (discovered: {', '.join(loops.discover())})",
+        help="the variant to run on (`python -m loops` lists them)",
     )
     parser.add_argument(
         "--style",
@@ -86,10 +87,9 @@ class StopSignals:
     def _on_signal(self, signum: int, frame: Any) -> None:
         if self.received is None:
             self.received = signum
-        try:
+        # Full (a stop is already pending) or closed: nothing more to say.
+        with contextlib.suppress(OSError):
             self._writer.send(b"\0")
-        except OSError:  # full (a stop is already pending) or closed: nothing more to say
-            pass
 
     def close(self) -> None:
         for sig, handler in self._previous.items():

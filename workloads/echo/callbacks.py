@@ -34,15 +34,22 @@ def main(loop, listener, stop):
     else:
         cancel_server = udp_server(loop, listener)
 
-    def on_stop():  # SIGINT or SIGTERM
-        loop.remove_reader(stop)
+    def stop_serving():
         cancel_server()
         for cancel in list(connections.values()):
             cancel()
         listener.close()
         loop.stop()
 
-    loop.add_reader(stop, on_stop)
+    cancel_on_signal(loop, stop, stop_serving)
+
+
+def cancel_on_signal(loop, stop, cancel):
+    def on_signal():  # SIGINT or SIGTERM
+        loop.remove_reader(stop)
+        cancel()
+
+    loop.add_reader(stop, on_signal)
 
 
 def tcp_server(loop, listener, connections):

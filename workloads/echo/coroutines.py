@@ -28,11 +28,13 @@ async def main(co, listener, stop):
         server = await co.spawn(tcp_server(co, listener, connections))
     else:
         server = await co.spawn(udp_server(co, listener))
-    stopper = await co.spawn(cancel_on_signal(co, stop, server))
+    signalled = []  # the stopper's mark, made before it cancels the server
+    stopper = await co.spawn(cancel_on_signal(co, stop, server, signalled))
     try:
-        await co.join(server)  # ends when the stopper cancels it, or raises if the server fails
-    except co.CancelledError:
-        pass
+        await co.join(server)  # until the stopper cancels it, or the server fails
+    except BaseException:  # how join reports a cancelled task differs between loops
+        if not signalled:
+            raise
     finally:
         await co.cancel(stopper)
         for task in list(connections.values()):
@@ -40,8 +42,9 @@ async def main(co, listener, stop):
         listener.close()
 
 
-async def cancel_on_signal(co, stop, server):
+async def cancel_on_signal(co, stop, server, signalled):
     await co.recv(stop, 1)  # SIGINT or SIGTERM
+    signalled.append(True)
     await co.cancel(server)
 
 

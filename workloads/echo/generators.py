@@ -28,11 +28,13 @@ def main(co, listener, stop):
         server = yield from co.spawn(tcp_server(co, listener, connections))
     else:
         server = yield from co.spawn(udp_server(co, listener))
-    stopper = yield from co.spawn(cancel_on_signal(co, stop, server))
+    signalled = []  # the stopper's mark, made before it cancels the server
+    stopper = yield from co.spawn(cancel_on_signal(co, stop, server, signalled))
     try:
-        yield from co.join(server)  # ends when the stopper cancels it, or raises if the server fails
-    except co.CancelledError:
-        pass
+        yield from co.join(server)  # until the stopper cancels it, or the server fails
+    except BaseException:  # how join reports a cancelled task differs between loops
+        if not signalled:
+            raise
     finally:
         yield from co.cancel(stopper)
         for task in list(connections.values()):
@@ -40,8 +42,9 @@ def main(co, listener, stop):
         listener.close()
 
 
-def cancel_on_signal(co, stop, server):
+def cancel_on_signal(co, stop, server, signalled):
     yield from co.recv(stop, 1)  # SIGINT or SIGTERM
+    signalled.append(True)
     yield from co.cancel(server)
 
 

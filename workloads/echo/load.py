@@ -44,10 +44,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing
 import random
 import socket
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -214,7 +216,7 @@ class UdpClient(asyncio.DatagramProtocol):
             self.fail("failed", f"socket {self.index}: {exc}")
 
     def timed_out(self) -> None:
-        self.fail("missing", f"socket {self.index}: datagram lost (no echo in {self.run.timeout} s)")
+        self.fail("missing", f"socket {self.index}: datagram lost, no echo in {self.run.timeout} s")
 
     def fail(self, kind: str, text: str) -> None:
         if not self.done.done():
@@ -340,10 +342,9 @@ def _run_processes(config: dict, shares: list[list[int]], server: ServerCpu) -> 
     ]
     for child in children:
         child.start()
-    try:
+    # A child that failed before the start breaks the barrier; its outcome says why.
+    with contextlib.suppress(threading.BrokenBarrierError):
         barrier.wait(timeout=60)
-    except Exception:
-        pass  # a child failed before the start: its outcome says why
     server.begin()
     limit = config["duration"] + config["timeout"] + 60
     outcomes = [results.get(timeout=limit) for _ in children]
