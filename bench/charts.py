@@ -16,7 +16,7 @@ from types import ModuleType
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 MARKERS = {"callbacks": "o", "generators": "s", "coroutines": "^", "native": "D"}
 LINESTYLES = {"home-made": "-", "reference": "--", "anchor": ":"}
@@ -37,7 +37,7 @@ def draw(module: ModuleType, mode: str, points: list, chart_dir: Path) -> list[t
         styles: dict[str, object] = {}
         missing: set[str] = set()
         for _key, params, rows in points:
-            if spec.x not in params:
+            if spec.x not in params or any(params.get(k) != v for k, v in spec.where):
                 continue
             panel = params.get(spec.panels) if spec.panels else None
             for r in rows:
@@ -46,7 +46,10 @@ def draw(module: ModuleType, mode: str, points: list, chart_dir: Path) -> list[t
                     missing.add(r.label)
                     continue
                 series[panel][r.label].append(
-                    (params[spec.x], *(v * metric.scale for v in (stat.median, stat.low, stat.high)))
+                    (
+                        params[spec.x],
+                        *(v * metric.scale for v in (stat.median, stat.low, stat.high)),
+                    )
                 )
                 styles[r.label] = r
         if not series:

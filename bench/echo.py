@@ -16,8 +16,7 @@ import json
 import subprocess
 from pathlib import Path
 
-import loops
-from bench.plan import Chart, Metric, Point, Row, variant_rows
+from bench.plan import Chart, Metric, Point, Row, implemented_styles, variant_rows
 from bench.procs import Child, ChildFailed, cpu_seconds, python
 
 NAME = "echo"
@@ -75,11 +74,6 @@ def unavailable() -> str | None:
     return None
 
 
-def styles() -> list[str]:
-    """The styles the echo workload is written in (one module per style)."""
-    return [s for s in loops.STYLES if importlib.util.find_spec(f"workloads.echo.{s}")]
-
-
 def anchor_names() -> list[str]:
     """The anchor servers whose library is installed here."""
     if importlib.util.find_spec("workloads.echo.native") is None:
@@ -95,13 +89,14 @@ def anchor_names() -> list[str]:
 
 
 def rows() -> list[Row]:
-    return [*variant_rows(styles()), *(Row(name, "native", anchor=True) for name in anchor_names())]
+    return [
+        *variant_rows(implemented_styles("workloads.echo")),
+        *(Row(name, "native", anchor=True) for name in anchor_names()),
+    ]
 
 
 def points(full: bool) -> list[Point]:
-    pairs = (
-        [(s, c) for s in FULL["sizes"] for c in FULL["connections"]] if full else QUICK_POINTS
-    )
+    pairs = [(s, c) for s in FULL["sizes"] for c in FULL["connections"]] if full else QUICK_POINTS
     every_row = tuple(rows())
     return [
         Point(NAME, (("size", size), ("connections", connections)), every_row, 5 if full else 3)
@@ -132,18 +127,24 @@ def observations(params: dict, rendered: list) -> list[str]:
     home = [
         (r.summary.stats["requests_per_s"].median, r.label)
         for r in rendered
-        if r.kind == "home-made" and r.summary.status == "ok" and "requests_per_s" in r.summary.stats
+        if r.kind == "home-made"
+        and r.summary.status == "ok"
+        and "requests_per_s" in r.summary.stats
     ]
     if floor is None or not home:
         return []
     best, label = max(home)
-    return [f"The best home-made loop ({label}) reaches {best / floor:.0%} of the bare-selectors floor."]
+    return [
+        f"The best home-made loop ({label}) reaches {best / floor:.0%} of the bare-selectors floor."
+    ]
 
 
 def server_argv(row: Row) -> list[str]:
     if row.anchor:
         return python("-m", "workloads.echo.native", row.variant, "--port", "0")
-    return python("-m", "workloads.echo", "--loop", row.variant, "--style", row.style, "--port", "0")
+    return python(
+        "-m", "workloads.echo", "--loop", row.variant, "--style", row.style, "--port", "0"
+    )
 
 
 def load_argv(port: int, params: dict, duration: float, out: Path, server_pid: int) -> list[str]:

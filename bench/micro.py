@@ -44,9 +44,7 @@ OPERATIONS = {
     "timer": ("callbacks", "generators", "coroutines"),
 }
 
-METRICS = tuple(
-    Metric(op, f"{op} (ns/op)", higher_is_better=False, digits=0) for op in OPERATIONS
-)
+METRICS = tuple(Metric(op, f"{op} (ns/op)", higher_is_better=False, digits=0) for op in OPERATIONS)
 HEADLINE = "switch"
 TITLE = "Micro"
 DESCRIPTION = """\

@@ -13,9 +13,10 @@ loop), otherwise asyncio's coroutines row.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterable
-from types import ModuleType
 from dataclasses import dataclass, field
+from types import ModuleType
 
 import loops
 
@@ -41,7 +42,7 @@ class Row:
 
     @property
     def kind(self) -> str:
-        """"anchor", "reference" (an adapter of a production loop) or "home-made"."""
+        """ "anchor", "reference" (an adapter of a production loop) or "home-made"."""
         if self.anchor:
             return "anchor"
         try:
@@ -77,6 +78,7 @@ class Chart:
     title: str
     x_label: str
     panels: str | None = None  # the parameter whose values get a panel each
+    where: tuple[tuple[str, object], ...] = ()  # only points with these parameter values
     log_x: bool = True
     log_y: bool = False
 
@@ -108,6 +110,11 @@ def variant_rows(styles: Iterable[str] | None = None) -> list[Row]:
         for style in variant.styles
         if style in wanted
     ]
+
+
+def implemented_styles(package: str) -> list[str]:
+    """The styles a workload package is written in: one module per style."""
+    return [s for s in loops.STYLES if importlib.util.find_spec(f"{package}.{s}") is not None]
 
 
 def baseline_key(row_style: str, baseline_styles: Iterable[str]) -> str:

@@ -9,6 +9,7 @@ child's CPU time and peak RSS (its own, plus any children it reaped) without sam
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
@@ -21,6 +22,8 @@ from pathlib import Path
 
 from bench.environment import ROOT, usable_cores
 
+# How every server of the lab announces it is ready (workloads/echo's convention).
+LISTENING = re.compile(r"listening on \S+:(\d+)")
 # ru_maxrss is in KiB on Linux and in bytes on macOS.
 _MAXRSS_UNIT = 1 if sys.platform == "darwin" else 1024
 
@@ -80,17 +83,17 @@ class Child:
         )
         self.usage: Usage | None = None
         if core is not None:
-            try:
+            # If the child is already gone, its exit status will say why.
+            with contextlib.suppress(OSError):
                 os.sched_setaffinity(self.proc.pid, {core})
-            except OSError:
-                pass  # already gone: its exit status will say why
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
-    def read_port(self, timeout: float) -> int:
-        """The port the child prints on its first stdout line (``... :PORT`` or ``PORT``)."""
+    def read_port(self, timeout: float, announcement: re.Pattern | None = None) -> int:
+        """The port a server announces on stdout (by default ``listening on HOST:PORT ...``)."""
+        announcement = announcement or LISTENING
         deadline = time.monotonic() + timeout
         stream = self.proc.stdout
         assert stream is not None, "start the child with stdout=subprocess.PIPE"
@@ -103,14 +106,11 @@ class Child:
             if not chunk:
                 break
             buffered += chunk
-            for line in buffered.decode(errors="replace").splitlines():
-                match = re.search(r"(?:port\D*|:)(\d{2,5})\b", line) or re.fullmatch(
-                    r"\s*(\d{2,5})\s*", line
-                )
-                if match:
-                    return int(match.group(1))
+            match = announcement.search(buffered.decode(errors="replace"))
+            if match:
+                return int(match.group(1))
         raise ChildFailed(
-            f"{self.short()} printed no port within {timeout:.0f} s "
+            f"{self.short()} did not announce its port within {timeout:.0f} s "
             f"(stdout: {buffered[-300:]!r}){self.stderr_tail()}"
         )
 
@@ -147,14 +147,10 @@ class Child:
     def kill(self) -> None:
         """Make sure the child is gone (cleanup after a failure)."""
         if self.usage is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
-            except ProcessLookupError:
-                pass
-            try:
+            with contextlib.suppress(ChildFailed):
                 self.wait(5)
-            except ChildFailed:
-                pass
 
     def short(self) -> str:
         return " ".join(self.argv[1:4]) + (" ..." if len(self.argv) > 4 else "")

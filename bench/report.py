@@ -118,9 +118,7 @@ def table(metrics: list[Metric], rows: list[RenderedRow]) -> str:
         if r.summary.status != "ok":
             why = r.summary.reason.splitlines()[0] if r.summary.reason else r.summary.status
             why = why.replace("|", "/")[:120]
-            body.append(
-                [label, f"**{r.summary.status}**: {why}", "", *("—" for _ in others), reps]
-            )
+            body.append([label, f"**{r.summary.status}**: {why}", "", *("—" for _ in others), reps])
             continue
         cells = [label]
         stat = r.summary.stats.get(headline.name)
@@ -288,9 +286,9 @@ def render(mode: str, stores: dict[str, ResultStore | None], out: Path) -> list[
         "",
         f"The {mode} matrix. " + METHOD.format(saturation=SATURATION).replace("\n", " "),
         "",
-        "Sections: " + ", ".join(
-            f"[{workload_module(n).TITLE}](#{workload_module(n).TITLE.lower()})"
-            for n in WORKLOADS
+        "Sections: "
+        + ", ".join(
+            f"[{workload_module(n).TITLE}](#{workload_module(n).TITLE.lower()})" for n in WORKLOADS
         )
         + ", [Code size](#code-size), [Conformance](#conformance), "
         "[Environment](#environment).",
@@ -329,4 +327,3 @@ def render_all(results: Path, reports: Path | None = None) -> list[Path]:
     if not written:
         raise SystemExit(f"no stored results under {results}: run `nox -s bench` first")
     return written
-

@@ -107,9 +107,7 @@ def measure_point(job: Job, session: str, cores: Cores, full: bool, progress, ta
             reps[row].append(record)
             progress.advance(task)
     for row, records in reps.items():
-        job.store.put(
-            job.point, row, session, row_fingerprint(job.point.workload, row), records
-        )
+        job.store.put(job.point, row, session, row_fingerprint(job.point.workload, row), records)
     job.store.save()
 
 
@@ -141,7 +139,8 @@ def run(
     env = environment.capture()
     cores = Cores.plan()
     env["pinning"] = cores.describe()
-    session = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    # Sortable by time, and distinct even for two runs started within the same second.
+    session = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     console.print(
         f"[bold]bench[/] {mode} · {env['cpu']} · {len(env['usable_cores'])} cores "
         f"({cores.describe()}) · Python {env['python']} · load average "
@@ -181,14 +180,20 @@ def run(
         TextColumn("left"),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=console, refresh_per_second=2) as progress:
-        task = progress.add_task("starting", total=total)
-        for job in jobs:
-            measure_point(job, session, cores, full, progress, task)
-            progress.console.print(f"[bold]{job.point.workload}[/] {job.point.key}")
-            for row in job.rows:
-                stored = job.store.stored(job.point, row)
-                progress.console.print(console_line(job, row, stored.reps if stored else []))
+    try:
+        with Progress(*columns, console=console, refresh_per_second=2) as progress:
+            task = progress.add_task("starting", total=total)
+            for job in jobs:
+                measure_point(job, session, cores, full, progress, task)
+                progress.console.print(f"[bold]{job.point.workload}[/] {job.point.key}")
+                for row in job.rows:
+                    stored = job.store.stored(job.point, row)
+                    progress.console.print(console_line(job, row, stored.reps if stored else []))
+    finally:
+        # Peers kept across points (the crawler's site server) end with the run.
+        for module in {id(job.module): job.module for job in jobs}.values():
+            if hasattr(module, "finish"):
+                module.finish()
     end_load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     for store in stores:
         store.end_session(session, end_load)

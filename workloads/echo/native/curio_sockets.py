@@ -7,6 +7,7 @@ socket on the way out of ``async with``).
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from collections.abc import Callable
 
@@ -46,7 +47,5 @@ def _interrupt(signum, frame) -> None:
 
 def serve(host: str, port: int, ready: Callable[[int], None]) -> None:
     signal.signal(signal.SIGTERM, _interrupt)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         curio.run(_main, host, port, ready)
-    except KeyboardInterrupt:
-        pass

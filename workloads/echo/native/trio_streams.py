@@ -27,7 +27,9 @@ async def _echo(stream: trio.SocketStream) -> None:
 async def _main(host: str, port: int, ready: Callable[[int], None]) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
-            listeners = await nursery.start(functools.partial(trio.serve_tcp, _echo, port, host=host))
+            listeners = await nursery.start(
+                functools.partial(trio.serve_tcp, _echo, port, host=host)
+            )
             ready(listeners[0].socket.getsockname()[1])
             async for _ in signals:
                 break
