@@ -8,6 +8,7 @@ wake, and every sleeper must be accounted for. The idle mode must not burn CPU w
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,15 +26,19 @@ CASES = [
 ]
 
 
-def run_sleep(variant: loops.Variant, style: str, tmp_path: Path, *args: str) -> dict:
+def run_sleep(
+    variant: loops.Variant | str, style: str, tmp_path: Path, *args: str, env=None
+) -> dict:
+    name = getattr(variant, "name", variant)
     report = tmp_path / "sleep.json"
-    command = [sys.executable, "-m", "workloads.sleep", "--loop", variant.name, "--style", style]
+    command = [sys.executable, "-m", "workloads.sleep", "--loop", name, "--style", style]
     done = subprocess.run(
         [*command, *args, "--json", str(report)],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
+        env=env,
     )
     assert report.exists(), done.stdout + done.stderr
     result = json.loads(report.read_text())
@@ -67,6 +72,63 @@ def test_an_idle_wait_on_a_thousand_sockets_does_not_burn_cpu(variant, style, tm
     assert result["early_beyond_tick"] == 0
     # A CPU-time ratio, not a timing: a busy-waiting loop would be near 1.0.
     assert result["cpu_per_wall_s"] < 0.25, result["output"]
+
+
+# Throw-away variants (kept outside the tree, added by LAB_EXTRA_LOOPS): asyncio with a timer
+# cancel that does nothing, and asyncio with timers that fire at half their delay.
+BROKEN_VARIANT = """
+import asyncio
+from loops import Variant
+from loops._aio import callbacks_factory
+
+
+class _Deaf:
+    # A timer handle whose cancel does nothing.
+    def __init__(self, handle):
+        self._handle = handle
+
+    def cancel(self):
+        pass
+
+    def when(self):
+        return self._handle.when()
+
+
+class _Loop(callbacks_factory(asyncio.SelectorEventLoop)):
+    def call_later(self, delay, callback, *args, **kwargs):
+        {body}
+
+
+VARIANT = Variant(
+    name="{name}",
+    summary="a deliberately broken variant made by tests/test_sleep.py",
+    lineage="asyncio, broken on purpose",
+    capabilities=frozenset({{"core"}}),
+    callbacks=_Loop,
+)
+"""
+BROKEN = {
+    "cancel_ignored": "return _Deaf(super().call_later(delay, callback, *args))",
+    "wakes_early": "return super().call_later(delay / 2, callback, *args)",
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("flaw", "field"),
+    [("cancel_ignored", "woke_after_cancel"), ("wakes_early", "early_beyond_tick")],
+)
+def test_a_loop_that_breaks_the_rules_fails_the_run(flaw, field, tmp_path):
+    name = f"zz_{flaw}"
+    folder = tmp_path / "variants" / name
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(BROKEN_VARIANT.format(name=name, body=BROKEN[flaw]))
+    env = {**os.environ, "LAB_EXTRA_LOOPS": str(folder.parent), "PYTHONDONTWRITEBYTECODE": "1"}
+    args = ("--tasks", "500", "--max-delay", "0.1", "--cancel", "0.5")
+    result = run_sleep(name, "callbacks", tmp_path, *args, env=env)
+    assert result["returncode"] == 1, result["output"]
+    assert result[field] > 0 and not result["ok"]
+    assert "FAILED" in result["output"]
 
 
 def test_the_same_seed_gives_every_loop_the_same_plan():

@@ -11,6 +11,7 @@ throughout (they never become readable).
 
 from __future__ import annotations
 
+from workloads.common import run_until_stopped
 from workloads.sleep.common import BATCH, measure_tick
 
 
@@ -18,8 +19,7 @@ def run(new_loop, plan, tally, sockets):
     """Run every sleeper of plan (cancelling the chosen ones) while watching sockets."""
     loop = new_loop()
     try:
-        loop.call_soon(main, loop, plan, tally, sockets)
-        loop.run_forever()
+        run_until_stopped(loop, main, loop, plan, tally, sockets)
     finally:
         loop.close()
 
