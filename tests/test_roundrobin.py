@@ -8,7 +8,9 @@ show, checked on counts and CPU ratios rather than wall-clock bounds.
 import gc
 import os
 import random
+import signal
 import socket
+import threading
 import time
 
 import pytest
@@ -364,6 +366,22 @@ def test_keyboard_interrupt_escapes_run_after_finally_blocks_ran():
         co.run(main())
     assert events == ["main finally"]
     assert co.run(co.sleep(0)) is None  # the next run() starts clean
+
+
+@pytest.mark.timeout(10)
+def test_a_signal_caught_by_another_thread_wakes_the_blocked_loop():
+    async def main():
+        # The C-level handler runs in the signalling thread; only the wake-up fd tells the main
+        # thread, blocked in select() for an hour, to run the Python handler now. (The delay
+        # only makes it likely that the loop is blocked by then; it passes either way.)
+        signaller = threading.Timer(
+            0.05, lambda: signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        )
+        signaller.start()
+        await co.sleep(3600)
+
+    with pytest.raises(KeyboardInterrupt):
+        co.run(main())
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to count fds")

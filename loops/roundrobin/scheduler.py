@@ -25,7 +25,7 @@ back into the task at the point where it yielded):
 
 What it builds on: ``selectors.DefaultSelector`` (epoll here) with registrations kept between
 waits, ``heapq`` for timers (cancelled lazily, compacted by asyncio's rule), a socketpair that
-worker threads write to so a blocked ``select()`` wakes up.
+worker threads (and, in the main thread, signals) write to so a blocked ``select()`` wakes up.
 
 Limits, all consequences of the idea: every request costs the requester one full tick, so a
 chain of requests (spawn, then join, then a socket call) is paid one tick at a time; each tick
@@ -40,6 +40,7 @@ import contextlib
 import heapq
 import itertools
 import selectors
+import signal
 import socket
 import sys
 import threading
@@ -159,6 +160,13 @@ class Loop:
         if getattr(_running, "loop", None) is not None:
             raise RuntimeError("run() cannot be called while a roundrobin loop is running")
         _running.loop = self
+        # A signal caught by another thread must still wake a select() blocked here, so that
+        # the main thread runs the Python handler (KeyboardInterrupt) at once, as asyncio does.
+        in_main_thread = threading.current_thread() is threading.main_thread()
+        if in_main_thread:
+            previous_wakeup_fd = signal.set_wakeup_fd(
+                self._wake_w.fileno(), warn_on_full_buffer=False
+            )
         try:
             main = self._new_task(coro)
             main.joined = True  # its outcome is run()'s to return or raise
@@ -173,6 +181,8 @@ class Loop:
             raise
         finally:
             _running.loop = None
+            if in_main_thread:
+                signal.set_wakeup_fd(previous_wakeup_fd)
         if main.error is not None:
             raise main.error
         return main.result
