@@ -1,8 +1,8 @@
 """The callback reactor's own promises, beyond the shared conformance suite.
 
-White-box where the promise is about the inside (the timer heap stays bounded, one selector
-registration per fd, the selector's timeout, the batch boundary); black-box elsewhere. The
-leak tests use real sockets and count real fds in /proc/self/fd.
+White-box where the promise is about the inside (the timer heap stays bounded, one epoll
+registration per fd, the poll timeout, the batch boundary); black-box elsewhere. The leak
+tests use real sockets and count real fds in /proc/self/fd.
 """
 
 from __future__ import annotations
@@ -105,7 +105,11 @@ class Payload:
 def test_the_variant_speaks_callbacks_and_claims_its_styles_capabilities():
     variant = loops.get("callbacks")
     assert variant.styles == ("callbacks",)
-    assert isinstance(variant.callbacks(), loops.contract.CallbacksLoop)
+    loop = variant.callbacks()
+    try:
+        assert isinstance(loop, loops.contract.CallbacksLoop)
+    finally:
+        loop.close()
     not_claimed = loops.CAPABILITIES.keys() - variant.capabilities
     # Only the capabilities about tasks, which the callbacks style has none of.
     assert not_claimed == {"tasks-scale", "timeouts", "queue"}
