@@ -54,11 +54,13 @@ def crawl_cases() -> list:
 CASES = crawl_cases()
 
 
-def start(command: list[str], pattern: str) -> tuple[subprocess.Popen, re.Match]:
-    """Start a server process; wait for the line matching pattern (its address)."""
-    process = subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+def start(command: list[str], pattern: str, cwd: Path = ROOT) -> tuple[subprocess.Popen, re.Match]:
+    """Start a server process; wait for the line of its stdout matching pattern (its address).
+
+    Its stderr is inherited (pytest captures it): a pipe nobody reads would fill up with
+    request logs and block the server.
+    """
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, text=True)
     for line in process.stdout:
         match = re.search(pattern, line)
         if match:
@@ -213,15 +215,7 @@ def docs_site(tmp_path_factory):
         capture_output=True,
     )
     command = [sys.executable, "-u", "-m", "http.server", "--bind", "127.0.0.1", "0"]
-    process = subprocess.Popen(
-        command, cwd=docs, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    for line in process.stdout:
-        match = re.search(r"port (\d+)", line)
-        if match:
-            break
-    else:
-        raise RuntimeError("http.server did not start")
+    process, match = start(command, r"port (\d+)", cwd=docs)
     try:
         yield f"http://127.0.0.1:{match.group(1)}/json.html"
     finally:
@@ -255,7 +249,7 @@ def test_same_page_set_as_wget_on_a_documentation_site(
     result = json.loads(out.read_text())
     found = {page["url"] for page in result["pages"]}
     assert len(wget_found) > 20, "the documentation site is too small to compare"
-    assert found == wget_found
+    assert found == wget_found, result["errors"]
     assert result["errors"].get("http-4xx", 0) > 0  # pydoc links to modules not generated
 
 
