@@ -1,6 +1,8 @@
-"""The lab's workloads: programs run on every variant, one file per programming style.
+"""The lab's workloads: echo, sleep and crawler, each a CLI (``python -m workloads.<name>``).
 
-Each workload is a CLI (``python -m workloads.<name> --loop NAME ...``) that gets its loop by
-discovery (``loops.get``), never by import, and keeps everything that is not concurrency in a
-loop-free common module so the style files differ only in style.
+Each workload is written once per programming style (``callbacks.py``, ``generators.py``,
+``coroutines.py``: same names, same structure, so a reader can diff them) and gets its loop by
+discovery (``loops.get(name)``), never by importing one. Loop-free logic (argument handling,
+plans, payloads, summaries, JSON) lives beside them; :mod:`workloads.common` holds what every
+workload's CLI shares.
 """

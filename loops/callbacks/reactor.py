@@ -9,13 +9,13 @@ state that a coroutine would keep on its stack lives in objects, as in the first
 the "500 Lines or Less" crawler.
 
 Builds on: asyncio's ``base_events`` (``Handle``/``TimerHandle``, ``_run_once`` and its
-compaction rule), ``selectors`` (epoll here), and the Python Cookbook's socketpair wake-up for
-work handed in from other threads.
+compaction rule), epoll (what ``selectors.DefaultSelector`` wraps here; ``readiness.py`` says
+why the reactor reads it directly), and the Python Cookbook's socketpair wake-up for work
+handed in from other threads.
 
 Limits: the callbacks style only (futures and tasks are the ``futures`` and ``traps``
-variants' business); no signal handlers, subprocesses or transports; an fd closed without
-``remove_reader``/``remove_writer`` and then reused by a new socket confuses it (as it does
-asyncio); one loop per thread at a time.
+variants' business); no signal handlers, subprocesses or transports; one running loop per
+thread at a time.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import contextlib
 import contextvars
 import heapq
 import logging
-import selectors
 import socket
 import threading
 import time
@@ -35,10 +34,10 @@ from itertools import count
 from typing import Any
 
 from loops.callbacks.handles import Handle, TimerHandle
+from loops.callbacks.readiness import READER, WAKES_READER, WAKES_WRITER, WRITER, Readiness
 
 logger = logging.getLogger(__name__)
 
-_READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE  # bits 1 and 2: slot = bit - 1
 _MAX_SELECT_TIMEOUT = 24 * 3600.0  # epoll's millisecond timeout overflows for far timers
 _COMPACT_MIN_TIMERS = 100  # asyncio's rule: compact when more than 100 timers are in the heap
 _CLOCK_RESOLUTION = time.get_clock_info("monotonic").resolution
@@ -56,19 +55,17 @@ class Reactor:
         self._timers: list[tuple[float, int, TimerHandle]] = []  # heap of (when, seq, handle)
         self._timer_sequence = count()  # breaks deadline ties, so equal deadlines fire FIFO
         self._cancelled_timers = 0  # cancelled handles still inside the heap
-        self._selector = selectors.DefaultSelector()  # key.data = [reader, writer] handles
+        self._readiness = Readiness()  # fd -> [reader, writer, file], and its epoll set
         self._stopping = False  # stop() was called: finish this iteration, then return
         self._thread: int | None = None  # ident of the thread inside run_forever, else None
         self._closed = False
         self._exception_handler: Callable[[Any, dict], Any] | None = None  # None: log it
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # for run_in_thread
-        # A byte written to _wake_sender makes a blocked select() return (threads, close).
+        # A byte written to _wake_sender makes a blocked poll() return (for other threads).
         self._wake_receiver, self._wake_sender = socket.socketpair()
         self._wake_receiver.setblocking(False)
         self._wake_sender.setblocking(False)
-        self._selector.register(
-            self._wake_receiver.fileno(), _READ, [Handle(self._drain_wakeups, ()), None]
-        )
+        self._readiness.watch(self._wake_receiver, READER, Handle(self._drain_wakeups, ()))
 
     # -- the run loop ---------------------------------------------------------------------
 
@@ -109,12 +106,16 @@ class Reactor:
         elif timers:
             timeout = min(max(0.0, timers[0][0] - _monotonic()), _MAX_SELECT_TIMEOUT)
         else:
-            timeout = None
-        for key, mask in self._selector.select(timeout):
-            reader, writer = key.data
-            if mask & _READ and reader is not None:
+            timeout = -1
+        registrations = self._readiness.registrations
+        for fd, events in self._readiness.poller.poll(timeout, len(registrations)):
+            try:
+                reader, writer, _ = registrations[fd]
+            except KeyError:
+                continue  # a closed fd whose file lives on in a dup: epoll still reports it
+            if reader is not None and events & WAKES_READER:
                 ready.append(reader)
-            if mask & _WRITE and writer is not None:
+            if writer is not None and events & WAKES_WRITER:
                 ready.append(writer)
 
         # Stage 2: expire timers: every timer due by now joins the ready queue, in deadline
@@ -172,7 +173,7 @@ class Reactor:
         self._ready.clear()
         self._timers.clear()
         self._cancelled_timers = 0
-        self._selector.close()
+        self._readiness.close()
         self._wake_receiver.close()
         self._wake_sender.close()
 
@@ -263,63 +264,26 @@ class Reactor:
 
     def add_reader(self, fd: Any, callback: Callable[..., Any], *args: Any) -> None:
         """Call callback(*args) whenever fd is readable, until remove_reader(fd)."""
-        self._watch(fd, _READ, callback, args)
+        self._watch(fd, READER, callback, args)
 
     def add_writer(self, fd: Any, callback: Callable[..., Any], *args: Any) -> None:
         """Call callback(*args) whenever fd is writable, until remove_writer(fd)."""
-        self._watch(fd, _WRITE, callback, args)
+        self._watch(fd, WRITER, callback, args)
 
     def remove_reader(self, fd: Any) -> bool:
         """Stop watching fd for reading; True if it was watched."""
-        return self._unwatch(fd, _READ)
+        return not self._closed and self._readiness.unwatch(fd, READER)
 
     def remove_writer(self, fd: Any) -> bool:
         """Stop watching fd for writing; True if it was watched."""
-        return self._unwatch(fd, _WRITE)
+        return not self._closed and self._readiness.unwatch(fd, WRITER)
 
-    def _watch(self, fd: Any, event: int, callback: Callable[..., Any], args: tuple) -> None:
-        """One registration per fd: a new interest changes its mask, never re-registers."""
+    def _watch(self, fd: Any, slot: int, callback: Callable[..., Any], args: tuple) -> None:
         self._check_closed()
         if not callable(callback):
-            raise TypeError(f"add_{_NAMES[event]}() needs a callable, got {callback!r}")
-        handle = Handle(callback, args)
-        selector = self._selector
-        try:
-            key = selector.get_key(fd)
-        except KeyError:
-            slots = [None, None]
-            slots[event - 1] = handle
-            selector.register(fd, event, slots)
-            return
-        slots = key.data
-        replaced = slots[event - 1]
-        if not key.events & event:
-            selector.modify(fd, key.events | event, slots)
-        slots[event - 1] = handle
-        if replaced is not None:
-            replaced.cancel()
-
-    def _unwatch(self, fd: Any, event: int) -> bool:
-        """Drop one interest: modify the mask, or unregister when it was the last one."""
-        if self._closed:
-            return False
-        selector = self._selector
-        try:
-            key = selector.get_key(fd)
-        except KeyError:
-            return False
-        slots = key.data
-        handle = slots[event - 1]
-        if handle is None:
-            return False
-        slots[event - 1] = None
-        remaining = key.events & ~event
-        if remaining:
-            selector.modify(fd, remaining, slots)
-        else:
-            selector.unregister(fd)
-        handle.cancel()  # it may already be in the ready queue for this iteration
-        return True
+            side = "reader" if slot == READER else "writer"
+            raise TypeError(f"add_{side}() needs a callable, got {callback!r}")
+        self._readiness.watch(fd, slot, Handle(callback, args))
 
     # -- threads --------------------------------------------------------------------------
 
@@ -436,5 +400,4 @@ class Reactor:
         )
 
 
-_NAMES = {_READ: "reader", _WRITE: "writer"}
 _LOGGED_APART = {"message", "exception"}

@@ -7,14 +7,14 @@ The crawler follows same-origin ``<a href>`` links of HTML pages from URL, with 
 workers sharing at most --per-host keep-alive connections (default: one per worker). It never
 leaves the origin: links elsewhere are counted, not fetched. 4xx/5xx, resets, malformed or
 truncated responses, timeouts, non-HTML bodies, bodies over --max-bytes and bad redirects are
-recorded by kind and the crawl goes on. The style defaults to coroutines, else generators,
-else callbacks, whichever the variant speaks first.
+recorded by kind and the crawl goes on. ``--loop``/``--style`` work as in every workload
+(:mod:`workloads.common`): the style defaults to the variant's first.
 
 ``--json FILE`` writes (``-`` for stdout) one object::
 
     {"workload": "crawler", "loop": NAME, "style": S, "start": URL,
-     "options": {"concurrency", "per_host", "timeout", "max_bytes", "max_pages",
-                 "max_redirects"},
+     "concurrency": n, "per_host": n, "timeout": s, "max_bytes": n, "max_pages": n|null,
+     "max_redirects": n,        # the options the crawl ran with
      "pages_fetched": n,        # URLs requested and answered or failed (redirects included)
      "pages_ok": n,             # pages_fetched - error_count
      "errors": {KIND: n},       # kinds: workloads.crawler.common.ERROR_KINDS
@@ -26,20 +26,20 @@ else callbacks, whichever the variant speaks first.
      "wall_s": s, "cpu_s": s, "pages_per_s": r,
      "pages": [{"url": URL, "status": int|null, "error": KIND|null, "bytes": n}, ...]}
 
-``pages`` is sorted by URL. The exit status is 0 when the crawl ran (whatever it found), 2 for
-bad arguments (an unknown loop or style says which ones exist), 1 if the crawl itself crashed.
+It is flat (scalars) but for ``errors`` and ``pages``; ``pages`` is sorted by URL. The exit
+status is 0 when the crawl ran (whatever it found), 2 for bad arguments (an unknown loop or
+style says which ones exist), 1 if the crawl itself crashed.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
 from pathlib import Path
 
-import loops
+from workloads.common import add_loop_arguments, resolve, style_module
 from workloads.crawler.common import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_BYTES,
@@ -49,8 +49,6 @@ from workloads.crawler.common import (
     Crawl,
     Options,
 )
-
-STYLE_PREFERENCE = ("coroutines", "generators", "callbacks")
 
 
 def positive(kind):
@@ -70,8 +68,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description="Crawl one origin from URL on a lab loop; print a summary.",
     )
     parser.add_argument("url", metavar="URL", help="where to start (http://host[:port]/path)")
-    parser.add_argument("--loop", required=True, help="variant name (python -m loops lists them)")
-    parser.add_argument("--style", help="callbacks, generators or coroutines")
+    add_loop_arguments(parser)
     parser.add_argument("--concurrency", type=positive(int), default=DEFAULT_CONCURRENCY)
     parser.add_argument("--per-host", type=positive(int), help="connections (default: workers)")
     parser.add_argument("--timeout", type=positive(float), default=DEFAULT_TIMEOUT)
@@ -80,12 +77,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-redirects", type=int, default=DEFAULT_MAX_REDIRECTS)
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': stdout)")
     args = parser.parse_args(argv)
-    try:
-        args.variant = loops.get(args.loop)
-        args.style = args.style or next(s for s in STYLE_PREFERENCE if s in args.variant.styles)
-        args.api = args.variant.api(args.style)
-    except (loops.UnknownVariantError, ValueError) as error:
-        parser.error(str(error))
+    variant, args.style = resolve(parser, args)
+    args.api = variant.api(args.style)
     return args
 
 
@@ -100,7 +93,7 @@ def run(args: argparse.Namespace) -> dict:
         max_redirects=args.max_redirects,
     )
     books = Crawl(args.url, options)
-    style = importlib.import_module(f"workloads.crawler.{args.style}")
+    style = style_module("workloads.crawler", args.style)
     wall, cpu = time.perf_counter(), time.process_time()
     try:
         style.crawl(args.api, books)
@@ -108,7 +101,7 @@ def run(args: argparse.Namespace) -> dict:
         books.progress.done()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     result = {"workload": "crawler", "loop": args.loop, "style": args.style}
-    result["options"] = {k: v for k, v in vars(options).items()} | {"per_host": options.connections}
+    result |= vars(options) | {"per_host": options.connections}
     result |= books.summary()
     result |= {"wall_s": wall, "cpu_s": cpu, "pages_per_s": result["pages_fetched"] / wall}
     result["pages"] = [record.as_json() for record in books.pages()]
@@ -117,11 +110,10 @@ def run(args: argparse.Namespace) -> dict:
 
 def summary_text(result: dict) -> str:
     errors = ", ".join(f"{kind} {n}" for kind, n in result["errors"].items()) or "none"
-    options = result["options"]
     return "\n".join(
         [
             f"crawled {result['start']} on {result['loop']} ({result['style']}), "
-            f"{options['concurrency']} workers, {options['per_host']} connections",
+            f"{result['concurrency']} workers, {result['per_host']} connections",
             f"pages   {result['pages_fetched']} fetched, {result['pages_ok']} ok, "
             f"{result['error_count']} errors",
             f"errors  {errors}",
