@@ -16,7 +16,6 @@ Requests (a tuple whose first item names it; anything else is refused with a Typ
 back into the task at the point where it yielded):
   ("yield",)                  run again next tick
   ("sleep", seconds)          run again once seconds have passed
-  ("spawn", coro)             start a task; the requester gets the Task back
   ("join", task)              wait until task has ended
   ("cancel", task)            throw CancelledError into task, then wait until it has ended
   ("park", waiters, seconds)  wait in the deque waiters until woken (True) or timed out (False)
@@ -25,12 +24,12 @@ back into the task at the point where it yielded):
 
 What it builds on: ``selectors.DefaultSelector`` (epoll here) with registrations kept between
 waits, ``heapq`` for timers (cancelled lazily, compacted by asyncio's rule), a socketpair that
-worker threads write to so a blocked ``select()`` wakes up.
+worker threads (and, in the main thread, signals) write to so a blocked ``select()`` wakes up.
 
-Limits, all consequences of the idea: every request costs the requester one full tick, so a
-chain of requests (spawn, then join, then a socket call) is paid one tick at a time; each tick
-polls the selector even when only CPU-bound tasks are runnable; and a task that never yields
-holds the loop (cooperative scheduling cannot take the CPU away).
+Limits, all consequences of the idea: every request costs the requester one full tick (a
+socket call is a checkpoint, then maybe a readiness wait), so a chain of requests is paid one
+tick at a time; each tick polls the selector even when only CPU-bound tasks are runnable; and
+a task that never yields holds the loop (cooperative scheduling cannot take the CPU away).
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ import contextlib
 import heapq
 import itertools
 import selectors
+import signal
 import socket
 import sys
 import threading
@@ -50,7 +50,7 @@ from time import monotonic
 
 COMPACT_MIN = 100  # asyncio's rule: rebuild the heap when over 100 entries and half cancelled
 READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
-SOCK, EVENTS, READER, WRITER = range(4)  # the slots of an I/O record, see Loop._io
+SOCK, FD, EVENTS, READER, WRITER = range(5)  # the slots of an I/O record, see Loop._io
 
 # What a task can drive: coroutines, and the @types.coroutine generators of .api (sleep, recv...)
 COROUTINE_TYPES = (types.CoroutineType, types.GeneratorType)
@@ -80,6 +80,7 @@ class Task:
         "coro",
         "done",
         "error",
+        "io",
         "joined",
         "joiners",
         "result",
@@ -97,6 +98,7 @@ class Task:
         self.waiting = None  # the request it is blocked on; None while runnable or running
         self.waited_on = None  # where that request parked it: a deque, an I/O record, a future
         self.timer = None  # its timer heap entry while a deadline is pending
+        self.io = None  # (I/O record, event) it keeps registered from its last readiness wait
         self.joiners: deque[Task] = deque()  # tasks waiting for this one to end
         self.done = False
         self.result = None
@@ -125,9 +127,9 @@ class Loop:
         self._cancelled_timers = 0  # heap entries whose task is None
         self._seq = itertools.count()  # tie-breaker: equal deadlines fire in FIFO order
         self._selector = selectors.DefaultSelector()
-        # fd -> [sock, events, reader, writer]. A registration outlives the wait that made it,
-        # so a task that waits on the same socket again costs no epoll_ctl; a readiness event
-        # that finds no waiter is what finally narrows or drops it.
+        # fd -> [sock, fd, events, reader, writer]: what the selector watches and for whom.
+        # A task keeps its registration (Task.io) while it only passes checkpoints and waits
+        # on the same socket again, as curio does: an echo loop costs no epoll_ctl per wait.
         self._io: dict[int, list] = {}
         self._wake_r, self._wake_w = socket.socketpair()  # worker threads write here
         self._wake_r.setblocking(False)
@@ -139,7 +141,6 @@ class Loop:
         self._handlers = {
             "yield": self._next_tick,
             "sleep": self._sleep,
-            "spawn": self._spawn,
             "join": self._join,
             "cancel": self._cancel,
             "park": self._park_request,
@@ -159,8 +160,15 @@ class Loop:
         if getattr(_running, "loop", None) is not None:
             raise RuntimeError("run() cannot be called while a roundrobin loop is running")
         _running.loop = self
+        # A signal caught by another thread must still wake a select() blocked here, so that
+        # the main thread runs the Python handler (KeyboardInterrupt) at once, as asyncio does.
+        in_main_thread = threading.current_thread() is threading.main_thread()
+        if in_main_thread:
+            previous_wakeup_fd = signal.set_wakeup_fd(
+                self._wake_w.fileno(), warn_on_full_buffer=False
+            )
         try:
-            main = self._new_task(coro)
+            main = self.spawn(coro)
             main.joined = True  # its outcome is run()'s to return or raise
             self._run_until(lambda: main.done)
             for task in list(self._tasks):
@@ -173,6 +181,8 @@ class Loop:
             raise
         finally:
             _running.loop = None
+            if in_main_thread:
+                signal.set_wakeup_fd(previous_wakeup_fd)
         if main.error is not None:
             raise main.error
         return main.result
@@ -195,7 +205,7 @@ class Loop:
                 if key.data is None:
                     self._drain_wakeups()
                 else:
-                    self._io_ready(key.fd, key.data, events)
+                    self._io_ready(key.data, events)
             if self._threads_done:
                 self._collect_threads()
 
@@ -230,6 +240,8 @@ class Loop:
                     finish(task, None, error)
                 else:
                     try:
+                        if task.io is not None and request[0] != "yield":
+                            self._settle_io(task, request)
                         handlers[request[0]](task, request)
                     except Exception as error:
                         refuse(task, request, error)
@@ -242,10 +254,6 @@ class Loop:
     def _sleep(self, task: Task, request: tuple) -> None:
         self._set_timer(task, request[1])
         task.waiting = request
-
-    def _spawn(self, task: Task, request: tuple) -> None:
-        task.send = self._new_task(request[1])
-        self._runnable.append(task)
 
     def _join(self, task: Task, request: tuple) -> None:
         self._park(task, request, request[1].joiners, None)
@@ -266,24 +274,26 @@ class Loop:
 
     def _wait_io(self, task: Task, request: tuple) -> None:
         sock = request[1]
-        event = READ if request[0] == "read" else WRITE
+        event, slot = (READ, READER) if request[0] == "read" else (WRITE, WRITER)
         fd = sock.fileno()
         record = self._io.get(fd)
-        if record is None or record[SOCK] is not sock:
+        if record is not None and record[SOCK] is sock:
+            if record[slot] is not None:
+                raise RuntimeError(f"{record[slot]!r} is already waiting to {request[0]} {sock!r}")
+            if not record[EVENTS] & event:
+                record[EVENTS] |= event
+                self._selector.modify(fd, record[EVENTS], record)
+        else:
             if record is not None:  # fd reused by a new socket: the old registration is stale
-                self._selector.unregister(fd)
-            record = [sock, event, None, None]
+                self._forget(record)
+            record = [sock, fd, event, None, None]
             self._selector.register(fd, event, record)
             self._io[fd] = record
-        elif not record[EVENTS] & event:
-            record[EVENTS] |= event
-            self._selector.modify(fd, record[EVENTS], record)
-        slot = READER if event == READ else WRITER
-        if record[slot] is not None:
-            raise RuntimeError(f"{record[slot]!r} is already waiting to {request[0]} {sock!r}")
         record[slot] = task
         task.waiting = request
         task.waited_on = record
+        if task.io is None:  # else it is this very registration, kept (see _settle_io)
+            task.io = (record, event)
 
     def _thread(self, task: Task, request: tuple) -> None:
         if self._pool is None:
@@ -306,7 +316,12 @@ class Loop:
 
     # -- blocking and waking ----------------------------------------------------------------
 
-    def _new_task(self, coro) -> Task:
+    def spawn(self, coro) -> Task:
+        """A new task for coro, queued behind the runnable ones: it first runs next tick.
+
+        Not a request: it waits for nothing, so the spawner goes on without losing its turn
+        (as in asyncio, curio and trio), and siblings start in the order they were spawned.
+        """
         if not isinstance(coro, COROUTINE_TYPES):
             raise TypeError(f"expected a coroutine (an async def called), got {coro!r}")
         task = Task(coro)
@@ -355,10 +370,9 @@ class Loop:
         kind, waited_on = target.waiting[0], target.waited_on
         if kind in ("park", "join", "cancel"):
             waited_on.remove(target)
-        elif kind == "read":
-            waited_on[READER] = None
-        elif kind == "write":
-            waited_on[WRITER] = None
+        elif kind in ("read", "write"):
+            waited_on[READER if kind == "read" else WRITER] = None
+            self._release_io(target)
         elif kind == "thread":
             waited_on.cancel()  # stops it if not started; a running thread finishes unheard
         self._resume(target, None)
@@ -368,25 +382,53 @@ class Loop:
         task.result = result
         task.error = error
         del self._tasks[task]
+        if task.io is not None:
+            self._release_io(task)
         self.wake(task.joiners)
 
-    def _io_ready(self, fd: int, record: list, events: int) -> None:
+    def _io_ready(self, record: list, events: int) -> None:
         """Wake the waiters of a ready fd; narrow the registration where nobody waits."""
         events &= record[EVENTS]  # epoll reports errors as both directions
-        for event, slot in ((READ, READER), (WRITE, WRITER)):
-            if not events & event:
-                continue
-            task = record[slot]
-            if task is not None:
-                record[slot] = None
-                self._resume(task, None)
-                continue
-            record[EVENTS] &= ~event
-            if record[EVENTS]:
-                self._selector.modify(fd, record[EVENTS], record)
-            else:
-                self._selector.unregister(fd)
-                del self._io[fd]
+        if events & READ:
+            self._io_ready_for(record, READ, READER)
+        if events & WRITE:
+            self._io_ready_for(record, WRITE, WRITER)
+
+    def _io_ready_for(self, record: list, event: int, slot: int) -> None:
+        task = record[slot]
+        if task is not None:
+            record[slot] = None
+            self._resume(task, None)
+        else:  # its task is busy elsewhere: stop the selector reporting it over and over
+            self._narrow(record, event)
+
+    def _settle_io(self, task: Task, request: tuple) -> None:
+        """Keep the task's registration if it waits on the same socket and event again."""
+        record, event = task.io
+        if request[0] != ("read" if event == READ else "write") or request[1] is not record[SOCK]:
+            self._release_io(task)
+
+    def _release_io(self, task: Task) -> None:
+        record, event = task.io
+        task.io = None
+        slot = READER if event == READ else WRITER
+        # Unless the fd went to a new socket, someone else waits, or it was narrowed already.
+        if self._io.get(record[FD]) is record and record[EVENTS] & event and not record[slot]:
+            self._narrow(record, event)
+
+    def _narrow(self, record: list, event: int) -> None:
+        record[EVENTS] &= ~event
+        if not record[EVENTS]:
+            self._forget(record)
+            return
+        try:
+            self._selector.modify(record[FD], record[EVENTS], record)
+        except OSError:  # the socket was closed under us; the selector has dropped it
+            del self._io[record[FD]]
+
+    def _forget(self, record: list) -> None:
+        self._selector.unregister(record[FD])  # the selector ignores an fd closed meanwhile
+        del self._io[record[FD]]
 
     def _thread_finished(self, task: Task, future: concurrent.futures.Future) -> None:
         """(in the worker thread) Hand the outcome to the loop and wake it."""
