@@ -11,7 +11,7 @@ import functools
 import pytest
 
 import loops
-from conformance import matrix
+from conformance import matrix, todo
 from conformance.harness import Case, play_scenario
 
 
@@ -45,6 +45,7 @@ def _selected(config: pytest.Config) -> list[loops.Variant]:
 def pytest_configure(config: pytest.Config) -> None:
     config.lab_variants = _selected(config)  # type: ignore[attr-defined]
     config.pluginmanager.register(matrix.MatrixRecorder(config), "lab-matrix")
+    config.pluginmanager.register(todo.ToImplementNext(), "lab-todo")
 
 
 def property_id(function) -> str:
