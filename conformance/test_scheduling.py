@@ -15,9 +15,24 @@ ROUNDS = 20  # enough rounds that a loop which reorders batches at random cannot
 WORKERS = 10
 
 
+def by_round(trace):
+    """[the order in which workers took their 1st step, ... their 2nd step, ...].
+
+    Robust to a loop where spawning costs a tick (workers start staggered): FIFO means that in
+    every round the workers go in the order they were scheduled.
+    """
+    steps, rounds = {}, []
+    for worker in trace:
+        steps[worker] = steps.get(worker, 0) + 1
+        if steps[worker] > len(rounds):
+            rounds.append([])
+        rounds[steps[worker] - 1].append(worker)
+    return rounds
+
+
 @prop("core")
 def test_call_soon_runs_in_fifo_order(play):
-    assert play() == list(range(WORKERS)) * ROUNDS
+    assert by_round(play()) == [list(range(WORKERS))] * ROUNDS
 
 
 @test_call_soon_runs_in_fifo_order.callbacks
@@ -355,10 +370,26 @@ TURNS = 20
 NAMES = ["a", "b", "c"]
 
 
+def widest_lead(trace):
+    """The most steps any task got ahead of another while all of them were running.
+
+    Counted from the step on which the last task started (a loop may start tasks a tick
+    apart), until the first one finished; within a fair round the lead is at most 1.
+    """
+    start = max(trace.index(name) for name in NAMES) + 1
+    end = min(len(trace) - trace[::-1].index(name) - 1 for name in NAMES)
+    counts = dict.fromkeys(NAMES, 0)
+    lead = 0
+    for name in trace[start:end]:
+        counts[name] += 1
+        lead = max(lead, max(counts.values()) - min(counts.values()))
+    return lead
+
+
 @prop("fairness")
 def test_tasks_that_yield_take_turns(play):
-    # Each round every runnable task runs exactly once (in some order): nobody runs twice first.
-    assert play() == [NAMES] * TURNS
+    # Each round every runnable task runs once, in whatever order: nobody runs twice first.
+    assert widest_lead(play()) == 1
 
 
 @test_tasks_that_yield_take_turns.callbacks
@@ -375,7 +406,7 @@ def _(loop):
     for name in NAMES:
         loop.call_soon(step, name, TURNS)
     loop.run_forever()
-    return [sorted(trace[i : i + len(NAMES)]) for i in range(0, len(trace), len(NAMES))]
+    return trace
 
 
 @test_tasks_that_yield_take_turns.generators
@@ -392,7 +423,7 @@ def _(co):
         tasks.append((yield from co.spawn(worker(name))))
     for task in tasks:
         yield from co.join(task)
-    return [sorted(trace[i : i + len(NAMES)]) for i in range(0, len(trace), len(NAMES))]
+    return trace
 
 
 @test_tasks_that_yield_take_turns.coroutines
@@ -407,4 +438,4 @@ async def _(co):
     tasks = [await co.spawn(worker(name)) for name in NAMES]
     for task in tasks:
         await co.join(task)
-    return [sorted(trace[i : i + len(NAMES)]) for i in range(0, len(trace), len(NAMES))]
+    return trace
