@@ -1,8 +1,8 @@
 """The callback reactor's own promises, beyond the shared conformance suite.
 
-White-box where the promise is about the inside (the timer heap stays bounded, one selector
-registration per fd, the selector's timeout, the batch boundary); black-box elsewhere. The
-leak tests use real sockets and count real fds in /proc/self/fd.
+White-box where the promise is about the inside (the timer heap stays bounded, one epoll
+registration per fd, the poll timeout, the batch boundary); black-box elsewhere. The leak
+tests use real sockets and count real fds in /proc/self/fd.
 """
 
 from __future__ import annotations
@@ -80,6 +80,16 @@ class RecordingPoller:
     def close(self):
         self.real.close()
 
+    def registration_calls(self) -> list:
+        return [call for call in self.log if call[0] != "poll"]
+
+
+def nonblocking_pair() -> tuple[socket.socket, socket.socket]:
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    return a, b
+
 
 def noop(*args) -> None:
     pass
@@ -95,7 +105,11 @@ class Payload:
 def test_the_variant_speaks_callbacks_and_claims_its_styles_capabilities():
     variant = loops.get("callbacks")
     assert variant.styles == ("callbacks",)
-    assert isinstance(variant.callbacks(), loops.contract.CallbacksLoop)
+    loop = variant.callbacks()
+    try:
+        assert isinstance(loop, loops.contract.CallbacksLoop)
+    finally:
+        loop.close()
     not_claimed = loops.CAPABILITIES.keys() - variant.capabilities
     # Only the capabilities about tasks, which the callbacks style has none of.
     assert not_claimed == {"tasks-scale", "timeouts", "queue"}
@@ -302,21 +316,27 @@ def test_stop_before_run_forever_still_runs_one_iteration(loop):
     assert not loop.is_running()
 
 
-def test_run_forever_inside_a_running_loop_is_a_clear_error(loop):
+def runtime_errors_inside(loop: Reactor, *calls) -> list[str]:
+    """Make each call from a callback of the running loop; the RuntimeErrors' messages."""
     errors = []
-    other = Reactor()
 
-    def nested():
-        for target in (loop, other):
+    def inside():
+        for call in calls:
             try:
-                target.run_forever()
+                call()
             except RuntimeError as error:
                 errors.append(str(error))
         loop.stop()
 
-    loop.call_soon(nested)
+    loop.call_soon(inside)
+    loop.run_forever()
+    return errors
+
+
+def test_run_forever_inside_a_running_loop_is_a_clear_error(loop):
+    other = Reactor()
     try:
-        loop.run_forever()
+        errors = runtime_errors_inside(loop, loop.run_forever, other.run_forever)
     finally:
         other.close()
     assert errors == [
@@ -329,10 +349,8 @@ def test_run_forever_inside_a_running_loop_is_a_clear_error(loop):
 
 
 def test_a_reader_and_a_writer_share_one_registration_changed_by_modify(loop):
-    a, b = socket.socketpair()
-    a.setblocking(False)
-    calls: list = []
-    RecordingPoller(loop, calls)
+    a, b = nonblocking_pair()
+    poller = RecordingPoller(loop, [])
     fired = []
     with a, b:
         b.send(b"x")  # a is readable, and writable from the start
@@ -348,12 +366,12 @@ def test_a_reader_and_a_writer_share_one_registration_changed_by_modify(loop):
 
         loop.add_reader(a, on_readable)
         loop.add_writer(a.fileno(), on_writable)  # an int fd and the socket are one fd
-        assert list(loop._readiness.registrations[a.fileno()][:2]) != [None, None]
+        reader, writer, _ = loop._readiness.registrations[a.fileno()]
+        assert reader is not None and writer is not None
         run_one_iteration(loop)
         assert sorted(fired) == ["read", "write"]
         in_, out = select.POLLIN, select.POLLOUT
-        registrations = [call for call in calls if call[0] != "poll"]
-        assert registrations in (
+        assert poller.registration_calls() in (
             [("register", in_), ("modify", in_ | out), ("modify", out), ("unregister",)],
             [("register", in_), ("modify", in_ | out), ("modify", in_), ("unregister",)],
         )
@@ -361,10 +379,8 @@ def test_a_reader_and_a_writer_share_one_registration_changed_by_modify(loop):
 
 
 def test_replacing_a_reader_cancels_the_old_handle_without_reregistering(loop):
-    a, b = socket.socketpair()
-    a.setblocking(False)
-    calls: list = []
-    RecordingPoller(loop, calls)
+    a, b = nonblocking_pair()
+    poller = RecordingPoller(loop, [])
     fired = []
     with a, b:
         loop.add_reader(a, fired.append, "old")
@@ -372,16 +388,14 @@ def test_replacing_a_reader_cancels_the_old_handle_without_reregistering(loop):
         b.send(b"x")
         loop.run_forever()
         assert fired == ["new"]
-        assert [call for call in calls if call[0] != "poll"] == [("register", select.POLLIN)]
+        assert poller.registration_calls() == [("register", select.POLLIN)]
         assert loop.remove_reader(a) is True
         assert loop.remove_reader(a) is False
         assert loop.remove_writer(a) is False
 
 
 def test_removing_a_reader_cancels_a_readiness_callback_already_queued(loop):
-    a, b = socket.socketpair()
-    a.setblocking(False)
-    b.setblocking(False)
+    a, b = nonblocking_pair()
     fired = []
     with a, b:
         # Both become readable in the same poll; whichever runs first removes the other.
@@ -427,7 +441,7 @@ def test_1000_sockets_opened_registered_and_closed_leave_no_fd_and_no_registrati
     before = open_fds()
     loop = Reactor()
     own_fds = open_fds() - before  # the epoll fd and the wake-up socketpair
-    pairs = [socket.socketpair() for _ in range(500)]
+    pairs = [nonblocking_pair() for _ in range(500)]
     remaining = [len(pairs)]
 
     def on_writable(a, b):
@@ -446,8 +460,6 @@ def test_1000_sockets_opened_registered_and_closed_leave_no_fd_and_no_registrati
 
     try:
         for a, b in pairs:
-            a.setblocking(False)
-            b.setblocking(False)
             loop.add_reader(a, noop)  # registered for both, so the writer is a modify
             loop.add_writer(a, on_writable, a, b)
             loop.add_reader(b, on_readable, a, b)
@@ -471,14 +483,20 @@ def failing(message):
     raise ValueError(message)
 
 
-def test_the_default_handler_logs_the_handle_and_the_loop_goes_on(loop, caplog):
+def log_of_a_failing_callback(loop, caplog) -> logging.LogRecord:
+    """Run failing('boom') and a callback after it; the one error record it logged."""
     ran = []
     loop.call_soon(failing, "boom")
     loop.call_soon(ran.append, "after")
     with caplog.at_level(logging.ERROR, logger="loops.callbacks.reactor"):
         run_one_iteration(loop)
-    assert ran == ["after"]
+    assert ran == ["after"]  # the loop went on
     (record,) = caplog.records
+    return record
+
+
+def test_the_default_handler_logs_the_handle_and_the_loop_goes_on(loop, caplog):
+    record = log_of_a_failing_callback(loop, caplog)
     assert "Exception in callback failing('boom') at " in record.getMessage()
     assert "handle: <Handle failing('boom')" in record.getMessage()
     assert record.exc_info[0] is ValueError
@@ -502,13 +520,7 @@ def test_a_broken_handler_is_logged_and_does_not_kill_the_loop(loop, caplog):
         raise RuntimeError("the handler itself fails")
 
     loop.set_exception_handler(broken_handler)
-    ran = []
-    loop.call_soon(failing, "boom")
-    loop.call_soon(ran.append, "after")
-    with caplog.at_level(logging.ERROR, logger="loops.callbacks.reactor"):
-        run_one_iteration(loop)
-    assert ran == ["after"]
-    (record,) = caplog.records
+    record = log_of_a_failing_callback(loop, caplog)
     assert record.getMessage().startswith("Unhandled error in exception handler")
     assert record.exc_info[0] is RuntimeError
     loop.set_exception_handler(None)
@@ -636,18 +648,7 @@ def test_close_is_idempotent_and_every_call_after_it_fails(poller):
 
 
 def test_close_while_running_is_refused(loop):
-    errors = []
-
-    def try_close():
-        try:
-            loop.close()
-        except RuntimeError as error:
-            errors.append(str(error))
-        loop.stop()
-
-    loop.call_soon(try_close)
-    loop.run_forever()
-    assert errors == ["Cannot close a running event loop"]
+    assert runtime_errors_inside(loop, loop.close) == ["Cannot close a running event loop"]
     assert not loop.is_closed()
 
 

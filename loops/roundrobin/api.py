@@ -1,9 +1,10 @@
-"""The coroutines style of the roundrobin loop: every awaitable here yields plain request tuples.
+"""The coroutines style of the roundrobin loop: awaitables that yield plain request tuples.
 
-Each function is a ``@types.coroutine`` generator (or an ``async def`` built on them) that
-yields one of the requests listed in :mod:`.scheduler` and gets the loop's answer back as the
-value of its ``yield``. Nothing else talks to the loop; reading this file top to bottom shows
-the whole vocabulary a task has.
+Each waiting function is a ``@types.coroutine`` generator (or an ``async def`` built on them)
+that yields one of the requests listed in :mod:`.scheduler` and gets the loop's answer back as
+the value of its ``yield``. What waits for nothing talks to the running loop directly instead
+and costs no tick: ``spawn`` (queue a task) and the Queue's wake-ups (make a parked task
+runnable). Reading this file top to bottom shows the whole vocabulary a task has.
 
 Two choices follow from the idea that every task gets exactly one turn per tick:
 - every socket call starts with a checkpoint (one tick) before it tries the call, so a
@@ -11,7 +12,7 @@ Two choices follow from the idea that every task gets exactly one turn per tick:
   and the task waits for readiness only on BlockingIOError. A cancellation delivered at the
   checkpoint or the readiness wait never loses data: nothing has been received yet.
 - ``timeout_after`` runs the work as a child task and waits for it with a deadline; on expiry
-  it cancels the child and raises the builtin TimeoutError.
+  it cancels the child and raises the builtin TimeoutError. The loop knows nothing of timeouts.
 """
 
 from __future__ import annotations
@@ -71,10 +72,13 @@ def sleep(seconds: float):
         yield _NEXT_TICK
 
 
-@types.coroutine
-def spawn(coro) -> Task:
-    """Start coro as a concurrent task, which first runs in the next tick."""
-    return (yield ("spawn", coro))
+async def spawn(coro) -> Task:
+    """Start coro as a concurrent task, which first runs in the next tick.
+
+    The one call that is not a request: queueing a task waits for nothing, so it costs the
+    spawner no tick.
+    """
+    return running_loop().spawn(coro)
 
 
 def _check_task(task) -> None:

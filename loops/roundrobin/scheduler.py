@@ -16,7 +16,6 @@ Requests (a tuple whose first item names it; anything else is refused with a Typ
 back into the task at the point where it yielded):
   ("yield",)                  run again next tick
   ("sleep", seconds)          run again once seconds have passed
-  ("spawn", coro)             start a task; the requester gets the Task back
   ("join", task)              wait until task has ended
   ("cancel", task)            throw CancelledError into task, then wait until it has ended
   ("park", waiters, seconds)  wait in the deque waiters until woken (True) or timed out (False)
@@ -25,12 +24,12 @@ back into the task at the point where it yielded):
 
 What it builds on: ``selectors.DefaultSelector`` (epoll here) with registrations kept between
 waits, ``heapq`` for timers (cancelled lazily, compacted by asyncio's rule), a socketpair that
-worker threads write to so a blocked ``select()`` wakes up.
+worker threads (and, in the main thread, signals) write to so a blocked ``select()`` wakes up.
 
-Limits, all consequences of the idea: every request costs the requester one full tick, so a
-chain of requests (spawn, then join, then a socket call) is paid one tick at a time; each tick
-polls the selector even when only CPU-bound tasks are runnable; and a task that never yields
-holds the loop (cooperative scheduling cannot take the CPU away).
+Limits, all consequences of the idea: every request costs the requester one full tick (a
+socket call is a checkpoint, then maybe a readiness wait), so a chain of requests is paid one
+tick at a time; each tick polls the selector even when only CPU-bound tasks are runnable; and
+a task that never yields holds the loop (cooperative scheduling cannot take the CPU away).
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ import contextlib
 import heapq
 import itertools
 import selectors
+import signal
 import socket
 import sys
 import threading
@@ -139,7 +139,6 @@ class Loop:
         self._handlers = {
             "yield": self._next_tick,
             "sleep": self._sleep,
-            "spawn": self._spawn,
             "join": self._join,
             "cancel": self._cancel,
             "park": self._park_request,
@@ -159,8 +158,15 @@ class Loop:
         if getattr(_running, "loop", None) is not None:
             raise RuntimeError("run() cannot be called while a roundrobin loop is running")
         _running.loop = self
+        # A signal caught by another thread must still wake a select() blocked here, so that
+        # the main thread runs the Python handler (KeyboardInterrupt) at once, as asyncio does.
+        in_main_thread = threading.current_thread() is threading.main_thread()
+        if in_main_thread:
+            previous_wakeup_fd = signal.set_wakeup_fd(
+                self._wake_w.fileno(), warn_on_full_buffer=False
+            )
         try:
-            main = self._new_task(coro)
+            main = self.spawn(coro)
             main.joined = True  # its outcome is run()'s to return or raise
             self._run_until(lambda: main.done)
             for task in list(self._tasks):
@@ -173,6 +179,8 @@ class Loop:
             raise
         finally:
             _running.loop = None
+            if in_main_thread:
+                signal.set_wakeup_fd(previous_wakeup_fd)
         if main.error is not None:
             raise main.error
         return main.result
@@ -243,10 +251,6 @@ class Loop:
         self._set_timer(task, request[1])
         task.waiting = request
 
-    def _spawn(self, task: Task, request: tuple) -> None:
-        task.send = self._new_task(request[1])
-        self._runnable.append(task)
-
     def _join(self, task: Task, request: tuple) -> None:
         self._park(task, request, request[1].joiners, None)
 
@@ -306,7 +310,12 @@ class Loop:
 
     # -- blocking and waking ----------------------------------------------------------------
 
-    def _new_task(self, coro) -> Task:
+    def spawn(self, coro) -> Task:
+        """A new task for coro, queued behind the runnable ones: it first runs next tick.
+
+        Not a request: it waits for nothing, so the spawner goes on without losing its turn
+        (as in asyncio, curio and trio), and siblings start in the order they were spawned.
+        """
         if not isinstance(coro, COROUTINE_TYPES):
             raise TypeError(f"expected a coroutine (an async def called), got {coro!r}")
         task = Task(coro)
