@@ -10,6 +10,7 @@ stored) to ``bench-full.md``.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -214,16 +215,39 @@ def section(
     return lines
 
 
+def repetition_loads(stores: list[ResultStore]) -> dict[str, list[float]]:
+    """Per session, the machine's 1-minute load average as each repetition began."""
+    loads: dict[str, list[float]] = {}
+    for store in stores:
+        for point in store.data["points"].values():
+            for entry in point["rows"].values():
+                for rep in entry["reps"]:
+                    if rep.get("load_average") is not None:
+                        loads.setdefault(entry["session"], []).append(rep["load_average"])
+    return loads
+
+
 def environment_section(stores: list[ResultStore]) -> list[str]:
     """The sessions these results come from, one column each."""
     sessions: dict[str, dict] = {}
     for store in stores:
         sessions.update(store.sessions)
+    rep_loads = repetition_loads(stores)
     fields: dict[str, list[str]] = {
         name: []
-        for name in ("machine", "CPU", "cores", "Python", "libraries", "commit", "load average")
+        for name in (
+            "machine",
+            "CPU",
+            "cores",
+            "Python",
+            "libraries",
+            "commit",
+            "load average",
+            "load during repetitions",
+        )
     }
-    for session in (sessions[name] for name in sorted(sessions)):
+    for name in sorted(sessions):
+        session = sessions[name]
         env = session["environment"]
         commit = env.get("commit") or {}
         dirty = " + uncommitted changes" if commit.get("dirty") else ""
@@ -246,15 +270,25 @@ def environment_section(stores: list[ResultStore]) -> list[str]:
             )
             + (" at end" if loads[1] is not None else " at start")
         )
+        during = rep_loads.get(name)
+        fields["load during repetitions"].append(
+            f"median {statistics.median(during):.2f} (min {min(during):.2f}, max "
+            f"{max(during):.2f}) over {len(during)} repetitions"
+            if during
+            else "not recorded"
+        )
     body = [[name, *(v.replace("|", "/") for v in values)] for name, values in fields.items()]
     lines = ["## Environment", ""]
     lines.append(tabulate(body, headers=["session", *sorted(sessions)], tablefmt="github"))
     lines += [
         "",
-        "The load average is the machine's (1, 5 and 15 minutes). This machine is shared with "
-        "other engineers' test runs, so absolute figures wander from run to run; ratios to "
-        "asyncio, measured in the same session with interleaved repetitions, are the steadier "
-        "reading.",
+        "The load average is the machine's (1, 5 and 15 minutes), the number of processes "
+        "running or waiting for a core (the bench itself accounts for up to 2); above the number "
+        "of cores, every measured process was "
+        "also waiting for its turn. This machine is shared with other engineers' test runs, so "
+        "absolute figures wander from run to run and understate what an idle machine does; "
+        "ratios to asyncio, measured in the same session with interleaved repetitions, are the "
+        "steadier reading.",
         "",
     ]
     return lines

@@ -137,7 +137,11 @@ def results(tmp_path: Path) -> Path:
             Row("asyncio", "callbacks"): [{"switch": 6000.0, "call_soon": 1000.0, "timer": 3000.0}]
             * 3,
             Row("callbacks", "callbacks"): [
-                {"switch": 3000.0, "call_soon": 500.0, "errors": {"timer": "did not finish"}}
+                {
+                    "switch": 3000.0,
+                    "call_soon": 500.0,
+                    "failed_figures": {"timer": "did not finish"},
+                }
             ]
             * 3,
         },
