@@ -116,79 +116,52 @@ def _tracebackless_join_namespace():
     return SimpleNamespace(**{**vars(namespace), "join": join})
 
 
-def _broken(name, **styles):
-    return loops.Variant(
-        name=name,
-        summary=f"deliberately broken: {name}",
-        lineage="asyncio with one fault put in, for tests/test_conformance_catches_faults.py",
-        capabilities=frozenset(loops.CAPABILITIES),
-        **styles,
-    )
-
-
 CONTROL = loops.get("asyncio")
 
-FAULTS = [
-    pytest.param(
-        test_scheduling.test_call_soon_runs_in_fifo_order,
-        _broken("lifo", callbacks=LifoLoop),
-        "callbacks",
-        id="lifo-ready-queue",
-    ),
-    pytest.param(
-        test_scheduling.test_tasks_that_yield_take_turns,
-        _broken("lifo", callbacks=LifoLoop),
-        "callbacks",
-        id="lifo-starves-turns",
-    ),
-    pytest.param(
-        test_timers.test_an_idle_loop_does_not_busy_wait,
-        _broken("busy-wait", callbacks=busy_waiting_loop),
-        "callbacks",
-        id="busy-wait",
-    ),
-    pytest.param(
-        test_timers.test_timers_never_fire_early,
-        _broken("early-timers", callbacks=EarlyTimersLoop),
-        "callbacks",
-        id="early-timers",
-    ),
-    pytest.param(
-        test_timers.test_cancelled_timers_leak_nothing,
-        _broken("leaky-timers", callbacks=LeakyTimersLoop),
-        "callbacks",
-        id="leaky-cancelled-timers",
-    ),
-    pytest.param(
+# A fault in the callbacks style: fault id -> (the property that must catch it, the broken
+# loop factory).
+FAULTS = {
+    "lifo-ready-queue": (test_scheduling.test_call_soon_runs_in_fifo_order, LifoLoop),
+    "lifo-starves-turns": (test_scheduling.test_tasks_that_yield_take_turns, LifoLoop),
+    "busy-wait": (test_timers.test_an_idle_loop_does_not_busy_wait, busy_waiting_loop),
+    "early-timers": (test_timers.test_timers_never_fire_early, EarlyTimersLoop),
+    "leaky-cancelled-timers": (test_timers.test_cancelled_timers_leak_nothing, LeakyTimersLoop),
+    "threadsafe-drops-calls": (
         test_scheduling.test_call_soon_threadsafe_loses_no_call_under_load,
-        _broken("mailbox", callbacks=MailboxLoop),
-        "callbacks",
-        id="threadsafe-drops-calls",
+        MailboxLoop,
     ),
-    pytest.param(
+    "threadsafe-no-wakeup": (
         test_scheduling.test_call_soon_threadsafe_wakes_a_blocked_loop,
-        _broken("no-wakeup", callbacks=SleepyLoop),
-        "callbacks",
-        id="threadsafe-no-wakeup",
+        SleepyLoop,
     ),
-    pytest.param(
+    "thread-blocks-loop": (
         test_threads.test_the_loop_keeps_serving_timers_while_a_thread_works,
-        _broken("inline-threads", callbacks=InlineThreadsLoop),
-        "callbacks",
-        id="thread-blocks-loop",
+        InlineThreadsLoop,
     ),
-    pytest.param(
+}
+# A fault in the coroutines style: the broken entry is a coroutines namespace.
+COROUTINE_FAULTS = {
+    "join-loses-traceback": (
         test_tasks.test_join_reraises_the_childs_exception_with_its_traceback,
-        _broken("copying-join", coroutines=_tracebackless_join_namespace()),
-        "coroutines",
-        id="join-loses-traceback",
+        _tracebackless_join_namespace(),
     ),
-]
+}
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize(("prop", "broken", "style"), FAULTS)
-def test_the_property_passes_on_asyncio_and_catches_the_fault(prop, broken, style):
+@pytest.mark.parametrize(
+    ("fault", "style"),
+    [(f, "callbacks") for f in FAULTS] + [(f, "coroutines") for f in COROUTINE_FAULTS],
+)
+def test_the_property_passes_on_asyncio_and_catches_the_fault(fault, style):
+    prop, broken_entry = {**FAULTS, **COROUTINE_FAULTS}[fault]
+    broken = loops.Variant(
+        name=fault,
+        summary=f"deliberately broken: {fault}",
+        lineage="asyncio with one fault put in, for tests/test_conformance_catches_faults.py",
+        capabilities=frozenset(loops.CAPABILITIES),
+        **{style: broken_entry},
+    )
     check_property(prop, CONTROL, style)  # the control: the property holds without the fault
     with pytest.raises(AssertionError):
         check_property(prop, broken, style)
