@@ -62,12 +62,20 @@ def _kind(entry: dict) -> str:
     return Row(entry["variant"], entry["style"], entry.get("anchor", False)).kind
 
 
-def rendered_rows(module: ModuleType, workload: str, point: dict) -> list[RenderedRow]:
-    """Every stored row of a point with its summary and same-session baseline, in table order."""
+def rendered_rows(
+    module: ModuleType, workload: str, point: dict, expected: tuple[Row, ...] | None = None
+) -> list[RenderedRow]:
+    """A point's stored rows with their summaries and same-session baselines, in table order.
+
+    With `expected` (the rows the current matrix has at this point), stored rows of variants
+    that are gone are left out, and expected rows with nothing stored say "not measured".
+    """
     newest = max((entry["session"] for entry in point["rows"].values()), default="")
     rows = []
     for entry in point["rows"].values():
         row = Row(entry["variant"], entry["style"], entry.get("anchor", False))
+        if expected is not None and row not in expected:
+            continue
         baselines = point["baselines"].get(entry["session"], {})
         base_styles = [key.split("/", 1)[1] for key in baselines]
         base_reps = baselines.get(baseline_key(row.style, base_styles))
@@ -82,6 +90,11 @@ def rendered_rows(module: ModuleType, workload: str, point: dict) -> list[Render
                 earlier=entry["session"] != newest,
             )
         )
+    stored = {r.row for r in rows}
+    for row in expected or ():
+        if row not in stored:
+            missing = RowSummary("not measured", "run the bench to measure it")
+            rows.append(RenderedRow(row, row.kind, "", missing, None, False, False))
     rows.sort(
         key=lambda r: (
             r.row.variant != BASELINE,
@@ -186,12 +199,23 @@ def what_this_shows(module: ModuleType, params: dict, rows: list[RenderedRow]) -
         )
     if failed:
         sentences.append(f"Failed: {', '.join(failed)} (reason in the table).")
+    unmeasured = [r.label for r in rows if r.summary.status == "not measured"]
+    if unmeasured:
+        sentences.append(f"Not measured yet: {', '.join(unmeasured)}.")
     for r in rows:
         for name, why in r.summary.errors.items():
             sentences.append(f"{r.label}: {name} failed: {why}.")
     if not sentences:
         sentences.append("No row has a figure at this point.")
     return " ".join(sentences)
+
+
+def current_matrix(module: ModuleType, mode: str) -> dict[str, tuple[Row, ...]]:
+    """The rows the current matrix has at each point, by point key ({} if it cannot be known)."""
+    unavailable = getattr(module, "unavailable", lambda: None)()
+    if unavailable:
+        return {}
+    return {point.key: point.rows for point in module.points(mode == "full")}
 
 
 def section(
@@ -203,11 +227,16 @@ def section(
         command = "nox -s bench" + (" -- --full" if mode == "full" else "")
         lines += [f"No results stored for {module.NAME} yet: run `{command}`.", ""]
         return lines
+    matrix = current_matrix(module, mode)
+    stored = store.data["points"]
+    order = [key for key in matrix if key in stored] + [key for key in stored if key not in matrix]
     points = []
-    for key, point in store.data["points"].items():
-        rows = rendered_rows(module, module.NAME, point)
+    for key in order:
+        point = stored[key]
+        rows = rendered_rows(module, module.NAME, point, matrix.get(key))
         points.append((key, point["params"], rows))
-        lines += [f"### {module.point_title(point['params'])}", ""]
+        aside = "" if key in matrix else " (not in the current matrix)"
+        lines += [f"### {module.point_title(point['params'])}{aside}", ""]
         lines += [table(columns(module, point["params"]), rows), ""]
         lines += [f"*What this shows:* {what_this_shows(module, point['params'], rows)}", ""]
     for path, caption in charts.draw(module, mode, points, chart_dir):

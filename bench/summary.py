@@ -35,7 +35,7 @@ class Stat:
 class RowSummary:
     """A row's figures, or why it has none."""
 
-    status: str  # "ok", "invalid" or "failed"
+    status: str  # "ok", "invalid", "failed" or "not measured"
     reason: str = ""
     stats: dict[str, Stat] = field(default_factory=dict)
     valid: int = 0

@@ -221,6 +221,16 @@ def test_failed_rows_and_failed_figures_say_so(results, tmp_path):
     assert "timer failed: did not finish" in text
 
 
+def test_a_discovered_variant_without_results_is_shown_as_not_measured(results, tmp_path):
+    reports = tmp_path / "reports"
+    report.render_all(results, reports)
+    echo = (reports / "bench.md").read_text().split("## Echo")[1].split("## Sleep")[0]
+    # trio speaks coroutines and echo is written in it, but the fixture stored no trio row
+    trio = next(ln for ln in echo.splitlines() if ln.startswith("| trio · coroutines"))
+    assert "**not measured**" in trio
+    assert "Not measured yet: " in echo
+
+
 def test_report_runs_nothing_and_is_reproducible(results, tmp_path, monkeypatch):
     def no_processes(*args, **kwargs):
         raise AssertionError(f"the report started a process: {args}")
