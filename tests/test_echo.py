@@ -8,7 +8,6 @@ The load generator's own checks are tested against deliberately broken servers.
 
 from __future__ import annotations
 
-import ast
 import json
 import select
 import signal
@@ -252,23 +251,3 @@ def test_a_wrong_loop_or_style_is_a_clear_error(args, message, capsys):
     assert message in err
     if "known loops" in message:
         assert all(name in err for name in loops.discover())
-
-
-def _without_docstring(path: Path) -> tuple[str, list[str]]:
-    """A module's code after its docstring, and its top-level function names in order."""
-    source = path.read_text()
-    tree = ast.parse(source)
-    code = "\n".join(source.splitlines()[tree.body[0].end_lineno :])
-    return code, [
-        node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-    ]
-
-
-def test_the_style_files_differ_only_where_the_style_differs():
-    folder = ROOT / "workloads" / "echo"
-    coroutines, coroutine_names = _without_docstring(folder / "coroutines.py")
-    generators, generator_names = _without_docstring(folder / "generators.py")
-    _, callback_names = _without_docstring(folder / "callbacks.py")
-    assert generators == coroutines.replace("async def", "def").replace("await ", "yield from ")
-    expected = ["serve", "main", "cancel_on_signal", "tcp_server", "echo", "udp_server"]
-    assert callback_names == generator_names == coroutine_names == expected

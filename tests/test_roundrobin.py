@@ -6,12 +6,15 @@ show, checked on counts and CPU ratios rather than wall-clock bounds.
 """
 
 import gc
+import math
 import os
 import random
+import selectors
 import signal
 import socket
 import threading
 import time
+import types
 
 import pytest
 
@@ -329,6 +332,72 @@ def test_a_woken_queue_getter_that_is_cancelled_passes_the_item_on():
     assert co.run(main()) == "item"
 
 
+# -- registrations: kept across the waits of an echo loop, dropped when the task moves on ----
+
+
+def test_an_echo_loop_keeps_its_registration_instead_of_churning(monkeypatch):
+    calls = []
+    for name in ("register", "modify", "unregister"):
+        original = getattr(selectors.EpollSelector, name)
+
+        def counted(self, *args, _name=name, _original=original, **kwargs):
+            calls.append(_name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(selectors.EpollSelector, name, counted)
+
+    async def main():
+        client, server = _pair()
+
+        async def echo():
+            while data := await co.recv(server, 100):
+                await co.sendall(server, data)
+
+        echoer = await co.spawn(echo())
+        for _ in range(200):
+            await co.sendall(client, b"ping")
+            assert await co.recv(client, 100) == b"ping"
+        client.shutdown(socket.SHUT_WR)
+        await co.join(echoer)
+        client.close()
+        server.close()
+
+    co.run(main())
+    # 400 readiness waits, but each socket is registered once and dropped once; the one more
+    # register is the loop's wake-up socket.
+    assert calls.count("register") <= 3 and calls.count("modify") == 0
+
+
+@pytest.mark.timeout(10)
+def test_a_kept_registration_on_a_closed_socket_does_not_confuse_its_fd_successor():
+    async def main():
+        a, b = _pair()
+
+        async def send_later(sock, data):
+            await co.sleep(0.01)
+            await co.sendall(sock, data)
+
+        await co.spawn(send_later(b, b"1"))
+        await co.recv(a, 1)  # waited for readiness: main now keeps a's registration
+        old_fd = a.fileno()
+        a.close()  # still registered with the selector, under main's name
+        b.close()
+        c, d = _pair()
+        if c.fileno() != old_fd:
+            return "fd not reused"
+        reader = await co.spawn(co.recv(c, 10))  # the same fd number, a new socket
+        await co.spawn(send_later(d, b"successor"))
+        data = await co.join(reader)
+        c.close()
+        d.close()
+        return data
+
+    result = co.run(main())
+    if result == "fd not reused":
+        pytest.skip("the kernel did not hand the closed fd to the new socket")
+    assert result == b"successor"
+
+
 # -- refusals and hygiene -----------------------------------------------------------------
 
 
@@ -340,6 +409,33 @@ def test_an_awaitable_of_another_loop_is_a_clear_type_error():
 
     with pytest.raises(TypeError, match="not a request this loop knows"):
         co.run(main())
+
+
+def test_a_malformed_request_is_refused_into_the_task_and_the_loop_goes_on():
+    @types.coroutine
+    def odd(request):
+        yield request
+
+    async def main():
+        refused = []
+        for request in (None, (), ([1],), ("teleport", 1), {"sleep": 1}):
+            with pytest.raises(TypeError, match="not a request this loop knows"):
+                await odd(request)
+            refused.append(request)
+        return len(refused)
+
+    assert co.run(main()) == 5
+
+
+def test_sleeping_forever_blocks_without_overflowing_the_selector():
+    async def main():
+        sleeper = await co.spawn(co.sleep(math.inf))
+        # The only timer is at infinity: the loop blocks in select() until the thread is done.
+        await co.run_in_thread(time.sleep, 0.01)
+        await co.cancel(sleeper)
+        return sleeper.done
+
+    assert co.run(main()) is True
 
 
 def test_a_blocking_socket_is_a_clear_value_error():

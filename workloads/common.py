@@ -10,6 +10,8 @@ Nothing here touches a loop. The pieces:
   on every loop without the contract needing a signal API. The handler writes the byte itself,
   rather than relying on ``signal.set_wakeup_fd``, because some loops (uvloop) claim the wake-up
   fd for themselves while they run.
+- :func:`run_until_stopped` runs a callbacks-style workload so that an error in any callback
+  ends the run with that error, as it would end a coroutines-style one.
 - :func:`write_json` writes a result record: one flat object of scalars, so the bench can
   tabulate records from different workloads without knowing their shapes.
 - :func:`open_sockets` and :func:`peak_rss_mib` measure the process itself (leaks, memory).
@@ -26,7 +28,7 @@ import resource
 import signal
 import socket
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -63,6 +65,26 @@ def resolve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[
     except ValueError as error:
         parser.error(str(error))
     return variant, style
+
+
+def run_until_stopped(loop: Any, start: Callable[..., Any], *args: Any) -> None:
+    """Callbacks style: call start(*args) on loop and run it until something calls stop().
+
+    An error that reaches the loop's exception handler stops the loop and is raised here, as
+    an uncaught error in the main coroutine ends a coroutines-style ``run``: a workload with a
+    bug fails loudly instead of waiting forever for a callback that will never come.
+    """
+    errors: list[dict] = []
+
+    def on_error(loop: Any, context: dict) -> None:
+        errors.append(context)
+        loop.stop()
+
+    loop.set_exception_handler(on_error)
+    loop.call_soon(start, *args)
+    loop.run_forever()
+    if errors:
+        raise RuntimeError(errors[0]["message"]) from errors[0].get("exception")
 
 
 def style_module(package: str, style: str) -> ModuleType:
@@ -149,3 +171,16 @@ def percentile(sorted_values: Sequence[float], fraction: float) -> float:
         return 0.0
     rank = max(1, math.ceil(fraction * len(sorted_values)))
     return sorted_values[rank - 1]
+
+
+def positive(kind: type) -> Any:
+    """An argparse type: `kind(text)` that must be above zero, else a usage error saying so."""
+
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its error messages
+    return parse

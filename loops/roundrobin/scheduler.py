@@ -49,8 +49,9 @@ from collections import deque
 from time import monotonic
 
 COMPACT_MIN = 100  # asyncio's rule: rebuild the heap when over 100 entries and half cancelled
+MAX_BLOCK = 24 * 3600.0  # longest single select(), as asyncio: sleep(math.inf) must not overflow
 READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
-SOCK, EVENTS, READER, WRITER = range(4)  # the slots of an I/O record, see Loop._io
+SOCK, FD, EVENTS, READER, WRITER = range(5)  # the slots of an I/O record, see Loop._io
 
 # What a task can drive: coroutines, and the @types.coroutine generators of .api (sleep, recv...)
 COROUTINE_TYPES = (types.CoroutineType, types.GeneratorType)
@@ -80,6 +81,7 @@ class Task:
         "coro",
         "done",
         "error",
+        "io",
         "joined",
         "joiners",
         "result",
@@ -97,6 +99,7 @@ class Task:
         self.waiting = None  # the request it is blocked on; None while runnable or running
         self.waited_on = None  # where that request parked it: a deque, an I/O record, a future
         self.timer = None  # its timer heap entry while a deadline is pending
+        self.io = None  # (I/O record, event) it keeps registered from its last readiness wait
         self.joiners: deque[Task] = deque()  # tasks waiting for this one to end
         self.done = False
         self.result = None
@@ -125,9 +128,9 @@ class Loop:
         self._cancelled_timers = 0  # heap entries whose task is None
         self._seq = itertools.count()  # tie-breaker: equal deadlines fire in FIFO order
         self._selector = selectors.DefaultSelector()
-        # fd -> [sock, events, reader, writer]. A registration outlives the wait that made it,
-        # so a task that waits on the same socket again costs no epoll_ctl; a readiness event
-        # that finds no waiter is what finally narrows or drops it.
+        # fd -> [sock, fd, events, reader, writer]: what the selector watches and for whom.
+        # A task keeps its registration (Task.io) while it only passes checkpoints and waits
+        # on the same socket again, as curio does: an echo loop costs no epoll_ctl per wait.
         self._io: dict[int, list] = {}
         self._wake_r, self._wake_w = socket.socketpair()  # worker threads write here
         self._wake_r.setblocking(False)
@@ -198,12 +201,12 @@ class Loop:
                 while timers and timers[0][2] is None:
                     heappop(timers)
                     self._cancelled_timers -= 1
-                timeout = max(timers[0][0] - monotonic(), 0) if timers else None
+                timeout = min(max(timers[0][0] - monotonic(), 0), MAX_BLOCK) if timers else None
             for key, events in selector_select(timeout):
                 if key.data is None:
                     self._drain_wakeups()
                 else:
-                    self._io_ready(key.fd, key.data, events)
+                    self._io_ready(key.data, events)
             if self._threads_done:
                 self._collect_threads()
 
@@ -238,6 +241,8 @@ class Loop:
                     finish(task, None, error)
                 else:
                     try:
+                        if task.io is not None and request[0] != "yield":
+                            self._settle_io(task, request)
                         handlers[request[0]](task, request)
                     except Exception as error:
                         refuse(task, request, error)
@@ -270,24 +275,26 @@ class Loop:
 
     def _wait_io(self, task: Task, request: tuple) -> None:
         sock = request[1]
-        event = READ if request[0] == "read" else WRITE
+        event, slot = (READ, READER) if request[0] == "read" else (WRITE, WRITER)
         fd = sock.fileno()
         record = self._io.get(fd)
-        if record is None or record[SOCK] is not sock:
+        if record is not None and record[SOCK] is sock:
+            if record[slot] is not None:
+                raise RuntimeError(f"{record[slot]!r} is already waiting to {request[0]} {sock!r}")
+            if not record[EVENTS] & event:
+                record[EVENTS] |= event
+                self._selector.modify(fd, record[EVENTS], record)
+        else:
             if record is not None:  # fd reused by a new socket: the old registration is stale
-                self._selector.unregister(fd)
-            record = [sock, event, None, None]
+                self._forget(record)
+            record = [sock, fd, event, None, None]
             self._selector.register(fd, event, record)
             self._io[fd] = record
-        elif not record[EVENTS] & event:
-            record[EVENTS] |= event
-            self._selector.modify(fd, record[EVENTS], record)
-        slot = READER if event == READ else WRITER
-        if record[slot] is not None:
-            raise RuntimeError(f"{record[slot]!r} is already waiting to {request[0]} {sock!r}")
         record[slot] = task
         task.waiting = request
         task.waited_on = record
+        if task.io is None:  # else it is this very registration, kept (see _settle_io)
+            task.io = (record, event)
 
     def _thread(self, task: Task, request: tuple) -> None:
         if self._pool is None:
@@ -299,7 +306,8 @@ class Loop:
 
     def _refuse(self, task: Task, request, error: Exception) -> None:
         """A request the loop cannot honour: the error is thrown back into the requester."""
-        if not (isinstance(request, tuple) and request and request[0] in self._handlers):
+        name = request[0] if isinstance(request, tuple) and request else None
+        if not (isinstance(name, str) and name in self._handlers):
             error = TypeError(
                 f"roundrobin: a task yielded {request!r}, which is not a request this loop "
                 "knows; await only the functions of loops.roundrobin (another library's "
@@ -364,10 +372,9 @@ class Loop:
         kind, waited_on = target.waiting[0], target.waited_on
         if kind in ("park", "join", "cancel"):
             waited_on.remove(target)
-        elif kind == "read":
-            waited_on[READER] = None
-        elif kind == "write":
-            waited_on[WRITER] = None
+        elif kind in ("read", "write"):
+            waited_on[READER if kind == "read" else WRITER] = None
+            self._release_io(target)
         elif kind == "thread":
             waited_on.cancel()  # stops it if not started; a running thread finishes unheard
         self._resume(target, None)
@@ -377,25 +384,53 @@ class Loop:
         task.result = result
         task.error = error
         del self._tasks[task]
+        if task.io is not None:
+            self._release_io(task)
         self.wake(task.joiners)
 
-    def _io_ready(self, fd: int, record: list, events: int) -> None:
+    def _io_ready(self, record: list, events: int) -> None:
         """Wake the waiters of a ready fd; narrow the registration where nobody waits."""
         events &= record[EVENTS]  # epoll reports errors as both directions
-        for event, slot in ((READ, READER), (WRITE, WRITER)):
-            if not events & event:
-                continue
-            task = record[slot]
-            if task is not None:
-                record[slot] = None
-                self._resume(task, None)
-                continue
-            record[EVENTS] &= ~event
-            if record[EVENTS]:
-                self._selector.modify(fd, record[EVENTS], record)
-            else:
-                self._selector.unregister(fd)
-                del self._io[fd]
+        if events & READ:
+            self._io_ready_for(record, READ, READER)
+        if events & WRITE:
+            self._io_ready_for(record, WRITE, WRITER)
+
+    def _io_ready_for(self, record: list, event: int, slot: int) -> None:
+        task = record[slot]
+        if task is not None:
+            record[slot] = None
+            self._resume(task, None)
+        else:  # its task is busy elsewhere: stop the selector reporting it over and over
+            self._narrow(record, event)
+
+    def _settle_io(self, task: Task, request: tuple) -> None:
+        """Keep the task's registration if it waits on the same socket and event again."""
+        record, event = task.io
+        if request[0] != ("read" if event == READ else "write") or request[1] is not record[SOCK]:
+            self._release_io(task)
+
+    def _release_io(self, task: Task) -> None:
+        record, event = task.io
+        task.io = None
+        slot = READER if event == READ else WRITER
+        # Unless the fd went to a new socket, someone else waits, or it was narrowed already.
+        if self._io.get(record[FD]) is record and record[EVENTS] & event and not record[slot]:
+            self._narrow(record, event)
+
+    def _narrow(self, record: list, event: int) -> None:
+        record[EVENTS] &= ~event
+        if not record[EVENTS]:
+            self._forget(record)
+            return
+        try:
+            self._selector.modify(record[FD], record[EVENTS], record)
+        except OSError:  # the socket was closed under us; the selector has dropped it
+            del self._io[record[FD]]
+
+    def _forget(self, record: list) -> None:
+        self._selector.unregister(record[FD])  # the selector ignores an fd closed meanwhile
+        del self._io[record[FD]]
 
     def _thread_finished(self, task: Task, future: concurrent.futures.Future) -> None:
         """(in the worker thread) Hand the outcome to the loop and wake it."""

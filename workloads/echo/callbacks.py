@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import socket
 
+from workloads.common import run_until_stopped
 from workloads.echo.common import CHUNK, DATAGRAM_MAX, accepted, log
 
 
@@ -21,8 +22,7 @@ def serve(new_loop, listener, stop):
     """Echo on listener until stop is readable; return once every socket is closed."""
     loop = new_loop()
     try:
-        main(loop, listener, stop)
-        loop.run_forever()
+        run_until_stopped(loop, main, loop, listener, stop)
     finally:
         loop.close()
 
