@@ -30,6 +30,12 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "tests", *session.posargs)
 
 
+@nox.session(venv_backend="none")
+def new(session: nox.Session) -> None:
+    """Scaffold a variant folder from the contract: nox -s new -- NAME --style STYLE."""
+    session.run("python", "-m", "loops._template", *session.posargs)
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
     """Check style with ruff."""

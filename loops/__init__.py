@@ -72,6 +72,7 @@ def _deviations(path: Path) -> tuple[Deviation, ...]:
             property=entry["property"],
             reason=entry["reason"],
             styles=tuple(entry.get("styles", STYLES)),
+            strict=entry.get("strict", True),
         )
         for entry in entries
     )

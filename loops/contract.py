@@ -49,6 +49,7 @@ class Deviation:
     property: str
     reason: str
     styles: tuple[str, ...] = STYLES
+    strict: bool = True  # False only where the variant randomizes on purpose (it may pass)
 
 
 @dataclass(frozen=True)

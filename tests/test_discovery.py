@@ -30,7 +30,7 @@ VARIANT = Variant(
 
 
 def test_reference_loops_are_discovered():
-    assert {"asyncio", "uvloop"} <= set(loops.discover())
+    assert {"asyncio", "uvloop", "trio", "curio"} <= set(loops.discover())
 
 
 def test_unknown_name_is_an_error_listing_the_known_ones():

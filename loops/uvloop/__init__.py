@@ -1,11 +1,49 @@
-"""Reference: uvloop, asyncio's API implemented in Cython over libuv."""
+"""Reference: uvloop, asyncio's API implemented in Cython over libuv.
+
+uvloop leaves ``sock_recvfrom``/``sock_sendto`` unimplemented (NotImplementedError), so the
+coroutines style's datagram calls try the socket first and wait on ``add_reader``/
+``add_writer`` readiness, which is what asyncio's own versions do.
+"""
+
+import asyncio
 
 import uvloop
 
 from loops._aio import callbacks_factory, coroutines_namespace
+from loops._sockets import socket_calls
 from loops.contract import Variant
 
 _Loop = callbacks_factory(uvloop.Loop)
+
+
+def _ready(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _wait_readable(sock) -> None:
+    loop = asyncio.get_running_loop()
+    ready = loop.create_future()
+    loop.add_reader(sock, _ready, ready)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(sock)
+
+
+async def _wait_writable(sock) -> None:
+    loop = asyncio.get_running_loop()
+    ready = loop.create_future()
+    loop.add_writer(sock, _ready, ready)
+    try:
+        await ready
+    finally:
+        loop.remove_writer(sock)
+
+
+_coroutines = coroutines_namespace(_Loop)
+_datagrams = socket_calls(_wait_readable, _wait_writable)
+_coroutines.recvfrom, _coroutines.sendto = _datagrams.recvfrom, _datagrams.sendto
 
 VARIANT = Variant(
     name="uvloop",
@@ -29,6 +67,6 @@ VARIANT = Variant(
         }
     ),
     callbacks=_Loop,
-    coroutines=coroutines_namespace(_Loop),
+    coroutines=_coroutines,
     reference=True,
 )

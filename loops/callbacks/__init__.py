@@ -1,0 +1,31 @@
+"""The callback-only reactor: ready queue, timer heap, selector readiness callbacks.
+
+Read ``reactor.py`` first (``Reactor._run_once`` is the whole loop), then ``handles.py``.
+"""
+
+from loops.callbacks.reactor import Reactor
+from loops.contract import Variant
+
+VARIANT = Variant(
+    name="callbacks",
+    summary="callback-only reactor: ready queue, timer heap, selector readiness callbacks",
+    lineage=(
+        "asyncio's core in miniature (PEP 3156: Handle, TimerHandle, _run_once in three "
+        "stages) without futures or tasks; the first fetcher of the 500 Lines crawler"
+    ),
+    capabilities=frozenset(
+        {
+            "core",
+            "timer-fifo",
+            "timer-compaction",
+            "fairness",
+            "exceptions",
+            "interrupts",
+            "io",
+            "udp",
+            "threads",
+            "hygiene",
+        }
+    ),
+    callbacks=Reactor,
+)

@@ -1,0 +1,377 @@
+"""handlers: the Python Cookbook's event-driven I/O, grown into the lab's callbacks contract.
+
+The idea (Beazley & Jones, *Python Cookbook* 3rd ed., recipe 11.12): every I/O endpoint is a
+handler object, and each iteration the loop *asks every handler* whether it wants to receive or
+send, passes the ones that do to ``select()``, and calls ``handle_receive()`` /
+``handle_send()`` on those that are ready. There is no registration to keep in sync: the
+handlers' own state is the truth. Thread offload is the recipe's ``ThreadPoolHandler``: workers
+finish, queue the completion and write a byte to a socketpair whose handler runs it.
+
+What it costs, and what the lab measures: the asking is O(handlers) per iteration even when one
+socket is busy, ``select()`` copies fd sets in and out on every call, and ``select()`` cannot
+watch a descriptor numbered 1024 or more (FD_SETSIZE): add_reader/add_writer on such an fd is a
+clear ValueError, not a silent failure. Timers (a heap with lazy cancellation) and the ready
+queue are the minimum the contract needs on top of the recipe.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import contextlib
+import contextvars
+import heapq
+import logging
+import select
+import socket
+import threading
+import time
+
+logger = logging.getLogger(__name__)
+
+FD_SETSIZE = 1024  # select()'s ceiling on Linux: fds at or above it cannot be watched
+
+
+class Handle:
+    """A callback with its arguments and context, scheduled to run once."""
+
+    __slots__ = ("_args", "_callback", "_cancelled", "_context")
+
+    def __init__(self, callback, args):
+        self._callback = callback
+        self._args = args
+        self._context = contextvars.copy_context()
+        self._cancelled = False
+
+    def cancel(self):
+        self._cancelled = True
+
+    def cancelled(self):
+        return self._cancelled
+
+    def __repr__(self):
+        state = " cancelled" if self._cancelled else ""
+        return f"<Handle {getattr(self._callback, '__qualname__', self._callback)!s}{state}>"
+
+
+class TimerHandle(Handle):
+    """A handle due at a loop time; ordered by deadline, then by scheduling order."""
+
+    __slots__ = ("_loop", "_sequence", "_when")
+
+    def __init__(self, when, sequence, callback, args, loop):
+        super().__init__(callback, args)
+        self._when = when
+        self._sequence = sequence
+        self._loop = loop
+
+    def cancel(self):
+        # Counted, so the heap can be compacted when cancellations dominate.
+        if not self._cancelled:
+            self._cancelled = True
+            self._loop._cancelled_timers += 1
+
+    def when(self):
+        return self._when
+
+    def __lt__(self, other):
+        return (self._when, self._sequence) < (other._when, other._sequence)
+
+
+class EventHandler:
+    """The recipe's handler: the loop asks it every iteration what it wants."""
+
+    def fileno(self):
+        raise TypeError(f"{type(self).__name__} must define fileno()")
+
+    def wants_to_receive(self):
+        return False
+
+    def handle_receive(self):
+        pass
+
+    def wants_to_send(self):
+        return False
+
+    def handle_send(self):
+        pass
+
+
+class CallbackHandler(EventHandler):
+    """A file descriptor watched through add_reader / add_writer."""
+
+    __slots__ = ("fd", "loop", "reader", "writer")
+
+    def __init__(self, loop, fd):
+        self.loop = loop
+        self.fd = fd
+        self.reader: Handle | None = None
+        self.writer: Handle | None = None
+
+    def fileno(self):
+        return self.fd
+
+    def wants_to_receive(self):
+        return self.reader is not None
+
+    def handle_receive(self):
+        if self.reader is not None:
+            self.loop._run(self.reader)
+
+    def wants_to_send(self):
+        return self.writer is not None
+
+    def handle_send(self):
+        if self.writer is not None:
+            self.loop._run(self.writer)
+
+
+class ThreadPoolHandler(EventHandler):
+    """The recipe's wake-up: other threads queue work and write a byte to a socketpair."""
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.signal_done, self.done_sock = socket.socketpair()
+        self.signal_done.setblocking(False)
+        self.done_sock.setblocking(False)
+        self.pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def fileno(self):
+        return self.done_sock.fileno()
+
+    def wants_to_receive(self):
+        return True
+
+    def handle_receive(self):
+        try:
+            while self.done_sock.recv(4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def wake(self):
+        # A full pipe means a wake-up is already pending; a closed one, that the loop is closing.
+        with contextlib.suppress(BlockingIOError, OSError):
+            self.signal_done.send(b"\0")
+
+    def run(self, fn, args, callback):
+        if self.pool is None:
+            self.pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="handlers")
+        future = self.pool.submit(fn, *args)
+        future.add_done_callback(lambda f: self.loop.call_soon_threadsafe(callback, f))
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+        self.signal_done.close()
+        self.done_sock.close()
+
+
+def _fileno(fd):
+    fd = fd if isinstance(fd, int) else fd.fileno()
+    if fd < 0:
+        raise ValueError(f"invalid file descriptor {fd}")
+    return fd
+
+
+class Loop:
+    """The callbacks style over handler objects and select()."""
+
+    def __init__(self):
+        self._handlers: dict[int, EventHandler] = {}  # fd -> handler, asked every iteration
+        self._ready: collections.deque[Handle] = collections.deque()  # run in the next batch
+        self._timers: list[TimerHandle] = []  # heap by (deadline, sequence)
+        self._cancelled_timers = 0  # cancelled but still in the heap (dropped lazily)
+        self._sequence = 0  # tie-breaker: equal deadlines fire in scheduling order
+        self._stopping = False
+        self._running = False
+        self._closed = False
+        self._exception_handler = None
+        self._wakeup = ThreadPoolHandler(self)
+        self._handlers[self._wakeup.fileno()] = self._wakeup
+        self._owner_thread: int | None = None
+
+    # -- time and scheduling ----------------------------------------------------------------
+
+    def time(self):
+        return time.monotonic()
+
+    def call_soon(self, callback, *args):
+        self._check_open()
+        handle = Handle(callback, args)
+        self._ready.append(handle)
+        return handle
+
+    def call_later(self, delay, callback, *args):
+        return self.call_at(self.time() + delay, callback, *args)
+
+    def call_at(self, when, callback, *args):
+        self._check_open()
+        self._sequence += 1
+        timer = TimerHandle(when, self._sequence, callback, args, self)
+        heapq.heappush(self._timers, timer)
+        return timer
+
+    def call_soon_threadsafe(self, callback, *args):
+        self._check_open()
+        handle = Handle(callback, args)
+        self._ready.append(handle)  # deque.append is atomic; the byte wakes select()
+        self._wakeup.wake()
+        return handle
+
+    def run_in_thread(self, fn, *args, callback):
+        self._check_open()
+        self._wakeup.run(fn, args, callback)
+
+    # -- handlers -----------------------------------------------------------------------------
+
+    def _handler_for(self, fd):
+        fd = _fileno(fd)
+        if fd >= FD_SETSIZE:
+            raise ValueError(
+                f"fd {fd} is beyond select()'s ceiling of {FD_SETSIZE}: "
+                "the handlers loop cannot watch it (this is the lesson of this variant)"
+            )
+        handler = self._handlers.get(fd)
+        if handler is None:
+            handler = self._handlers[fd] = CallbackHandler(self, fd)
+        return handler
+
+    def add_reader(self, fd, callback, *args):
+        self._check_open()
+        self._handler_for(fd).reader = Handle(callback, args)
+
+    def add_writer(self, fd, callback, *args):
+        self._check_open()
+        self._handler_for(fd).writer = Handle(callback, args)
+
+    def _remove(self, fd, side):
+        handler = self._handlers.get(_fileno(fd))
+        if not isinstance(handler, CallbackHandler) or getattr(handler, side) is None:
+            return False
+        setattr(handler, side, None)
+        if handler.reader is None and handler.writer is None:
+            del self._handlers[handler.fd]
+        return True
+
+    def remove_reader(self, fd):
+        return self._remove(fd, "reader")
+
+    def remove_writer(self, fd):
+        return self._remove(fd, "writer")
+
+    # -- errors -------------------------------------------------------------------------------
+
+    def set_exception_handler(self, handler):
+        if handler is not None and not callable(handler):
+            raise TypeError(f"exception handler must be callable or None, not {handler!r}")
+        self._exception_handler = handler
+
+    def call_exception_handler(self, context):
+        if self._exception_handler is None:
+            self._default_exception_handler(context)
+            return
+        try:
+            self._exception_handler(self, context)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as error:
+            # A broken handler must not kill the loop: report both, the default way.
+            self._default_exception_handler(
+                {
+                    "message": "exception in the exception handler",
+                    "exception": error,
+                    "context": context,
+                }
+            )
+
+    def _default_exception_handler(self, context):
+        error = context.get("exception")
+        details = f" in {context['handle']!r}" if "handle" in context else ""
+        logger.error(
+            "%s%s",
+            context.get("message", "error in the loop"),
+            details,
+            exc_info=(type(error), error, error.__traceback__) if error else None,
+        )
+
+    def _run(self, handle):
+        try:
+            handle._context.run(handle._callback, *handle._args)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as error:
+            self.call_exception_handler(
+                {"message": "exception in callback", "exception": error, "handle": handle}
+            )
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run_forever(self):
+        self._check_open()
+        if self._running:
+            raise RuntimeError("this loop is already running")
+        self._running = True
+        self._owner_thread = threading.get_ident()
+        try:
+            while not self._stopping:
+                self._run_once()
+        finally:
+            self._stopping = False
+            self._running = False
+
+    def stop(self):
+        self._stopping = True
+
+    def _run_once(self):
+        # Stage 1: ask every handler what it wants, select(), let the ready ones handle it.
+        if self._ready or self._stopping:
+            timeout = 0
+        elif self._timers:
+            timeout = max(0.0, self._timers[0]._when - self.time())
+        else:
+            timeout = None
+        handlers = self._handlers.values()
+        receivers = [h for h in handlers if h.wants_to_receive()]
+        senders = [h for h in handlers if h.wants_to_send()]
+        can_receive, can_send, _ = select.select(receivers, senders, [], timeout)
+        for handler in can_receive:
+            handler.handle_receive()
+        for handler in can_send:
+            handler.handle_send()
+
+        # Stage 2: move due timers to the ready queue; compact when cancellations dominate.
+        timers = self._timers
+        if len(timers) > 100 and self._cancelled_timers * 2 > len(timers):
+            self._timers = timers = [t for t in timers if not t._cancelled]
+            heapq.heapify(timers)
+            self._cancelled_timers = 0
+        now = self.time()
+        while timers and timers[0]._when <= now:
+            timer = heapq.heappop(timers)
+            if timer._cancelled:
+                self._cancelled_timers -= 1
+            else:
+                self._ready.append(timer)
+
+        # Stage 3: run the batch that is ready now; what it schedules runs next iteration.
+        ready = self._ready
+        for _ in range(len(ready)):
+            handle = ready.popleft()
+            if not handle._cancelled:
+                self._run(handle)
+
+    def close(self):
+        if self._running:
+            raise RuntimeError("cannot close a running loop")
+        if self._closed:
+            return
+        self._closed = True
+        self._ready.clear()
+        self._timers.clear()
+        self._handlers.clear()
+        self._wakeup.close()
+
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError("this loop is closed")

@@ -1,0 +1,32 @@
+"""Home-made: the round-robin tick scheduler (coroutines style). Read scheduler.py first."""
+
+from loops.contract import Variant
+from loops.roundrobin import api
+
+VARIANT = Variant(
+    name="roundrobin",
+    summary="round-robin ticks: poll timers and I/O, then resume each runnable task exactly once",
+    lineage=(
+        "Andre Caron's 'A tale of event loops' (curio's core, distilled): coroutines yield "
+        "plain request tuples through @types.coroutine helpers; an outer loop polls timers "
+        "and I/O, an inner loop resumes a snapshot of the runnable tasks once each"
+    ),
+    capabilities=frozenset(
+        {
+            "core",
+            "timer-fifo",
+            "timer-compaction",
+            "fairness",
+            "exceptions",
+            "interrupts",
+            "tasks-scale",
+            "timeouts",
+            "queue",
+            "io",
+            "udp",
+            "threads",
+            "hygiene",
+        }
+    ),
+    coroutines=api,
+)

@@ -1,0 +1,261 @@
+"""The coroutines style of the roundrobin loop: awaitables that yield plain request tuples.
+
+Each waiting function is a ``@types.coroutine`` generator (or an ``async def`` built on them)
+that yields one of the requests listed in :mod:`.scheduler` and gets the loop's answer back as
+the value of its ``yield``. What waits for nothing talks to the running loop directly instead
+and costs no tick: ``spawn`` (queue a task) and the Queue's wake-ups (make a parked task
+runnable). Reading this file top to bottom shows the whole vocabulary a task has.
+
+Two choices follow from the idea that every task gets exactly one turn per tick:
+- every socket call starts with a checkpoint (one tick) before it tries the call, so a
+  connection that always has data cannot starve the others; the call is then tried at once
+  and the task waits for readiness only on BlockingIOError. A cancellation delivered at the
+  checkpoint or the readiness wait never loses data: nothing has been received yet.
+- ``timeout_after`` runs the work as a child task and waits for it with a deadline; on expiry
+  it cancels the child and raises the builtin TimeoutError. The loop knows nothing of timeouts.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+from collections import deque
+from socket import SO_ERROR, SOL_SOCKET
+
+from loops.contract import check_nonblocking
+from loops.roundrobin.scheduler import COROUTINE_TYPES, CancelledError, Loop, Task, running_loop
+
+__all__ = [
+    "CancelledError",
+    "Queue",
+    "accept",
+    "cancel",
+    "connect",
+    "join",
+    "now",
+    "recv",
+    "recvfrom",
+    "run",
+    "run_in_thread",
+    "sendall",
+    "sendto",
+    "sleep",
+    "spawn",
+    "timeout_after",
+]
+
+_NEXT_TICK = ("yield",)  # one shared tuple: a checkpoint allocates nothing
+
+
+def run(coro):
+    """Run coro on a new loop until it ends; return its result or raise its exception."""
+    if not isinstance(coro, COROUTINE_TYPES):
+        raise TypeError(f"run() needs a coroutine (an async def called), got {coro!r}")
+    loop = Loop()
+    try:
+        return loop.run(coro)
+    finally:
+        loop.close()
+
+
+def now() -> float:
+    """The running loop's clock, in seconds."""
+    return running_loop().time()
+
+
+@types.coroutine
+def sleep(seconds: float):
+    """Suspend the calling task for at least seconds (0 or less: until the next tick)."""
+    if seconds > 0:
+        yield ("sleep", seconds)
+    else:
+        yield _NEXT_TICK
+
+
+async def spawn(coro) -> Task:
+    """Start coro as a concurrent task, which first runs in the next tick.
+
+    The one call that is not a request: queueing a task waits for nothing, so it costs the
+    spawner no tick.
+    """
+    return running_loop().spawn(coro)
+
+
+def _check_task(task) -> None:
+    if not isinstance(task, Task):
+        raise TypeError(f"expected a task made by spawn(), got {task!r}")
+
+
+@types.coroutine
+def join(task: Task):
+    """Wait until task has ended; its result, or its exception raised here."""
+    _check_task(task)
+    if not task.done:
+        yield ("join", task)
+    task.joined = True
+    if task.error is not None:
+        raise task.error
+    return task.result
+
+
+@types.coroutine
+def cancel(task: Task):
+    """Throw CancelledError into task where it waits, and wait until it has ended."""
+    _check_task(task)
+    if not task.done:
+        yield ("cancel", task)
+    task.joined = True
+
+
+@types.coroutine
+def _park(waiters: deque, seconds: float | None = None):
+    """Wait in waiters until woken (True) or, given seconds, until they pass (False)."""
+    return (yield ("park", waiters, seconds))
+
+
+async def timeout_after(seconds: float | None, coro):
+    """Run coro; if it has not ended after seconds, cancel it and raise TimeoutError."""
+    child = await spawn(coro)
+    try:
+        await _park(child.joiners, seconds)
+    except BaseException:  # cancelled ourselves: the work we started goes with us
+        await cancel(child)
+        raise
+    if not child.done:
+        await cancel(child)
+        raise TimeoutError(f"timed out after {seconds} s")
+    return await join(child)
+
+
+# -- sockets: a checkpoint, then the call, then readiness waits only as long as it would block --
+
+
+@types.coroutine
+def _io(direction: str, sock, call, *args):
+    check_nonblocking(sock)
+    yield _NEXT_TICK
+    while True:
+        try:
+            return call(*args)
+        except BlockingIOError:
+            yield (direction, sock)
+
+
+def recv(sock, n: int):
+    """Receive up to n bytes; b'' at end of stream."""
+    return _io("read", sock, sock.recv, n)
+
+
+def recvfrom(sock, n: int):
+    """Receive a datagram: (data, address)."""
+    return _io("read", sock, sock.recvfrom, n)
+
+
+def sendto(sock, data: bytes, address):
+    """Send a datagram to address."""
+    return _io("write", sock, sock.sendto, data, address)
+
+
+@types.coroutine
+def accept(sock):
+    """Accept a connection: (a non-blocking socket, its address)."""
+    conn, address = yield from _io("read", sock, sock.accept)
+    conn.setblocking(False)
+    return conn, address
+
+
+@types.coroutine
+def sendall(sock, data: bytes):
+    """Send all of data, waiting for the socket to drain as often as needed."""
+    check_nonblocking(sock)
+    yield _NEXT_TICK
+    remaining = memoryview(data).cast("B")
+    while remaining:
+        try:
+            remaining = remaining[sock.send(remaining) :]
+        except BlockingIOError:
+            yield ("write", sock)
+
+
+@types.coroutine
+def connect(sock, address):
+    """Connect sock to address (give an IP address: a host name would block in the resolver)."""
+    check_nonblocking(sock)
+    yield _NEXT_TICK
+    try:
+        sock.connect(address)
+    except BlockingIOError:  # EINPROGRESS: writable once the handshake is over, either way
+        yield ("write", sock)
+        error = sock.getsockopt(SOL_SOCKET, SO_ERROR)
+        if error:
+            raise OSError(error, f"connect to {address!r} failed: {os.strerror(error)}") from None
+
+
+@types.coroutine
+def run_in_thread(fn, *args):
+    """Run fn(*args) in a worker thread; its result, or its exception raised here."""
+    if not callable(fn):
+        raise TypeError(f"run_in_thread needs a callable, got {fn!r}")
+    return (yield ("thread", fn, args))
+
+
+class Queue:
+    """A FIFO queue for tasks with unfinished-work accounting (asyncio.Queue's semantics).
+
+    Waiting is parking: a task that finds the queue empty (or full) parks in a wait list and
+    checks again when woken, so an item is never handed to a task that is then cancelled.
+    """
+
+    def __init__(self, maxsize: int = 0) -> None:
+        self._items: deque = deque()
+        self._maxsize = maxsize  # 0: unbounded
+        self._getters: deque[Task] = deque()  # tasks waiting for an item
+        self._putters: deque[Task] = deque()  # tasks waiting for room
+        self._joiners: deque[Task] = deque()  # tasks waiting for unfinished to reach 0
+        self._unfinished = 0  # items put and not yet marked done
+
+    def __repr__(self) -> str:
+        return f"<Queue items={len(self._items)} unfinished={self._unfinished}>"
+
+    async def put(self, item) -> None:
+        """Add an item, first waiting for room if the queue has a maxsize and is full."""
+        while 0 < self._maxsize <= len(self._items):
+            await self._wait(self._putters, self._has_room)
+        self._items.append(item)
+        self._unfinished += 1
+        if self._getters:
+            running_loop().wake(self._getters, 1)
+
+    async def get(self):
+        """Remove and return the oldest item, waiting for one if there is none."""
+        while not self._items:
+            await self._wait(self._getters, self._items.__len__)
+        item = self._items.popleft()
+        if self._putters:
+            running_loop().wake(self._putters, 1)
+        return item
+
+    def task_done(self) -> None:
+        """Mark one got item as processed; join() returns once every put item is."""
+        if self._unfinished <= 0:
+            raise ValueError("task_done() called more times than items were put")
+        self._unfinished -= 1
+        if not self._unfinished and self._joiners:
+            running_loop().wake(self._joiners)
+
+    async def join(self) -> None:
+        """Wait until every item put has been marked done."""
+        while self._unfinished:
+            await _park(self._joiners)
+
+    def _has_room(self) -> bool:
+        return len(self._items) < self._maxsize
+
+    async def _wait(self, waiters: deque, ready) -> None:
+        try:
+            await _park(waiters)
+        except CancelledError:
+            # Woken and cancelled before running: pass the wake-up on, or it would be lost.
+            if ready() and waiters:
+                running_loop().wake(waiters, 1)
+            raise

@@ -1,0 +1,481 @@
+"""The round-robin tick scheduler: the simplest loop that is still a real one.
+
+The idea (Andre Caron's "A tale of event loops", itself a distillation of curio): coroutines
+talk to the loop by yielding plain request tuples such as ``("sleep", 0.5)`` or
+``("read", sock)`` through the small ``@types.coroutine`` helpers of :mod:`.api`. The loop keeps
+a list of runnable tasks. Each tick it swaps that list out and resumes every task in the
+snapshot exactly once; whatever a task yields decides where it goes next: back on the runnable
+list, onto the timer heap, into a selector registration, a wait list, or a worker thread.
+
+The outer loop, one turn per tick, in three stages (see :meth:`Loop._run_until`):
+  1. wait for I/O: poll the selector; block (until the next timer) only when nothing is runnable;
+  2. expire timers: wake the sleepers whose deadline has passed, from a heap;
+  3. run ready: one tick over the snapshot of runnable tasks.
+
+Requests (a tuple whose first item names it; anything else is refused with a TypeError thrown
+back into the task at the point where it yielded):
+  ("yield",)                  run again next tick
+  ("sleep", seconds)          run again once seconds have passed
+  ("join", task)              wait until task has ended
+  ("cancel", task)            throw CancelledError into task, then wait until it has ended
+  ("park", waiters, seconds)  wait in the deque waiters until woken (True) or timed out (False)
+  ("read", sock), ("write", sock)   wait until sock is readable / writable
+  ("thread", fn, args)        run fn(*args) in a worker thread; get its result or its exception
+
+What it builds on: ``selectors.DefaultSelector`` (epoll here) with registrations kept between
+waits, ``heapq`` for timers (cancelled lazily, compacted by asyncio's rule), a socketpair that
+worker threads (and, in the main thread, signals) write to so a blocked ``select()`` wakes up.
+
+Limits, all consequences of the idea: every request costs the requester one full tick (a
+socket call is a checkpoint, then maybe a readiness wait), so a chain of requests is paid one
+tick at a time; each tick polls the selector even when only CPU-bound tasks are runnable; and
+a task that never yields holds the loop (cooperative scheduling cannot take the CPU away).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import heapq
+import itertools
+import selectors
+import signal
+import socket
+import sys
+import threading
+import traceback
+import types
+from collections import deque
+from time import monotonic
+
+COMPACT_MIN = 100  # asyncio's rule: rebuild the heap when over 100 entries and half cancelled
+READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+SOCK, FD, EVENTS, READER, WRITER = range(5)  # the slots of an I/O record, see Loop._io
+
+# What a task can drive: coroutines, and the @types.coroutine generators of .api (sleep, recv...)
+COROUTINE_TYPES = (types.CoroutineType, types.GeneratorType)
+
+_running = threading.local()  # .loop: the Loop running in this thread, if any
+
+
+class CancelledError(BaseException):
+    """Thrown into a task where it is suspended when the task is cancelled.
+
+    A BaseException (as asyncio's is), so that ``except Exception`` does not swallow it.
+    """
+
+
+def running_loop() -> Loop:
+    """The loop running in this thread, or a clear RuntimeError."""
+    loop = getattr(_running, "loop", None)
+    if loop is None:
+        raise RuntimeError("no roundrobin loop is running in this thread (use run(coro))")
+    return loop
+
+
+class Task:
+    """A coroutine the loop drives, what it is blocked on, and how it ended."""
+
+    __slots__ = (
+        "coro",
+        "done",
+        "error",
+        "io",
+        "joined",
+        "joiners",
+        "result",
+        "send",
+        "throw",
+        "timer",
+        "waited_on",
+        "waiting",
+    )
+
+    def __init__(self, coro: types.CoroutineType) -> None:
+        self.coro = coro
+        self.send = None  # the value the next resume sends in
+        self.throw = None  # the exception the next resume throws in (wins over send)
+        self.waiting = None  # the request it is blocked on; None while runnable or running
+        self.waited_on = None  # where that request parked it: a deque, an I/O record, a future
+        self.timer = None  # its timer heap entry while a deadline is pending
+        self.io = None  # (I/O record, event) it keeps registered from its last readiness wait
+        self.joiners: deque[Task] = deque()  # tasks waiting for this one to end
+        self.done = False
+        self.result = None
+        self.error: BaseException | None = None
+        self.joined = False  # someone saw the outcome; if not, a failure is reported on deletion
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else "blocked" if self.waiting else "runnable"
+        return f"<Task {self.coro.__qualname__} {state}>"
+
+    def __del__(self) -> None:
+        # Like asyncio's "Task exception was never retrieved": a failure nobody joined is said.
+        error = self.error
+        if error is not None and not self.joined and not isinstance(error, CancelledError):
+            report = "".join(traceback.format_exception(error))
+            sys.stderr.write(f"roundrobin: {self!r} failed and nobody joined it:\n{report}")
+
+
+class Loop:
+    """One run of the scheduler: made by :func:`.api.run`, used once, then closed."""
+
+    def __init__(self) -> None:
+        self._runnable: list[Task] = []  # the tasks the next tick resumes, in order
+        self._tasks: dict[Task, None] = {}  # every live task, in spawn order (for shutdown)
+        self._timers: list[list] = []  # heap of [deadline, seq, task]; task None once cancelled
+        self._cancelled_timers = 0  # heap entries whose task is None
+        self._seq = itertools.count()  # tie-breaker: equal deadlines fire in FIFO order
+        self._selector = selectors.DefaultSelector()
+        # fd -> [sock, fd, events, reader, writer]: what the selector watches and for whom.
+        # A task keeps its registration (Task.io) while it only passes checkpoints and waits
+        # on the same socket again, as curio does: an echo loop costs no epoll_ctl per wait.
+        self._io: dict[int, list] = {}
+        self._wake_r, self._wake_w = socket.socketpair()  # worker threads write here
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector.register(self._wake_r, READ, None)
+        self._threads_done: deque = deque()  # (task, future) pairs, appended by worker threads
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
+        self._closed = False
+        self._handlers = {
+            "yield": self._next_tick,
+            "sleep": self._sleep,
+            "join": self._join,
+            "cancel": self._cancel,
+            "park": self._park_request,
+            "read": self._wait_io,
+            "write": self._wait_io,
+            "thread": self._thread,
+        }
+
+    time = staticmethod(monotonic)
+
+    # -- running ----------------------------------------------------------------------------
+
+    def run(self, coro: types.CoroutineType):
+        """Run coro as the main task; then cancel what is left and run it out. Its result."""
+        if self._closed:
+            raise RuntimeError("the loop is closed")
+        if getattr(_running, "loop", None) is not None:
+            raise RuntimeError("run() cannot be called while a roundrobin loop is running")
+        _running.loop = self
+        # A signal caught by another thread must still wake a select() blocked here, so that
+        # the main thread runs the Python handler (KeyboardInterrupt) at once, as asyncio does.
+        in_main_thread = threading.current_thread() is threading.main_thread()
+        if in_main_thread:
+            previous_wakeup_fd = signal.set_wakeup_fd(
+                self._wake_w.fileno(), warn_on_full_buffer=False
+            )
+        try:
+            main = self.spawn(coro)
+            main.joined = True  # its outcome is run()'s to return or raise
+            self._run_until(lambda: main.done)
+            for task in list(self._tasks):
+                self._deliver_cancel(task)
+            self._run_until(lambda: not self._tasks)
+        except BaseException:
+            # KeyboardInterrupt, SystemExit or a loop failure: the tick may be half run, so do
+            # not tick again; close every coroutine so its finally blocks run, and go.
+            self._abandon_tasks()
+            raise
+        finally:
+            _running.loop = None
+            if in_main_thread:
+                signal.set_wakeup_fd(previous_wakeup_fd)
+        if main.error is not None:
+            raise main.error
+        return main.result
+
+    def _run_until(self, finished) -> None:
+        """The outer loop: one turn per tick until finished() says so."""
+        selector_select, timers, heappop = self._selector.select, self._timers, heapq.heappop
+        handlers, refuse, finish = self._handlers, self._refuse, self._finish
+        while not finished():
+            # 1. Wait for I/O. Poll when something is runnable; otherwise block until the next
+            #    timer is due, or for good when there is none: never a busy wait.
+            if self._runnable:
+                timeout = 0
+            else:
+                while timers and timers[0][2] is None:
+                    heappop(timers)
+                    self._cancelled_timers -= 1
+                timeout = max(timers[0][0] - monotonic(), 0) if timers else None
+            for key, events in selector_select(timeout):
+                if key.data is None:
+                    self._drain_wakeups()
+                else:
+                    self._io_ready(key.data, events)
+            if self._threads_done:
+                self._collect_threads()
+
+            # 2. Expire timers: wake every sleeper whose deadline has passed, earliest first.
+            now = monotonic()
+            while timers and timers[0][0] <= now:
+                task = heappop(timers)[2]
+                if task is None:
+                    self._cancelled_timers -= 1
+                    continue
+                task.timer = None
+                if task.waiting[0] == "park":  # a wait with a deadline: it timed out
+                    task.waited_on.remove(task)
+                    self._resume(task, False)
+                else:
+                    self._resume(task, None)
+
+            # 3. Run ready: one tick. Swap the runnable list out and resume each task in the
+            #    snapshot exactly once; what it yields is a request, handled right away.
+            batch, self._runnable = self._runnable, []
+            for task in batch:
+                try:
+                    if task.throw is None:
+                        value, task.send = task.send, None
+                        request = task.coro.send(value)
+                    else:
+                        error, task.throw = task.throw, None
+                        request = task.coro.throw(error)
+                except StopIteration as stop:
+                    finish(task, stop.value, None)
+                except (Exception, CancelledError) as error:
+                    finish(task, None, error)
+                else:
+                    try:
+                        if task.io is not None and request[0] != "yield":
+                            self._settle_io(task, request)
+                        handlers[request[0]](task, request)
+                    except Exception as error:
+                        refuse(task, request, error)
+
+    # -- request handlers: each either puts the task back on the runnable list or blocks it --
+
+    def _next_tick(self, task: Task, request: tuple) -> None:
+        self._runnable.append(task)
+
+    def _sleep(self, task: Task, request: tuple) -> None:
+        self._set_timer(task, request[1])
+        task.waiting = request
+
+    def _join(self, task: Task, request: tuple) -> None:
+        self._park(task, request, request[1].joiners, None)
+
+    def _cancel(self, task: Task, request: tuple) -> None:
+        target = request[1]
+        if target.done:
+            self._runnable.append(task)
+            return
+        self._deliver_cancel(target)
+        if target is task:  # cancelling itself: the error surfaces at this very await
+            self._runnable.append(task)
+        else:
+            self._park(task, request, target.joiners, None)
+
+    def _park_request(self, task: Task, request: tuple) -> None:
+        self._park(task, request, request[1], request[2])
+
+    def _wait_io(self, task: Task, request: tuple) -> None:
+        sock = request[1]
+        event, slot = (READ, READER) if request[0] == "read" else (WRITE, WRITER)
+        fd = sock.fileno()
+        record = self._io.get(fd)
+        if record is not None and record[SOCK] is sock:
+            if record[slot] is not None:
+                raise RuntimeError(f"{record[slot]!r} is already waiting to {request[0]} {sock!r}")
+            if not record[EVENTS] & event:
+                record[EVENTS] |= event
+                self._selector.modify(fd, record[EVENTS], record)
+        else:
+            if record is not None:  # fd reused by a new socket: the old registration is stale
+                self._forget(record)
+            record = [sock, fd, event, None, None]
+            self._selector.register(fd, event, record)
+            self._io[fd] = record
+        record[slot] = task
+        task.waiting = request
+        task.waited_on = record
+        if task.io is None:  # else it is this very registration, kept (see _settle_io)
+            task.io = (record, event)
+
+    def _thread(self, task: Task, request: tuple) -> None:
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="roundrobin")
+        future = self._pool.submit(request[1], *request[2])
+        task.waiting = request
+        task.waited_on = future
+        future.add_done_callback(lambda done: self._thread_finished(task, done))
+
+    def _refuse(self, task: Task, request, error: Exception) -> None:
+        """A request the loop cannot honour: the error is thrown back into the requester."""
+        if not (isinstance(request, tuple) and request and request[0] in self._handlers):
+            error = TypeError(
+                f"roundrobin: a task yielded {request!r}, which is not a request this loop "
+                "knows; await only the functions of loops.roundrobin (another library's "
+                "awaitables speak to their own loop)"
+            )
+        task.throw = error
+        self._runnable.append(task)
+
+    # -- blocking and waking ----------------------------------------------------------------
+
+    def spawn(self, coro) -> Task:
+        """A new task for coro, queued behind the runnable ones: it first runs next tick.
+
+        Not a request: it waits for nothing, so the spawner goes on without losing its turn
+        (as in asyncio, curio and trio), and siblings start in the order they were spawned.
+        """
+        if not isinstance(coro, COROUTINE_TYPES):
+            raise TypeError(f"expected a coroutine (an async def called), got {coro!r}")
+        task = Task(coro)
+        self._tasks[task] = None
+        self._runnable.append(task)
+        return task
+
+    def _park(self, task: Task, request: tuple, waiters: deque, seconds: float | None) -> None:
+        waiters.append(task)
+        task.waiting = request
+        task.waited_on = waiters
+        if seconds is not None:
+            self._set_timer(task, seconds)
+
+    def _set_timer(self, task: Task, seconds: float) -> None:
+        entry = [monotonic() + seconds, next(self._seq), task]
+        heapq.heappush(self._timers, entry)
+        task.timer = entry
+
+    def _resume(self, task: Task, value) -> None:
+        """Make a blocked task runnable with value for its await; drop its pending deadline."""
+        if task.timer is not None:
+            task.timer[2] = None  # lazy cancellation: the heap entry is skipped when it surfaces
+            task.timer = None
+            self._cancelled_timers += 1
+            if self._cancelled_timers > COMPACT_MIN and 2 * self._cancelled_timers > len(
+                self._timers
+            ):
+                self._timers[:] = [entry for entry in self._timers if entry[2] is not None]
+                heapq.heapify(self._timers)
+                self._cancelled_timers = 0
+        task.waiting = task.waited_on = None
+        task.send = value
+        self._runnable.append(task)
+
+    def wake(self, waiters: deque, count: int | None = None) -> None:
+        """Wake the first count tasks parked in waiters (all of them if count is None)."""
+        for _ in range(len(waiters) if count is None else min(count, len(waiters))):
+            self._resume(waiters.popleft(), True)
+
+    def _deliver_cancel(self, target: Task) -> None:
+        """CancelledError for target at its suspension point: unblock it if it is blocked."""
+        target.throw = CancelledError()
+        if target.waiting is None:
+            return  # runnable (or running): the error goes in at its next resume
+        kind, waited_on = target.waiting[0], target.waited_on
+        if kind in ("park", "join", "cancel"):
+            waited_on.remove(target)
+        elif kind in ("read", "write"):
+            waited_on[READER if kind == "read" else WRITER] = None
+            self._release_io(target)
+        elif kind == "thread":
+            waited_on.cancel()  # stops it if not started; a running thread finishes unheard
+        self._resume(target, None)
+
+    def _finish(self, task: Task, result, error: BaseException | None) -> None:
+        task.done = True
+        task.result = result
+        task.error = error
+        del self._tasks[task]
+        if task.io is not None:
+            self._release_io(task)
+        self.wake(task.joiners)
+
+    def _io_ready(self, record: list, events: int) -> None:
+        """Wake the waiters of a ready fd; narrow the registration where nobody waits."""
+        events &= record[EVENTS]  # epoll reports errors as both directions
+        if events & READ:
+            self._io_ready_for(record, READ, READER)
+        if events & WRITE:
+            self._io_ready_for(record, WRITE, WRITER)
+
+    def _io_ready_for(self, record: list, event: int, slot: int) -> None:
+        task = record[slot]
+        if task is not None:
+            record[slot] = None
+            self._resume(task, None)
+        else:  # its task is busy elsewhere: stop the selector reporting it over and over
+            self._narrow(record, event)
+
+    def _settle_io(self, task: Task, request: tuple) -> None:
+        """Keep the task's registration if it waits on the same socket and event again."""
+        record, event = task.io
+        if request[0] != ("read" if event == READ else "write") or request[1] is not record[SOCK]:
+            self._release_io(task)
+
+    def _release_io(self, task: Task) -> None:
+        record, event = task.io
+        task.io = None
+        slot = READER if event == READ else WRITER
+        # Unless the fd went to a new socket, someone else waits, or it was narrowed already.
+        if self._io.get(record[FD]) is record and record[EVENTS] & event and not record[slot]:
+            self._narrow(record, event)
+
+    def _narrow(self, record: list, event: int) -> None:
+        record[EVENTS] &= ~event
+        if not record[EVENTS]:
+            self._forget(record)
+            return
+        try:
+            self._selector.modify(record[FD], record[EVENTS], record)
+        except OSError:  # the socket was closed under us; the selector has dropped it
+            del self._io[record[FD]]
+
+    def _forget(self, record: list) -> None:
+        self._selector.unregister(record[FD])  # the selector ignores an fd closed meanwhile
+        del self._io[record[FD]]
+
+    def _thread_finished(self, task: Task, future: concurrent.futures.Future) -> None:
+        """(in the worker thread) Hand the outcome to the loop and wake it."""
+        self._threads_done.append((task, future))
+        # OSError: the buffer is full (a wake-up is pending anyway) or the loop has closed.
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"\0")
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _collect_threads(self) -> None:
+        while self._threads_done:
+            task, future = self._threads_done.popleft()
+            if task.waited_on is not future:
+                continue  # cancelled while the thread ran: nobody wants the outcome
+            error = future.exception()
+            if error is None:
+                self._resume(task, future.result())
+            else:
+                task.throw = error
+                self._resume(task, None)
+
+    # -- shutdown ---------------------------------------------------------------------------
+
+    def _abandon_tasks(self) -> None:
+        for task in self._tasks:
+            # RuntimeError: it awaited in a finally block; it cannot run any further here anyway.
+            with contextlib.suppress(RuntimeError):
+                task.coro.close()
+        self._tasks.clear()
+        self._runnable.clear()
+
+    def close(self) -> None:
+        """Release the worker threads, the selector and the wake-up sockets; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._abandon_tasks()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)  # before the wake-up socket goes: they write to it
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+        self._io.clear()
+        self._timers.clear()

@@ -1,0 +1,169 @@
+"""Reference: trio, structured concurrency (coroutines style).
+
+trio has no task handles on purpose: every task lives in a nursery. The contract's
+spawn/join/cancel are built the way a trio user would build them: ``run`` opens one root
+nursery; ``spawn`` starts the coroutine there inside its own ``CancelScope``; ``join`` waits
+for the task's ``Event``; ``cancel`` cancels the scope and waits. Tasks still running when the
+main coroutine returns are cancelled, as asyncio.run and curio do. Socket calls use trio's
+readiness waits; the Queue is a memory channel plus unfinished-work accounting.
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import trio
+
+from loops._sockets import socket_calls
+from loops.contract import Variant
+
+_root_nursery: trio.lowlevel.RunVar = trio.lowlevel.RunVar("lab_root_nursery")
+
+
+class TaskCancelled(Exception):
+    """Raised by join() on a task that ended cancelled.
+
+    trio.Cancelled belongs to the cancel scope that raised it and cannot be re-raised in
+    another task, so the joiner gets this instead.
+    """
+
+
+class Task:
+    """What spawn returns: the task's cancel scope, its outcome, and an event when it ends."""
+
+    __slots__ = ("_done", "_exception", "_result", "_scope", "cancelled")
+
+    def __init__(self) -> None:
+        self._scope = trio.CancelScope()
+        self._done = trio.Event()
+        self._result = None
+        self._exception: BaseException | None = None
+        self.cancelled = False
+
+    async def _run(self, coro) -> None:
+        with self._scope:
+            try:
+                self._result = await coro
+            except Exception as error:  # the joiner's to see; trio.Cancelled is not an Exception
+                self._exception = error
+        self.cancelled = self._scope.cancelled_caught
+        self._done.set()
+
+
+def run(coro):
+    async def main():
+        async with trio.open_nursery() as nursery:
+            _root_nursery.set(nursery)
+            try:
+                return await coro
+            finally:
+                nursery.cancel_scope.cancel()
+
+    try:
+        return trio.run(main)
+    except BaseExceptionGroup as group:
+        # The main coroutine's own exception, not trio's group around it.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+
+
+async def spawn(coro) -> Task:
+    task = Task()
+    _root_nursery.get().start_soon(task._run, coro)
+    return task
+
+
+async def join(task: Task):
+    await task._done.wait()
+    if task._exception is not None:
+        raise task._exception
+    if task.cancelled:
+        raise TaskCancelled("the joined task was cancelled")
+    return task._result
+
+
+async def cancel(task: Task) -> None:
+    task._scope.cancel()
+    await task._done.wait()
+
+
+async def timeout_after(seconds: float, coro):
+    with trio.move_on_after(seconds) as scope:
+        return await coro
+    if scope.cancelled_caught:
+        raise TimeoutError(f"timed out after {seconds} s")
+
+
+class Queue:
+    """asyncio.Queue's semantics (put/get/task_done/join) over an unbounded memory channel."""
+
+    def __init__(self) -> None:
+        self._send, self._receive = trio.open_memory_channel(math.inf)
+        self._unfinished = 0
+        self._all_done = trio.Event()
+        self._all_done.set()
+
+    async def put(self, item) -> None:
+        if self._unfinished == 0:
+            self._all_done = trio.Event()  # trio events cannot be cleared; make a new one
+        self._unfinished += 1
+        await self._send.send(item)
+
+    async def get(self):
+        return await self._receive.receive()
+
+    def task_done(self) -> None:
+        if self._unfinished <= 0:
+            raise ValueError("task_done() called too many times")
+        self._unfinished -= 1
+        if self._unfinished == 0:
+            self._all_done.set()
+
+    async def join(self) -> None:
+        await self._all_done.wait()
+
+
+async def run_in_thread(fn, *args):
+    return await trio.to_thread.run_sync(fn, *args)
+
+
+coroutines = SimpleNamespace(
+    run=run,
+    now=trio.current_time,
+    CancelledError=trio.Cancelled,
+    sleep=trio.sleep,
+    spawn=spawn,
+    join=join,
+    cancel=cancel,
+    timeout_after=timeout_after,
+    run_in_thread=run_in_thread,
+    Queue=Queue,
+    **vars(socket_calls(trio.lowlevel.wait_readable, trio.lowlevel.wait_writable)),
+)
+
+VARIANT = Variant(
+    name="trio",
+    summary="trio: structured concurrency with nurseries and cancel scopes (the careful anchor)",
+    lineage="Nathaniel J. Smith's trio: nurseries, cancel scopes, checkpoints, epoll readiness",
+    capabilities=frozenset(
+        {
+            "core",
+            "timer-fifo",
+            "timer-compaction",
+            "fairness",
+            "exceptions",
+            "interrupts",
+            "tasks-scale",
+            "timeouts",
+            "queue",
+            "io",
+            "udp",
+            "threads",
+            "hygiene",
+        }
+    ),
+    coroutines=coroutines,
+    reference=True,
+)

@@ -1,0 +1,58 @@
+"""`nox -s new`: a scaffolded variant is discovered at once and the suite says what is missing."""
+
+import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loops._template import scaffold
+from loops.contract import STYLES, CallbacksLoop, CoroutinesAPI
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _contract_methods(protocol):
+    return {n for n, m in vars(protocol).items() if inspect.isfunction(m) and n[0] != "_"}
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_scaffold_has_every_contract_method_raising_a_clear_error(tmp_path, style):
+    folder = scaffold("demo", style, into=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]  # writes nowhere else
+    module = "loop.py" if style == "callbacks" else "tasks.py"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["README.md", "__init__.py", module])
+    source = (folder / module).read_text()
+    protocol = CallbacksLoop if style == "callbacks" else CoroutinesAPI
+    for method in _contract_methods(protocol):
+        assert f"def {method}(" in source, method
+    compile(source, module, "exec")
+
+
+def test_scaffold_refuses_bad_names_and_existing_folders(tmp_path):
+    with pytest.raises(ValueError, match="lowercase Python identifier"):
+        scaffold("Not-A-Name", "callbacks", into=tmp_path)
+    with pytest.raises(ValueError, match="unknown style"):
+        scaffold("demo", "threads", into=tmp_path)
+    scaffold("demo", "callbacks", into=tmp_path)
+    with pytest.raises(FileExistsError):
+        scaffold("demo", "callbacks", into=tmp_path)
+
+
+@pytest.mark.timeout(120)
+def test_a_scaffold_is_discovered_and_the_suite_reports_what_to_implement(tmp_path):
+    scaffold("demo", "coroutines", into=tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "conformance", "--loop", "demo", "-q"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        env={**os.environ, "LAB_EXTRA_LOOPS": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    assert result.returncode == 1, result.stdout + result.stderr  # tests ran and failed
+    assert "demo-coroutines" in result.stdout
+    assert "to implement next" in result.stdout
+    assert "run()" in result.stdout and "loops/demo/tasks.py" in result.stdout

@@ -1,0 +1,173 @@
+"""What every workload CLI shares: loop/style resolution, stop signals, JSON results.
+
+Nothing here touches a loop. The pieces:
+
+- :func:`add_loop_arguments` and :func:`resolve` give every CLI the same ``--loop NAME
+  [--style S]`` options, the variant's first style as the default, and a clear usage error
+  (exit status 2, the known loops or the variant's styles listed) for a name that does not fit.
+- :class:`StopSignals` turns SIGINT and SIGTERM into a readable socket. Every style can wait on
+  a socket (``add_reader``, ``await recv``, ``yield from recv``), so a server stops the same way
+  on every loop without the contract needing a signal API. The handler writes the byte itself,
+  rather than relying on ``signal.set_wakeup_fd``, because some loops (uvloop) claim the wake-up
+  fd for themselves while they run.
+- :func:`run_until_stopped` runs a callbacks-style workload so that an error in any callback
+  ends the run with that error, as it would end a coroutines-style one.
+- :func:`write_json` writes a result record: one flat object of scalars, so the bench can
+  tabulate records from different workloads without knowing their shapes.
+- :func:`open_sockets` and :func:`peak_rss_mib` measure the process itself (leaks, memory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import json
+import math
+import resource
+import signal
+import socket
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import loops
+
+Scalar = str | int | float | bool | None
+
+
+def add_loop_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--loop NAME`` (required) and ``--style S`` to a workload's parser."""
+    parser.add_argument(
+        "--loop",
+        required=True,
+        metavar="NAME",
+        help="the variant to run on (`python -m loops` lists them)",
+    )
+    parser.add_argument(
+        "--style",
+        metavar="S",
+        help=f"one of {', '.join(loops.STYLES)}; default: the variant's first style",
+    )
+
+
+def resolve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[loops.Variant, str]:
+    """The variant and style named by ``--loop``/``--style``, or a usage error listing options."""
+    try:
+        variant = loops.get(args.loop)
+    except loops.UnknownVariantError as error:
+        parser.error(str(error))
+    style = args.style or variant.styles[0]
+    try:
+        variant.api(style)
+    except ValueError as error:
+        parser.error(str(error))
+    return variant, style
+
+
+def run_until_stopped(loop: Any, start: Callable[..., Any], *args: Any) -> None:
+    """Callbacks style: call start(*args) on loop and run it until something calls stop().
+
+    An error that reaches the loop's exception handler stops the loop and is raised here, as
+    an uncaught error in the main coroutine ends a coroutines-style ``run``: a workload with a
+    bug fails loudly instead of waiting forever for a callback that will never come.
+    """
+    errors: list[dict] = []
+
+    def on_error(loop: Any, context: dict) -> None:
+        errors.append(context)
+        loop.stop()
+
+    loop.set_exception_handler(on_error)
+    loop.call_soon(start, *args)
+    loop.run_forever()
+    if errors:
+        raise RuntimeError(errors[0]["message"]) from errors[0].get("exception")
+
+
+def style_module(package: str, style: str) -> ModuleType:
+    """The workload's implementation for one style, e.g. ``workloads.echo.coroutines``."""
+    return importlib.import_module(f"{package}.{style}")
+
+
+class StopSignals:
+    """SIGINT and SIGTERM made into a socket that becomes readable when one arrives.
+
+    Use as a context manager around the loop's run; watch :attr:`reader` for reading. On exit
+    the previous handlers come back and both sockets are closed.
+    """
+
+    def __init__(self, signals: Iterable[int] = (signal.SIGINT, signal.SIGTERM)) -> None:
+        self.reader, self._writer = socket.socketpair()
+        self.reader.setblocking(False)
+        self._writer.setblocking(False)
+        self.received: int | None = None  # the first signal number, once one arrived
+        self._previous = {sig: signal.signal(sig, self._on_signal) for sig in signals}
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self.received is None:
+            self.received = signum
+        # Full (a stop is already pending) or closed: nothing more to say.
+        with contextlib.suppress(OSError):
+            self._writer.send(b"\0")
+
+    def close(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
+        self.reader.close()
+        self._writer.close()
+
+    def __enter__(self) -> StopSignals:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def check_flat(record: dict[str, Any]) -> dict[str, Scalar]:
+    """Return record if every value is a scalar (and every float finite), else TypeError."""
+    for key, value in record.items():
+        if not isinstance(value, Scalar):
+            raise TypeError(f"result field {key!r} is {type(value).__name__}, not a scalar")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"result field {key!r} is {value}, not a finite number")
+    return record
+
+
+def write_json(path: str | Path, record: dict[str, Any]) -> None:
+    """Write one flat result record as JSON to path ('-' for stdout)."""
+    text = json.dumps(check_flat(record), indent=2) + "\n"
+    if str(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def open_sockets(pid: int | None = None) -> list[str]:
+    """The sockets a process holds (inet and unix), one readable line each."""
+    import psutil
+
+    return [
+        f"fd {c.fd}: {c.family.name} {c.type.name} {c.laddr or '-'} -> {c.raddr or '-'} {c.status}"
+        for c in psutil.Process(pid).net_connections(kind="all")
+    ]
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident set size so far, in MiB (Linux reports KiB)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024 if sys.platform != "darwin" else peak / 2**20
+
+
+def percentile(sorted_values: Sequence[float], fraction: float) -> float:
+    """The nearest-rank percentile (fraction in [0, 1]) of already sorted values; 0.0 if none."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, math.ceil(fraction * len(sorted_values)))
+    return sorted_values[rank - 1]

@@ -1,0 +1,145 @@
+"""Crawl a site on any variant, in any style it speaks; print a summary, optionally JSON.
+
+    python -m workloads.crawler --loop NAME [--style S] URL [--concurrency N] [--per-host N]
+        [--timeout S] [--max-pages N] [--max-bytes N] [--max-redirects N] [--json FILE]
+
+The crawler follows same-origin ``<a href>`` links of HTML pages from URL, with --concurrency
+workers sharing at most --per-host keep-alive connections (default: one per worker). It never
+leaves the origin: links elsewhere are counted, not fetched. 4xx/5xx, resets, malformed or
+truncated responses, timeouts, non-HTML bodies, bodies over --max-bytes and bad redirects are
+recorded by kind and the crawl goes on. ``--loop``/``--style`` work as in every workload
+(:mod:`workloads.common`): the style defaults to the variant's first.
+
+``--json FILE`` writes (``-`` for stdout) one object::
+
+    {"workload": "crawler", "loop": NAME, "style": S, "start": URL,
+     "concurrency": n, "per_host": n, "timeout": s, "max_bytes": n, "max_pages": n|null,
+     "max_redirects": n,        # the options the crawl ran with
+     "pages_fetched": n,        # URLs requested and answered or failed (redirects included)
+     "pages_ok": n,             # pages_fetched - error_count
+     "errors": {KIND: n},       # kinds: workloads.crawler.common.ERROR_KINDS
+     "error_count": n,
+     "off_origin_links": n,     # distinct http(s) links to other origins (not fetched)
+     "ignored_links": n,        # distinct links with other schemes (mailto:, javascript: ...)
+     "over_budget": n,          # new URLs not fetched because of --max-pages
+     "bytes": n,                # body bytes received
+     "wall_s": s, "cpu_s": s, "pages_per_s": r,
+     "pages": [{"url": URL, "status": int|null, "error": KIND|null, "bytes": n}, ...]}
+
+It is flat (scalars) but for ``errors`` and ``pages``; ``pages`` is sorted by URL. The exit
+status is 0 when the crawl ran (whatever it found), 2 for bad arguments (an unknown loop or
+style says which ones exist), 1 if the crawl itself crashed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from workloads.common import add_loop_arguments, resolve, style_module
+from workloads.crawler.common import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_REDIRECTS,
+    DEFAULT_TIMEOUT,
+    BadURL,
+    Crawl,
+    Options,
+)
+
+
+def positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive: {text}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m workloads.crawler",
+        description="Crawl one origin from URL on a lab loop; print a summary.",
+    )
+    parser.add_argument("url", metavar="URL", help="where to start (http://host[:port]/path)")
+    add_loop_arguments(parser)
+    parser.add_argument("--concurrency", type=positive(int), default=DEFAULT_CONCURRENCY)
+    parser.add_argument("--per-host", type=positive(int), help="connections (default: workers)")
+    parser.add_argument("--timeout", type=positive(float), default=DEFAULT_TIMEOUT)
+    parser.add_argument("--max-pages", type=positive(int), help="stop admitting URLs after N")
+    parser.add_argument("--max-bytes", type=positive(int), default=DEFAULT_MAX_BYTES)
+    parser.add_argument("--max-redirects", type=int, default=DEFAULT_MAX_REDIRECTS)
+    parser.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': stdout)")
+    args = parser.parse_args(argv)
+    variant, args.style = resolve(parser, args)
+    args.api = variant.api(args.style)
+    return args
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Crawl as the arguments say; the results as the JSON object."""
+    options = Options(
+        concurrency=args.concurrency,
+        per_host=args.per_host,
+        timeout=args.timeout,
+        max_bytes=args.max_bytes,
+        max_pages=args.max_pages,
+        max_redirects=args.max_redirects,
+    )
+    books = Crawl(args.url, options)
+    style = style_module("workloads.crawler", args.style)
+    wall, cpu = time.perf_counter(), time.process_time()
+    try:
+        style.crawl(args.api, books)
+    finally:
+        books.progress.done()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    result = {"workload": "crawler", "loop": args.loop, "style": args.style}
+    result |= vars(options) | {"per_host": options.connections}
+    result |= books.summary()
+    result |= {"wall_s": wall, "cpu_s": cpu, "pages_per_s": result["pages_fetched"] / wall}
+    result["pages"] = [record.as_json() for record in books.pages()]
+    return result
+
+
+def summary_text(result: dict) -> str:
+    errors = ", ".join(f"{kind} {n}" for kind, n in result["errors"].items()) or "none"
+    return "\n".join(
+        [
+            f"crawled {result['start']} on {result['loop']} ({result['style']}), "
+            f"{result['concurrency']} workers, {result['per_host']} connections",
+            f"pages   {result['pages_fetched']} fetched, {result['pages_ok']} ok, "
+            f"{result['error_count']} errors",
+            f"errors  {errors}",
+            f"links   {result['off_origin_links']} off-origin (not fetched), "
+            f"{result['ignored_links']} other schemes, {result['over_budget']} over --max-pages",
+            f"bytes   {result['bytes']:,}",
+            f"time    {result['wall_s']:.3f} s wall, {result['cpu_s']:.3f} s CPU, "
+            f"{result['pages_per_s']:,.0f} pages/s",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        result = run(args)
+    except BadURL as error:
+        print(f"crawler: {error}", file=sys.stderr)
+        return 2
+    print(summary_text(result), file=sys.stderr if args.json == "-" else sys.stdout)
+    if args.json == "-":
+        print(json.dumps(result, indent=1))
+    elif args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

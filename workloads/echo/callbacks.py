@@ -1,0 +1,154 @@
+"""The echo server in the callbacks style: readiness callbacks and explicit state per connection.
+
+Diff it with coroutines.py and generators.py: the same names in the same order, but where a
+task would wait, this file registers a callback and keeps the state a task would keep in its
+frame (the unsent rest of a chunk). A connection is watched for reading until a chunk does not
+fit in the socket; then it is watched for writing instead, until the rest is written: that
+switch is the backpressure (a peer that does not read stalls only its own connection, holding
+one chunk). A peer's EOF closes its connection; a reset is logged at debug and closes only that
+connection. On a stop signal the server stops accepting, closes every connection, then the
+listener, and stops the loop.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from workloads.common import run_until_stopped
+from workloads.echo.common import CHUNK, DATAGRAM_MAX, accepted, log
+
+
+def serve(new_loop, listener, stop):
+    """Echo on listener until stop is readable; return once every socket is closed."""
+    loop = new_loop()
+    try:
+        run_until_stopped(loop, main, loop, listener, stop)
+    finally:
+        loop.close()
+
+
+def main(loop, listener, stop):
+    connections = {}  # socket -> the function that cancels its echo, while it is open
+    if listener.type == socket.SOCK_STREAM:
+        cancel_server = tcp_server(loop, listener, connections)
+    else:
+        cancel_server = udp_server(loop, listener)
+
+    def stop_serving():
+        cancel_server()
+        for cancel in list(connections.values()):
+            cancel()
+        listener.close()
+        loop.stop()
+
+    cancel_on_signal(loop, stop, stop_serving)
+
+
+def cancel_on_signal(loop, stop, cancel):
+    def on_signal():  # SIGINT or SIGTERM
+        loop.remove_reader(stop)
+        cancel()
+
+    loop.add_reader(stop, on_signal)
+
+
+def tcp_server(loop, listener, connections):
+    def on_acceptable():
+        try:
+            conn, peer = listener.accept()
+        except BlockingIOError:
+            return  # another readiness will come
+        except OSError as error:  # the peer gave up before we accepted, or out of descriptors
+            log.warning("accept: %s", error)
+            return
+        connections[conn] = echo(loop, accepted(conn), peer, connections)
+
+    loop.add_reader(listener, on_acceptable)
+    return lambda: loop.remove_reader(listener)
+
+
+def echo(loop, conn, peer, connections):
+    unsent = memoryview(b"")  # the rest of the last chunk, not yet taken by the socket
+
+    def on_readable():
+        try:
+            data = conn.recv(CHUNK)
+        except BlockingIOError:
+            return
+        except ConnectionError as error:
+            return close(error)
+        if not data:
+            return close()  # EOF: the peer is done sending
+        send(memoryview(data))
+
+    def on_writable():
+        send(unsent)
+
+    def send(data):
+        nonlocal unsent
+        try:
+            sent = conn.send(data)
+        except BlockingIOError:
+            sent = 0
+        except ConnectionError as error:
+            return close(error)
+        rest = data[sent:]
+        if rest and not unsent:  # read again only once it is all written
+            loop.remove_reader(conn)
+            loop.add_writer(conn, on_writable)
+        elif unsent and not rest:
+            loop.remove_writer(conn)
+            loop.add_reader(conn, on_readable)
+        unsent = rest
+
+    def close(error=None):
+        if error is not None:
+            log.debug("%s: %s", peer, error)
+        loop.remove_reader(conn)
+        loop.remove_writer(conn)
+        connections.pop(conn, None)
+        conn.close()
+
+    loop.add_reader(conn, on_readable)
+    return close
+
+
+def udp_server(loop, sock):
+    unsent = None  # a datagram the socket could not take yet, and its peer
+
+    def on_readable():
+        try:
+            data, peer = sock.recvfrom(DATAGRAM_MAX)
+        except BlockingIOError:
+            return
+        except OSError as error:  # e.g. an ICMP error reported on the socket
+            return log.debug("udp: %s", error)
+        send(data, peer)
+
+    def on_writable():
+        send(*unsent)
+
+    def send(data, peer):
+        nonlocal unsent
+        try:
+            sock.sendto(data, peer)
+            rest = None
+        except BlockingIOError:
+            rest = (data, peer)
+        except OSError as error:
+            log.debug("udp: %s", error)
+            rest = None
+        if rest and not unsent:  # receive again only once it is sent
+            loop.remove_reader(sock)
+            loop.add_writer(sock, on_writable)
+        elif unsent and not rest:
+            loop.remove_writer(sock)
+            loop.add_reader(sock, on_readable)
+        unsent = rest
+
+    def cancel():
+        loop.remove_reader(sock)
+        loop.remove_writer(sock)
+
+    loop.add_reader(sock, on_readable)
+    return cancel

@@ -1,0 +1,45 @@
+"""Loop-free parts of the echo server: sizes, the listening socket, the logger.
+
+The style files import these so that they differ only where the style differs.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+# One read's worth. It is also the most a connection ever holds: the server reads again only
+# once the previous chunk is fully echoed, so a peer that does not read stalls its own
+# connection at one chunk and the kernel's buffers instead of growing the server's memory.
+CHUNK = 65536
+
+# The largest UDP payload over IPv4 (65535 - 8-byte UDP header - 20-byte IP header).
+DATAGRAM_MAX = 65507
+
+log = logging.getLogger("workloads.echo")
+
+
+def open_listener(host: str, port: int, udp: bool) -> socket.socket:
+    """A bound, non-blocking socket: listening for TCP, or a UDP socket ready to receive."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    kind = socket.SOCK_DGRAM if udp else socket.SOCK_STREAM
+    sock = socket.socket(family, kind)
+    try:
+        if not udp:
+            # A restarted server must not wait for the previous one's TIME_WAIT connections.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        if not udp:
+            sock.listen(socket.SOMAXCONN)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def accepted(conn: socket.socket) -> socket.socket:
+    """Prepare an accepted connection: non-blocking, and no Nagle delay on small echoes."""
+    conn.setblocking(False)
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return conn

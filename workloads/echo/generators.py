@@ -1,0 +1,83 @@
+"""The echo server in the generators style: a task per connection, ``yield from`` at each wait.
+
+Diff it with coroutines.py (the same code with ``await``) and callbacks.py (the same server
+as readiness callbacks and explicit state). A connection's task reads a chunk, then waits in
+``sendall`` until the whole chunk is written before it reads again: that order is the
+backpressure (a peer that does not read stalls only its own task, holding one chunk). A peer's
+EOF ends its task; a reset is logged at debug and ends only that connection. A stop signal
+cancels the server's task; then every connection's task is cancelled (each closes its own
+socket on the way out) and the listener is closed. An unexpected error in the server's task
+ends the server the same way, and is raised from ``serve``.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from workloads.echo.common import CHUNK, DATAGRAM_MAX, accepted, log
+
+
+def serve(co, listener, stop):
+    """Echo on listener until stop is readable; return once every socket is closed."""
+    co.run(main(co, listener, stop))
+
+
+def main(co, listener, stop):
+    connections = {}  # socket -> the task echoing it, while the connection is open
+    if listener.type == socket.SOCK_STREAM:
+        server = yield from co.spawn(tcp_server(co, listener, connections))
+    else:
+        server = yield from co.spawn(udp_server(co, listener))
+    signalled = []  # the stopper's mark, made before it cancels the server
+    stopper = yield from co.spawn(cancel_on_signal(co, stop, server, signalled))
+    try:
+        yield from co.join(server)  # until the stopper cancels it, or the server fails
+    except BaseException:  # how join reports a cancelled task differs between loops
+        if not signalled:
+            raise
+    finally:
+        yield from co.cancel(stopper)
+        for task in list(connections.values()):
+            yield from co.cancel(task)
+        listener.close()
+
+
+def cancel_on_signal(co, stop, server, signalled):
+    yield from co.recv(stop, 1)  # SIGINT or SIGTERM
+    signalled.append(True)
+    yield from co.cancel(server)
+
+
+def tcp_server(co, listener, connections):
+    while True:
+        try:
+            conn, peer = yield from co.accept(listener)
+        except OSError as error:  # the peer gave up before we accepted, or out of descriptors
+            log.warning("accept: %s", error)
+            continue
+        task = yield from co.spawn(echo(co, accepted(conn), peer, connections))
+        if conn.fileno() != -1:  # still open (a loop may run a new task eagerly to its end)
+            connections[conn] = task
+
+
+def echo(co, conn, peer, connections):
+    try:
+        while True:
+            data = yield from co.recv(conn, CHUNK)
+            if not data:
+                break  # EOF: the peer is done sending
+            yield from co.sendall(conn, data)  # read again only once it is all written
+    except ConnectionError as error:
+        log.debug("%s: %s", peer, error)
+    finally:
+        connections.pop(conn, None)
+        conn.close()
+
+
+def udp_server(co, sock):
+    while True:
+        try:
+            data, peer = yield from co.recvfrom(sock, DATAGRAM_MAX)
+            yield from co.sendto(sock, data, peer)  # receive again only once it is sent
+        except OSError as error:  # e.g. an ICMP error reported on the socket
+            log.debug("udp: %s", error)

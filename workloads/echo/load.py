@@ -1,0 +1,486 @@
+"""The echo load generator: N connections, each a send-then-read-the-whole-echo loop.
+
+    python -m workloads.echo.load --port P --connections N --size BYTES --duration S
+        [--host H] [--udp] [--processes K] [--timeout S] [--seed N]
+        [--json FILE] [--server-pid PID]
+
+It runs in its own process (or ``--processes K`` processes, connections dealt round-robin
+among them) on uvloop with asyncio protocols, the cheapest client Python offers, and never on
+the loop under test. Each connection sends a ``size``-byte message cut from a seeded random
+buffer at an offset that changes with every request (so a stale or misrouted echo cannot pass),
+reads until the whole echo is back, compares every byte, records the round trip in an
+HdrHistogram (microseconds), and sends the next, until ``duration`` seconds have passed; then it
+finishes its request in flight and closes. ``--udp`` does the same with one datagram per request
+(``size`` at most 65507) on a connected UDP socket per "connection".
+
+Exit status: 0 when every echo came back whole and intact; 1 when a byte was corrupted or
+missing, a request timed out (``--timeout``, default 10 s), a datagram was lost, or a
+connection failed; 2 for bad arguments.
+
+The generator reports its own CPU share so a saturated generator can be told from a slow
+server: ``load_cpu_share`` is the busiest generator process's CPU seconds per wall second
+(near 1.0 means that process, not the server, set the pace: add ``--processes``).
+
+JSON record (one flat object; ``--json -`` writes it to stdout):
+
+- ``workload`` "echo-load", ``transport`` "tcp" or "udp", ``host``, ``port``, ``connections``,
+  ``size`` (bytes per message), ``duration_s`` (asked), ``processes``, ``seed``, ``timeout_s``
+- ``wall_s``: measured load time (longest process), ``requests``: completed round trips,
+  ``requests_per_s``, ``bytes_echoed`` (payload bytes received back), ``mib_per_s`` (echoed
+  payload MiB per second, one direction)
+- ``latency_us_p50``, ``latency_us_p90``, ``latency_us_p99``, ``latency_us_p999``,
+  ``latency_us_max``, ``latency_us_mean``: round-trip latency in microseconds
+- ``errors`` (sum of the next four), ``corrupt`` (echoes with a wrong byte), ``missing``
+  (connections that ended or timed out with an echo incomplete, or lost datagrams), ``failed``
+  (connections that could not connect or were reset), ``first_error`` (text, "" if none)
+- ``server_pid``, ``server_cpu_s``, ``server_cpu_share`` (server CPU seconds per wall second;
+  null without ``--server-pid``)
+- ``load_loop`` "uvloop", ``load_cpu_s`` (all generator processes), ``load_cpu_share``,
+  ``load_saturated`` (``load_cpu_share`` > 0.9)
+- ``ok``: no errors and at least one request completed
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import multiprocessing
+import random
+import socket
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+from workloads.common import write_json
+
+# Round trips from 1 µs to 60 s, 3 significant digits.
+LATENCY_RANGE_US = (1, 60_000_000, 3)
+# Messages start at one of this many offsets into the payload buffer.
+OFFSETS = 256
+SATURATED = 0.9
+UDP_MAX = 65507
+
+
+@dataclass
+class Outcome:
+    """What one generator process reports back (picklable, merged by the parent)."""
+
+    requests: int = 0
+    bytes_echoed: int = 0
+    corrupt: int = 0
+    missing: int = 0
+    failed: int = 0
+    first_error: str = ""
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    histogram: bytes = b""
+
+    def error(self, kind: str, text: str) -> None:
+        setattr(self, kind, getattr(self, kind) + 1)
+        if not self.first_error:
+            self.first_error = text
+
+
+class Run:
+    """State shared by one process's connections: the payload, the clock, the tallies."""
+
+    def __init__(self, size: int, seed: int, timeout: float) -> None:
+        self.size = size
+        self.payload = random.Random(seed).randbytes(size + OFFSETS)
+        self.timeout = timeout
+        self.deadline = float("inf")  # set when the load starts
+        self.outcome = Outcome()
+        self.histogram = HdrHistogram(*LATENCY_RANGE_US)
+
+    def message(self, index: int, seq: int) -> tuple[int, bytes]:
+        offset = (seq * 31 + index * 7) % OFFSETS
+        return offset, self.payload[offset : offset + self.size]
+
+    def completed(self, started_ns: int) -> None:
+        self.outcome.requests += 1
+        self.outcome.bytes_echoed += self.size
+        elapsed_us = (time.perf_counter_ns() - started_ns) // 1000
+        self.histogram.record_value(min(max(1, elapsed_us), LATENCY_RANGE_US[1]))
+
+
+class TcpClient(asyncio.Protocol):
+    """One connection: send a message, read its whole echo, verify it, repeat."""
+
+    def __init__(self, run: Run, index: int, done: asyncio.Future) -> None:
+        self.run, self.index, self.done = run, index, done
+        self.seq = 0
+        self.offset = 0
+        self.received = 0  # bytes of the current echo received so far
+        self.in_flight = False
+        self.started_ns = 0
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def start(self) -> None:
+        self.send_next()
+
+    def send_next(self) -> None:
+        if time.monotonic() >= self.run.deadline:
+            return self.finish()
+        self.offset, message = self.run.message(self.index, self.seq)
+        self.seq += 1
+        self.received = 0
+        self.in_flight = True
+        self.started_ns = time.perf_counter_ns()
+        self.transport.write(message)
+
+    def data_received(self, data: bytes) -> None:
+        start = self.offset + self.received
+        end = start + len(data)
+        if not self.in_flight or self.received + len(data) > self.run.size:
+            return self.fail("corrupt", f"connection {self.index}: {len(data)} bytes too many")
+        if data != self.run.payload[start:end]:
+            return self.fail("corrupt", f"connection {self.index}: echo differs from what it sent")
+        self.received += len(data)
+        if self.received == self.run.size:
+            self.in_flight = False
+            self.run.completed(self.started_ns)
+            self.send_next()
+
+    def eof_received(self) -> bool:
+        if self.in_flight:
+            self.fail("missing", f"connection {self.index}: EOF with the echo incomplete")
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            text = f"connection {self.index}: lost ({exc or 'closed by the server'})"
+            self.fail("missing" if self.in_flight else "failed", text)
+
+    def timed_out(self) -> None:
+        self.fail("missing", f"connection {self.index}: no full echo within {self.run.timeout} s")
+
+    def fail(self, kind: str, text: str) -> None:
+        if not self.done.done():
+            self.run.outcome.error(kind, text)
+            self.done.set_result(None)
+        self.transport.abort()
+
+    def finish(self) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+        self.transport.close()
+
+
+class UdpClient(asyncio.DatagramProtocol):
+    """One connected UDP socket: send a datagram, verify its echo, repeat."""
+
+    def __init__(self, run: Run, index: int, done: asyncio.Future) -> None:
+        self.run, self.index, self.done = run, index, done
+        self.seq = 0
+        self.expected = b""
+        self.in_flight = False
+        self.started_ns = 0
+        self.transport: asyncio.DatagramTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def start(self) -> None:
+        self.send_next()
+
+    def send_next(self) -> None:
+        if time.monotonic() >= self.run.deadline:
+            return self.finish()
+        _, self.expected = self.run.message(self.index, self.seq)
+        self.seq += 1
+        self.in_flight = True
+        self.started_ns = time.perf_counter_ns()
+        self.transport.sendto(self.expected)
+
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        if not self.in_flight or data != self.expected:
+            return self.fail("corrupt", f"socket {self.index}: echo differs from what it sent")
+        self.in_flight = False
+        self.run.completed(self.started_ns)
+        self.send_next()
+
+    def error_received(self, exc: Exception) -> None:
+        self.fail("failed", f"socket {self.index}: {exc}")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None:
+            self.fail("failed", f"socket {self.index}: {exc}")
+
+    def timed_out(self) -> None:
+        self.fail("missing", f"socket {self.index}: datagram lost, no echo in {self.run.timeout} s")
+
+    def fail(self, kind: str, text: str) -> None:
+        if not self.done.done():
+            self.run.outcome.error(kind, text)
+            self.done.set_result(None)
+        self.transport.abort()
+
+    def finish(self) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+        self.transport.close()
+
+
+async def _load(run: Run, config: dict, indices: list[int], ready) -> None:
+    """Connect this process's share, wait for every process to be ready, then load."""
+    loop = asyncio.get_running_loop()
+    address = (config["host"], config["port"])
+    clients = []
+    for index in indices:
+        done = loop.create_future()
+        try:
+            if config["udp"]:
+                _, client = await loop.create_datagram_endpoint(
+                    lambda i=index, d=done: UdpClient(run, i, d), remote_addr=address
+                )
+            else:
+                _, client = await loop.create_connection(
+                    lambda i=index, d=done: TcpClient(run, i, d), *address
+                )
+        except OSError as error:
+            run.outcome.error("failed", f"connection {index}: cannot connect: {error}")
+            continue
+        clients.append(client)
+    await loop.run_in_executor(None, ready)  # a barrier across processes: block off the loop
+
+    cpu_start, wall_start = time.process_time(), time.perf_counter()
+    run.deadline = time.monotonic() + config["duration"]
+    for client in clients:
+        client.start()
+    pending = {client.done for client in clients}
+    # A request still in flight when the time is up gets `timeout` seconds to come back; a
+    # request that hangs mid-run is caught the same way, just later.
+    while pending:
+        left = run.deadline + run.timeout - time.monotonic()
+        _, pending = await asyncio.wait(pending, timeout=max(left, 0))
+        if pending and left <= 0:
+            for client in clients:
+                if not client.done.done():
+                    client.timed_out()
+            break
+    run.outcome.wall_s = time.perf_counter() - wall_start
+    run.outcome.cpu_s = time.process_time() - cpu_start
+
+
+def generate(config: dict, indices: list[int], ready) -> Outcome:
+    """One process's share of the load, on uvloop; returns what it measured."""
+    import uvloop
+
+    run = Run(config["size"], config["seed"], config["timeout"])
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(_load(run, config, indices, ready))
+    run.outcome.histogram = run.histogram.encode()
+    return run.outcome
+
+
+def _child(config: dict, indices: list[int], barrier, results) -> None:
+    try:
+        outcome = generate(config, indices, barrier.wait)
+    except BaseException as error:  # report instead of leaving the parent waiting
+        outcome = Outcome(failed=1, first_error=f"generator process: {error!r}")
+        barrier.abort()
+    results.put(asdict(outcome))
+
+
+class ServerCpu:
+    """The server process's CPU seconds over the load, if we were given its pid."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.process = None
+        if pid is not None:
+            import psutil
+
+            self.process = psutil.Process(pid)
+        self.start = self.end = 0.0
+
+    def _sample(self) -> float:
+        if self.process is None:
+            return 0.0
+        times = self.process.cpu_times()
+        return times.user + times.system
+
+    def begin(self) -> None:
+        self.start = self._sample()
+
+    def finish(self) -> None:
+        self.end = self._sample()
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.process is None else self.end - self.start
+
+
+def run_load(config: dict) -> dict:
+    """Run the whole load (one or more processes) and return the flat result record."""
+    processes = min(config["processes"], config["connections"])
+    shares = [list(range(k, config["connections"], processes)) for k in range(processes)]
+    server = ServerCpu(config["server_pid"])
+    if processes == 1:
+        outcomes = [asdict(generate(config, shares[0], server.begin))]
+    else:
+        outcomes = _run_processes(config, shares, server)
+    server.finish()
+    return summarize(config, outcomes, server.seconds)
+
+
+def _run_processes(config: dict, shares: list[list[int]], server: ServerCpu) -> list[dict]:
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(len(shares) + 1)
+    results = context.Queue()
+    children = [
+        context.Process(target=_child, args=(config, share, barrier, results), daemon=True)
+        for share in shares
+    ]
+    for child in children:
+        child.start()
+    # A child that failed before the start breaks the barrier; its outcome says why.
+    with contextlib.suppress(threading.BrokenBarrierError):
+        barrier.wait(timeout=60)
+    server.begin()
+    limit = config["duration"] + config["timeout"] + 60
+    outcomes = [results.get(timeout=limit) for _ in children]
+    for child in children:
+        child.join(timeout=10)
+    return outcomes
+
+
+def summarize(config: dict, outcomes: list[dict], server_cpu_s: float | None) -> dict:
+    """Merge the processes' outcomes into the flat record documented above."""
+    histogram = HdrHistogram(*LATENCY_RANGE_US)
+    for outcome in outcomes:
+        if outcome["histogram"]:
+            histogram.add(HdrHistogram.decode(outcome["histogram"]))
+    wall = max(o["wall_s"] for o in outcomes) or 1e-9
+    requests = sum(o["requests"] for o in outcomes)
+    echoed = sum(o["bytes_echoed"] for o in outcomes)
+    counts = {k: sum(o[k] for o in outcomes) for k in ("corrupt", "missing", "failed")}
+    errors = sum(counts.values())
+    load_share = max(o["cpu_s"] / o["wall_s"] if o["wall_s"] else 0.0 for o in outcomes)
+
+    def latency(percent: float) -> int:
+        return histogram.get_value_at_percentile(percent) if requests else 0
+
+    return {
+        "workload": "echo-load",
+        "transport": "udp" if config["udp"] else "tcp",
+        "host": config["host"],
+        "port": config["port"],
+        "connections": config["connections"],
+        "size": config["size"],
+        "duration_s": config["duration"],
+        "processes": len(outcomes),
+        "seed": config["seed"],
+        "timeout_s": config["timeout"],
+        "wall_s": round(wall, 6),
+        "requests": requests,
+        "requests_per_s": round(requests / wall, 1),
+        "bytes_echoed": echoed,
+        "mib_per_s": round(echoed / wall / 2**20, 3),
+        "latency_us_p50": latency(50),
+        "latency_us_p90": latency(90),
+        "latency_us_p99": latency(99),
+        "latency_us_p999": latency(99.9),
+        "latency_us_max": histogram.get_max_value() if requests else 0,
+        "latency_us_mean": round(histogram.get_mean_value(), 1) if requests else 0.0,
+        "errors": errors,
+        **counts,
+        "first_error": next((o["first_error"] for o in outcomes if o["first_error"]), ""),
+        "server_pid": config["server_pid"],
+        "server_cpu_s": None if server_cpu_s is None else round(server_cpu_s, 4),
+        "server_cpu_share": None if server_cpu_s is None else round(server_cpu_s / wall, 3),
+        "load_loop": "uvloop",
+        "load_cpu_s": round(sum(o["cpu_s"] for o in outcomes), 4),
+        "load_cpu_share": round(load_share, 3),
+        "load_saturated": load_share > SATURATED,
+        "ok": errors == 0 and requests > 0,
+    }
+
+
+def summary_line(record: dict) -> str:
+    server = (
+        f", server CPU {record['server_cpu_share']:.0%}"
+        if record["server_cpu_share"] is not None
+        else ""
+    )
+    verdict = "all bytes verified" if record["ok"] else f"FAILED: {record['errors']} errors"
+    if record["ok"] is False and record["first_error"]:
+        verdict += f" (first: {record['first_error']})"
+    return (
+        f"echo load {record['transport']} {record['connections']}x{record['size']} B: "
+        f"{record['requests_per_s']:.0f} req/s, {record['mib_per_s']:.2f} MiB/s, "
+        f"p50 {record['latency_us_p50']} µs p99 {record['latency_us_p99']} µs "
+        f"p99.9 {record['latency_us_p999']} µs{server}, "
+        f"generator CPU {record['load_cpu_share']:.0%}"
+        f"{' (SATURATED)' if record['load_saturated'] else ''}; {verdict}"
+    )
+
+
+def _positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+
+    return parse
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m workloads.echo.load",
+        description="Load an echo server with N connections, verifying every byte.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--connections", type=_positive(int), required=True)
+    parser.add_argument("--size", type=_positive(int), required=True, help="bytes per message")
+    parser.add_argument("--duration", type=_positive(float), required=True, help="seconds")
+    parser.add_argument("--udp", action="store_true", help="one datagram per request")
+    parser.add_argument(
+        "--processes", type=_positive(int), default=1, help="generator processes (default 1)"
+    )
+    parser.add_argument(
+        "--timeout", type=_positive(float), default=10.0, help="seconds for an echo (default 10)"
+    )
+    parser.add_argument("--seed", type=int, default=1, help="payload seed (default 1)")
+    parser.add_argument("--json", metavar="FILE", help="write the result record ('-': stdout)")
+    parser.add_argument("--server-pid", type=int, help="report this process's CPU seconds")
+    args = parser.parse_args(argv)
+    if args.udp and args.size > UDP_MAX:
+        parser.error(f"--size {args.size} does not fit in a UDP datagram (at most {UDP_MAX})")
+    if args.server_pid is not None:
+        import psutil
+
+        if not psutil.pid_exists(args.server_pid):
+            parser.error(f"--server-pid {args.server_pid}: no such process")
+
+    config = {
+        "host": args.host,
+        "port": args.port,
+        "connections": args.connections,
+        "size": args.size,
+        "duration": args.duration,
+        "udp": args.udp,
+        "processes": args.processes,
+        "timeout": args.timeout,
+        "seed": args.seed,
+        "server_pid": args.server_pid,
+    }
+    record = run_load(config)
+    if args.json:
+        write_json(args.json, record)
+    print(summary_line(record), file=sys.stderr if args.json == "-" else sys.stdout, flush=True)
+    return 0 if record["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""``python -m workloads.sleep``: run the sleepers (or the idle wait) on one loop and style.
+
+Usage and the JSON fields are in the package docstring (:mod:`workloads.sleep`). This module
+only does what is the same for every style: arguments, the plan, the idle sockets, timing the
+run, the summary line and the record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from workloads.common import add_loop_arguments, peak_rss_mib, resolve, style_module, write_json
+from workloads.sleep.common import Plan, Tally, idle_sockets, record
+
+IDLE_SOCKETS = 1000
+
+
+def _number(kind, low: float, high: float = float("inf"), low_open: bool = False):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not (low < value if low_open else low <= value) or value > high:
+            interval = f"{'(' if low_open else '['}{low}, {high}]"
+            raise argparse.ArgumentTypeError(f"{text} is outside {interval}")
+        return value
+
+    return parse
+
+
+def _milliseconds(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms"
+
+
+def summary_line(result: dict) -> str:
+    head = f"sleep {result['loop']}/{result['style']}: "
+    if result["mode"] == "idle":
+        head += f"idle {result['idle_s']} s with {result['idle_sockets']} idle sockets, "
+    else:
+        head += f"{result['tasks']} tasks up to {result['max_delay_s']} s, "
+    line = (
+        f"{head}wall {result['wall_s']:.3f} s, CPU {result['cpu_s']:.3f} s "
+        f"({result['cpu_per_task_us']:.1f} µs/task), "
+        f"lateness p50 {_milliseconds(result['lateness_p50_s'])} "
+        f"p99 {_milliseconds(result['lateness_p99_s'])} "
+        f"max {_milliseconds(result['lateness_max_s'])}, "
+        f"early {result['early_wakeups']} ({result['early_beyond_tick']} beyond the "
+        f"{_milliseconds(result['clock_tick_s'])} clock tick), "
+        f"peak RSS {result['peak_rss_mib']:.1f} MiB"
+    )
+    if result["mode"] == "idle":
+        line += f", idle CPU {result['cpu_per_wall_s']:.2%} of wall"
+    if result["cancel_fraction"]:
+        line += (
+            f", cancelled {result['cancelled']} ({result['woke_after_cancel']} woke anyway, "
+            f"{result['cancel_too_late']} too late to cancel)"
+        )
+    if result["unexpected_reads"]:
+        line += f", {result['unexpected_reads']} idle sockets reported readable"
+    return line + ("" if result["ok"] else "; FAILED")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m workloads.sleep",
+        description="N sleepers with seeded random delays (or one idle wait) on one loop.",
+    )
+    add_loop_arguments(parser)
+    parser.add_argument("--tasks", type=_number(int, 1), help="number of sleepers")
+    parser.add_argument(
+        "--max-delay", type=_number(float, 0.0), help="longest delay in seconds (uniform from 0)"
+    )
+    parser.add_argument(
+        "--cancel",
+        type=_number(float, 0.0, 1.0),
+        default=0.0,
+        metavar="F",
+        help="fraction of sleepers cancelled before they fire (default 0)",
+    )
+    parser.add_argument(
+        "--idle",
+        type=_number(float, 0.0, low_open=True),
+        metavar="S",
+        help=f"instead: one sleep of S seconds with {IDLE_SOCKETS} idle sockets watched",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="delay seed (default 1)")
+    parser.add_argument("--json", metavar="FILE", help="write the result record ('-': stdout)")
+    args = parser.parse_args(argv)
+    variant, style = resolve(parser, args)
+    if args.idle is not None:
+        if args.tasks is not None or args.max_delay is not None or args.cancel:
+            parser.error("--idle runs one sleep: drop --tasks, --max-delay and --cancel")
+        plan, sockets = Plan(delays=[args.idle], cancels=[False]), idle_sockets(IDLE_SOCKETS)
+    elif args.tasks is None or args.max_delay is None:
+        parser.error("--tasks and --max-delay are required (or --idle S)")
+    else:
+        plan, sockets = Plan.make(args.tasks, args.max_delay, args.cancel, args.seed), []
+
+    tally = Tally(len(plan))
+    cpu, wall = time.process_time(), time.perf_counter()
+    try:
+        style_module("workloads.sleep", style).run(variant.api(style), plan, tally, sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+
+    result = {
+        "workload": "sleep",
+        "mode": "sleepers" if args.idle is None else "idle",
+        "loop": variant.name,
+        "style": style,
+        "tasks": len(plan),
+        "max_delay_s": args.max_delay if args.idle is None else args.idle,
+        "cancel_fraction": args.cancel,
+        "idle_s": args.idle,
+        "idle_sockets": len(sockets),
+        "seed": args.seed,
+        **record(tally, wall, cpu, len(plan)),
+        "peak_rss_mib": round(peak_rss_mib(), 1),
+    }
+    result["ok"] = (
+        result["woke_after_cancel"] == 0
+        and result["early_beyond_tick"] == 0
+        and result["unexpected_reads"] == 0
+    )
+    if args.json:
+        write_json(args.json, result)
+    print(summary_line(result), file=sys.stderr if args.json == "-" else sys.stdout, flush=True)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
