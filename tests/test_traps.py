@@ -17,6 +17,7 @@ import threading
 import pytest
 
 import loops
+from loops.traps import api
 from loops.traps import api as co
 from loops.traps.kernel import COMPACT_MIN, Kernel, running_kernel
 
@@ -176,7 +177,9 @@ def test_registrations_are_kept_across_waits_on_the_same_fd():
     assert len(calls) <= 4
 
 
-def test_io_is_optimistic_no_trap_when_the_call_can_complete():
+def test_io_is_optimistic_no_trap_when_the_call_can_complete(monkeypatch):
+    monkeypatch.setattr(api, "_fast_calls", 0)  # a fresh turn: no yield owed
+
     async def main():
         client, server = _pair()
         ran = []
@@ -192,6 +195,26 @@ def test_io_is_optimistic_no_trap_when_the_call_can_complete():
             return data, ran
 
     assert co.run(main()) == (b"ready already", [])
+
+
+def test_a_connection_that_always_has_data_cannot_starve_the_others():
+    async def main():
+        client, server = _pair()
+        reads_before_the_other_ran = []
+
+        async def other():
+            reads_before_the_other_ran.append(reads)
+
+        client.send(b"x" * 4096)  # every recv(server, 1) below succeeds at once
+        await co.spawn(other())
+        reads = 0
+        with client, server:
+            while not reads_before_the_other_ran:
+                await co.recv(server, 1)
+                reads += 1
+        return reads_before_the_other_ran[0]
+
+    assert co.run(main()) <= api.FAST_CALLS_PER_TURN
 
 
 def test_two_readers_on_one_socket_is_a_clear_error():

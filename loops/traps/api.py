@@ -5,6 +5,14 @@ sockets, timeouts or threads beyond "wake this task when the fd is ready / the t
 the future is done". Socket calls are optimistic: they try the non-blocking call first and
 trap (wait for readiness) only when it raises BlockingIOError, so a busy connection rarely
 waits at all.
+
+Optimism alone is unfair: a peer that answers faster than the loop turns around keeps every
+call succeeding, and a task that never waits never lets the others run (an echo server then
+serves one connection of a hundred). So calls are counted, as tokio counts its cooperative
+budget: after FAST_CALLS_PER_TURN calls in a row that completed without anyone waiting, the
+next call first yields its turn (sleep(0)). The yield comes before the call, so a task
+cancelled there loses no data. One counter per process, reset whenever a call waits: cheap,
+and exact enough, since only a task that never waits can run the count up.
 """
 
 from __future__ import annotations
@@ -31,6 +39,9 @@ from loops.traps.traps import (
     wait_readable,
     wait_writable,
 )
+
+FAST_CALLS_PER_TURN = 16  # socket calls that may complete in a row before a forced yield
+_fast_calls = 0  # socket calls completed without waiting since a call last waited
 
 __all__ = [
     "CancelledError",
@@ -86,23 +97,37 @@ async def timeout_after(seconds: float, coro: Any) -> Any:
 
 async def recv(sock: socket.socket, n: int) -> bytes:
     """Receive up to n bytes; b'' at EOF."""
-    check_nonblocking(sock)
+    global _fast_calls
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+        check_nonblocking(sock)
+    if _fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn()
     while True:
         try:
-            return sock.recv(n)
+            data = sock.recv(n)
         except BlockingIOError:
+            _fast_calls = 0
             await wait_readable(sock)
+        else:
+            _fast_calls += 1
+            return data
 
 
 async def sendall(sock: socket.socket, data: bytes) -> None:
     """Send all of data, waiting for the socket to drain as needed."""
-    check_nonblocking(sock)
+    global _fast_calls
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+        check_nonblocking(sock)
+    if _fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn()
     try:
         sent = sock.send(data)
     except BlockingIOError:
         sent = 0
     if sent == len(data):  # the usual case: the socket buffer took it all
+        _fast_calls += 1
         return
+    _fast_calls = 0
     with memoryview(data) as view, view.cast("B") as remaining:
         while sent < len(remaining):
             await wait_writable(sock)
@@ -112,20 +137,27 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
 
 async def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
     """Accept a connection: (a non-blocking socket, the peer's address)."""
-    check_nonblocking(sock)
+    global _fast_calls
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+        check_nonblocking(sock)
+    if _fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn()
     while True:
         try:
             conn, address = sock.accept()
         except BlockingIOError:
+            _fast_calls = 0
             await wait_readable(sock)
         else:
+            _fast_calls += 1
             conn.setblocking(False)
             return conn, address
 
 
 async def connect(sock: socket.socket, address: Any) -> None:
     """Connect sock to address (resolved addresses: a host name is looked up blocking)."""
-    check_nonblocking(sock)
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+        check_nonblocking(sock)
     try:
         sock.connect(address)
         return
@@ -139,22 +171,45 @@ async def connect(sock: socket.socket, address: Any) -> None:
 
 async def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
     """Receive a datagram of up to n bytes: (data, sender's address)."""
-    check_nonblocking(sock)
+    global _fast_calls
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+        check_nonblocking(sock)
+    if _fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn()
     while True:
         try:
-            return sock.recvfrom(n)
+            received = sock.recvfrom(n)
         except BlockingIOError:
+            _fast_calls = 0
             await wait_readable(sock)
+        else:
+            _fast_calls += 1
+            return received
 
 
 async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
     """Send a datagram to address; returns the number of bytes sent."""
-    check_nonblocking(sock)
+    global _fast_calls
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+        check_nonblocking(sock)
+    if _fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn()
     while True:
         try:
-            return sock.sendto(data, address)
+            sent = sock.sendto(data, address)
         except BlockingIOError:
+            _fast_calls = 0
             await wait_writable(sock)
+        else:
+            _fast_calls += 1
+            return sent
+
+
+async def _yield_turn() -> None:
+    """Let the other ready tasks (and the I/O poll) run before this busy task goes on."""
+    global _fast_calls
+    _fast_calls = 0
+    await sleep(0)
 
 
 async def run_in_thread(fn: Callable[..., Any], *args: Any) -> Any:

@@ -49,6 +49,7 @@ COMPACT_FRACTION = 0.5  # ...and more than this fraction of them are cancelled
 
 # A registered fd's slot (the selector key's data, a list so waits never touch the selector):
 MASK, READER, WRITER, SOCK, FD = range(5)
+assert (READER, WRITER) == (EVENT_READ, EVENT_WRITE)  # so slot[event] is the event's waiter
 # [events registered, task waiting to read or None, task waiting to write or None, socket, fd]
 
 # A timer entry (a list, so cancelling it is a store, not a heap search):
@@ -90,8 +91,8 @@ class Kernel:
             "spawn": self._trap_spawn,
             "join": self._trap_join,
             "cancel": self._trap_cancel,
-            "read": self._trap_read,
-            "write": self._trap_write,
+            "read": self._trap_io,
+            "write": self._trap_io,
             "thread": self._trap_thread,
             "park": self._trap_park,
             "wake": self._trap_wake,
@@ -313,11 +314,26 @@ class Kernel:
         self._wait_for_end(task, target, states.CANCELLING)
         return SUSPEND
 
-    def _trap_read(self, task: Task, request: tuple) -> Any:
-        return self._wait_io(task, request[1], EVENT_READ, READER, states.READING)
-
-    def _trap_write(self, task: Task, request: tuple) -> Any:
-        return self._wait_io(task, request[1], EVENT_WRITE, WRITER, states.WRITING)
+    def _trap_io(self, task: Task, request: tuple) -> Any:
+        # "read" or "write": the event's value is also the slot index of its waiting task.
+        name, sock = request
+        if name == "read":
+            event, state = EVENT_READ, states.READING
+        else:
+            event, state = EVENT_WRITE, states.WRITING
+        fd = sock.fileno()
+        slot = self._io.get(fd)
+        if slot is None or slot[SOCK] is not sock:  # first wait on it, or the fd was reused
+            slot = self._watch(fd, sock, event)
+        elif slot[event] is not None:
+            raise RuntimeError(f"{slot[event]!r} is already waiting to {name} {sock!r}")
+        elif not slot[MASK] & event:  # watched for the other direction only: add this one
+            slot[MASK] |= event
+            self._selector.modify(fd, slot[MASK], slot)
+        slot[event] = task
+        task.state = state
+        task.waiting_on = slot
+        return SUSPEND
 
     def _trap_thread(self, task: Task, request: tuple) -> Any:
         _, fn, args = request
@@ -449,22 +465,6 @@ class Kernel:
         self._cancelled_timers = 0
 
     # ------------------------------------------------------------------ I/O readiness
-
-    def _wait_io(self, task: Task, sock: Any, event: int, role: int, state: str) -> Any:
-        fd = sock.fileno()
-        slot = self._io.get(fd)
-        if slot is None or slot[SOCK] is not sock:  # first wait on it, or the fd was reused
-            slot = self._watch(fd, sock, event)
-        elif slot[role] is not None:
-            verb = "read from" if event == EVENT_READ else "write to"
-            raise RuntimeError(f"{slot[role]!r} is already waiting to {verb} {sock!r}")
-        elif not slot[MASK] & event:
-            slot[MASK] |= event
-            self._selector.modify(fd, slot[MASK], slot)
-        slot[role] = task
-        task.state = state
-        task.waiting_on = slot
-        return SUSPEND
 
     def _watch(self, fd: int, sock: Any, event: int) -> list:
         if fd < 0:
