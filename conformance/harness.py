@@ -19,15 +19,22 @@ returns; the scenarios registered on it (``@test_x.callbacks``, ``@test_x.genera
 The conftest parametrizes each property over every (variant, style) pair that has a scenario,
 with ids such as ``traps-coroutines``; a capability the variant does not claim makes the case
 "not claimed", and a known deviation (from the variant's ``deviations.toml``) a strict xfail.
+Every case runs under a pytest-timeout of ``timeout`` seconds (``@prop(..., timeout=N)``), so a
+hung loop fails in seconds. :func:`check_property` plays one property on any variant outside
+pytest's parametrization: the suite's own tests use it to show a property catching a broken loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from loops import CAPABILITIES, STYLES, Variant
+
+SUITE = Path(__file__).resolve().parent
 
 
 @dataclass
@@ -35,17 +42,19 @@ class Property:
     """What the conftest needs to know about one property."""
 
     needs: str
+    timeout: float = 10.0  # seconds per case before pytest-timeout fails it
     scenarios: dict[str, Callable[..., Any]] = field(default_factory=dict)
-    fallback: Callable[..., Any] | None = None  # a scenario shared by generators and coroutines
 
 
-def prop(needs: str = "core") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def prop(
+    needs: str = "core", *, timeout: float = 10.0
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a test as a conformance property needing capability `needs`."""
     if needs not in CAPABILITIES:
         raise ValueError(f"unknown capability {needs!r}; known: {sorted(CAPABILITIES)}")
 
     def decorate(test: Callable[..., Any]) -> Callable[..., Any]:
-        spec = Property(needs=needs)
+        spec = Property(needs=needs, timeout=timeout)
         test.lab_property = spec  # type: ignore[attr-defined]
 
         def register(style: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -92,3 +101,56 @@ def play_scenario(case: Case, scenario: Callable[..., Any], *args: Any) -> Any:
             loop.close()
     co = case.api
     return co.run(scenario(co, *args))
+
+
+def check_property(test: Callable[..., Any], variant: Variant, style: str) -> None:
+    """Play property `test` on (variant, style) directly; its AssertionError propagates."""
+    spec: Property = test.lab_property  # type: ignore[attr-defined]
+    if style not in spec.scenarios:
+        raise ValueError(f"{test.__name__} has no {style} scenario")
+    case = Case(variant, style)
+    test(play=lambda *args: play_scenario(case, spec.scenarios[style], *args))
+
+
+def property_id(test: Callable[..., Any]) -> str:
+    """'topic.name' for conformance/test_topic.py::test_name."""
+    topic = test.__module__.rsplit(".", 1)[-1].removeprefix("test_")
+    return f"{topic}.{test.__name__.removeprefix('test_')}"
+
+
+def all_properties() -> dict[str, Callable[..., Any]]:
+    """Every property of the suite by id, whatever pytest happens to collect this run."""
+    found = {}
+    for path in sorted(SUITE.glob("test_*.py")):
+        module = importlib.import_module(f"conformance.{path.stem}")
+        for test in vars(module).values():
+            if callable(test) and hasattr(test, "lab_property"):
+                found[property_id(test)] = test
+    return found
+
+
+def deviation_problems(variants: Iterable[Variant]) -> list[str]:
+    """What is stale or wrong in the variants' deviations.toml files, one line each.
+
+    A deviation must name an existing property, one the variant claims, in a style that both
+    the variant speaks and the property has a scenario for; otherwise it excuses nothing.
+    """
+    properties = all_properties()
+    problems = []
+    for variant in variants:
+        for deviation in variant.deviations:
+            where = f"loops/{variant.name}/deviations.toml: {deviation.property!r}"
+            test = properties.get(deviation.property)
+            if test is None:
+                problems.append(f"{where} names no property of the suite (renamed or removed?)")
+                continue
+            spec: Property = test.lab_property
+            if spec.needs not in variant.capabilities:
+                problems.append(f"{where} needs {spec.needs!r}, which the variant does not claim")
+            played = set(deviation.styles) & set(variant.styles) & spec.scenarios.keys()
+            if not played:
+                problems.append(
+                    f"{where} covers styles {list(deviation.styles)}, none of which the "
+                    "variant speaks and the property plays"
+                )
+    return problems
