@@ -37,6 +37,21 @@ def new(session: nox.Session) -> None:
 
 
 @nox.session
+def bench(session: nox.Session) -> None:
+    """Measure the quick matrix (-- --full, --loop NAME, --workload NAME) and render reports/."""
+    _install(session, "bench")
+    session.run("python", "-m", "bench", "run", *session.posargs)
+    session.run("python", "-m", "bench", "report")
+
+
+@nox.session
+def report(session: nox.Session) -> None:
+    """Render reports/bench.md and its charts from stored results only (runs no workload)."""
+    _install(session, "bench")
+    session.run("python", "-m", "bench", "report", *session.posargs)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """Check style with ruff."""
     _install(session, "lint")

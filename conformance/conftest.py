@@ -65,7 +65,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             if style not in spec.scenarios:
                 continue
             case = Case(variant, style)
-            marks = [pytest.mark.lab(property=pid, variant=variant.name, style=style)]
+            marks = [
+                pytest.mark.lab(property=pid, variant=variant.name, style=style),
+                pytest.mark.timeout(spec.timeout),
+            ]
             if spec.needs not in variant.capabilities:
                 marks.append(pytest.mark.skip(reason=f"not claimed: needs {spec.needs!r}"))
             for deviation in variant.deviations:

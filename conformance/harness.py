@@ -19,6 +19,9 @@ returns; the scenarios registered on it (``@test_x.callbacks``, ``@test_x.genera
 The conftest parametrizes each property over every (variant, style) pair that has a scenario,
 with ids such as ``traps-coroutines``; a capability the variant does not claim makes the case
 "not claimed", and a known deviation (from the variant's ``deviations.toml``) a strict xfail.
+Every case runs under a pytest-timeout of ``timeout`` seconds (``@prop(..., timeout=N)``), so a
+hung loop fails in seconds. :func:`check_property` plays one property on any variant outside
+pytest's parametrization: the suite's own tests use it to show a property catching a broken loop.
 """
 
 from __future__ import annotations
@@ -35,17 +38,19 @@ class Property:
     """What the conftest needs to know about one property."""
 
     needs: str
+    timeout: float = 10.0  # seconds per case before pytest-timeout fails it
     scenarios: dict[str, Callable[..., Any]] = field(default_factory=dict)
-    fallback: Callable[..., Any] | None = None  # a scenario shared by generators and coroutines
 
 
-def prop(needs: str = "core") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def prop(
+    needs: str = "core", *, timeout: float = 10.0
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a test as a conformance property needing capability `needs`."""
     if needs not in CAPABILITIES:
         raise ValueError(f"unknown capability {needs!r}; known: {sorted(CAPABILITIES)}")
 
     def decorate(test: Callable[..., Any]) -> Callable[..., Any]:
-        spec = Property(needs=needs)
+        spec = Property(needs=needs, timeout=timeout)
         test.lab_property = spec  # type: ignore[attr-defined]
 
         def register(style: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -92,3 +97,12 @@ def play_scenario(case: Case, scenario: Callable[..., Any], *args: Any) -> Any:
             loop.close()
     co = case.api
     return co.run(scenario(co, *args))
+
+
+def check_property(test: Callable[..., Any], variant: Variant, style: str) -> None:
+    """Play property `test` on (variant, style) directly; its AssertionError propagates."""
+    spec: Property = test.lab_property  # type: ignore[attr-defined]
+    if style not in spec.scenarios:
+        raise ValueError(f"{test.__name__} has no {style} scenario")
+    case = Case(variant, style)
+    test(play=lambda *args: play_scenario(case, spec.scenarios[style], *args))

@@ -6,6 +6,7 @@ show, checked on counts and CPU ratios rather than wall-clock bounds.
 """
 
 import gc
+import math
 import os
 import random
 import selectors
@@ -13,6 +14,7 @@ import signal
 import socket
 import threading
 import time
+import types
 
 import pytest
 
@@ -407,6 +409,33 @@ def test_an_awaitable_of_another_loop_is_a_clear_type_error():
 
     with pytest.raises(TypeError, match="not a request this loop knows"):
         co.run(main())
+
+
+def test_a_malformed_request_is_refused_into_the_task_and_the_loop_goes_on():
+    @types.coroutine
+    def odd(request):
+        yield request
+
+    async def main():
+        refused = []
+        for request in (None, (), ([1],), ("teleport", 1), {"sleep": 1}):
+            with pytest.raises(TypeError, match="not a request this loop knows"):
+                await odd(request)
+            refused.append(request)
+        return len(refused)
+
+    assert co.run(main()) == 5
+
+
+def test_sleeping_forever_blocks_without_overflowing_the_selector():
+    async def main():
+        sleeper = await co.spawn(co.sleep(math.inf))
+        # The only timer is at infinity: the loop blocks in select() until the thread is done.
+        await co.run_in_thread(time.sleep, 0.01)
+        await co.cancel(sleeper)
+        return sleeper.done
+
+    assert co.run(main()) is True
 
 
 def test_a_blocking_socket_is_a_clear_value_error():

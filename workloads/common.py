@@ -207,3 +207,16 @@ def percentile(sorted_values: Sequence[float], fraction: float) -> float:
         return 0.0
     rank = max(1, math.ceil(fraction * len(sorted_values)))
     return sorted_values[rank - 1]
+
+
+def positive(kind: type) -> Any:
+    """An argparse type: `kind(text)` that must be above zero, else a usage error saying so."""
+
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its error messages
+    return parse

@@ -49,6 +49,7 @@ from collections import deque
 from time import monotonic
 
 COMPACT_MIN = 100  # asyncio's rule: rebuild the heap when over 100 entries and half cancelled
+MAX_BLOCK = 24 * 3600.0  # longest single select(), as asyncio: sleep(math.inf) must not overflow
 READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 SOCK, FD, EVENTS, READER, WRITER = range(5)  # the slots of an I/O record, see Loop._io
 
@@ -200,7 +201,7 @@ class Loop:
                 while timers and timers[0][2] is None:
                     heappop(timers)
                     self._cancelled_timers -= 1
-                timeout = max(timers[0][0] - monotonic(), 0) if timers else None
+                timeout = min(max(timers[0][0] - monotonic(), 0), MAX_BLOCK) if timers else None
             for key, events in selector_select(timeout):
                 if key.data is None:
                     self._drain_wakeups()
@@ -305,7 +306,8 @@ class Loop:
 
     def _refuse(self, task: Task, request, error: Exception) -> None:
         """A request the loop cannot honour: the error is thrown back into the requester."""
-        if not (isinstance(request, tuple) and request and request[0] in self._handlers):
+        name = request[0] if isinstance(request, tuple) and request else None
+        if not (isinstance(name, str) and name in self._handlers):
             error = TypeError(
                 f"roundrobin: a task yielded {request!r}, which is not a request this loop "
                 "knows; await only the functions of loops.roundrobin (another library's "

@@ -52,7 +52,9 @@ VARIANT = Variant(
     capabilities=frozenset(
         {
             "core",
-            "timer-fifo",
+            # Not "timer-fifo": call_at becomes call_later(when - time()) rounded to whole
+            # milliseconds per call (loop.pyx), so equal deadlines can land a tick apart, and
+            # uvloop documents their order as undefined, as asyncio does.
             "timer-compaction",
             "fairness",
             "exceptions",

@@ -39,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-from workloads.common import add_loop_arguments, resolve, style_module
+from workloads.common import add_loop_arguments, positive, resolve, style_module
 from workloads.crawler.common import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_BYTES,
@@ -51,17 +51,6 @@ from workloads.crawler.common import (
 )
 
 
-def positive(kind):
-    def parse(text: str):
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive: {text}")
-        return value
-
-    parse.__name__ = kind.__name__
-    return parse
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m workloads.crawler",
@@ -69,13 +58,48 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("url", metavar="URL", help="where to start (http://host[:port]/path)")
     add_loop_arguments(parser)
-    parser.add_argument("--concurrency", type=positive(int), default=DEFAULT_CONCURRENCY)
-    parser.add_argument("--per-host", type=positive(int), help="connections (default: workers)")
-    parser.add_argument("--timeout", type=positive(float), default=DEFAULT_TIMEOUT)
-    parser.add_argument("--max-pages", type=positive(int), help="stop admitting URLs after N")
-    parser.add_argument("--max-bytes", type=positive(int), default=DEFAULT_MAX_BYTES)
-    parser.add_argument("--max-redirects", type=int, default=DEFAULT_MAX_REDIRECTS)
-    parser.add_argument("--json", metavar="FILE", help="write the results as JSON ('-': stdout)")
+    option = parser.add_argument
+    option(
+        "--concurrency",
+        type=positive(int),
+        default=DEFAULT_CONCURRENCY,
+        metavar="N",
+        help="workers taking URLs from the queue (default %(default)s)",
+    )
+    option(
+        "--per-host",
+        type=positive(int),
+        metavar="N",
+        help="keep-alive connections open at once to the origin (default: one per worker)",
+    )
+    option(
+        "--timeout",
+        type=positive(float),
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help="seconds for one request: connect, send, the whole response (default %(default)s)",
+    )
+    option(
+        "--max-pages",
+        type=positive(int),
+        metavar="N",
+        help="fetch at most N URLs (default: no limit)",
+    )
+    option(
+        "--max-bytes",
+        type=positive(int),
+        default=DEFAULT_MAX_BYTES,
+        metavar="N",
+        help="a larger body is a too-big error (default %(default)s)",
+    )
+    option(
+        "--max-redirects",
+        type=int,
+        default=DEFAULT_MAX_REDIRECTS,
+        metavar="N",
+        help="redirects followed from one URL (default %(default)s)",
+    )
+    option("--json", metavar="FILE", help="write the results as JSON ('-': stdout)")
     args = parser.parse_args(argv)
     variant, args.style = resolve(parser, args)
     args.api = variant.api(args.style)

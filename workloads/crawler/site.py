@@ -134,6 +134,10 @@ class Prepared:
     body: bytes
     close: bool = False
 
+    @property
+    def status(self) -> int:
+        return int(self.head[9:12])  # b"HTTP/1.1 200 ..."
+
     @classmethod
     def html(cls, status: int, text: str, framing: str = "length") -> Prepared:
         body = text.encode()
@@ -358,22 +362,20 @@ class SeededSite:
     def _expect(
         self, path: str, fault_routes: dict[str, list[str]]
     ) -> tuple[int | None, str | None]:
-        route = self.routes.get(path)
+        """(status, error kind) a correct crawler records for one reachable path."""
+        route = self.routes[path]
         if not path.startswith("/fault/"):
-            return (200, None) if not path.startswith("/go/") else (int(route.head[9:12]), None)
+            return route.status, None  # a page (200) or a /go/ redirect
         kind = path.split("/")[2]
         error = FAULTS[kind][1]
-        if isinstance(route, Fault):
+        if isinstance(route, Fault):  # played by the connection: no status when there is no head
             return (None if kind in ("reset", "slow", "malformed") else 200), error
-        status = int(route.head[9:12])
-        entry = "/".join(path.split("/")[:4])
-        chain = fault_routes[entry]
-        if kind == "too-many-redirects":
-            last = chain[DEFAULT_MAX_REDIRECTS - 1]
-            return status, error if path == last else None
-        if kind == "redirect-loop":
-            return status, error if path == chain[-1] else None
-        return status, error
+        chain = fault_routes["/".join(path.split("/")[:4])]  # the paths after /fault/KIND/K
+        if kind in ("too-many-redirects", "redirect-loop") and path != (
+            chain[-1] if chain else path
+        ):
+            return route.status, None  # a hop the crawler follows; the last one is the error
+        return route.status, error
 
 
 LINKED = ("page", "redirect", "fault")

@@ -1,0 +1,63 @@
+"""`python -m bench run` measures and stores; `python -m bench report` renders from storage."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bench.runner import RESULTS, WORKLOADS
+
+
+def known_row_names() -> list[str]:
+    """Loop names (from discovery) and anchor names (from the echo anchors) --loop accepts."""
+    import loops
+    from bench import echo
+
+    return sorted({*loops.discover(), *echo.anchor_names()})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="measure the matrix (quick by default) and store it")
+    size = run.add_mutually_exclusive_group()
+    size.add_argument("--quick", dest="full", action="store_false", help="the quick matrix")
+    size.add_argument("--full", dest="full", action="store_true", help="the full matrix")
+    run.set_defaults(full=False)
+    run.add_argument("--loop", action="append", metavar="NAME", help="only this loop (repeat)")
+    run.add_argument(
+        "--workload", action="append", choices=WORKLOADS, help="only this workload (repeat)"
+    )
+    run.add_argument("--redo", action="store_true", help="measure again what is stored")
+    run.add_argument("--results", type=Path, default=RESULTS)
+
+    report = commands.add_parser("report", help="render reports/ from stored results only")
+    report.add_argument("--results", type=Path, default=RESULTS)
+
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        from bench.runner import run as run_bench
+
+        if args.loop:
+            known = known_row_names()
+            unknown = sorted(set(args.loop) - set(known))
+            if unknown:
+                parser.error(f"unknown loop {', '.join(unknown)}; known: {', '.join(known)}")
+        try:
+            return run_bench(
+                args.workload or list(WORKLOADS), args.full, args.loop, args.redo, args.results
+            )
+        except KeyboardInterrupt:
+            print("\ninterrupted: finished points are stored; run again to resume", file=sys.stderr)
+            return 130
+    from bench.report import render_all
+
+    for path in render_all(args.results):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""Lines of code of every loop and every workload style file: what each design costs to read.
+
+Counted from the source tree when the report is rendered (sizes are not measurements). Two
+figures per file: all lines, and code lines, which leave out blank lines, comments and
+docstrings, so a well-documented loop is not charged for its explanations.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from pathlib import Path
+
+from tabulate import tabulate
+
+import loops
+from bench.environment import ROOT
+
+NOT_CODE = {
+    tokenize.COMMENT,
+    tokenize.NL,
+    tokenize.NEWLINE,
+    tokenize.INDENT,
+    tokenize.DEDENT,
+    tokenize.ENCODING,
+    tokenize.ENDMARKER,
+}
+
+
+def docstring_lines(source: str) -> set[int]:
+    """Line numbers taken by module, class and function docstrings."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
+                lines.update(range(body[0].lineno, (body[0].end_lineno or body[0].lineno) + 1))
+    return lines
+
+
+def count(path: Path) -> tuple[int, int]:
+    """(all lines, code lines) of one Python file."""
+    source = path.read_text()
+    skip = docstring_lines(source)
+    code: set[int] = set()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type not in NOT_CODE:
+            code.update(
+                line for line in range(token.start[0], token.end[0] + 1) if line not in skip
+            )
+    return len(source.splitlines()), len(code)
+
+
+def count_tree(paths: list[Path]) -> tuple[int, int, int]:
+    """(files, all lines, code lines) over several files."""
+    totals = [count(p) for p in paths]
+    return len(paths), sum(t[0] for t in totals), sum(t[1] for t in totals)
+
+
+def python_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def loop_rows(root: Path = ROOT) -> list[list]:
+    rows = []
+    for variant in loops.discover().values():
+        folder = root / "loops" / variant.name
+        files, lines, code = count_tree(python_files(folder))
+        kind = "reference adapter" if variant.reference else "home-made loop"
+        rows.append([f"`loops/{variant.name}/`", kind, files, lines, code])
+    shared = sorted((root / "loops").glob("*.py"))
+    files, lines, code = count_tree(shared)
+    rows.append(["`loops/*.py`", "contract, discovery, shared adapters", files, lines, code])
+    return rows
+
+
+def workload_rows(root: Path = ROOT) -> list[list]:
+    rows = []
+    for folder in sorted(p for p in (root / "workloads").glob("*") if p.is_dir()):
+        if folder.name.startswith(("_", ".")):
+            continue
+        for path in python_files(folder):
+            relative = path.relative_to(root).as_posix()
+            style = next((s for s in loops.STYLES if path.stem.startswith(s)), None)
+            if style and path.parent == folder:
+                role = f"{style} style"
+            elif "native" in path.parts:
+                role = "anchor server"
+            else:
+                role = "common / peer / CLI"
+            _, lines, code = count_tree([path])
+            rows.append([f"`{relative}`", role, lines, code])
+    return rows
+
+
+def section(root: Path = ROOT) -> list[str]:
+    lines = ["## Code size", "", __doc__.split("\n\n")[1].replace("\n", " ").strip(), ""]
+    lines.append(
+        tabulate(
+            loop_rows(root),
+            headers=["loop", "kind", "files", "lines", "code lines"],
+            tablefmt="github",
+        )
+    )
+    lines.append("")
+    workloads = workload_rows(root)
+    if workloads:
+        lines.append(
+            tabulate(
+                workloads,
+                headers=["workload file", "role", "lines", "code lines"],
+                tablefmt="github",
+            )
+        )
+        lines.append("")
+    return lines

@@ -1,0 +1,136 @@
+"""What a measurement ran on: machine, CPU, Python, library versions, commit, code fingerprint.
+
+Every stored session carries this record and every report prints it, because a number without
+its machine is not a result. Two fingerprints decide whether stored results can be reused
+(see :mod:`bench.store`): the machine's (same host, CPU, cores and Python) and the code's (a
+hash of every source file the measurements depend on, so an uncommitted edit counts too).
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The packages whose versions change the numbers: the reference loops and the workloads' parts.
+LIBRARIES = (
+    "uvloop",
+    "trio",
+    "curio",
+    "h11",
+    "httptools",
+    "selectolax",
+    "hdrhistogram",
+    "psutil",
+)
+
+# The code a measurement depends on: the loops, the workloads and the bench itself.
+CODE_DIRS = ("loops", "workloads", "bench")
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name, from /proc/cpuinfo where there is one."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def usable_cores() -> list[int]:
+    """The cores this process may run on (all of them where affinity is not supported)."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def library_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in LIBRARIES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _git(*args: str) -> str | None:
+    try:
+        result = subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip()
+
+
+def commit() -> dict[str, object]:
+    """HEAD's hash and subject, and whether the measured code differs from it."""
+    head = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--", *CODE_DIRS)
+    return {
+        "hash": head,
+        "subject": _git("log", "-1", "--format=%s") if head else None,
+        "dirty": bool(status) if status is not None else None,
+    }
+
+
+def code_fingerprint(root: Path = ROOT) -> str:
+    """A hash of every source file under the measured directories, committed or not."""
+    digest = hashlib.sha256()
+    for directory in CODE_DIRS:
+        for path in sorted((root / directory).rglob("*")):
+            if path.suffix in {".py", ".toml"} and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(root)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def memory_total() -> int | None:
+    try:
+        import psutil
+
+        return psutil.virtual_memory().total
+    except ImportError:
+        return None
+
+
+def capture() -> dict[str, object]:
+    """The environment record stored with every bench session."""
+    cores = usable_cores()
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "cpu": cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "usable_cores": cores,
+        "memory_bytes": memory_total(),
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "python_build": sys.version.replace("\n", " "),
+        "libraries": library_versions(),
+        "commit": commit(),
+        "code": code_fingerprint(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
+
+
+def machine_key(env: dict) -> tuple:
+    """What must match for two sessions to count as the same machine."""
+    return (
+        env.get("host"),
+        env.get("cpu"),
+        env.get("logical_cores"),
+        env.get("python"),
+        env.get("python_implementation"),
+    )

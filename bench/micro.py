@@ -1,0 +1,306 @@
+"""Micro benchmarks: the cost of a loop's basic operations, in nanoseconds per operation.
+
+Four operations, each written once per style so that the same program runs on every loop:
+
+- ``switch``: one trip through the loop. Tasks: two tasks taking turns with ``sleep(0)``.
+  Callbacks: a callback that schedules the next with ``call_soon`` (one loop iteration each).
+- ``call_soon``: schedule a callback and run it, in batches of 1 000 per iteration (callbacks).
+- ``spawn_join``: start a task that returns at once and wait for it (tasks).
+- ``timer``: schedule a timer and cancel it before it fires. Callbacks: ``call_later`` +
+  ``cancel()``. Tasks: ``timeout_after`` around work that ends at once, the tasks' way to arm
+  and disarm a deadline.
+
+An operation a style has no notion of is not measured (shown as "n/a").
+
+The method, in the spirit of pyperf: each repetition is a fresh process (``python -m
+bench.micro``) pinned to one core; in it each operation is calibrated (the count doubles until
+one timed run takes at least ``--min-time`` seconds), run once more as warm-up, then timed
+``--runs`` times; the process reports the median of its runs. The bench takes the median of
+the processes and keeps their min and max. Timing uses ``perf_counter_ns`` inside the running
+loop, so loop creation and interpreter start-up are not part of an operation's cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from bench.plan import Metric, Point, variant_rows
+
+NAME = "micro"
+BATCH = 1000  # call_soon batch size: one loop iteration runs this many callbacks
+LONG_DELAY = 3600.0  # timers armed in the benchmarks never come due
+OPERATION_LIMIT = 20  # seconds one operation's whole measurement may take before it is failed
+
+OPERATIONS = {
+    "switch": ("callbacks", "generators", "coroutines"),
+    "call_soon": ("callbacks",),
+    "spawn_join": ("generators", "coroutines"),
+    "timer": ("callbacks", "generators", "coroutines"),
+}
+
+METRICS = tuple(Metric(op, f"{op} (ns/op)", higher_is_better=False, digits=0) for op in OPERATIONS)
+HEADLINE = "switch"
+TITLE = "Micro"
+DESCRIPTION = """\
+The cost of a loop's basic operations, in nanoseconds per operation (lower is better), each
+written once per style: **switch**, one trip through the loop (two tasks taking turns with
+`sleep(0)`, or a callback scheduling the next with `call_soon`); **call_soon**, schedule and
+run a callback, 1 000 per iteration (callbacks); **spawn_join**, start a task that returns at
+once and wait for it (tasks); **timer**, arm a timer and cancel it before it fires
+(`call_later` + `cancel()`, or `timeout_after` around work that ends at once). Each
+repetition is a fresh process: every operation is calibrated to a run of at least a few tens
+of milliseconds, warmed up, then timed five times (seven in the full run); the process reports
+its median. "n/a": the style has no such operation.
+"""
+
+
+def point_title(params: dict) -> str:
+    return "Nanoseconds per operation"
+
+
+def points(full: bool) -> list[Point]:
+    """One point: every operation, every variant and style, measured in the same process."""
+    return [Point(NAME, (), tuple(variant_rows()), repetitions=5 if full else 3)]
+
+
+def observations(params: dict, rows: list) -> list[str]:
+    """Per operation other than the headline: the cheapest row and its ratio to asyncio."""
+    sentences = []
+    for metric in METRICS:
+        if metric.name == HEADLINE:
+            continue
+        measured = [r for r in rows if r.summary.status == "ok" and metric.name in r.summary.stats]
+        if measured:
+            best = min(measured, key=lambda r: r.summary.stats[metric.name].median)
+            share = best.ratio(metric)
+            ratio_text = f", ×{share:.2f} asyncio" if share is not None else ""
+            sentences.append(
+                f"Cheapest {metric.name}: {best.label} "
+                f"({best.summary.stats[metric.name].median:,.0f} ns{ratio_text})."
+            )
+    return sentences
+
+
+def settings(full: bool) -> dict[str, float]:
+    return {"min_time": 0.1 if full else 0.03, "runs": 7 if full else 5}
+
+
+# -- the operations, per style: each returns elapsed nanoseconds for n operations -------------
+
+
+def _callbacks_program(loop, op: str, n: int) -> int:
+    """Run one timed callbacks-style program of n operations on a fresh loop."""
+    clock = time.perf_counter_ns
+    times: list[int] = []
+    remaining = [n]
+
+    def noop() -> None:
+        pass
+
+    def hop() -> None:
+        remaining[0] -= 1
+        if remaining[0]:
+            loop.call_soon(hop)
+        else:
+            finish()
+
+    def batch() -> None:
+        count = min(BATCH, remaining[0])
+        remaining[0] -= count
+        for _ in range(count):
+            loop.call_soon(noop)
+        loop.call_soon(batch if remaining[0] else finish)
+
+    def timers() -> None:
+        for _ in range(n):
+            loop.call_later(LONG_DELAY, noop).cancel()
+        loop.call_soon(finish)
+
+    def start() -> None:
+        times.append(clock())
+        {"switch": hop, "call_soon": batch, "timer": timers}[op]()
+
+    def finish() -> None:
+        times.append(clock())
+        loop.stop()
+
+    loop.call_soon(start)
+    loop.run_forever()
+    return times[1] - times[0]
+
+
+async def _co_nothing() -> None:
+    return None
+
+
+async def _co_turns(api, count: int) -> None:
+    for _ in range(count):
+        await api.sleep(0)
+
+
+async def _coroutines_program(api, op: str, n: int) -> int:
+    clock = time.perf_counter_ns
+    start = clock()
+    if op == "switch":
+        first = await api.spawn(_co_turns(api, n // 2))
+        second = await api.spawn(_co_turns(api, n - n // 2))
+        await api.join(first)
+        await api.join(second)
+    elif op == "spawn_join":
+        for _ in range(n):
+            await api.join(await api.spawn(_co_nothing()))
+    elif op == "timer":
+        for _ in range(n):
+            await api.timeout_after(LONG_DELAY, _co_nothing())
+    return clock() - start
+
+
+def _gen_nothing():
+    return None
+    yield  # a generator function that returns at once
+
+
+def _gen_turns(api, count: int):
+    for _ in range(count):
+        yield from api.sleep(0)
+
+
+def _generators_program(api, op: str, n: int):
+    clock = time.perf_counter_ns
+    start = clock()
+    if op == "switch":
+        first = yield from api.spawn(_gen_turns(api, n // 2))
+        second = yield from api.spawn(_gen_turns(api, n - n // 2))
+        yield from api.join(first)
+        yield from api.join(second)
+    elif op == "spawn_join":
+        for _ in range(n):
+            yield from api.join((yield from api.spawn(_gen_nothing())))
+    elif op == "timer":
+        for _ in range(n):
+            yield from api.timeout_after(LONG_DELAY, _gen_nothing())
+    return clock() - start
+
+
+def timed_run(variant, style: str, op: str, n: int) -> int:
+    """Nanoseconds for n operations of `op` in `style` on a fresh loop of `variant`."""
+    entry = variant.api(style)
+    if style == "callbacks":
+        loop = entry()
+        try:
+            return _callbacks_program(loop, op, n)
+        finally:
+            loop.close()
+    program = _coroutines_program if style == "coroutines" else _generators_program
+    return entry.run(program(entry, op, n))
+
+
+class OperationHung(Exception):
+    """Raised by SIGALRM when one operation's measurement takes far longer than it should."""
+
+
+def _hung(signum, frame) -> None:
+    raise OperationHung
+
+
+def measure_operation(variant, style: str, op: str, min_time: float, runs: int) -> dict:
+    """Calibrate, warm up, then time `runs` runs of one operation: ns per operation.
+
+    A loop that hangs on an operation (a bug the bench should show, not wait on) is stopped
+    after OPERATION_LIMIT seconds and reported as an error for that operation alone.
+    """
+    previous = signal.signal(signal.SIGALRM, _hung)
+    signal.alarm(OPERATION_LIMIT)
+    try:
+        return _measure_operation(variant, style, op, min_time, runs)
+    except OperationHung:
+        return {"error": f"did not finish within {OPERATION_LIMIT} s (hung?)"}
+    except Exception as error:  # the loop's own failure, reported per operation
+        return {"error": f"{type(error).__name__}: {error}"}
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _measure_operation(variant, style: str, op: str, min_time: float, runs: int) -> dict:
+    n = 64
+    while timed_run(variant, style, op, n) < min_time * 1e9 and n < 1 << 24:
+        n *= 2
+    timed_run(variant, style, op, n)  # warm-up at the final count
+    values = [timed_run(variant, style, op, n) / n for _ in range(runs)]
+    return {"n": n, "ns_per_op": values, "median": statistics.median(values)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    import loops
+
+    parser = argparse.ArgumentParser(prog="python -m bench.micro", description=__doc__)
+    parser.add_argument("--loop", required=True)
+    parser.add_argument("--style", required=True, choices=loops.STYLES)
+    parser.add_argument("--op", action="append", choices=sorted(OPERATIONS))
+    parser.add_argument("--min-time", type=float, default=0.05)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        variant = loops.get(args.loop)
+        variant.api(args.style)
+    except (LookupError, ValueError) as error:
+        parser.error(str(error))
+    ops = [op for op in args.op or OPERATIONS if args.style in OPERATIONS[op]]
+    result = {"loop": args.loop, "style": args.style, "operations": {}}
+    for op in ops:
+        outcome = measure_operation(variant, args.style, op, args.min_time, args.runs)
+        result["operations"][op] = outcome
+        shown = outcome["error"] if "error" in outcome else f"{outcome['median']:.0f} ns/op"
+        print(f"{args.loop} {args.style} {op}: {shown}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+
+
+# -- the bench side: one repetition is one fresh process ---------------------------------------
+
+
+def measure(point: Point, row, cores, workdir: Path, full: bool) -> dict:
+    """One repetition: a fresh pinned process measuring every operation of the row's style."""
+    from bench.procs import Child, python
+
+    out = workdir / "micro.json"
+    config = settings(full)
+    child = Child(
+        python(
+            "-m",
+            "bench.micro",
+            "--loop",
+            row.variant,
+            "--style",
+            row.style,
+            "--min-time",
+            str(config["min_time"]),
+            "--runs",
+            str(config["runs"]),
+            "--json",
+            str(out),
+        ),
+        cores.subject,
+        stderr_path=workdir / "micro.err",
+    )
+    usage = child.wait(timeout=300)
+    child.check(usage)
+    operations = json.loads(out.read_text())["operations"]
+    record: dict = {op: data["median"] for op, data in operations.items() if "median" in data}
+    record["calibrated_n"] = {op: data["n"] for op, data in operations.items() if "n" in data}
+    errors = {op: data["error"] for op, data in operations.items() if "error" in data}
+    if errors:
+        record["errors"] = errors
+    return record
+
+
+if __name__ == "__main__":
+    sys.exit(main())

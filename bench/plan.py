@@ -1,0 +1,140 @@
+"""The matrix's vocabulary: a point (one configuration of a workload), its rows, its figures.
+
+A *point* is one set of workload parameters (say echo with 1 KiB messages over 100
+connections). Its *rows* are what is compared at that point: every discovered variant in
+every style it speaks, plus, for echo, the anchor servers a user would pick instead. Rows are
+never listed by hand: they come from :func:`loops.discover`, so a new variant folder shows up
+in the bench and its report without an edit here.
+
+Every figure is also given as a ratio to asyncio measured in the same session at the same
+point: the asyncio row in the same style where asyncio speaks it (the same program on another
+loop), otherwise asyncio's coroutines row.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from types import ModuleType
+
+import loops
+
+BASELINE = "asyncio"
+BASELINE_FALLBACK_STYLE = "coroutines"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One thing measured at a point: a variant in one style, or an anchor server."""
+
+    variant: str
+    style: str  # a loops.STYLES name, or "native" for an anchor
+    anchor: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.variant}/{self.style}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.variant} · {self.style}"
+
+    @property
+    def kind(self) -> str:
+        """ "anchor", "reference" (an adapter of a production loop) or "home-made"."""
+        if self.anchor:
+            return "anchor"
+        try:
+            return "reference" if loops.get(self.variant).reference else "home-made"
+        except LookupError:
+            return "home-made"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One figure a workload reports, and how to read it."""
+
+    name: str  # the key in a repetition's record
+    label: str  # the table header, unit included
+    higher_is_better: bool
+    digits: int = 0  # decimals shown
+    scale: float = 1.0  # multiply stored value by this for display (e.g. s -> ms)
+    ratio: bool = True  # False for figures a ratio to asyncio says nothing about
+
+    @property
+    def short(self) -> str:
+        """The label without its unit."""
+        return self.label.split(" (")[0]
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A line chart of one figure against one parameter, a panel per value of another."""
+
+    name: str  # the file is reports/charts/<mode>-<workload>-<name>.png
+    metric: str
+    x: str  # the parameter on the x axis
+    title: str
+    x_label: str
+    panels: str | None = None  # the parameter whose values get a panel each
+    where: tuple[tuple[str, object], ...] = ()  # only points with these parameter values
+    log_x: bool = True
+    log_y: bool = False
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration of a workload and the rows compared at it."""
+
+    workload: str
+    params: tuple[tuple[str, object], ...]
+    rows: tuple[Row, ...] = field(compare=False)
+    repetitions: int = 3
+
+    @property
+    def key(self) -> str:
+        return ",".join(f"{name}={value}" for name, value in self.params) or "default"
+
+    @property
+    def args(self) -> dict[str, object]:
+        return dict(self.params)
+
+
+def variant_rows(styles: Iterable[str] | None = None) -> list[Row]:
+    """Every discovered variant in every style it speaks (limited to `styles` if given)."""
+    wanted = set(styles) if styles is not None else set(loops.STYLES)
+    return [
+        Row(variant.name, style)
+        for variant in loops.discover().values()
+        for style in variant.styles
+        if style in wanted
+    ]
+
+
+def implemented_styles(package: str) -> list[str]:
+    """The styles a workload package is written in: one module per style."""
+    return [s for s in loops.STYLES if importlib.util.find_spec(f"{package}.{s}") is not None]
+
+
+def baseline_key(row_style: str, baseline_styles: Iterable[str]) -> str:
+    """The row key of the asyncio row a row with `row_style` is compared against."""
+    style = row_style if row_style in set(baseline_styles) else BASELINE_FALLBACK_STYLE
+    return Row(BASELINE, style).key
+
+
+def narrow(rows: Iterable[Row], loop_names: Iterable[str] | None) -> list[Row]:
+    """Rows of the named loops (and anchors named so), always keeping the asyncio baseline."""
+    rows = list(rows)
+    if not loop_names:
+        return rows
+    names = set(loop_names)
+    return [row for row in rows if row.variant in names or row.variant == BASELINE]
+
+
+def columns(module: ModuleType, params: dict) -> list[Metric]:
+    """The figures a workload shows at a point, its headline first."""
+    if hasattr(module, "columns"):
+        return list(module.columns(params))
+    headline = next(m for m in module.METRICS if m.name == module.HEADLINE)
+    return [headline, *(m for m in module.METRICS if m is not headline)]

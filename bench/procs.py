@@ -1,0 +1,209 @@
+"""Fresh processes for every measured run, pinned to their own cores, reaped with their usage.
+
+The process under test (a server, a sleeping loop, a crawler, a micro benchmark) runs on one
+core and its peer (load generator, site server) on another, so they do not steal each other's
+time slices; where the machine has one core, or no affinity call, nothing is pinned and the
+environment record says so. Children are reaped with ``os.wait4``, which hands back exactly that
+child's CPU time and peak RSS (its own, plus any children it reaped) without sampling.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.environment import ROOT, usable_cores
+
+# How every server of the lab announces it is ready (workloads/echo's convention).
+LISTENING = re.compile(r"listening on \S+:(\d+)")
+# ru_maxrss is in KiB on Linux and in bytes on macOS.
+_MAXRSS_UNIT = 1 if sys.platform == "darwin" else 1024
+
+
+@dataclass(frozen=True)
+class Cores:
+    """Which core the subject and its peer run on (None: not pinned)."""
+
+    subject: int | None
+    peer: int | None
+
+    @classmethod
+    def plan(cls) -> Cores:
+        cores = usable_cores()
+        if len(cores) >= 2 and hasattr(os, "sched_setaffinity"):
+            return cls(subject=cores[0], peer=cores[1])
+        return cls(subject=None, peer=None)
+
+    def describe(self) -> str:
+        if self.subject is None:
+            return "not pinned (one usable core, or no affinity call on this platform)"
+        return f"subject on core {self.subject}, peer on core {self.peer}"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """How a reaped child ended and what it used."""
+
+    returncode: int
+    cpu_seconds: float
+    max_rss_bytes: int
+    wall_seconds: float
+
+
+class Child:
+    """A child process started pinned, whose end is reaped with its resource usage."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        core: int | None,
+        *,
+        stdout=subprocess.DEVNULL,
+        stderr_path: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.argv = argv
+        self._stderr_file = open(stderr_path, "wb") if stderr_path else None  # noqa: SIM115
+        self.stderr_path = stderr_path
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            stdout=stdout,
+            stderr=self._stderr_file or subprocess.DEVNULL,
+            env={**os.environ, "PYTHONHASHSEED": "0", **(env or {})},
+        )
+        self.usage: Usage | None = None
+        if core is not None:
+            # If the child is already gone, its exit status will say why.
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(self.proc.pid, {core})
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def read_port(self, timeout: float, announcement: re.Pattern | None = None) -> int:
+        """The port a server announces on stdout (by default ``listening on HOST:PORT ...``)."""
+        announcement = announcement or LISTENING
+        deadline = time.monotonic() + timeout
+        stream = self.proc.stdout
+        assert stream is not None, "start the child with stdout=subprocess.PIPE"
+        buffered = b""
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([stream], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            chunk = os.read(stream.fileno(), 4096)
+            if not chunk:
+                break
+            buffered += chunk
+            match = announcement.search(buffered.decode(errors="replace"))
+            if match:
+                return int(match.group(1))
+        raise ChildFailed(
+            f"{self.short()} did not announce its port within {timeout:.0f} s "
+            f"(stdout: {buffered[-300:]!r}){self.stderr_tail()}"
+        )
+
+    def wait(self, timeout: float) -> Usage:
+        """Reap the child (killing it after `timeout` seconds) and return its usage."""
+        if self.usage is not None:
+            return self.usage
+        killed = not _wait_readable_exit(self.proc.pid, timeout)
+        if killed:
+            self.proc.kill()
+        _, status, rusage = os.wait4(self.proc.pid, 0)
+        wall = time.perf_counter() - self.started
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if self._stderr_file is not None:
+            self._stderr_file.close()
+        self.usage = Usage(
+            returncode=self.proc.returncode,
+            cpu_seconds=rusage.ru_utime + rusage.ru_stime,
+            max_rss_bytes=rusage.ru_maxrss * _MAXRSS_UNIT,
+            wall_seconds=wall,
+        )
+        if killed:
+            raise ChildFailed(f"{self.short()} did not finish within {timeout:.0f} s")
+        return self.usage
+
+    def stop(self, timeout: float = 10.0) -> Usage:
+        """SIGTERM the child (a server), then reap it."""
+        if self.usage is None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.wait(timeout)
+
+    def kill(self) -> None:
+        """Make sure the child is gone (cleanup after a failure)."""
+        if self.usage is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            with contextlib.suppress(ChildFailed):
+                self.wait(5)
+
+    def short(self) -> str:
+        return " ".join(self.argv[1:4]) + (" ..." if len(self.argv) > 4 else "")
+
+    def stderr_tail(self, chars: int = 600) -> str:
+        if self.stderr_path is None or not self.stderr_path.exists():
+            return ""
+        text = self.stderr_path.read_text(errors="replace").strip()
+        return f"\n{text[-chars:]}" if text else ""
+
+    def check(self, usage: Usage) -> None:
+        """Raise ChildFailed with its stderr if the child exited with an error."""
+        if usage.returncode != 0:
+            raise ChildFailed(
+                f"{self.short()} exited with status {usage.returncode}{self.stderr_tail()}"
+            )
+
+
+class ChildFailed(RuntimeError):
+    """A measured process failed: the repetition is recorded as failed, with this message."""
+
+
+def _wait_readable_exit(pid: int, timeout: float) -> bool:
+    """Block until pid exits (True) or timeout passes (False), without polling where possible."""
+    if hasattr(os, "pidfd_open"):
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            return True
+        try:
+            ready, _, _ = select.select([fd], [], [], timeout)
+            return bool(ready)
+        finally:
+            os.close(fd)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def python(*args: str) -> list[str]:
+    """argv running this interpreter on a module or script of the lab."""
+    return [sys.executable, *args]
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """A live process's CPU seconds so far (user + system), or None if it is gone."""
+    import psutil
+
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return None
+    return times.user + times.system

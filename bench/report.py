@@ -1,0 +1,329 @@
+"""Render reports/bench.md (and its charts) from stored results alone: no workload runs here.
+
+One section per workload, one table per point, variants (and styles) as rows, every figure
+with its ratio to asyncio from the same session, and under each table a line saying what it
+shows, written from the figures (best, worst, the best home-made loop, rows without a valid
+figure and why). Then the code-size table, a link to the conformance matrix, and the
+environment every session ran in. The quick run renders to ``bench.md``, the full one (when
+stored) to ``bench-full.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from tabulate import tabulate
+
+from bench import charts, codesize
+from bench.plan import BASELINE, Metric, Row, baseline_key, columns
+from bench.runner import WORKLOADS, results_path, workload_module
+from bench.store import ResultStore, row_fingerprint
+from bench.summary import SATURATION, RowSummary, ratio, summarize
+
+MODES = {"quick": "bench.md", "full": "bench-full.md"}
+KIND_ORDER = {"reference": 1, "home-made": 2, "anchor": 3}
+STYLE_ORDER = {"callbacks": 0, "generators": 1, "coroutines": 2, "native": 3}
+
+
+@dataclass
+class RenderedRow:
+    """A stored row with its figures and its same-session baseline's figures."""
+
+    row: Row
+    kind: str  # "reference", "home-made" or "anchor"
+    session: str
+    summary: RowSummary
+    baseline: RowSummary | None
+    stale: bool
+    earlier: bool  # measured in an earlier session than this point's newest
+
+    @property
+    def label(self) -> str:
+        if self.row.anchor:
+            return f"{self.row.variant} (anchor)"
+        return self.row.label
+
+    def ratio(self, metric: Metric) -> float | None:
+        if not metric.ratio:
+            return None
+        stat = self.summary.stats.get(metric.name)
+        base = self.baseline.stats.get(metric.name) if self.baseline else None
+        if stat is None or base is None:
+            return None
+        return ratio(stat.median, base.median)
+
+
+def _kind(entry: dict) -> str:
+    if "kind" in entry:
+        return entry["kind"]
+    return Row(entry["variant"], entry["style"], entry.get("anchor", False)).kind
+
+
+def rendered_rows(module: ModuleType, workload: str, point: dict) -> list[RenderedRow]:
+    """Every stored row of a point with its summary and same-session baseline, in table order."""
+    newest = max((entry["session"] for entry in point["rows"].values()), default="")
+    rows = []
+    for entry in point["rows"].values():
+        row = Row(entry["variant"], entry["style"], entry.get("anchor", False))
+        baselines = point["baselines"].get(entry["session"], {})
+        base_styles = [key.split("/", 1)[1] for key in baselines]
+        base_reps = baselines.get(baseline_key(row.style, base_styles))
+        rows.append(
+            RenderedRow(
+                row=row,
+                kind=_kind(entry),
+                session=entry["session"],
+                summary=summarize(entry["reps"], module.METRICS),
+                baseline=summarize(base_reps, module.METRICS) if base_reps else None,
+                stale=row_fingerprint(workload, row) != entry["code"],
+                earlier=entry["session"] != newest,
+            )
+        )
+    rows.sort(
+        key=lambda r: (
+            r.row.variant != BASELINE,
+            KIND_ORDER[r.kind],
+            r.row.variant,
+            STYLE_ORDER.get(r.row.style, 9),
+        )
+    )
+    return rows
+
+
+def number(value: float, metric: Metric) -> str:
+    return f"{value * metric.scale:,.{metric.digits}f}"
+
+
+def times(value: float | None) -> str:
+    return "" if value is None else f"×{value:.2f}"
+
+
+def table(metrics: list[Metric], rows: list[RenderedRow]) -> str:
+    """The markdown table of one point: the headline with min-max, then every other figure."""
+    headline, *others = metrics
+    headers = [
+        "variant · style",
+        f"{headline.label} median [min–max]",
+        "× asyncio",
+        *(m.label for m in others),
+        "reps",
+    ]
+    body = []
+    for r in rows:
+        mark = ("†" if r.earlier else "") + ("‡" if r.stale else "")
+        label = f"{r.label}{mark}"
+        reps = f"{r.summary.valid}/{r.summary.total}"
+        if r.summary.status != "ok":
+            why = r.summary.reason.splitlines()[0] if r.summary.reason else r.summary.status
+            why = why.replace("|", "/")[:120]
+            body.append([label, f"**{r.summary.status}**: {why}", "", *("—" for _ in others), reps])
+            continue
+        cells = [label]
+        stat = r.summary.stats.get(headline.name)
+        if headline.name in r.summary.errors:
+            cells += ["**failed**", ""]
+        elif stat is None:
+            cells += ["n/a", ""]
+        else:
+            cells += [
+                f"{number(stat.median, headline)} [{number(stat.low, headline)}–"
+                f"{number(stat.high, headline)}]",
+                times(r.ratio(headline)),
+            ]
+        for metric in others:
+            stat = r.summary.stats.get(metric.name)
+            if metric.name in r.summary.errors:
+                cells.append("**failed**")
+            elif stat is None:
+                cells.append("n/a")
+            else:
+                cells.append(f"{number(stat.median, metric)} {times(r.ratio(metric))}".strip())
+        cells.append(reps)
+        body.append(cells)
+    align = ("left", "right", "right", *("right" for _ in others), "right")
+    return tabulate(body, headers=headers, tablefmt="github", colalign=align)
+
+
+def what_this_shows(module: ModuleType, params: dict, rows: list[RenderedRow]) -> str:
+    """One or two sentences about a table, from its figures."""
+    headline = columns(module, params)[0]
+    valid = [r for r in rows if r.summary.status == "ok" and headline.name in r.summary.stats]
+    sentences = []
+    if valid:
+
+        def goodness(r: RenderedRow) -> float:
+            value = r.summary.stats[headline.name].median
+            return value if headline.higher_is_better else -value
+
+        ranked = sorted(valid, key=goodness, reverse=True)
+
+        def describe(r: RenderedRow) -> str:
+            stat = r.summary.stats[headline.name]
+            share = r.ratio(headline)
+            against = f", {times(share)} asyncio" if share is not None else ""
+            return f"{r.label} ({number(stat.median, headline)}{against})"
+
+        word = "highest" if headline.higher_is_better else "lowest"
+        sentences.append(
+            f"{headline.short}: {word} {describe(ranked[0])}, "
+            f"{'lowest' if headline.higher_is_better else 'highest'} {describe(ranked[-1])}."
+        )
+        home = [r for r in ranked if r.kind == "home-made"]
+        if home:
+            sentences.append(f"Best home-made loop: {describe(home[0])}.")
+        extra = getattr(module, "observations", None)
+        if extra:
+            sentences += extra(params, rows)
+    failed = [r.label for r in rows if r.summary.status == "failed"]
+    invalid = [r.label for r in rows if r.summary.status == "invalid"]
+    if invalid:
+        sentences.append(
+            f"No figure for {', '.join(invalid)}: the peer process saturated its core "
+            f"(≥ {SATURATION:.0%}), so the number would measure the peer, not the loop."
+        )
+    if failed:
+        sentences.append(f"Failed: {', '.join(failed)} (reason in the table).")
+    for r in rows:
+        for name, why in r.summary.errors.items():
+            sentences.append(f"{r.label}: {name} failed: {why}.")
+    if not sentences:
+        sentences.append("No row has a figure at this point.")
+    return " ".join(sentences)
+
+
+def section(
+    module: ModuleType, store: ResultStore | None, mode: str, chart_dir: Path, out: Path
+) -> list[str]:
+    """The markdown lines of one workload's section."""
+    lines = [f"## {module.TITLE}", "", module.DESCRIPTION.strip(), ""]
+    if store is None or not store.data["points"]:
+        command = "nox -s bench" + (" -- --full" if mode == "full" else "")
+        lines += [f"No results stored for {module.NAME} yet: run `{command}`.", ""]
+        return lines
+    points = []
+    for key, point in store.data["points"].items():
+        rows = rendered_rows(module, module.NAME, point)
+        points.append((key, point["params"], rows))
+        lines += [f"### {module.point_title(point['params'])}", ""]
+        lines += [table(columns(module, point["params"]), rows), ""]
+        lines += [f"*What this shows:* {what_this_shows(module, point['params'], rows)}", ""]
+    for path, caption in charts.draw(module, mode, points, chart_dir):
+        lines += [f"![{caption}]({path.relative_to(out.parent).as_posix()})", ""]
+    return lines
+
+
+def environment_section(stores: list[ResultStore]) -> list[str]:
+    """The sessions these results come from, one column each."""
+    sessions: dict[str, dict] = {}
+    for store in stores:
+        sessions.update(store.sessions)
+    fields: dict[str, list[str]] = {
+        name: []
+        for name in ("machine", "CPU", "cores", "Python", "libraries", "commit", "load average")
+    }
+    for session in (sessions[name] for name in sorted(sessions)):
+        env = session["environment"]
+        commit = env.get("commit") or {}
+        dirty = " + uncommitted changes" if commit.get("dirty") else ""
+        loads = [env.get("load_average"), session.get("load_average_end")]
+        fields["machine"].append(f"{env['host']} · {env['platform']}")
+        fields["CPU"].append(env["cpu"])
+        fields["cores"].append(
+            f"{len(env['usable_cores'])} usable · {env.get('pinning', 'pinning not recorded')}"
+        )
+        fields["Python"].append(f"{env['python_implementation']} {env['python']}")
+        fields["libraries"].append(
+            ", ".join(f"{k} {v}" for k, v in (env.get("libraries") or {}).items() if v)
+        )
+        fields["commit"].append(
+            f"`{(commit.get('hash') or '?')[:10]}`{dirty} {commit.get('subject') or ''}".strip()
+        )
+        fields["load average"].append(
+            " at start; ".join(
+                ", ".join(f"{x:.2f}" for x in load) for load in loads if load is not None
+            )
+            + (" at end" if loads[1] is not None else " at start")
+        )
+    body = [[name, *(v.replace("|", "/") for v in values)] for name, values in fields.items()]
+    lines = ["## Environment", ""]
+    lines.append(tabulate(body, headers=["session", *sorted(sessions)], tablefmt="github"))
+    lines += [
+        "",
+        "The load average is the machine's (1, 5 and 15 minutes). This machine is shared with "
+        "other engineers' test runs, so absolute figures wander from run to run; ratios to "
+        "asyncio, measured in the same session with interleaved repetitions, are the steadier "
+        "reading.",
+        "",
+    ]
+    return lines
+
+
+METHOD = """\
+How these were measured (`nox -s bench`): every repetition runs in fresh processes, the loop
+or server under test in one and its peer (load generator, site server) in another, pinned to
+different cores where the machine has them. Repetitions are interleaved across rows (every row
+once, then every row again, in a rotating order) so load from elsewhere spreads over all rows.
+A figure is the median of the repetitions, the headline figure with its [min–max]; **×
+asyncio** is the figure divided by asyncio's from the same session and point (asyncio in the
+same style where it speaks it, otherwise its coroutines style): above 1 means more, which is
+better for throughput and worse for latency, CPU and memory. A repetition whose peer used
+≥ {saturation:.0%} of its core is invalid, and a row with fewer than half its repetitions
+valid shows why instead of a number. **reps** counts valid repetitions over all. † measured in
+an earlier session than the rest of its table (its ratio is to that session's asyncio);
+‡ measured on code that has changed since (run the bench again to refresh it).
+"""
+
+
+def render(mode: str, stores: dict[str, ResultStore | None], out: Path) -> list[Path]:
+    """Write one report (and its charts); return the files written."""
+    chart_dir = out.parent / "charts"
+    lines = [
+        "# The bench: every loop on the same workloads",
+        "",
+        f"<!-- generated by `nox -s report` from reports/results/{mode}/; do not edit -->",
+        "",
+        f"The {mode} matrix. " + METHOD.format(saturation=SATURATION).replace("\n", " "),
+        "",
+        "Sections: "
+        + ", ".join(
+            f"[{workload_module(n).TITLE}](#{workload_module(n).TITLE.lower()})" for n in WORKLOADS
+        )
+        + ", [Code size](#code-size), [Conformance](#conformance), "
+        "[Environment](#environment).",
+        "",
+    ]
+    for name in WORKLOADS:
+        lines += section(workload_module(name), stores.get(name), mode, chart_dir, out)
+    lines += codesize.section()
+    conformance = out.parent / "conformance.md"
+    lines += [
+        "## Conformance",
+        "",
+        (
+            "What each loop does correctly, property by property: "
+            "[reports/conformance.md](conformance.md) (`nox -s conformance`)."
+        )
+        + ("" if conformance.exists() else " Not generated yet in this tree."),
+        "",
+    ]
+    lines += environment_section([s for s in stores.values() if s is not None])
+    out.write_text("\n".join(lines).rstrip() + "\n")
+    return [out, *sorted(chart_dir.glob(f"{mode}-*.png"))]
+
+
+def render_all(results: Path, reports: Path | None = None) -> list[Path]:
+    """Render every mode that has stored results; the files written."""
+    reports = reports or results.parent
+    written = []
+    for mode, filename in MODES.items():
+        stores = {}
+        for name in WORKLOADS:
+            path = results_path(results, mode, name)
+            stores[name] = ResultStore.load(path, name, mode) if path.exists() else None
+        if any(stores.values()):
+            written += render(mode, stores, reports / filename)
+    if not written:
+        raise SystemExit(f"no stored results under {results}: run `nox -s bench` first")
+    return written

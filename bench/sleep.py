@@ -1,0 +1,143 @@
+"""Sleep: what timers cost at scale, how late they fire, and what waiting costs when idle.
+
+One repetition is one fresh process on the subject core: ``python -m workloads.sleep`` on the
+loop and style under test, N sleepers each sleeping a seeded random delay up to the maximum
+(the same delays on every loop), or the cancel-heavy variant of it, or the idle mode (one long
+sleep while 1 000 idle sockets are watched). The workload measures itself on the loop's clock
+and fails the run if a cancelled sleeper woke, a sleeper woke early, or an idle socket was
+reported readable; a failed run is a failed row here. There is no peer process.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.plan import Chart, Metric, Point, Row, implemented_styles, variant_rows
+from bench.procs import Child, ChildFailed, python
+
+NAME = "sleep"
+TITLE = "Sleep"
+MAX_DELAY = 1.0  # seconds: the longest sleep, delays uniform in [0, MAX_DELAY]
+CANCEL = {"tasks": 10_000, "fraction": 0.9}  # the cancel-heavy run
+IDLE = {False: 1.0, True: 3.0}  # seconds of idle wait, quick and full
+TASKS = {False: (1_000, 10_000, 100_000), True: (1_000, 10_000, 100_000)}
+
+METRICS = (
+    Metric("cpu_per_sleeper_us", "CPU per sleeper (µs)", higher_is_better=False, digits=1),
+    Metric("wall_over_ideal", "wall / ideal", higher_is_better=False, digits=3),
+    Metric("lateness_p50_ms", "lateness p50 (ms)", higher_is_better=False, digits=3),
+    Metric("lateness_p99_ms", "lateness p99 (ms)", higher_is_better=False, digits=3),
+    Metric("peak_rss_mib", "peak RSS (MiB)", higher_is_better=False, digits=1),
+    Metric("idle_cpu_pct", "idle CPU (% of wall)", higher_is_better=False, digits=2),
+)
+HEADLINE = "cpu_per_sleeper_us"
+CHARTS = (
+    Chart(
+        name="cpu-per-sleeper",
+        metric="cpu_per_sleeper_us",
+        x="tasks",
+        where=(("mode", "sleepers"),),
+        title="Sleep: CPU per sleeper by number of sleepers",
+        x_label="sleepers (N)",
+    ),
+)
+DESCRIPTION = f"""\
+N sleepers (tasks, or timers in the callbacks style) each sleep a seeded random delay of up
+to {MAX_DELAY:g} s, the same delays on every loop. **CPU per sleeper** is the process's CPU
+over the whole run divided by N (creating, sleeping and waking one); **wall / ideal** is the
+run's wall time over the longest delay (1.000 would be free); **lateness** is each wake-up's
+delay past its deadline on the loop's own clock. The cancel-heavy run cancels
+{CANCEL["fraction"]:.0%} of {CANCEL["tasks"]:,} sleepers right after they start (none may
+wake); the idle run waits {IDLE[False]:g} s ({IDLE[True]:g} s in the full run) on one sleep
+while 1 000 idle sockets are watched: a loop that never busy-waits uses next to no CPU. One
+fresh process per repetition; a run with an early or cancelled wake-up fails.
+""".replace("\n", " ")
+
+
+def unavailable() -> str | None:
+    if not implemented_styles("workloads.sleep"):
+        return "workloads/sleep is not in this tree yet"
+    return None
+
+
+def points(full: bool) -> list[Point]:
+    rows = tuple(variant_rows(implemented_styles("workloads.sleep")))
+    reps = 5 if full else 3
+    found = [
+        Point(NAME, (("mode", "sleepers"), ("tasks", n), ("max_delay", MAX_DELAY)), rows, reps)
+        for n in TASKS[full]
+    ]
+    found.append(
+        Point(
+            NAME,
+            (
+                ("mode", "cancel"),
+                ("tasks", CANCEL["tasks"]),
+                ("max_delay", MAX_DELAY),
+                ("cancel", CANCEL["fraction"]),
+            ),
+            rows,
+            reps,
+        )
+    )
+    found.append(Point(NAME, (("mode", "idle"), ("idle", IDLE[full])), rows, reps))
+    return found
+
+
+def columns(params: dict) -> list[Metric]:
+    by_name = {m.name: m for m in METRICS}
+    if params["mode"] == "idle":
+        return [by_name["idle_cpu_pct"], by_name["peak_rss_mib"]]
+    return [m for m in METRICS if m.name != "idle_cpu_pct"]
+
+
+def point_title(params: dict) -> str:
+    if params["mode"] == "idle":
+        return f"Idle: one {params['idle']:g} s sleep, 1 000 idle sockets"
+    if params["mode"] == "cancel":
+        return (
+            f"Cancel-heavy: {params['tasks']:,} sleepers, "
+            f"{params['cancel']:.0%} cancelled before they fire"
+        )
+    return f"{params['tasks']:,} sleepers, delays up to {params['max_delay']:g} s"
+
+
+def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
+    """One repetition: one fresh process running the sleep workload."""
+    params = point.args
+    out = workdir / "sleep.json"
+    argv = python("-m", "workloads.sleep", "--loop", row.variant, "--style", row.style)
+    if params["mode"] == "idle":
+        argv += ["--idle", str(params["idle"])]
+        timeout = params["idle"] + 60
+    else:
+        argv += ["--tasks", str(params["tasks"]), "--max-delay", str(params["max_delay"])]
+        argv += ["--cancel", str(params.get("cancel", 0))]
+        timeout = params["max_delay"] + 240
+    child = Child([*argv, "--json", str(out)], cores.subject, stderr_path=workdir / "sleep.err")
+    try:
+        usage = child.wait(timeout)
+    finally:
+        child.kill()
+    record = json.loads(out.read_text()) if out.exists() else None
+    if usage.returncode != 0 or record is None or not record.get("ok"):
+        faults = (
+            {k: record[k] for k in ("woke_after_cancel", "early_beyond_tick", "unexpected_reads")}
+            if record
+            else {}
+        )
+        raise ChildFailed(
+            f"sleep exited {usage.returncode} {faults or ''}{child.stderr_tail(300)}".strip()
+        )
+    ideal = params.get("max_delay") or params.get("idle")
+    return {
+        "cpu_per_sleeper_us": record["cpu_per_task_us"] if params["mode"] != "idle" else None,
+        "wall_over_ideal": record["wall_s"] / ideal if params["mode"] != "idle" else None,
+        "lateness_p50_ms": record["lateness_p50_s"] * 1000 if params["mode"] != "idle" else None,
+        "lateness_p99_ms": record["lateness_p99_s"] * 1000 if params["mode"] != "idle" else None,
+        "peak_rss_mib": record["peak_rss_mib"],
+        "idle_cpu_pct": record["cpu_per_wall_s"] * 100 if params["mode"] == "idle" else None,
+        "cancelled": record.get("cancelled"),
+        "woke": record.get("woke"),
+    }

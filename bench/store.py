@@ -1,0 +1,170 @@
+"""Results as data: one JSON file per workload and mode, reused where it still holds.
+
+``reports/results/<mode>/<workload>.json`` holds, per point, per row, every repetition's raw
+record (not a summary: medians are computed when rendering), the session that measured it and
+the fingerprint of the code it depends on. Each session (one ``bench run``) stores its
+environment, and keeps a copy of the asyncio rows it measured as that session's baseline, so
+a row's ratio is always to asyncio measured in the same session, even after later sessions
+re-measured asyncio.
+
+Reuse: a stored row is skipped by a later run when it was measured on the same machine (host,
+CPU, Python, library versions) and its code fingerprint (its loop's folder, the shared loop
+files, its workload and the bench's measuring code) is unchanged. Anything else is measured
+again. A file from another machine is not mixed with this one's: the run starts it afresh
+(the old one stays in git history).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.environment import ROOT, machine_key
+from bench.plan import BASELINE, Point, Row
+
+FORMAT = 1
+
+
+@dataclass
+class StoredRow:
+    """A row's stored repetitions and where they come from."""
+
+    row: Row
+    session: str
+    code: str
+    reps: list[dict]
+
+
+def row_fingerprint(workload: str, row: Row, root: Path = ROOT) -> str:
+    """A hash of the code one row's measurement depends on."""
+    paths: list[Path] = []
+    loops_dir = root / "loops"
+    paths += [p for p in loops_dir.glob("*.py")]
+    if not row.anchor:
+        paths += [p for p in (loops_dir / row.variant).rglob("*") if p.is_file()]
+    workload_dir = root / "workloads" / workload
+    paths += [p for p in workload_dir.rglob("*") if p.is_file()]
+    paths += [p for p in (root / "workloads").glob("*.py")]
+    paths += [root / "bench" / "procs.py", root / "bench" / f"{workload}.py"]
+    digest = hashlib.sha256()
+    for path in sorted(set(paths)):
+        if path.exists() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class ResultStore:
+    """The stored results of one workload in one mode (quick or full)."""
+
+    def __init__(self, path: Path, data: dict) -> None:
+        self.path = path
+        self.data = data
+
+    @classmethod
+    def empty(cls, path: Path, workload: str, mode: str) -> ResultStore:
+        return cls(
+            path,
+            {"format": FORMAT, "workload": workload, "mode": mode, "sessions": {}, "points": {}},
+        )
+
+    @classmethod
+    def load(cls, path: Path, workload: str, mode: str) -> ResultStore:
+        """The stored results at path, or an empty store if there are none."""
+        if not path.exists():
+            return cls.empty(path, workload, mode)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise StoreError(f"{path} is not readable results JSON: {error}") from error
+        if data.get("format") != FORMAT or data.get("workload") != workload:
+            raise StoreError(
+                f"{path} holds format {data.get('format')!r} results of "
+                f"{data.get('workload')!r}; expected format {FORMAT} of {workload!r}"
+            )
+        return cls(path, data)
+
+    # -- sessions --------------------------------------------------------------------------
+
+    @property
+    def sessions(self) -> dict[str, dict]:
+        return self.data["sessions"]
+
+    def machine_matches(self, env: dict) -> bool:
+        """True if every stored session ran on the machine described by env."""
+        return all(
+            _comparable(session["environment"]) == _comparable(env)
+            for session in self.sessions.values()
+        )
+
+    def add_session(self, session: str, env: dict, argv: list[str]) -> None:
+        self.sessions[session] = {"environment": env, "argv": argv}
+
+    def end_session(self, session: str, load_average: list[float] | None) -> None:
+        """Record the machine's load at the end of a session, then save."""
+        if session in self.sessions:
+            self.sessions[session]["load_average_end"] = load_average
+            self.save()
+
+    # -- rows ------------------------------------------------------------------------------
+
+    def _point(self, point: Point) -> dict:
+        return self.data["points"].setdefault(
+            point.key, {"params": point.args, "rows": {}, "baselines": {}}
+        )
+
+    def stored(self, point: Point, row: Row) -> StoredRow | None:
+        entry = self.data["points"].get(point.key, {}).get("rows", {}).get(row.key)
+        if entry is None:
+            return None
+        return StoredRow(row, entry["session"], entry["code"], entry["reps"])
+
+    def needs(self, point: Point, row: Row, code: str) -> bool:
+        """True if the row has no complete, current result stored at this point."""
+        stored = self.stored(point, row)
+        return (
+            stored is None
+            or stored.code != code
+            or len(stored.reps) < point.repetitions
+            or stored.session not in self.sessions
+        )
+
+    def put(self, point: Point, row: Row, session: str, code: str, reps: list[dict]) -> None:
+        entry = self._point(point)
+        entry["rows"][row.key] = {
+            "variant": row.variant,
+            "style": row.style,
+            "anchor": row.anchor,
+            "kind": row.kind,
+            "session": session,
+            "code": code,
+            "reps": reps,
+        }
+        if row.variant == BASELINE and not row.anchor:
+            entry["baselines"].setdefault(session, {})[row.key] = reps
+
+    def save(self) -> None:
+        """Write atomically, so an interrupted run leaves the previous file whole."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        used = {
+            entry["session"]
+            for point in self.data["points"].values()
+            for entry in point["rows"].values()
+        }
+        for point in self.data["points"].values():
+            point["baselines"] = {s: b for s, b in point["baselines"].items() if s in used}
+        self.data["sessions"] = {s: v for s, v in self.sessions.items() if s in used}
+        temporary = self.path.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(self.data, indent=1, sort_keys=False) + "\n")
+        os.replace(temporary, self.path)
+
+
+class StoreError(RuntimeError):
+    """Stored results that cannot be used as they are."""
+
+
+def _comparable(env: dict) -> tuple:
+    return (*machine_key(env), tuple(sorted((env.get("libraries") or {}).items())))

@@ -1,0 +1,91 @@
+"""From stored repetitions to the figures a report prints: medians, min-max, validity, ratios.
+
+The rules, in one place so the runner's console lines and the report agree:
+
+- A repetition that raised (a crash, a wrong byte, a wrong page set) failed; a row with a failed
+  repetition is shown as failed, with the reason, and no figure. Where one figure of a
+  repetition failed and the others were measured (a micro operation that hangs), that figure
+  alone is shown as failed.
+- A repetition whose peer (load generator or site server) used at least ``SATURATION`` of its
+  core is invalid: the figure would measure the peer, not the loop. A row with fewer than half
+  of its repetitions valid is shown as invalid, with the peer's CPU share, and no figure;
+  otherwise its figures come from its valid repetitions only.
+- A figure is the median of the repetitions, with their min and max.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from bench.plan import Metric
+
+SATURATION = 0.90  # share of one core at which a peer counts as saturated
+
+
+@dataclass(frozen=True)
+class Stat:
+    median: float
+    low: float
+    high: float
+
+
+@dataclass
+class RowSummary:
+    """A row's figures, or why it has none."""
+
+    status: str  # "ok", "invalid" or "failed"
+    reason: str = ""
+    stats: dict[str, Stat] = field(default_factory=dict)
+    valid: int = 0
+    total: int = 0
+    peer_share: float | None = None  # median share of its core the peer used
+    errors: dict[str, str] = field(default_factory=dict)  # figure -> why it is missing
+
+
+def peer_saturated(rep: dict) -> bool:
+    share = rep.get("peer_cpu_share")
+    return share is not None and share >= SATURATION
+
+
+def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
+    """The figures of one row from its stored repetitions."""
+    total = len(reps)
+    failed = [rep for rep in reps if rep.get("error")]
+    shares = [rep["peer_cpu_share"] for rep in reps if rep.get("peer_cpu_share") is not None]
+    peer_share = statistics.median(shares) if shares else None
+    if not reps:
+        return RowSummary("failed", "no repetitions stored", total=0)
+    if failed:
+        return RowSummary("failed", failed[0]["error"], total=total, peer_share=peer_share)
+    valid = [rep for rep in reps if not peer_saturated(rep)]
+    if len(valid) * 2 < total:
+        peer = reps[0].get("peer", "peer")
+        return RowSummary(
+            "invalid",
+            f"{peer} saturated its core ({peer_share:.0%} CPU)",
+            valid=len(valid),
+            total=total,
+            peer_share=peer_share,
+        )
+    stats, errors = {}, {}
+    for metric in metrics:
+        values = [rep[metric.name] for rep in valid if rep.get(metric.name) is not None]
+        reasons = [
+            rep["errors"][metric.name] for rep in valid if metric.name in rep.get("errors", {})
+        ]
+        if reasons:  # one figure failed while the others were measured
+            errors[metric.name] = reasons[0]
+        elif values:
+            stats[metric.name] = Stat(statistics.median(values), min(values), max(values))
+    return RowSummary(
+        "ok", stats=stats, valid=len(valid), total=total, peer_share=peer_share, errors=errors
+    )
+
+
+def ratio(value: float, baseline: float | None) -> float | None:
+    """value / baseline, or None when there is no usable baseline."""
+    if baseline is None or baseline == 0:
+        return None
+    return value / baseline

@@ -1,0 +1,39 @@
+"""futures: generator tasks driven through Futures (the "500 Lines or Less" crawler's loop).
+
+A Task steps a generator with send/throw; the generator yields Futures (via ``yield from``
+or ``await``), and a small reactor completes those futures from timers, socket readiness and
+worker threads. Both the generators and the coroutines styles are the same module,
+:mod:`loops.futures.api`, because the Future is awaitable and every call is a
+``types.coroutine`` generator. Read README.md in this folder first.
+"""
+
+from loops.contract import Variant
+from loops.futures import api
+
+VARIANT = Variant(
+    name="futures",
+    summary="generator tasks: Future, Task.step (send/throw), yield from and await, small reactor",
+    lineage=(
+        "the 500 Lines or Less crawler (Davis & van Rossum): Future whose __iter__ yields "
+        "itself, Task.step, yield from; grown up along asyncio's futures.py/tasks.py"
+    ),
+    capabilities=frozenset(
+        {
+            "core",
+            "timer-fifo",
+            "timer-compaction",
+            "fairness",
+            "exceptions",
+            "interrupts",
+            "tasks-scale",
+            "timeouts",
+            "queue",
+            "io",
+            "udp",
+            "threads",
+            "hygiene",
+        }
+    ),
+    generators=api,
+    coroutines=api,
+)

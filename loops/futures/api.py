@@ -1,0 +1,312 @@
+"""The lab's task API over Future, Task and the reactor: one namespace, two styles.
+
+Every call that may suspend is a generator function marked with ``types.coroutine``. A plain
+generator can ``yield from`` it (the generators style) and a coroutine can ``await`` it (the
+coroutines style); either way the Future it finally yields reaches the Task that drives the
+outermost generator or coroutine, which is all the loop needs. So ``VARIANT.generators`` and
+``VARIANT.coroutines`` are this same module.
+
+Socket calls try the operation first and wait for readiness only on BlockingIOError.
+Addresses given to ``connect`` and ``sendto`` are not resolved asynchronously: pass IP
+addresses (as the lab's workloads do) or accept a blocking DNS lookup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import types
+from collections.abc import Coroutine, Generator
+from typing import Any
+
+from loops.contract import check_nonblocking
+from loops.futures.futures import _PENDING, CancelledError, Future, InvalidStateError, Task
+from loops.futures.queues import Queue, QueueEmpty, QueueFull
+from loops.futures.reactor import Loop, get_running_loop, loop_is_running
+
+__all__ = [
+    "CancelledError",
+    "Future",
+    "InvalidStateError",
+    "Queue",
+    "QueueEmpty",
+    "QueueFull",
+    "Task",
+    "accept",
+    "cancel",
+    "connect",
+    "gather",
+    "get_running_loop",
+    "join",
+    "now",
+    "recv",
+    "recvfrom",
+    "run",
+    "run_in_thread",
+    "sendall",
+    "sendto",
+    "sleep",
+    "spawn",
+    "timeout_after",
+]
+
+_COROUTINE_TYPES = (types.GeneratorType, types.CoroutineType)
+
+
+def _checked(coro: Any, caller: str) -> Any:
+    """coro if a task can drive it (a generator or coroutine object), else a clear TypeError."""
+    if type(coro) in _COROUTINE_TYPES or isinstance(coro, Generator | Coroutine):
+        return coro
+    hint = " (did you forget to call it?)" if callable(coro) else ""
+    raise TypeError(f"{caller}() needs a generator or coroutine object, got {coro!r}{hint}")
+
+
+def _checked_task(task: Any, caller: str) -> Task:
+    if not isinstance(task, Task):
+        raise TypeError(f"{caller}() needs a task returned by spawn(), got {task!r}")
+    return task
+
+
+# -- running ------------------------------------------------------------------------------
+
+
+def run(coro: Any) -> Any:
+    """Run coro on a new loop until it finishes; its result, or its exception re-raised.
+
+    Tasks still running at the end are cancelled and run until they stop; then the loop's
+    threads, selector and sockets are released.
+    """
+    _checked(coro, "run")
+    if loop_is_running():
+        coro.close()
+        raise RuntimeError("run() cannot be called from a running loop: spawn() the work instead")
+    loop = Loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        try:
+            loop.cancel_all_tasks()
+        finally:
+            loop.close()
+
+
+def now() -> float:
+    """The running loop's clock, in seconds."""
+    return get_running_loop().time()
+
+
+@types.coroutine
+def sleep(seconds: float) -> Generator[Any, Any, None]:
+    """Suspend the calling task for at least seconds; 0 just lets the other tasks run."""
+    if seconds <= 0:
+        yield  # a bare yield: the task goes to the back of the ready queue
+        return None
+    return (yield from get_running_loop().timer(seconds))
+
+
+# -- tasks --------------------------------------------------------------------------------
+
+
+@types.coroutine
+def spawn(coro: Any) -> Generator[Any, Any, Task]:
+    """Start coro as a concurrent task; returns the task (it first runs at the next turn)."""
+    return Task(_checked(coro, "spawn"), get_running_loop())
+    yield  # never reached: it makes spawn a generator, awaitable like every other call
+
+
+@types.coroutine
+def join(task: Task) -> Generator[Any, Any, Any]:
+    """Wait for task; its result, or its exception (CancelledError if cancelled) re-raised."""
+    return (yield from _checked_task(task, "join"))
+
+
+@types.coroutine
+def cancel(task: Task) -> Generator[Any, Any, None]:
+    """Cancel task and wait until it has ended (its outcome is join()'s business)."""
+    _checked_task(task, "cancel").cancel()
+    if task._state is _PENDING:
+        ended = Future(task._loop)
+        task.add_done_callback(lambda _: ended._state is _PENDING and ended.set_result(None))
+        yield from ended
+
+
+class _Deadline:
+    """The callback of a timeout's timer: cancels the task unless the timeout was left."""
+
+    __slots__ = ("expired", "task")
+
+    def __init__(self, task: Task) -> None:
+        self.task: Task | None = task  # None once timeout_after has returned
+        self.expired = False  # the timer fired and cancelled the task
+
+    def __call__(self, timer: Future) -> None:
+        if self.task is not None and not timer.cancelled():
+            self.expired = True
+            self.task.cancel()
+
+
+@types.coroutine
+def timeout_after(seconds: float, coro: Any) -> Generator[Any, Any, Any]:
+    """Run coro in the calling task; after seconds, cancel it and raise TimeoutError.
+
+    The timer cancels the task; the CancelledError that unwinds coro is turned into a
+    TimeoutError here, unless someone else also cancelled the task (asyncio.timeout's rule,
+    counted with Task.uncancel).
+    """
+    if not isinstance(coro, Future):
+        _checked(coro, "timeout_after")
+    if not isinstance(seconds, int | float):
+        if hasattr(coro, "close"):
+            coro.close()
+        raise TypeError(f"timeout_after() needs a number of seconds, got {seconds!r}")
+    loop = get_running_loop()
+    task = loop._current
+    deadline = _Deadline(task)
+    timer = loop.timer(seconds)
+    timer.add_done_callback(deadline)
+    try:
+        return (yield from coro)
+    except CancelledError as error:
+        if deadline.expired:
+            deadline.expired = False
+            if task.uncancel() == 0:
+                raise TimeoutError(f"timed out after {seconds} s") from error
+        raise
+    finally:
+        deadline.task = None
+        timer.cancel()
+        if deadline.expired:
+            task.uncancel()  # the timer fired but the work finished before it was hit
+
+
+@types.coroutine
+def gather(*awaitables: Any) -> Generator[Any, Any, list[Any]]:
+    """Run awaitables concurrently; their results in order.
+
+    The first failure (or cancellation) is raised at once and the others are cancelled, so
+    no task outlives the gather.
+    """
+    loop = get_running_loop()
+    children = [a if isinstance(a, Task) else Task(_checked(a, "gather"), loop) for a in awaitables]
+    if not children:
+        return []
+    outcome = Future(loop)
+    remaining = len(children)
+
+    def on_child_done(child: Task) -> None:
+        nonlocal remaining
+        if outcome._state is not _PENDING:
+            return
+        if child.cancelled():
+            outcome.set_exception(CancelledError())
+        elif child.exception() is not None:
+            outcome.set_exception(child.exception())
+        else:
+            remaining -= 1
+            if remaining == 0:
+                outcome.set_result([c._result for c in children])
+
+    for child in children:
+        child.add_done_callback(on_child_done)
+    try:
+        return (yield from outcome)
+    finally:
+        for child in children:
+            child.cancel()
+
+
+# -- sockets ------------------------------------------------------------------------------
+
+
+@types.coroutine
+def recv(sock: socket.socket, n: int) -> Generator[Any, Any, bytes]:
+    """Receive up to n bytes; b'' at end of stream."""
+    check_nonblocking(sock)
+    while True:
+        try:
+            return sock.recv(n)
+        except BlockingIOError:
+            pass
+        yield from get_running_loop().wait_readable(sock)
+
+
+@types.coroutine
+def sendall(sock: socket.socket, data: bytes) -> Generator[Any, Any, None]:
+    """Send all of data, waiting for the socket to drain when its buffer is full."""
+    check_nonblocking(sock)
+    try:
+        sent = sock.send(data)
+    except BlockingIOError:
+        sent = 0
+    if sent == (len(data) if isinstance(data, bytes | bytearray) else memoryview(data).nbytes):
+        return
+    with memoryview(data) as view, view.cast("B") as octets:
+        while sent < len(octets):
+            yield from get_running_loop().wait_writable(sock)
+            with contextlib.suppress(BlockingIOError):
+                sent += sock.send(octets[sent:])
+
+
+@types.coroutine
+def accept(sock: socket.socket) -> Generator[Any, Any, tuple[socket.socket, Any]]:
+    """Accept a connection: (a non-blocking socket, the peer's address)."""
+    check_nonblocking(sock)
+    while True:
+        try:
+            conn, address = sock.accept()
+        except BlockingIOError:
+            yield from get_running_loop().wait_readable(sock)
+        else:
+            conn.setblocking(False)
+            return conn, address
+
+
+@types.coroutine
+def connect(sock: socket.socket, address: Any) -> Generator[Any, Any, None]:
+    """Connect sock to address, waiting for the handshake to finish."""
+    check_nonblocking(sock)
+    try:
+        sock.connect(address)
+        return
+    except BlockingIOError:
+        pass  # EINPROGRESS: the socket turns writable when the handshake is over
+    yield from get_running_loop().wait_writable(sock)
+    error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    if error:
+        raise OSError(error, f"connect to {address!r} failed: {os.strerror(error)}")
+
+
+@types.coroutine
+def recvfrom(sock: socket.socket, n: int) -> Generator[Any, Any, tuple[bytes, Any]]:
+    """Receive a datagram of up to n bytes: (data, sender's address)."""
+    check_nonblocking(sock)
+    while True:
+        try:
+            return sock.recvfrom(n)
+        except BlockingIOError:
+            pass
+        yield from get_running_loop().wait_readable(sock)
+
+
+@types.coroutine
+def sendto(sock: socket.socket, data: bytes, address: Any) -> Generator[Any, Any, int]:
+    """Send a datagram to address; the number of bytes sent."""
+    check_nonblocking(sock)
+    while True:
+        try:
+            return sock.sendto(data, address)
+        except BlockingIOError:
+            pass
+        yield from get_running_loop().wait_writable(sock)
+
+
+# -- threads ------------------------------------------------------------------------------
+
+
+@types.coroutine
+def run_in_thread(fn: Any, *args: Any) -> Generator[Any, Any, Any]:
+    """Run fn(*args) in a worker thread; its result, or its exception re-raised."""
+    if not callable(fn):
+        raise TypeError(f"run_in_thread() needs a callable, got {fn!r}")
+    return (yield from get_running_loop().run_in_thread(fn, *args))

@@ -1,0 +1,343 @@
+"""Future and Task: the two objects the generator-task idea is built from.
+
+A Future is a box for a result that does not exist yet: a state, the result or exception, and
+the callbacks to run once it is filled in. Its ``__iter__`` yields the future itself, so
+``value = yield from future`` suspends the generator containing it and hands the future up
+through every enclosing ``yield from`` to whoever drives the outermost generator. That driver
+is a Task: its step sends a value into the generator (or throws an exception into it), gets
+back the next future the generator waits on, and subscribes itself to that future. When the
+future completes, the task is put on the loop's ready queue and steps again. ``__await__`` is
+the same method, which is how asyncio made its Future awaitable, and why this one
+implementation speaks ``yield from`` and ``await`` alike.
+
+Builds on the "500 Lines or Less" crawler (A. Jesse Jiryu Davis and Guido van Rossum, "A Web
+Crawler With asyncio Coroutines") and asyncio's futures.py/tasks.py. Fixed where the tutorial is
+short: ``result()`` is a method that re-raises (no ``result`` attribute shadowing it);
+completing a future never runs a callback inside ``set_result``, it queues it on the loop;
+steps deliver failures and cancellation with ``throw()``, not only values with ``send()``; a
+task cancelled while waiting cancels the future it waits on, so the wait is withdrawn.
+
+Limits: single-threaded (only ``Loop.call_soon_threadsafe`` may be called from other threads);
+no contextvars, no eager tasks, no task groups.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+_PENDING = "pending"
+_FINISHED = "finished"
+_CANCELLED = "cancelled"
+
+logger = logging.getLogger("loops.futures")
+
+
+class CancelledError(BaseException):
+    """Thrown into a task at its suspension point when it is cancelled.
+
+    A BaseException (as in asyncio since 3.8) so that ``except Exception`` does not swallow it.
+    """
+
+
+class InvalidStateError(Exception):
+    """A future was completed twice, or its result asked for before it had one."""
+
+
+class Future:
+    """A result that will exist later, and the callbacks waiting for it."""
+
+    __slots__ = ("_callbacks", "_exception", "_loop", "_result", "_state")
+
+    def __init__(self, loop: Any) -> None:
+        self._loop = loop  # whose ready queue runs the callbacks
+        self._state = _PENDING
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        self._callbacks: list[Any] = []  # each called as callback(self), via the ready queue
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._state}>"
+
+    # -- reading --------------------------------------------------------------------------
+
+    def done(self) -> bool:
+        return self._state is not _PENDING
+
+    def cancelled(self) -> bool:
+        return self._state is _CANCELLED
+
+    def result(self) -> Any:
+        """The result; re-raises the exception, or CancelledError if cancelled."""
+        if self._state is _FINISHED:
+            if self._exception is not None:
+                self._mark_retrieved()
+                raise self._exception
+            return self._result
+        if self._state is _CANCELLED:
+            raise CancelledError()
+        raise InvalidStateError(f"{self!r} has no result yet")
+
+    def exception(self) -> BaseException | None:
+        """The exception, None if it succeeded; CancelledError if cancelled."""
+        if self._state is _FINISHED:
+            self._mark_retrieved()
+            return self._exception
+        if self._state is _CANCELLED:
+            raise CancelledError()
+        raise InvalidStateError(f"{self!r} has no result yet")
+
+    def _mark_retrieved(self) -> None:
+        """Someone has seen the exception (a Task stops its never-retrieved report here)."""
+
+    # -- completing -----------------------------------------------------------------------
+
+    def set_result(self, result: Any) -> None:
+        if self._state is not _PENDING:
+            raise InvalidStateError(f"{self!r} is already done")
+        self._result = result
+        self._state = _FINISHED
+        self._schedule_callbacks()
+
+    def set_exception(self, exception: BaseException | type[BaseException]) -> None:
+        if self._state is not _PENDING:
+            raise InvalidStateError(f"{self!r} is already done")
+        if isinstance(exception, type):
+            exception = exception()
+        if isinstance(exception, StopIteration):
+            # It would end the generator that awaits this future instead of raising in it.
+            raise TypeError("StopIteration cannot be set as a future's exception")
+        self._exception = exception
+        self._state = _FINISHED
+        self._schedule_callbacks()
+
+    def cancel(self) -> bool:
+        """Cancel a pending future (its waiters see CancelledError); False if already done."""
+        if self._state is not _PENDING:
+            return False
+        self._state = _CANCELLED
+        self._schedule_callbacks()
+        return True
+
+    def _schedule_callbacks(self) -> None:
+        # Never call them here: a callback run inside set_result would run in the middle of
+        # whoever completed the future, re-entering it (the tutorial version's trap).
+        callbacks = self._callbacks
+        if callbacks:
+            ready = self._loop._ready
+            for callback in callbacks:
+                ready.append((callback, self))
+            callbacks.clear()
+
+    # -- subscribing ----------------------------------------------------------------------
+
+    def add_done_callback(self, callback: Any) -> None:
+        """Call callback(self) from the ready queue once done (soon, if already done)."""
+        if self._state is _PENDING:
+            self._callbacks.append(callback)
+        else:
+            self._loop._ready.append((callback, self))
+
+    def remove_done_callback(self, callback: Any) -> int:
+        """Forget every subscription of callback; how many there were."""
+        kept = [cb for cb in self._callbacks if cb != callback]
+        removed = len(self._callbacks) - len(kept)
+        self._callbacks[:] = kept
+        return removed
+
+    # -- waiting --------------------------------------------------------------------------
+
+    def __iter__(self):
+        """``yield from future``: suspend until done, then evaluate to the result.
+
+        The task driving the generator receives this future, subscribes to it, and when it is
+        done sends the result back in (or throws the exception in at this very ``yield``).
+        """
+        if self._state is _PENDING:
+            return (yield self)
+        return self.result()
+
+    __await__ = __iter__  # ``await future`` is the same protocol (asyncio's trick)
+
+
+class _Unretrieved:
+    """Reports a task's exception that nobody retrieved, once the task is garbage.
+
+    A separate little object rather than Task.__del__, so that only failed tasks pay for a
+    finalizer (asyncio's early ``_TracebackLogger`` did the same).
+    """
+
+    __slots__ = ("exception", "loop", "task")
+
+    def __init__(self, loop: Any, exception: BaseException, task: str) -> None:
+        self.loop = loop
+        self.exception: BaseException | None = exception  # None once retrieved
+        self.task = task  # the task's repr (not the task: that would make a cycle)
+
+    def __del__(self) -> None:
+        if self.exception is not None:
+            self.loop.call_exception_handler(
+                {
+                    "message": f"Task exception was never retrieved: {self.task}",
+                    "exception": self.exception,
+                }
+            )
+
+
+class Task(Future):
+    """Drives a generator (or coroutine) step by step; a Future for its outcome.
+
+    A task is its own wake-up callback: calling it runs one step. Putting the task itself on
+    a future's callback list and on the ready queue spares a bound method per suspension and a
+    reference cycle per task.
+    """
+
+    __slots__ = ("_cancel_requests", "_coro", "_must_cancel", "_reporter", "_waiting_on")
+
+    def __init__(self, coro: Any, loop: Any) -> None:
+        # Future.__init__ inlined: spawning is on the hot path of a many-task program.
+        self._loop = loop
+        self._state = _PENDING
+        self._result = None
+        self._exception = None
+        self._callbacks = []
+        self._coro = coro  # the generator or coroutine this task drives
+        self._waiting_on: Future | None = None  # the future the task is suspended on
+        self._must_cancel = False  # throw CancelledError at the next step
+        self._cancel_requests = 0  # cancel() calls not yet withdrawn by uncancel()
+        self._reporter: _Unretrieved | None = None  # set while a failure is unretrieved
+        loop._tasks[self] = None
+        loop._ready.append((self, None))
+
+    def __repr__(self) -> str:
+        name = getattr(self._coro, "__qualname__", type(self._coro).__name__)
+        return f"<Task {name}() {self._state}>"
+
+    def get_coro(self) -> Any:
+        return self._coro
+
+    def step(self, fut: Future | None = None) -> None:
+        """Run the generator to its next suspension.
+
+        ``fut`` is the future the task was waiting on (None to start, or after a bare
+        ``yield``): its result is sent in, its exception (or a CancelledError if it was
+        cancelled) is thrown in at the ``yield`` where the generator stopped.
+        """
+        if self._state is not _PENDING:
+            return  # finished while this wake-up was queued (e.g. cancelled before starting)
+        exception = None
+        value = None
+        if self._must_cancel:
+            self._must_cancel = False
+            exception = CancelledError()
+        elif fut is not None:
+            if fut._state is _FINISHED:
+                exception = fut._exception
+                if exception is None:
+                    value = fut._result
+                else:
+                    fut._mark_retrieved()
+            else:
+                exception = CancelledError()  # the future it waited on was cancelled
+        self._waiting_on = None
+        loop = self._loop
+        loop._current = self
+        try:
+            yielded = self._coro.send(value) if exception is None else self._coro.throw(exception)
+        except StopIteration as stop:
+            self._finish(_FINISHED, stop.value, None)
+        except CancelledError:
+            self._finish(_CANCELLED, None, None)
+        except (KeyboardInterrupt, SystemExit) as error:
+            self._finish(_FINISHED, None, error)
+            raise
+        except BaseException as error:
+            self._finish(_FINISHED, None, error)
+            self._reporter = _Unretrieved(loop, error, repr(self))
+        else:
+            if isinstance(yielded, Future) and yielded._loop is loop and yielded is not self:
+                self._waiting_on = yielded
+                if yielded._state is _PENDING:
+                    yielded._callbacks.append(self)
+                else:
+                    loop._ready.append((self, yielded))
+                if self._must_cancel and self._withdraw_wait():
+                    # cancel() was called during this very step: the new wait ends at once.
+                    self._must_cancel = False
+            elif yielded is None:
+                loop._ready.append((self, None))  # a bare yield: let the others run first
+            else:
+                self._reject(yielded)
+        finally:
+            loop._current = None
+
+    __call__ = step
+
+    def _reject(self, yielded: Any) -> None:
+        """The generator yielded something that is not a future of this loop: a TypeError."""
+        if isinstance(yielded, Future) and yielded is self:
+            problem = "a task cannot wait for itself"
+        elif isinstance(yielded, Future):
+            problem = f"{yielded!r} belongs to another loop"
+        else:
+            problem = (
+                f"a task must yield a Future of its loop (use `yield from` / `await` on the "
+                f"loop's calls), got {yielded!r}"
+            )
+        failed = Future(self._loop)
+        failed._state = _FINISHED
+        failed._exception = TypeError(problem)
+        self._loop._ready.append((self, failed))  # thrown in at the yield, like any failure
+
+    def _finish(self, state: str, result: Any, exception: BaseException | None) -> None:
+        self._result = result
+        self._exception = exception
+        self._state = state
+        del self._loop._tasks[self]
+        self._schedule_callbacks()
+
+    def _mark_retrieved(self) -> None:
+        reporter = self._reporter
+        if reporter is not None:
+            reporter.exception = None
+            self._reporter = None
+
+    def cancel(self) -> bool:
+        """Ask the task to stop: CancelledError is thrown in at its suspension point.
+
+        If it waits on a future, that future is cancelled (so a sleep's timer or a socket wait
+        is withdrawn) and the cancellation arrives through it. A task it waits on (``join``)
+        is not cancelled: the waiter just stops waiting. Returns False if already done.
+        """
+        if self._state is not _PENDING:
+            return False
+        self._cancel_requests += 1
+        if not self._withdraw_wait():
+            self._must_cancel = True  # delivered at the step already queued
+        return True
+
+    def _withdraw_wait(self) -> bool:
+        """End the current wait with CancelledError; False if that is left to _must_cancel."""
+        waiter = self._waiting_on
+        if waiter is None or waiter._state is not _PENDING:
+            return False
+        if isinstance(waiter, Task):
+            # Not ours to cancel: stop waiting for it and step with _must_cancel instead.
+            waiter.remove_done_callback(self)
+            self._waiting_on = None
+            self._loop._ready.append((self, None))
+            return False
+        waiter.cancel()  # its callback (this task) throws the CancelledError in
+        return True
+
+    def cancelling(self) -> int:
+        """How many cancel() requests are outstanding."""
+        return self._cancel_requests
+
+    def uncancel(self) -> int:
+        """Withdraw one cancel() request (a timeout that fired and was handled); the rest."""
+        if self._cancel_requests > 0:
+            self._cancel_requests -= 1
+            if self._cancel_requests == 0:
+                self._must_cancel = False
+        return self._cancel_requests

@@ -1,0 +1,349 @@
+"""The small reactor under the tasks: everything it does is complete a future.
+
+A timer is a future the loop completes at its deadline; a socket wait is a future the loop
+completes when the selector reports the socket ready; a thread's result is a future the loop
+completes when the worker hands it back. Completing a future puts its callbacks (mostly tasks,
+see futures.py) on the ready queue, and each turn of the loop runs the batch that was ready.
+
+One turn of ``_run_once``, in three stages:
+1. wait for I/O, no longer than until the next timer, not at all if work is ready;
+2. expire timers: complete the futures whose deadline has passed;
+3. run ready: call each (callback, future) pair that was queued when the stage began.
+
+Builds on selectors (epoll here), heapq and a socketpair wake-up for threads (the Python
+Cookbook's idea, as asyncio's ``_write_to_self``). Sockets stay registered between waits: the
+loop changes the mask only when the selector reports readiness nobody waits for (a socket read
+in a loop costs no epoll_ctl at all, where asyncio pays a register and an unregister per wait).
+
+Limits: one waiter per direction per socket; a socket closed while a task waits on it leaves
+that task waiting (as in asyncio); no signal handling beyond letting KeyboardInterrupt out.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import itertools
+import selectors
+import socket
+import threading
+import weakref
+from collections import deque
+from heapq import heapify, heappop, heappush
+from time import monotonic
+from typing import Any
+
+from loops.futures.futures import _PENDING, Future, Task, logger
+
+_READ = selectors.EVENT_READ
+_WRITE = selectors.EVENT_WRITE
+
+
+class _Running(threading.local):
+    loop: Loop | None = None  # the loop running in this thread, if any
+
+
+_running = _Running()
+
+
+def loop_is_running() -> bool:
+    """True inside run() (in this thread)."""
+    return _running.loop is not None
+
+
+def get_running_loop() -> Loop:
+    """The loop running in this thread, or a clear RuntimeError outside run()."""
+    loop = _running.loop
+    if loop is None:
+        raise RuntimeError("no running futures loop: call this inside run()")
+    return loop
+
+
+class _Timer(Future):
+    """A future the loop completes at its deadline; cancelling it leaves a dead heap entry."""
+
+    __slots__ = ()
+
+    def cancel(self) -> bool:
+        if Future.cancel(self):
+            self._loop._dead_timers += 1
+            return True
+        return False
+
+
+class _Interest:
+    """One registered socket: what the selector watches and who waits on it."""
+
+    __slots__ = ("fd", "mask", "reader", "sock", "writer")
+
+    def __init__(self, fd: int, sock: socket.socket, mask: int) -> None:
+        self.fd = fd
+        self.sock = weakref.ref(sock)  # weak: a dropped socket must still close
+        self.mask = mask  # the events the selector watches for
+        self.reader: Future | None = None  # completed when the socket is readable
+        self.writer: Future | None = None  # completed when the socket is writable
+
+
+class Loop:
+    """Ready queue, timer heap and selector; runs tasks until the main one finishes."""
+
+    def __init__(self) -> None:
+        self._ready: deque[tuple[Any, Any]] = deque()  # (callback, future) pairs, FIFO
+        self._timers: list[list[Any]] = []  # heap of [deadline, sequence, _Timer]
+        self._dead_timers = 0  # cancelled timers still in the heap
+        self._sequence = itertools.count()  # breaks deadline ties first-scheduled-first
+        self._selector = selectors.DefaultSelector()
+        self._interests: dict[int, _Interest] = {}  # fd -> its registration and waiters
+        self._tasks: dict[Task, None] = {}  # unfinished tasks, in spawn order
+        self._current: Task | None = None  # the task whose step is running
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
+        self._wake_reader, self._wake_writer = socket.socketpair()  # threads wake select()
+        self._wake_reader.setblocking(False)
+        self._wake_writer.setblocking(False)
+        self._selector.register(self._wake_reader.fileno(), _READ, None)
+        self._exception_handler: Any = None  # handler(loop, context), None for logging
+        self._closed = False
+
+    # -- the run loop ---------------------------------------------------------------------
+
+    def run_until_complete(self, coro: Any) -> Any:
+        """Run coro as the main task until it finishes; its result, or its exception raised."""
+        if self._closed:
+            raise RuntimeError("the loop is closed")
+        if _running.loop is not None:
+            raise RuntimeError("run() cannot be called while a futures loop is running")
+        main = Task(coro, self)
+        _running.loop = self
+        try:
+            while main._state is _PENDING:
+                self._run_once()
+        finally:
+            _running.loop = None
+        return main.result()
+
+    def _run_once(self) -> None:
+        ready = self._ready
+        timers = self._timers
+
+        # Stage 1: wait for I/O, no longer than until the next timer, not at all if work is ready.
+        if ready:
+            timeout = 0.0
+        elif timers:
+            timeout = timers[0][0] - monotonic()  # the selector treats <= 0 as a poll
+        else:
+            timeout = None
+        for key, events in self._selector.select(timeout):
+            interest = key.data
+            if interest is None:
+                self._drain_wakeups()
+                continue
+            unwanted = 0
+            if events & _READ:
+                waiter = interest.reader
+                if waiter is not None and waiter._state is _PENDING:
+                    interest.reader = None
+                    waiter.set_result(None)
+                else:
+                    unwanted = _READ
+            if events & _WRITE:
+                waiter = interest.writer
+                if waiter is not None and waiter._state is _PENDING:
+                    interest.writer = None
+                    waiter.set_result(None)
+                else:
+                    unwanted |= _WRITE
+            # (epoll reports a hang-up or error as both directions, watched or not.)
+            unwanted &= interest.mask
+            if unwanted:
+                self._unwatch(interest, unwanted)
+
+        # Stage 2: expire timers: complete every timer future whose deadline has passed.
+        if timers:
+            if self._dead_timers > 100 and self._dead_timers * 2 > len(timers):
+                self._compact_timers()
+            now = monotonic()
+            while timers and timers[0][0] <= now:
+                timer = heappop(timers)[2]
+                if timer._state is _PENDING:
+                    timer.set_result(None)
+                else:
+                    self._dead_timers -= 1
+
+        # Stage 3: run ready: the batch queued so far; what it queues waits for the next turn.
+        popleft = ready.popleft
+        for _ in range(len(ready)):
+            callback, fut = popleft()
+            try:
+                callback(fut)
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as error:
+                self.call_exception_handler(
+                    {"message": f"exception in callback {callback!r}", "exception": error}
+                )
+
+    # -- timers ---------------------------------------------------------------------------
+
+    def time(self) -> float:
+        return monotonic()
+
+    def timer(self, delay: float) -> Future:
+        """A future completed (with None) no earlier than delay seconds from now."""
+        timer = _Timer(self)
+        heappush(self._timers, [monotonic() + delay, next(self._sequence), timer])
+        return timer
+
+    def _compact_timers(self) -> None:
+        # asyncio's rule: more than 100 timers, over half of them cancelled.
+        self._timers[:] = [entry for entry in self._timers if entry[2]._state is _PENDING]
+        heapify(self._timers)
+        self._dead_timers = 0
+
+    # -- sockets --------------------------------------------------------------------------
+
+    def wait_readable(self, sock: socket.socket) -> Future:
+        """A future completed when sock is readable."""
+        interest = self._watch(sock, _READ)
+        waiter = interest.reader
+        if waiter is not None and waiter._state is _PENDING:
+            raise RuntimeError(f"another task is already waiting to read from {sock!r}")
+        interest.reader = waiter = Future(self)
+        return waiter
+
+    def wait_writable(self, sock: socket.socket) -> Future:
+        """A future completed when sock is writable."""
+        interest = self._watch(sock, _WRITE)
+        waiter = interest.writer
+        if waiter is not None and waiter._state is _PENDING:
+            raise RuntimeError(f"another task is already waiting to write to {sock!r}")
+        interest.writer = waiter = Future(self)
+        return waiter
+
+    def _watch(self, sock: socket.socket, event: int) -> _Interest:
+        """Make sure the selector watches sock for event; keep what is already registered."""
+        fd = sock.fileno()
+        interest = self._interests.get(fd)
+        if interest is not None:
+            registered = interest.sock()
+            if registered is not sock and (registered is None or registered.fileno() != fd):
+                # The fd number was closed and reused for a new socket: start afresh (the
+                # kernel dropped the old registration when the old socket closed).
+                self._forget(interest)
+                interest = None
+        if interest is None:
+            interest = self._interests[fd] = _Interest(fd, sock, event)
+            self._selector.register(fd, event, interest)
+        elif not interest.mask & event:
+            interest.mask |= event
+            self._selector.modify(fd, interest.mask, interest)
+        return interest
+
+    def _unwatch(self, interest: _Interest, events: int) -> None:
+        """Stop watching for events that were reported with nobody waiting for them."""
+        interest.mask &= ~events
+        if interest.mask:
+            self._selector.modify(interest.fd, interest.mask, interest)
+        else:
+            self._forget(interest)
+
+    def _forget(self, interest: _Interest) -> None:
+        del self._interests[interest.fd]
+        self._selector.unregister(interest.fd)  # ignores a kernel registration already gone
+
+    # -- threads --------------------------------------------------------------------------
+
+    def call_soon_threadsafe(self, callback: Any, arg: Any) -> None:
+        """From any thread: run callback(arg) on the loop, waking it if it is blocked."""
+        if self._closed:
+            raise RuntimeError("the loop is closed")
+        self._ready.append((callback, arg))  # deque.append is atomic
+        # A full buffer means wake-ups are already pending: the loop will wake anyway.
+        with contextlib.suppress(BlockingIOError):
+            self._wake_writer.send(b"\0")
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while self._wake_reader.recv(4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def run_in_thread(self, fn: Any, *args: Any) -> Future:
+        """A future for fn(*args) run in a worker thread."""
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(
+                thread_name_prefix="futures-loop"
+            )
+        result = Future(self)
+        work = self._executor.submit(fn, *args)
+        # Cancelling the wait drops the work if no thread has started it yet.
+        result.add_done_callback(lambda result: result.cancelled() and work.cancel())
+        work.add_done_callback(
+            lambda work: self.call_soon_threadsafe(_copy_outcome, (work, result))
+        )
+        return result
+
+    # -- errors ---------------------------------------------------------------------------
+
+    def set_exception_handler(self, handler: Any) -> None:
+        """Route errors to handler(loop, context); None restores logging them."""
+        self._exception_handler = handler
+
+    def call_exception_handler(self, context: dict[str, Any]) -> None:
+        """Report an error nobody else will see: a failing callback, an unretrieved task."""
+        if self._exception_handler is not None:
+            try:
+                self._exception_handler(self, context)
+                return
+            except Exception as error:  # a broken handler must not break the loop
+                logger.error("exception in the exception handler", exc_info=error)
+        exception = context.get("exception")
+        logger.error(context["message"], exc_info=exception)
+
+    # -- shutdown -------------------------------------------------------------------------
+
+    def cancel_all_tasks(self) -> None:
+        """Cancel every unfinished task and run them until they have all ended."""
+        if _running.loop is not None:
+            raise RuntimeError("cancel_all_tasks() cannot be called while the loop runs")
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        _running.loop = self
+        try:
+            while self._tasks:
+                self._run_once()
+        finally:
+            _running.loop = None
+
+    def close(self) -> None:
+        """Release the worker threads, the selector and the wake-up sockets; idempotent."""
+        if self._closed:
+            return
+        if _running.loop is self:
+            raise RuntimeError("cannot close a running loop")
+        self._closed = True
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+        self._selector.close()
+        self._wake_reader.close()
+        self._wake_writer.close()
+        self._ready.clear()
+        self._timers.clear()
+        self._interests.clear()
+
+    def is_closed(self) -> bool:
+        return self._closed
+
+
+def _copy_outcome(pair: tuple[concurrent.futures.Future, Future]) -> None:
+    """On the loop: copy a finished thread's outcome into the future a task waits on."""
+    work, result = pair
+    if result._state is not _PENDING:
+        return  # the waiting task was cancelled
+    error = work.exception()
+    if error is None:
+        result.set_result(work.result())
+    else:
+        result.set_exception(error)

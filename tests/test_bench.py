@@ -1,0 +1,440 @@
+"""The bench's machinery: rendering from stored data, resume and skip, the validity rules.
+
+Benchmarks are not tests: nothing here asserts a timing. The stored results these tests render
+are a small fixture written through the store's own API; the runner is driven with a fake
+workload whose measurements are counters, so what is checked is which rows get measured.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from rich.console import Console
+
+from bench import codesize, micro, report, runner
+from bench.plan import Metric, Point, Row
+from bench.store import ResultStore, StoreError, row_fingerprint
+from bench.summary import SATURATION, summarize
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {
+    "date": "2025-01-01T00:00:00+00:00",
+    "host": "testhost",
+    "platform": "Linux-test",
+    "cpu": "Test CPU @ 1.00GHz",
+    "logical_cores": 2,
+    "usable_cores": [0, 1],
+    "pinning": "subject on core 0, peer on core 1",
+    "memory_bytes": 1 << 30,
+    "python": "3.11.7",
+    "python_implementation": "CPython",
+    "python_build": "3.11.7",
+    "libraries": {"uvloop": "0.21.0"},
+    "commit": {"hash": "0123456789abcdef", "subject": "a commit", "dirty": False},
+    "code": "f" * 16,
+    "load_average": [0.5, 0.4, 0.3],
+}
+SESSION = "20250101T000000Z"
+
+ECHO_ROWS = (
+    Row("asyncio", "callbacks"),
+    Row("asyncio", "coroutines"),
+    Row("callbacks", "callbacks"),
+    Row("uvloop", "coroutines"),
+    Row("selectors-floor", "native", anchor=True),
+)
+
+
+def echo_rep(rps: float, share: float = 0.5) -> dict:
+    return {
+        "requests_per_s": rps,
+        "mib_per_s": rps / 1024,
+        "latency_p50_ms": 1000 / rps,
+        "latency_p99_ms": 3000 / rps,
+        "server_cpu_per_100k": 5.0,
+        "server_rss_mib": 20.0,
+        "peer_cpu_share": share,
+        "peer": "load generator",
+    }
+
+
+def put_all(store: ResultStore, point: Point, reps_by_row: dict[Row, list[dict]]) -> None:
+    for row, reps in reps_by_row.items():
+        store.put(point, row, SESSION, row_fingerprint(point.workload, row), reps)
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    """A stored quick run of every workload: small, but shaped like the real thing."""
+    base = tmp_path / "results"
+    stores = {}
+    for name in runner.WORKLOADS:
+        stores[name] = ResultStore.empty(runner.results_path(base, "quick", name), name, "quick")
+        stores[name].add_session(SESSION, ENV, ["python", "-m", "bench", "run"])
+
+    for connections in (10, 100):
+        point = Point("echo", (("size", 1024), ("connections", connections)), ECHO_ROWS)
+        put_all(
+            stores["echo"],
+            point,
+            {
+                Row("asyncio", "callbacks"): [echo_rep(r) for r in (900, 1000, 1100)],
+                Row("asyncio", "coroutines"): [echo_rep(r) for r in (400, 500, 600)],
+                # twice asyncio's callbacks row, so its ratio is ×2.00
+                Row("callbacks", "callbacks"): [echo_rep(r) for r in (1900, 2000, 2100)],
+                # its generator saturated: no figure may be printed for it
+                Row("uvloop", "coroutines"): [echo_rep(r, 0.97) for r in (5000, 5100, 5200)],
+                Row("selectors-floor", "native", anchor=True): [echo_rep(r) for r in (3, 4, 5)],
+            },
+        )
+
+    sleep_rows = (Row("asyncio", "coroutines"), Row("callbacks", "callbacks"))
+    for tasks in (1000, 10000):
+        point = Point("sleep", (("mode", "sleepers"), ("tasks", tasks), ("max_delay", 1.0)), ())
+        rep = {
+            "cpu_per_sleeper_us": 20.0,
+            "wall_over_ideal": 1.01,
+            "lateness_p50_ms": 1.0,
+            "lateness_p99_ms": 2.0,
+            "peak_rss_mib": 30.0,
+        }
+        put_all(stores["sleep"], point, {row: [rep, rep, rep] for row in sleep_rows})
+    idle = Point("sleep", (("mode", "idle"), ("idle", 1.0)), ())
+    idle_rep = {"idle_cpu_pct": 0.1, "peak_rss_mib": 20.0}
+    put_all(stores["sleep"], idle, {row: [idle_rep] * 3 for row in sleep_rows})
+
+    for concurrency in (1, 10):
+        point = Point(
+            "crawler", (("pages", 1000), ("delay_ms", 0), ("concurrency", concurrency)), ()
+        )
+        rep = {
+            "pages_per_s": 400.0 * concurrency,
+            "cpu_s": 2.0,
+            "peak_rss_mib": 40.0,
+            "correct": 1,
+            "peer_cpu_share": 0.3,
+            "peer": "site server",
+        }
+        broken = {"error": "found 998 pages; the site has 1000 reachable"}
+        put_all(
+            stores["crawler"],
+            point,
+            {Row("asyncio", "coroutines"): [rep] * 3, Row("callbacks", "callbacks"): [broken]},
+        )
+
+    micro_rows = (Row("asyncio", "callbacks"), Row("callbacks", "callbacks"))
+    point = Point("micro", (), ())
+    put_all(
+        stores["micro"],
+        point,
+        {
+            Row("asyncio", "callbacks"): [{"switch": 6000.0, "call_soon": 1000.0, "timer": 3000.0}]
+            * 3,
+            Row("callbacks", "callbacks"): [
+                {"switch": 3000.0, "call_soon": 500.0, "errors": {"timer": "did not finish"}}
+            ]
+            * 3,
+        },
+    )
+    assert {r.key for r in micro_rows}
+    for store in stores.values():
+        store.save()
+    return base
+
+
+def test_report_has_every_section_with_ratios_and_a_line_under_each_table(results, tmp_path):
+    reports = tmp_path / "reports"
+    written = report.render_all(results, reports)
+    text = (reports / "bench.md").read_text()
+    for heading in ("Echo", "Sleep", "Crawler", "Micro", "Code size", "Conformance", "Environment"):
+        assert f"\n## {heading}\n" in text
+    assert "×2.00" in text  # callbacks at twice asyncio's callbacks row
+    assert "×0.50" in text  # micro: callbacks switch at half asyncio's
+    tables = text.count("|---")
+    lines = text.count("*What this shows:*")
+    assert lines == 2 + 3 + 2 + 1  # echo, sleep, crawler, micro points
+    assert tables >= lines
+    assert "](conformance.md)" in text
+    assert "Test CPU @ 1.00GHz" in text and "`0123456789`" in text and "CPython 3.11.7" in text
+    for chart in ("quick-echo-requests.png", "quick-sleep-cpu-per-sleeper.png"):
+        assert (reports / "charts" / chart).stat().st_size > 0
+        assert f"(charts/{chart})" in text
+    assert reports / "bench.md" in written
+    # every stored row appears
+    for label in ("callbacks · callbacks", "asyncio · coroutines", "selectors-floor (anchor)"):
+        assert label in text
+
+
+def test_what_this_shows_is_written_from_the_figures(results, tmp_path):
+    reports = tmp_path / "reports"
+    report.render_all(results, reports)
+    echo = (reports / "bench.md").read_text().split("## Echo")[1].split("## Sleep")[0]
+    line = next(ln for ln in echo.splitlines() if ln.startswith("*What this shows:*"))
+    assert "highest callbacks · callbacks (2,000, ×2.00 asyncio)" in line
+    assert "Best home-made loop: callbacks · callbacks" in line
+    # the floor is an anchor: 4 req/s, so the home-made loop is at 50000 % of it
+    assert "of the bare-selectors floor" in line
+
+
+def test_a_saturated_load_generator_makes_the_row_invalid_not_a_number(results, tmp_path):
+    reports = tmp_path / "reports"
+    report.render_all(results, reports)
+    text = (reports / "bench.md").read_text()
+    row = next(ln for ln in text.splitlines() if ln.startswith("| uvloop · coroutines"))
+    assert "**invalid**" in row and "97%" in row
+    assert "5,100" not in row  # the median it would have printed
+    assert "saturated its core" in text
+
+
+def test_saturation_rule_uses_valid_repetitions_only():
+    metrics = [Metric("requests_per_s", "requests/s", higher_is_better=True)]
+    one_bad = summarize([echo_rep(100), echo_rep(200), echo_rep(9999, share=0.99)], metrics)
+    assert one_bad.status == "ok"
+    assert (one_bad.valid, one_bad.total) == (2, 3)
+    assert one_bad.stats["requests_per_s"].high == 200  # the saturated figure is left out
+    two_bad = summarize([echo_rep(100), echo_rep(1, 0.95), echo_rep(1, SATURATION)], metrics)
+    assert two_bad.status == "invalid"
+    assert two_bad.stats == {}
+    failed = summarize([echo_rep(100), {"error": "corrupt echo"}], metrics)
+    assert failed.status == "failed" and failed.reason == "corrupt echo"
+
+
+def test_failed_rows_and_failed_figures_say_so(results, tmp_path):
+    reports = tmp_path / "reports"
+    report.render_all(results, reports)
+    text = (reports / "bench.md").read_text()
+    crawler = text.split("## Crawler")[1].split("## Micro")[0]
+    crawler_row = next(
+        ln for ln in crawler.splitlines() if ln.startswith("| callbacks · callbacks")
+    )
+    assert "**failed**" in crawler_row and "998 pages" in crawler_row
+    assert "timer failed: did not finish" in text
+
+
+def test_report_runs_nothing_and_is_reproducible(results, tmp_path, monkeypatch):
+    def no_processes(*args, **kwargs):
+        raise AssertionError(f"the report started a process: {args}")
+
+    monkeypatch.setattr(subprocess, "Popen", no_processes)
+    first = report.render_all(results, tmp_path / "a")
+    second = report.render_all(results, tmp_path / "b")
+    assert (tmp_path / "a" / "bench.md").read_text() == (tmp_path / "b" / "bench.md").read_text()
+    assert len(first) == len(second)
+
+
+def test_report_without_results_is_a_clear_error(tmp_path):
+    with pytest.raises(SystemExit, match="run `nox -s bench` first"):
+        report.render_all(tmp_path / "nothing", tmp_path)
+
+
+# -- the runner: what gets measured, what is skipped ---------------------------------------
+
+
+class FakeWorkload:
+    """A workload whose 'measurement' counts calls, for checking the runner's choices."""
+
+    NAME = "fake"
+    TITLE = "Fake"
+    DESCRIPTION = "fake"
+    METRICS = (Metric("value", "value", higher_is_better=True),)
+    HEADLINE = "value"
+    ROWS = (Row("asyncio", "coroutines"), Row("callbacks", "callbacks"), Row("uvloop", "callbacks"))
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.interrupt_at: str | None = None
+
+    def points(self, full: bool) -> list[Point]:
+        return [Point("fake", (("n", n),), self.ROWS, repetitions=2) for n in (1, 2)]
+
+    def measure(self, point, row, cores, workdir, full) -> dict:
+        if point.key == self.interrupt_at:
+            raise KeyboardInterrupt
+        self.calls.append((point.key, row.key))
+        return {"value": 10.0 if row.variant == "asyncio" else 20.0}
+
+
+@pytest.fixture
+def fake(monkeypatch) -> FakeWorkload:
+    workload = FakeWorkload()
+    monkeypatch.setattr(runner, "workload_module", lambda name: workload)
+    return workload
+
+
+def run_fake(tmp_path: Path, **options) -> None:
+    options = {"full": False, "loop_names": None, "redo": False, **options}
+    runner.run(["fake"], results=tmp_path, console=Console(file=io.StringIO()), **options)
+
+
+def stored(tmp_path: Path) -> dict:
+    return json.loads(runner.results_path(tmp_path, "quick", "fake").read_text())
+
+
+def test_runner_measures_everything_once_then_skips_what_is_stored(fake, tmp_path):
+    run_fake(tmp_path)
+    assert len(fake.calls) == 2 * 3 * 2  # points x rows x repetitions
+    data = stored(tmp_path)
+    assert set(data["points"]) == {"n=1", "n=2"}
+    fake.calls.clear()
+    run_fake(tmp_path)
+    assert fake.calls == []
+
+
+def test_runner_remeasures_a_missing_or_changed_row_with_a_fresh_baseline(fake, tmp_path):
+    run_fake(tmp_path)
+    path = runner.results_path(tmp_path, "quick", "fake")
+    data = stored(tmp_path)
+    del data["points"]["n=1"]["rows"]["callbacks/callbacks"]
+    data["points"]["n=2"]["rows"]["uvloop/callbacks"]["code"] = "changed"
+    path.write_text(json.dumps(data))
+    fake.calls.clear()
+    run_fake(tmp_path)
+    assert sorted(set(fake.calls)) == [
+        ("n=1", "asyncio/coroutines"),
+        ("n=1", "callbacks/callbacks"),
+        ("n=2", "asyncio/coroutines"),
+        ("n=2", "uvloop/callbacks"),
+    ]
+
+
+def test_runner_narrowed_to_a_loop_keeps_the_baseline(fake, tmp_path):
+    run_fake(tmp_path, loop_names=["callbacks"])
+    assert {row for _, row in fake.calls} == {"asyncio/coroutines", "callbacks/callbacks"}
+
+
+def test_runner_redo_measures_again(fake, tmp_path):
+    run_fake(tmp_path)
+    fake.calls.clear()
+    run_fake(tmp_path, redo=True)
+    assert len(fake.calls) == 12
+
+
+def test_an_interrupted_run_resumes_where_it_stopped(fake, tmp_path):
+    fake.interrupt_at = "n=2"
+    with pytest.raises(KeyboardInterrupt):
+        run_fake(tmp_path)
+    assert set(stored(tmp_path)["points"]) == {"n=1"}
+    fake.interrupt_at = None
+    fake.calls.clear()
+    run_fake(tmp_path)
+    assert {point for point, _ in fake.calls} == {"n=2"}
+
+
+def test_results_from_another_machine_are_not_reused(fake, tmp_path):
+    run_fake(tmp_path)
+    path = runner.results_path(tmp_path, "quick", "fake")
+    data = stored(tmp_path)
+    for session in data["sessions"].values():
+        session["environment"]["host"] = "another-machine"
+    path.write_text(json.dumps(data))
+    fake.calls.clear()
+    run_fake(tmp_path)
+    assert len(fake.calls) == 12
+    assert all(
+        s["environment"]["host"] != "another-machine" for s in stored(tmp_path)["sessions"].values()
+    )
+
+
+def test_each_ratio_uses_the_baseline_of_its_own_session(fake, tmp_path):
+    run_fake(tmp_path)
+    path = runner.results_path(tmp_path, "quick", "fake")
+    data = stored(tmp_path)
+    first_session = data["points"]["n=1"]["rows"]["uvloop/callbacks"]["session"]
+    del data["points"]["n=1"]["rows"]["callbacks/callbacks"]
+    path.write_text(json.dumps(data))
+    run_fake(tmp_path)
+    point = stored(tmp_path)["points"]["n=1"]
+    assert point["rows"]["uvloop/callbacks"]["session"] == first_session
+    assert point["rows"]["asyncio/coroutines"]["session"] != first_session
+    rows = {r.row.key: r for r in report.rendered_rows(fake, "fake", point)}
+    assert rows["uvloop/callbacks"].earlier
+    assert rows["uvloop/callbacks"].ratio(fake.METRICS[0]) == pytest.approx(2.0)
+    assert rows["callbacks/callbacks"].ratio(fake.METRICS[0]) == pytest.approx(2.0)
+
+
+def test_unreadable_results_are_a_clear_error(tmp_path):
+    path = tmp_path / "echo.json"
+    path.write_text("{not json")
+    with pytest.raises(StoreError, match="not readable results JSON"):
+        ResultStore.load(path, "echo", "quick")
+    path.write_text(json.dumps({"format": 1, "workload": "sleep"}))
+    with pytest.raises(StoreError, match="expected format 1 of 'echo'"):
+        ResultStore.load(path, "echo", "quick")
+
+
+def test_unknown_loop_is_a_usage_error_naming_the_known_ones():
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "run", "--loop", "nope"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "unknown loop nope" in result.stderr and "asyncio" in result.stderr
+
+
+# -- micro: the program runs every operation of a style; a failing one is reported --------
+
+
+@pytest.mark.timeout(120)
+def test_micro_program_measures_every_operation_of_each_style(tmp_path):
+    for style, expected in (
+        ("callbacks", {"switch", "call_soon", "timer"}),
+        ("coroutines", {"switch", "spawn_join", "timer"}),
+    ):
+        out = tmp_path / f"{style}.json"
+        subprocess.run(
+            [
+                *(sys.executable, "-m", "bench.micro", "--loop", "asyncio", "--style", style),
+                *("--min-time", "0.001", "--runs", "2", "--json", str(out)),
+            ],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            timeout=100,
+        )
+        operations = json.loads(out.read_text())["operations"]
+        assert set(operations) == expected
+        assert all(len(o["ns_per_op"]) == 2 and o["median"] > 0 for o in operations.values())
+
+
+def test_a_loop_failing_an_operation_is_reported_for_that_operation_only():
+    class Broken:
+        def call_soon(self, callback, *args):
+            callback(*args)
+
+        def call_later(self, delay, callback, *args):
+            raise RuntimeError("no timers here")
+
+        def run_forever(self):
+            pass
+
+        def stop(self):
+            pass
+
+        def close(self):
+            pass
+
+    variant = SimpleNamespace(api=lambda style: Broken)
+    outcome = micro.measure_operation(variant, "callbacks", "timer", 0.001, 1)
+    assert outcome == {"error": "RuntimeError: no timers here"}
+
+
+def test_code_lines_leave_out_blanks_comments_and_docstrings(tmp_path):
+    source = tmp_path / "sample.py"
+    source.write_text(
+        '"""Module docstring\nover two lines."""\n\n'
+        "# a comment\n"
+        "def f(x):\n"
+        '    """Docstring."""\n'
+        "    return (x +\n"
+        "            1)  # trailing comment\n"
+    )
+    assert codesize.count(source) == (8, 3)

@@ -1,0 +1,30 @@
+"""`python -m workloads.echo.native NAME [--host H] --port P`: run one anchor echo server."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from workloads.echo.native import SERVERS, server
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workloads.echo.native", description=__doc__)
+    parser.add_argument("name", help=f"one of: {', '.join(SERVERS)}")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed)")
+    args = parser.parse_args(argv)
+    try:
+        serve = server(args.name)
+    except LookupError as error:
+        parser.error(str(error))
+
+    def ready(port: int) -> None:
+        print(f"listening on {args.host}:{port}", flush=True)
+
+    serve(args.host, args.port, ready)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

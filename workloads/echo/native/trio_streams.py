@@ -1,0 +1,40 @@
+"""trio's native echo server: ``trio.serve_tcp`` and a ``SocketStream`` per client.
+
+Structured concurrency does the bookkeeping: every handler lives in serve_tcp's nursery, and
+cancelling that nursery on SIGTERM ends and closes every connection.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+from collections.abc import Callable
+
+import trio
+
+from workloads.echo.native import READ_SIZE
+
+
+async def _echo(stream: trio.SocketStream) -> None:
+    async with stream:
+        try:
+            while data := await stream.receive_some(READ_SIZE):
+                await stream.send_all(data)  # waits while the peer is not reading
+        except trio.BrokenResourceError:
+            pass
+
+
+async def _main(host: str, port: int, ready: Callable[[int], None]) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(
+                functools.partial(trio.serve_tcp, _echo, port, host=host)
+            )
+            ready(listeners[0].socket.getsockname()[1])
+            async for _ in signals:
+                break
+            nursery.cancel_scope.cancel()
+
+
+def serve(host: str, port: int, ready: Callable[[int], None]) -> None:
+    trio.run(_main, host, port, ready)
