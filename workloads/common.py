@@ -180,11 +180,6 @@ def number(kind: Callable[[str], Any], low: float, high: float = math.inf, low_o
     return parse
 
 
-def positive(kind: Callable[[str], Any]):
-    """An argparse type: kind(text) greater than 0."""
-    return number(kind, 0, low_open=True)
-
-
 def open_sockets(pid: int | None = None) -> list[str]:
     """The sockets a process holds (inet and unix), one readable line each."""
     import psutil
