@@ -8,6 +8,7 @@ The load generator's own checks are tested against deliberately broken servers.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import select
 import signal
@@ -30,7 +31,14 @@ CASES = [
     for variant in loops.discover().values()
     for style in variant.styles
 ]
+PR_SET_PDEATHSIG = 1
 STALL_BOUND = 64 * 2**20  # a server that buffers for a non-reader would take more than this
+
+
+def _die_with_parent() -> None:
+    """Linux: the server gets SIGTERM if pytest dies, so a killed test run leaves no server."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _needs(variant: loops.Variant, capability: str) -> None:
@@ -54,6 +62,7 @@ def echo_server(variant: loops.Variant, style: str, *extra: str):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_die_with_parent,
     )
     try:
         line = _read_line(process.stdout, 20)
