@@ -176,6 +176,7 @@ def timeout_after(seconds: float, coro: Any) -> Generator[Any, Any, Any]:
         raise
     finally:
         deadline.task = None
+        timer.remove_done_callback(deadline)
         timer.cancel()
         if deadline.expired:
             task.uncancel()  # the timer fired but the work finished before it was hit
@@ -189,13 +190,15 @@ def gather(*awaitables: Any) -> Generator[Any, Any, list[Any]]:
     no task outlives the gather.
     """
     loop = get_running_loop()
-    children = [a if isinstance(a, Task) else Task(_checked(a, "gather"), loop) for a in awaitables]
+    children = [
+        a if isinstance(a, Future) else Task(_checked(a, "gather"), loop) for a in awaitables
+    ]
     if not children:
         return []
     outcome = Future(loop)
     remaining = len(children)
 
-    def on_child_done(child: Task) -> None:
+    def on_child_done(child: Future) -> None:
         nonlocal remaining
         if outcome._state is not _PENDING:
             return

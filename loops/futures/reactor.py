@@ -189,6 +189,8 @@ class Loop:
 
     def timer(self, delay: float) -> Future:
         """A future completed (with None) no earlier than delay seconds from now."""
+        if delay != delay:
+            raise ValueError("the delay is NaN: it would never fire, and break the heap's order")
         timer = _Timer(self)
         heappush(self._timers, [monotonic() + delay, next(self._sequence), timer])
         return timer
@@ -301,12 +303,14 @@ class Loop:
         """Cancel every unfinished task and run them until they have all ended."""
         if _running.loop is not None:
             raise RuntimeError("cancel_all_tasks() cannot be called while the loop runs")
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
+        cancelled: set[Task] = set()
         _running.loop = self
         try:
             while self._tasks:
+                # Each turn, so that a task spawned by another's clean-up is cancelled too.
+                for task in self._tasks.keys() - cancelled:
+                    task.cancel()
+                    cancelled.add(task)
                 self._run_once()
         finally:
             _running.loop = None
