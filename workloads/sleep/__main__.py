@@ -28,6 +28,10 @@ def _milliseconds(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms"
 
 
+def _tick(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
+
+
 def summary_line(result: dict) -> str:
     head = f"sleep {result['loop']}/{result['style']}: "
     if result["mode"] == "idle":
@@ -41,7 +45,7 @@ def summary_line(result: dict) -> str:
         f"p99 {_milliseconds(result['lateness_p99_s'])} "
         f"max {_milliseconds(result['lateness_max_s'])}, "
         f"early {result['early_wakeups']} ({result['early_beyond_tick']} beyond the "
-        f"{_milliseconds(result['clock_tick_s'])} clock tick), "
+        f"{_tick(result['clock_tick_s'])} clock tick), "
         f"peak RSS {result['peak_rss_mib']:.1f} MiB"
     )
     if result["mode"] == "idle":
