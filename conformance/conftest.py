@@ -12,7 +12,7 @@ import pytest
 
 import loops
 from conformance import matrix, todo
-from conformance.harness import Case, play_scenario
+from conformance.harness import Case, deviation_problems, play_scenario, property_id
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,14 +44,11 @@ def _selected(config: pytest.Config) -> list[loops.Variant]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.lab_variants = _selected(config)  # type: ignore[attr-defined]
+    problems = deviation_problems(config.lab_variants)  # type: ignore[attr-defined]
+    if problems:
+        raise pytest.UsageError("stale known deviations:\n  " + "\n  ".join(problems))
     config.pluginmanager.register(matrix.MatrixRecorder(config), "lab-matrix")
     config.pluginmanager.register(todo.ToImplementNext(), "lab-todo")
-
-
-def property_id(function) -> str:
-    """'topic.name' for conformance/test_topic.py::test_name."""
-    topic = function.__module__.rsplit(".", 1)[-1].removeprefix("test_")
-    return f"{topic}.{function.__name__.removeprefix('test_')}"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -26,11 +26,15 @@ pytest's parametrization: the suite's own tests use it to show a property catchi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from loops import CAPABILITIES, STYLES, Variant
+
+SUITE = Path(__file__).resolve().parent
 
 
 @dataclass
@@ -106,3 +110,47 @@ def check_property(test: Callable[..., Any], variant: Variant, style: str) -> No
         raise ValueError(f"{test.__name__} has no {style} scenario")
     case = Case(variant, style)
     test(play=lambda *args: play_scenario(case, spec.scenarios[style], *args))
+
+
+def property_id(test: Callable[..., Any]) -> str:
+    """'topic.name' for conformance/test_topic.py::test_name."""
+    topic = test.__module__.rsplit(".", 1)[-1].removeprefix("test_")
+    return f"{topic}.{test.__name__.removeprefix('test_')}"
+
+
+def all_properties() -> dict[str, Callable[..., Any]]:
+    """Every property of the suite by id, whatever pytest happens to collect this run."""
+    found = {}
+    for path in sorted(SUITE.glob("test_*.py")):
+        module = importlib.import_module(f"conformance.{path.stem}")
+        for test in vars(module).values():
+            if callable(test) and hasattr(test, "lab_property"):
+                found[property_id(test)] = test
+    return found
+
+
+def deviation_problems(variants: Iterable[Variant]) -> list[str]:
+    """What is stale or wrong in the variants' deviations.toml files, one line each.
+
+    A deviation must name an existing property, one the variant claims, in a style that both
+    the variant speaks and the property has a scenario for; otherwise it excuses nothing.
+    """
+    properties = all_properties()
+    problems = []
+    for variant in variants:
+        for deviation in variant.deviations:
+            where = f"loops/{variant.name}/deviations.toml: {deviation.property!r}"
+            test = properties.get(deviation.property)
+            if test is None:
+                problems.append(f"{where} names no property of the suite (renamed or removed?)")
+                continue
+            spec: Property = test.lab_property
+            if spec.needs not in variant.capabilities:
+                problems.append(f"{where} needs {spec.needs!r}, which the variant does not claim")
+            played = set(deviation.styles) & set(variant.styles) & spec.scenarios.keys()
+            if not played:
+                problems.append(
+                    f"{where} covers styles {list(deviation.styles)}, none of which the "
+                    "variant speaks and the property plays"
+                )
+    return problems

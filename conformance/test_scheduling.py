@@ -376,6 +376,8 @@ def widest_lead(trace):
     Counted from the step on which the last task started (a loop may start tasks a tick
     apart), until the first one finished; within a fair round the lead is at most 1.
     """
+    if set(trace) != set(NAMES):
+        return len(trace)  # a task never ran: starved outright
     start = max(trace.index(name) for name in NAMES) + 1
     end = min(len(trace) - trace[::-1].index(name) - 1 for name in NAMES)
     counts = dict.fromkeys(NAMES, 0)

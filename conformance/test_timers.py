@@ -262,10 +262,12 @@ def _(loop):
         loop.call_soon(cancel_timers, count)
         loop.run_forever()
 
+    anchor = loop.call_later(1800, noop)  # a live timer due first: cancelled ones queue behind
     run(WARM_UP)
     with heap_growth() as growth:
         for _ in range(CANCELLED_TIMERS // 100):
             run(100)
+    anchor.cancel()
     return growth[0]
 
 
@@ -282,11 +284,13 @@ def _(co):
         for task in tasks:
             yield from co.cancel(task)
 
+    anchor = yield from co.spawn(co.sleep(1800))  # due first: cancelled timers queue behind it
     yield from cancel_sleepers(WARM_UP)
     with heap_growth() as growth:
         for _ in range(CANCELLED_TIMERS // 500):
             yield from cancel_sleepers(500)
         yield from co.sleep(0.001)
+    yield from co.cancel(anchor)
     return growth[0]
 
 
@@ -301,11 +305,13 @@ async def _(co):
         for task in tasks:
             await co.cancel(task)
 
+    anchor = await co.spawn(co.sleep(1800))  # due first: cancelled timers queue behind it
     await cancel_sleepers(WARM_UP)
     with heap_growth() as growth:
         for _ in range(CANCELLED_TIMERS // 500):
             await cancel_sleepers(500)
         await co.sleep(0.001)
+    await co.cancel(anchor)
     return growth[0]
 
 

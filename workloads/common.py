@@ -1,6 +1,6 @@
 """What every workload CLI shares: loop/style resolution, stop signals, JSON results.
 
-Nothing here touches a loop. The pieces:
+Nothing here imports a loop (loops come from discovery). The pieces:
 
 - :func:`add_loop_arguments` and :func:`resolve` give every CLI the same ``--loop NAME
   [--style S]`` options, the variant's first style as the default, and a clear usage error
@@ -13,7 +13,9 @@ Nothing here touches a loop. The pieces:
 - :func:`run_until_stopped` runs a callbacks-style workload so that an error in any callback
   ends the run with that error, as it would end a coroutines-style one.
 - :func:`write_json` writes a result record: one flat object of scalars, so the bench can
-  tabulate records from different workloads without knowing their shapes.
+  tabulate records from different workloads without knowing their shapes; :func:`finish`
+  writes it, prints the one-line summary and gives the exit status.
+- :func:`number` and :func:`positive` are argparse types that say what range was expected.
 - :func:`open_sockets` and :func:`peak_rss_mib` measure the process itself (leaks, memory).
 """
 
@@ -149,6 +151,35 @@ def write_json(path: str | Path, record: dict[str, Any]) -> None:
     path.write_text(text)
 
 
+def finish(record: dict[str, Any], json_path: str | None, summary: str) -> int:
+    """End a workload CLI: write the record if asked, print the summary, return the exit status.
+
+    The summary goes to stderr when the record goes to stdout (``--json -``), so stdout stays
+    valid JSON. The status is 0 if ``record["ok"]``, else 1.
+    """
+    if json_path:
+        write_json(json_path, record)
+    print(summary, file=sys.stderr if json_path == "-" else sys.stdout, flush=True)
+    return 0 if record["ok"] else 1
+
+
+def number(kind: Callable[[str], Any], low: float, high: float = math.inf, low_open: bool = False):
+    """An argparse type: kind(text) within [low, high] (or (low, high] if low_open)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not (low < value if low_open else low <= value) or value > high:
+            interval = f"{'(' if low_open else '['}{low}, {high}]"
+            raise argparse.ArgumentTypeError(f"{text} is outside {interval}")
+        return value
+
+    parse.__name__ = getattr(kind, "__name__", "number")  # argparse names it in its errors
+    return parse
+
+
 def open_sockets(pid: int | None = None) -> list[str]:
     """The sockets a process holds (inet and unix), one readable line each."""
     import psutil
@@ -160,7 +191,19 @@ def open_sockets(pid: int | None = None) -> list[str]:
 
 
 def peak_rss_mib() -> float:
-    """This process's peak resident set size so far, in MiB (Linux reports KiB)."""
+    """This process's peak resident set size so far, in MiB.
+
+    On Linux this is the address space's high-water mark (VmHWM), not ``ru_maxrss``: the
+    latter starts at the parent's RSS at fork and survives exec, so a workload started by a
+    large parent (the bench) would report the parent's memory as its own.
+    """
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        status = ""
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024 if sys.platform != "darwin" else peak / 2**20
 

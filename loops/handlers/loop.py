@@ -44,7 +44,9 @@ class Handle:
         self._cancelled = False
 
     def cancel(self):
+        # Drop the references too: a cancelled handle must not keep its arguments alive.
         self._cancelled = True
+        self._callback = self._args = None
 
     def cancelled(self):
         return self._cancelled
@@ -68,7 +70,7 @@ class TimerHandle(Handle):
     def cancel(self):
         # Counted, so the heap can be compacted when cancellations dominate.
         if not self._cancelled:
-            self._cancelled = True
+            super().cancel()
             self._loop._cancelled_timers += 1
 
     def when(self):

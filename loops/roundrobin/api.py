@@ -104,7 +104,6 @@ def cancel(task: Task):
     _check_task(task)
     if not task.done:
         yield ("cancel", task)
-    task.joined = True
 
 
 @types.coroutine

@@ -4,9 +4,9 @@ Server (runs on the loop under test)::
 
     python -m workloads.echo --loop NAME [--style S] [--host H] --port P [--udp] [-v]
 
-It prints ``listening on HOST:PORT (...)`` once it is ready (``--port 0`` picks a free port;
-read the line to learn which), serves until SIGINT or SIGTERM, then closes every socket and
-exits 0 (1 if a socket was still open at exit, listing them). ``callbacks.py``,
+It prints ``listening on HOST:PORT (..., pid PID)`` once it is ready (``--port 0`` picks a
+free port; read the line to learn which), serves until SIGINT or SIGTERM, then closes every
+socket and exits 0 (1 if a socket was still open at exit, listing them). ``callbacks.py``,
 ``generators.py`` and ``coroutines.py`` are the same server in each style, written to be
 diffed; ``common.py`` holds what they share.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 
@@ -46,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
             host, port = listener.getsockname()[:2]
             transport = "udp" if args.udp else "tcp"
             print(
-                f"listening on {host}:{port} ({transport}, loop {variant.name}, style {style})",
+                f"listening on {host}:{port} "
+                f"({transport}, loop {variant.name}, style {style}, pid {os.getpid()})",
                 flush=True,
             )
             style_module("workloads.echo", style).serve(variant.api(style), listener, stop.reader)

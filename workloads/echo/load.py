@@ -56,7 +56,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from workloads.common import write_json
+from workloads.common import finish, positive
 
 # Round trips from 1 µs to 60 s, 3 significant digits.
 LATENCY_RANGE_US = (1, 60_000_000, 3)
@@ -108,24 +108,48 @@ class Run:
         self.histogram.record_value(min(max(1, elapsed_us), LATENCY_RANGE_US[1]))
 
 
-class TcpClient(asyncio.Protocol):
-    """One connection: send a message, read its whole echo, verify it, repeat."""
+class Client:
+    """What both kinds of client share: start, and end once, cleanly or with an error."""
 
     def __init__(self, run: Run, index: int, done: asyncio.Future) -> None:
         self.run, self.index, self.done = run, index, done
-        self.seq = 0
-        self.offset = 0
-        self.received = 0  # bytes of the current echo received so far
-        self.in_flight = False
+        self.seq = 0  # requests sent so far
+        self.in_flight = False  # a request is out and its echo not yet complete
         self.started_ns = 0
-        self.transport: asyncio.Transport | None = None
+        self.transport = None
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def connection_made(self, transport) -> None:
+        self.transport = transport
 
     def start(self) -> None:
         self.send_next()
+
+    def send_next(self) -> None:
+        raise NotImplementedError
+
+    def fail(self, kind: str, text: str) -> None:
+        if not self.done.done():
+            self.run.outcome.error(kind, text)
+            self.done.set_result(None)
+        self.transport.abort()
+
+    def finish(self) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+        self.transport.close()
+
+
+class TcpClient(Client, asyncio.Protocol):
+    """One connection: send a message, read its whole echo, verify it, repeat."""
+
+    def __init__(self, run: Run, index: int, done: asyncio.Future) -> None:
+        super().__init__(run, index, done)
+        self.offset = 0  # where the current message starts in the payload
+        self.received = 0  # bytes of the current echo received so far
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def send_next(self) -> None:
         if time.monotonic() >= self.run.deadline:
@@ -163,34 +187,13 @@ class TcpClient(asyncio.Protocol):
     def timed_out(self) -> None:
         self.fail("missing", f"connection {self.index}: no full echo within {self.run.timeout} s")
 
-    def fail(self, kind: str, text: str) -> None:
-        if not self.done.done():
-            self.run.outcome.error(kind, text)
-            self.done.set_result(None)
-        self.transport.abort()
 
-    def finish(self) -> None:
-        if not self.done.done():
-            self.done.set_result(None)
-        self.transport.close()
-
-
-class UdpClient(asyncio.DatagramProtocol):
+class UdpClient(Client, asyncio.DatagramProtocol):
     """One connected UDP socket: send a datagram, verify its echo, repeat."""
 
     def __init__(self, run: Run, index: int, done: asyncio.Future) -> None:
-        self.run, self.index, self.done = run, index, done
-        self.seq = 0
-        self.expected = b""
-        self.in_flight = False
-        self.started_ns = 0
-        self.transport: asyncio.DatagramTransport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def start(self) -> None:
-        self.send_next()
+        super().__init__(run, index, done)
+        self.expected = b""  # the datagram in flight
 
     def send_next(self) -> None:
         if time.monotonic() >= self.run.deadline:
@@ -217,17 +220,6 @@ class UdpClient(asyncio.DatagramProtocol):
 
     def timed_out(self) -> None:
         self.fail("missing", f"socket {self.index}: datagram lost, no echo in {self.run.timeout} s")
-
-    def fail(self, kind: str, text: str) -> None:
-        if not self.done.done():
-            self.run.outcome.error(kind, text)
-            self.done.set_result(None)
-        self.transport.abort()
-
-    def finish(self) -> None:
-        if not self.done.done():
-            self.done.set_result(None)
-        self.transport.close()
 
 
 async def _load(run: Run, config: dict, indices: list[int], ready) -> None:
@@ -424,16 +416,6 @@ def summary_line(record: dict) -> str:
     )
 
 
-def _positive(kind):
-    def parse(text: str):
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-        return value
-
-    return parse
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m workloads.echo.load",
@@ -441,15 +423,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--connections", type=_positive(int), required=True)
-    parser.add_argument("--size", type=_positive(int), required=True, help="bytes per message")
-    parser.add_argument("--duration", type=_positive(float), required=True, help="seconds")
+    parser.add_argument("--connections", type=positive(int), required=True)
+    parser.add_argument("--size", type=positive(int), required=True, help="bytes per message")
+    parser.add_argument("--duration", type=positive(float), required=True, help="seconds")
     parser.add_argument("--udp", action="store_true", help="one datagram per request")
     parser.add_argument(
-        "--processes", type=_positive(int), default=1, help="generator processes (default 1)"
+        "--processes", type=positive(int), default=1, help="generator processes (default 1)"
     )
     parser.add_argument(
-        "--timeout", type=_positive(float), default=10.0, help="seconds for an echo (default 10)"
+        "--timeout", type=positive(float), default=10.0, help="seconds for an echo (default 10)"
     )
     parser.add_argument("--seed", type=int, default=1, help="payload seed (default 1)")
     parser.add_argument("--json", metavar="FILE", help="write the result record ('-': stdout)")
@@ -476,10 +458,7 @@ def main(argv: list[str] | None = None) -> int:
         "server_pid": args.server_pid,
     }
     record = run_load(config)
-    if args.json:
-        write_json(args.json, record)
-    print(summary_line(record), file=sys.stderr if args.json == "-" else sys.stdout, flush=True)
-    return 0 if record["ok"] else 1
+    return finish(record, args.json, summary_line(record))
 
 
 if __name__ == "__main__":

@@ -11,28 +11,25 @@ import argparse
 import sys
 import time
 
-from workloads.common import add_loop_arguments, peak_rss_mib, resolve, style_module, write_json
+from workloads.common import (
+    add_loop_arguments,
+    finish,
+    number,
+    peak_rss_mib,
+    resolve,
+    style_module,
+)
 from workloads.sleep.common import Plan, Tally, idle_sockets, record
 
 IDLE_SOCKETS = 1000
 
 
-def _number(kind, low: float, high: float = float("inf"), low_open: bool = False):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not (low < value if low_open else low <= value) or value > high:
-            interval = f"{'(' if low_open else '['}{low}, {high}]"
-            raise argparse.ArgumentTypeError(f"{text} is outside {interval}")
-        return value
-
-    return parse
-
-
 def _milliseconds(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms"
+
+
+def _tick(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-4 else f"{seconds * 1e6:.3g} µs"
 
 
 def summary_line(result: dict) -> str:
@@ -41,14 +38,14 @@ def summary_line(result: dict) -> str:
         head += f"idle {result['idle_s']} s with {result['idle_sockets']} idle sockets, "
     else:
         head += f"{result['tasks']} tasks up to {result['max_delay_s']} s, "
+    per_task = "" if result["mode"] == "idle" else f" ({result['cpu_per_task_us']:.1f} µs/task)"
     line = (
-        f"{head}wall {result['wall_s']:.3f} s, CPU {result['cpu_s']:.3f} s "
-        f"({result['cpu_per_task_us']:.1f} µs/task), "
+        f"{head}wall {result['wall_s']:.3f} s, CPU {result['cpu_s']:.3f} s{per_task}, "
         f"lateness p50 {_milliseconds(result['lateness_p50_s'])} "
         f"p99 {_milliseconds(result['lateness_p99_s'])} "
         f"max {_milliseconds(result['lateness_max_s'])}, "
         f"early {result['early_wakeups']} ({result['early_beyond_tick']} beyond the "
-        f"{_milliseconds(result['clock_tick_s'])} clock tick), "
+        f"{_tick(result['clock_tick_s'])} clock tick), "
         f"peak RSS {result['peak_rss_mib']:.1f} MiB"
     )
     if result["mode"] == "idle":
@@ -69,20 +66,20 @@ def main(argv: list[str] | None = None) -> int:
         description="N sleepers with seeded random delays (or one idle wait) on one loop.",
     )
     add_loop_arguments(parser)
-    parser.add_argument("--tasks", type=_number(int, 1), help="number of sleepers")
+    parser.add_argument("--tasks", type=number(int, 1), help="number of sleepers")
     parser.add_argument(
-        "--max-delay", type=_number(float, 0.0), help="longest delay in seconds (uniform from 0)"
+        "--max-delay", type=number(float, 0.0), help="longest delay in seconds (uniform from 0)"
     )
     parser.add_argument(
         "--cancel",
-        type=_number(float, 0.0, 1.0),
+        type=number(float, 0.0, 1.0),
         default=0.0,
         metavar="F",
         help="fraction of sleepers cancelled before they fire (default 0)",
     )
     parser.add_argument(
         "--idle",
-        type=_number(float, 0.0, low_open=True),
+        type=number(float, 0.0, low_open=True),
         metavar="S",
         help=f"instead: one sleep of S seconds with {IDLE_SOCKETS} idle sockets watched",
     )
@@ -127,10 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         and result["early_beyond_tick"] == 0
         and result["unexpected_reads"] == 0
     )
-    if args.json:
-        write_json(args.json, result)
-    print(summary_line(result), file=sys.stderr if args.json == "-" else sys.stdout, flush=True)
-    return 0 if result["ok"] else 1
+    return finish(result, args.json, summary_line(result))
 
 
 if __name__ == "__main__":

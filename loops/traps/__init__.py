@@ -1,0 +1,32 @@
+"""traps: an async/await kernel where every blocking operation is a trap (curio's design)."""
+
+from loops.contract import Variant
+from loops.traps import api
+
+VARIANT = Variant(
+    name="traps",
+    summary="async/await kernel: coroutines yield trap requests to a kernel that dispatches them",
+    lineage=(
+        "curio's kernel and traps (David Beazley), the 'tale of event loops' toy kernel "
+        "grown up: one @types.coroutine yield point, a trap table, tasks resumed by "
+        "send/throw over a ready deque, a lazy timer heap and kept epoll registrations"
+    ),
+    capabilities=frozenset(
+        {
+            "core",
+            "timer-fifo",
+            "timer-compaction",
+            "fairness",
+            "exceptions",
+            "interrupts",
+            "tasks-scale",
+            "timeouts",
+            "queue",
+            "io",
+            "udp",
+            "threads",
+            "hygiene",
+        }
+    ),
+    coroutines=api,
+)

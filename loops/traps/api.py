@@ -1,0 +1,217 @@
+"""The coroutines style of the traps loop: the namespace ``VARIANT.coroutines`` points at.
+
+Everything here is ordinary async code built on the traps: the kernel knows nothing about
+sockets, timeouts or threads beyond "wake this task when the fd is ready / the timer fires /
+the future is done". Socket calls are optimistic: they try the non-blocking call first and
+trap (wait for readiness) only when it raises BlockingIOError, so a busy connection rarely
+waits at all.
+
+Optimism alone is unfair: a peer that answers faster than the loop turns around keeps every
+call succeeding, and a task that never waits never lets the others run (an echo server then
+serves one connection of a hundred). So calls are counted, as tokio counts its cooperative
+budget: after FAST_CALLS_PER_TURN calls in a row that completed without anyone waiting, the
+next call first yields its turn (sleep(0)). The yield comes before the call, so a task
+cancelled there loses no data. One counter per process, reset whenever a call waits: cheap,
+and exact enough, since only a task that never waits can run the count up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+from loops.contract import check_nonblocking
+from loops.traps.kernel import Kernel, running_kernel
+from loops.traps.queues import Queue
+from loops.traps.task import CancelledError, Expired
+from loops.traps.traps import (
+    call_in_thread,
+    cancel,
+    clear_timer,
+    join,
+    set_timer,
+    sleep,
+    spawn,
+    wait_readable,
+    wait_writable,
+)
+
+FAST_CALLS_PER_TURN = 16  # socket calls that may complete in a row before a forced yield
+_fast_calls = 0  # socket calls completed without waiting since a call last waited
+
+__all__ = [
+    "CancelledError",
+    "Queue",
+    "accept",
+    "cancel",
+    "connect",
+    "join",
+    "now",
+    "recv",
+    "recvfrom",
+    "run",
+    "run_in_thread",
+    "sendall",
+    "sendto",
+    "sleep",
+    "spawn",
+    "timeout_after",
+]
+
+
+def run(coro: Any) -> Any:
+    """Run coro on a new kernel until it ends; return its result or raise its exception."""
+    kernel = Kernel()
+    try:
+        return kernel.run(coro)
+    finally:
+        kernel.close()
+
+
+def now() -> float:
+    """The running kernel's clock (time.monotonic), in seconds."""
+    running_kernel()
+    return time.monotonic()
+
+
+async def timeout_after(seconds: float, coro: Any) -> Any:
+    """Run coro; if it takes longer than seconds, cancel it and raise TimeoutError.
+
+    The inner work is cancelled in place (a CancelledError subclass thrown at its suspension
+    point, so its cleanup runs) and the TimeoutError is raised here, where the timer was set.
+    """
+    timer = await set_timer(seconds)
+    try:
+        return await coro
+    except Expired as expired:
+        if expired.timer is not timer:
+            raise  # an outer timeout_after's timer: its business
+        raise TimeoutError(f"timed out after {seconds} s") from expired
+    finally:
+        await clear_timer(timer)
+
+
+async def recv(sock: socket.socket, n: int) -> bytes:
+    """Receive up to n bytes; b'' at EOF."""
+    global _fast_calls
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+        check_nonblocking(sock)
+    if _fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn()
+    while True:
+        try:
+            data = sock.recv(n)
+        except BlockingIOError:
+            _fast_calls = 0
+            await wait_readable(sock)
+        else:
+            _fast_calls += 1
+            return data
+
+
+async def sendall(sock: socket.socket, data: bytes) -> None:
+    """Send all of data, waiting for the socket to drain as needed."""
+    global _fast_calls
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+        check_nonblocking(sock)
+    if _fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn()
+    try:
+        sent = sock.send(data)
+    except BlockingIOError:
+        sent = 0
+    if sent == len(data):  # the usual case: the socket buffer took it all
+        _fast_calls += 1
+        return
+    _fast_calls = 0
+    with memoryview(data) as view, view.cast("B") as remaining:
+        while sent < len(remaining):
+            await wait_writable(sock)
+            with contextlib.suppress(BlockingIOError):  # a spurious wake-up: wait again
+                sent += sock.send(remaining[sent:])
+
+
+async def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
+    """Accept a connection: (a non-blocking socket, the peer's address)."""
+    global _fast_calls
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+        check_nonblocking(sock)
+    if _fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn()
+    while True:
+        try:
+            conn, address = sock.accept()
+        except BlockingIOError:
+            _fast_calls = 0
+            await wait_readable(sock)
+        else:
+            _fast_calls += 1
+            conn.setblocking(False)
+            return conn, address
+
+
+async def connect(sock: socket.socket, address: Any) -> None:
+    """Connect sock to address (resolved addresses: a host name is looked up blocking)."""
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+        check_nonblocking(sock)
+    try:
+        sock.connect(address)
+        return
+    except BlockingIOError:  # EINPROGRESS: the handshake goes on without us
+        pass
+    await wait_writable(sock)
+    error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    if error:
+        raise OSError(error, f"connect to {address!r} failed: {os.strerror(error)}")
+
+
+async def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
+    """Receive a datagram of up to n bytes: (data, sender's address)."""
+    global _fast_calls
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+        check_nonblocking(sock)
+    if _fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn()
+    while True:
+        try:
+            received = sock.recvfrom(n)
+        except BlockingIOError:
+            _fast_calls = 0
+            await wait_readable(sock)
+        else:
+            _fast_calls += 1
+            return received
+
+
+async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
+    """Send a datagram to address; returns the number of bytes sent."""
+    global _fast_calls
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+        check_nonblocking(sock)
+    if _fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn()
+    while True:
+        try:
+            sent = sock.sendto(data, address)
+        except BlockingIOError:
+            _fast_calls = 0
+            await wait_writable(sock)
+        else:
+            _fast_calls += 1
+            return sent
+
+
+async def _yield_turn() -> None:
+    """Let the other ready tasks (and the I/O poll) run before this busy task goes on."""
+    global _fast_calls
+    _fast_calls = 0
+    await sleep(0)
+
+
+async def run_in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run fn(*args) in a worker thread; its result, or its exception re-raised."""
+    return await call_in_thread(fn, args)

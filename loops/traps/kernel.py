@@ -1,0 +1,553 @@
+"""The kernel: runs tasks until they trap, then does what the trap asks.
+
+The idea (curio's design, "a tale of event loops" grown up): coroutines never see the loop.
+Every operation that may block is a *trap*, a request tuple ``(name, *args)`` yielded by the
+one ``@types.coroutine`` in :mod:`loops.traps.traps`. The kernel sends a task its next value,
+gets a request back, finds the handler for ``request[0]`` in its trap table and calls it. A
+handler either answers at once (``spawn``: the task goes on running, no switch) or returns
+``SUSPEND`` after recording what the task waits for (``sleep``, ``read``, ``join``...); the
+event that satisfies the wait puts the task back on the ready queue. Cancellation is
+``coro.throw(CancelledError())`` at the suspension point, after the kernel undoes the wait.
+
+What it builds on: a deque of ready tasks, a heap of timers with lazy cancellation and
+compaction (asyncio's rule), and ``selectors.DefaultSelector`` (epoll here) with one
+registration per fd kept across waits, so a connection that reads, writes and reads again
+costs no selector calls at all. Socket calls are optimistic: they try the call and trap only on
+BlockingIOError (see :mod:`loops.traps.api`).
+
+Limits: one task may wait to read (and one to write) on a given socket at a time, as in curio;
+a task may await only this kernel's traps (an asyncio future is rejected with a TypeError);
+the kernel runs in one thread, and only run_in_thread crosses threads.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import contextlib
+import heapq
+import itertools
+import logging
+import math
+import selectors
+import socket
+import threading
+import time
+from types import CoroutineType
+from typing import Any
+
+from loops.traps import task as states
+from loops.traps.task import CancelledError, Expired, Task
+from loops.traps.traps import cancel
+
+EVENT_READ = selectors.EVENT_READ
+EVENT_WRITE = selectors.EVENT_WRITE
+
+SUSPEND = object()  # a trap handler's answer meaning: the task waits, resume it later
+COMPACT_MIN = 100  # asyncio's rule: rebuild the heap when over this many timers...
+COMPACT_FRACTION = 0.5  # ...and more than this fraction of them are cancelled
+
+# A registered fd's slot (the selector key's data, a list so waits never touch the selector):
+MASK, READER, WRITER, SOCK, FD = range(5)
+assert (READER, WRITER) == (EVENT_READ, EVENT_WRITE)  # so slot[event] is the event's waiter
+# [events registered, task waiting to read or None, task waiting to write or None, socket, fd]
+
+# A timer entry (a list, so cancelling it is a store, not a heap search):
+WHEN, SEQ, TASK, IS_TIMEOUT = range(4)
+# [deadline, tie-breaker, task or None once cancelled or fired, True for a timeout_after]
+
+log = logging.getLogger(__name__)
+_running = threading.local()  # .kernel: the kernel running in this thread, if any
+
+
+def running_kernel() -> Kernel:
+    """The kernel running in this thread, or RuntimeError outside of run()."""
+    kernel = getattr(_running, "kernel", None)
+    if kernel is None:
+        raise RuntimeError("no traps kernel is running in this thread (call this inside run())")
+    return kernel
+
+
+class Kernel:
+    """Runs coroutines as tasks; every blocking operation reaches it as a trap."""
+
+    def __init__(self) -> None:
+        self._ready: collections.deque[Task] = collections.deque()  # runnable tasks, FIFO
+        self._timers: list[list] = []  # heap of timer entries (see WHEN...IS_TIMEOUT above)
+        self._cancelled_timers = 0  # entries in the heap whose task slot is None
+        self._timer_seq = itertools.count()  # tie-breaker: equal deadlines fire FIFO
+        self._selector = selectors.DefaultSelector()  # epoll on Linux
+        self._io: dict[int, list] = {}  # fd -> its slot (see MASK...FD above)
+        self._tasks: set[Task] = set()  # every task not yet DONE
+        self._unseen_failures: dict[Task, None] = {}  # failed tasks nobody joined (yet)
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # for run_in_thread
+        self._wake_pair: tuple[socket.socket, socket.socket] | None = None  # threads wake us
+        self._wake_slot: list | None = None  # the slot of the wake-up socket's read end
+        self._thread_results: collections.deque = collections.deque()  # (task, future) done
+        self._closed = False
+        # The trap table: request name -> handler(task, request) -> answer or SUSPEND.
+        self._traps = {
+            "sleep": self._trap_sleep,
+            "spawn": self._trap_spawn,
+            "join": self._trap_join,
+            "cancel": self._trap_cancel,
+            "read": self._trap_io,
+            "write": self._trap_io,
+            "thread": self._trap_thread,
+            "park": self._trap_park,
+            "wake": self._trap_wake,
+            "set_timer": self._trap_set_timer,
+            "clear_timer": self._trap_clear_timer,
+        }
+        # How to undo each kind of wait when a task is cancelled or times out.
+        self._unwait = {
+            states.SLEEPING: self._unwait_timer,
+            states.READING: self._unwait_reader,
+            states.WRITING: self._unwait_writer,
+            states.JOINING: self._unwait_joiner,
+            states.CANCELLING: self._unwait_joiner,
+            states.PARKED: self._unwait_parked,
+            states.THREAD: self._unwait_thread,
+        }
+
+    # ------------------------------------------------------------------ public surface
+
+    def run(self, coro: Any) -> Any:
+        """Run coro as the main task until it ends; return its result or raise its error."""
+        if self._closed:
+            raise RuntimeError("the traps kernel is closed")
+        _check_not_running()
+        main = self._spawn(coro)
+        main.joined = True  # its outcome is run()'s to report
+        self._run_until(main)
+        if main.exception is not None:
+            raise main.exception
+        return main.result
+
+    def close(self) -> None:
+        """Cancel the tasks still alive, let them unwind, then release every resource.
+
+        Idempotent. Like asyncio.run(), leftover tasks get a CancelledError and run their
+        cleanup; failures nobody joined are logged here, once.
+        """
+        if self._closed:
+            return
+        if getattr(_running, "kernel", None) is self:
+            raise RuntimeError("cannot close the traps kernel from inside a task")
+        try:
+            while self._tasks:
+                leftovers = list(self._tasks)
+                for task in leftovers:  # before any of them runs again
+                    if type(task.throw) is not CancelledError:
+                        self._interrupt(task, CancelledError())
+                self._run_until(self._spawn(_cancel_all(leftovers)))
+        finally:
+            self._closed = True
+            for task in self._unseen_failures:
+                log.error("%r failed and nobody joined it", task, exc_info=task.exception)
+            self._unseen_failures.clear()
+            self._selector.close()
+            self._io.clear()
+            if self._wake_pair is not None:
+                for sock in self._wake_pair:
+                    sock.close()
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+
+    def wake_all(self, waiters: collections.deque) -> None:
+        """Make every task parked in `waiters` ready (for synchronous callers: task_done)."""
+        while waiters:
+            self._make_ready(waiters.popleft())
+
+    # ------------------------------------------------------------------ the run loop
+
+    def _run_until(self, main: Task) -> None:
+        _check_not_running()
+        _running.kernel = self
+        try:
+            self._loop(main)
+        finally:
+            _running.kernel = None
+
+    def _loop(self, main: Task) -> None:
+        # Everything the loop touches per switch is bound to a local name once.
+        ready = self._ready
+        ready_pop = ready.popleft
+        ready_push = ready.append
+        timers = self._timers
+        heappop = heapq.heappop
+        select = self._selector.select
+        clock = time.monotonic
+        traps = self._traps
+        done = states.DONE
+        ready_state = states.READY
+        suspend = SUSPEND
+
+        while main.state is not done:
+            # ---- stage 1: wait for I/O, blocking only while nothing is ready
+            if ready:
+                timeout = 0
+            elif timers:
+                timeout = max(timers[0][WHEN] - clock(), 0)
+            else:
+                timeout = None
+            for key, events in select(timeout):
+                slot = key.data
+                if events & EVENT_READ:
+                    task = slot[READER]
+                    if task is not None:
+                        slot[READER] = None
+                        task.state = ready_state
+                        ready_push(task)
+                    elif slot is self._wake_slot:
+                        self._collect_thread_results()
+                    else:  # nobody reads this fd any more: stop watching it
+                        self._unwatch(slot, EVENT_READ)
+                if events & EVENT_WRITE:
+                    task = slot[WRITER]
+                    if task is not None:
+                        slot[WRITER] = None
+                        task.state = ready_state
+                        ready_push(task)
+                    else:
+                        self._unwatch(slot, EVENT_WRITE)
+
+            # ---- stage 2: expire timers
+            if timers:
+                now = clock()
+                while timers and timers[0][WHEN] <= now:
+                    entry = heappop(timers)
+                    task = entry[TASK]
+                    if task is None:  # cancelled earlier: dropped lazily, here
+                        self._cancelled_timers -= 1
+                    elif entry[IS_TIMEOUT]:
+                        entry[TASK] = None
+                        self._expire(task, entry)
+                    else:  # a sleep ended
+                        entry[TASK] = None
+                        task.state = ready_state
+                        ready_push(task)
+                if (
+                    self._cancelled_timers > COMPACT_MIN
+                    and self._cancelled_timers > COMPACT_FRACTION * len(timers)
+                ):
+                    self._compact_timers()
+
+            # ---- stage 3: run the tasks that were ready when this stage began
+            for _ in range(len(ready)):
+                task = ready_pop()
+                coro = task.coro
+                value = task.value
+                if value is not None:
+                    task.value = None
+                throw = task.throw
+                if throw is not None:
+                    task.throw = None
+                # Non-blocking traps are answered at once, so a task runs until it suspends.
+                while True:
+                    try:
+                        if throw is None:
+                            request = coro.send(value)
+                        else:
+                            request = coro.throw(throw)
+                            throw = None
+                    except StopIteration as stop:
+                        self._finish(task, stop.value, None)
+                        break
+                    except BaseException as error:
+                        self._finish(task, None, error)
+                        if not isinstance(error, Exception | CancelledError):
+                            raise  # KeyboardInterrupt, SystemExit: out of run()
+                        break
+                    try:
+                        handler = traps[request[0]]
+                    except Exception:
+                        value, throw = None, _unknown_request(task, request)
+                        continue
+                    try:
+                        value = handler(task, request)
+                    except Exception as error:  # a bad request: raise it where it was made
+                        value, throw = None, error
+                        continue
+                    if value is suspend:
+                        break
+
+    # ------------------------------------------------------------------ traps
+
+    def _trap_sleep(self, task: Task, request: tuple) -> Any:
+        seconds = request[1]
+        if seconds <= 0:  # just yield: back of the queue, still READY
+            self._ready.append(task)
+            return SUSPEND
+        if math.isnan(seconds):
+            raise ValueError("sleep(nan): a delay must be a number of seconds")
+        entry = [time.monotonic() + seconds, next(self._timer_seq), task, False]
+        heapq.heappush(self._timers, entry)
+        task.state = states.SLEEPING
+        task.waiting_on = entry
+        return SUSPEND
+
+    def _trap_spawn(self, task: Task, request: tuple) -> Task:
+        return self._spawn(request[1])
+
+    def _trap_join(self, task: Task, request: tuple) -> Any:
+        target = _check_task(request[1], "join")
+        if target is task:
+            raise RuntimeError(f"{task!r} cannot join itself: it would wait forever")
+        if target.state is states.DONE:  # finished already: answer at once
+            target.joined = True
+            self._unseen_failures.pop(target, None)
+            if target.exception is not None:
+                raise target.exception
+            return target.result
+        self._wait_for_end(task, target, states.JOINING)
+        return SUSPEND
+
+    def _trap_cancel(self, task: Task, request: tuple) -> Any:
+        target = _check_task(request[1], "cancel")
+        if target.state is states.DONE:
+            return None
+        if target is task:  # cancelling oneself: the cancellation arrives right here
+            raise CancelledError()
+        if type(target.throw) is not CancelledError:  # unless a cancel is on its way already
+            self._interrupt(target, CancelledError())
+        self._wait_for_end(task, target, states.CANCELLING)
+        return SUSPEND
+
+    def _trap_io(self, task: Task, request: tuple) -> Any:
+        # "read" or "write": the event's value is also the slot index of its waiting task.
+        name, sock = request
+        if name == "read":
+            event, state = EVENT_READ, states.READING
+        else:
+            event, state = EVENT_WRITE, states.WRITING
+        fd = sock.fileno()
+        slot = self._io.get(fd)
+        if slot is None or slot[SOCK] is not sock:  # first wait on it, or the fd was reused
+            slot = self._watch(fd, sock, event)
+        elif slot[event] is not None:
+            raise RuntimeError(f"{slot[event]!r} is already waiting to {name} {sock!r}")
+        elif not slot[MASK] & event:  # watched for the other direction only: add this one
+            slot[MASK] |= event
+            self._selector.modify(fd, slot[MASK], slot)
+        slot[event] = task
+        task.state = state
+        task.waiting_on = slot
+        return SUSPEND
+
+    def _trap_thread(self, task: Task, request: tuple) -> Any:
+        _, fn, args = request
+        if self._pool is None:
+            self._start_threads()
+        future = self._pool.submit(fn, *args)
+        task.state = states.THREAD
+        task.waiting_on = future
+        future.add_done_callback(lambda f, task=task: self._thread_finished(task, f))
+        return SUSPEND
+
+    def _trap_park(self, task: Task, request: tuple) -> Any:
+        waiters = request[1]
+        waiters.append(task)
+        task.state = states.PARKED
+        task.waiting_on = waiters
+        return SUSPEND
+
+    def _trap_wake(self, task: Task, request: tuple) -> None:
+        _, waiters, n = request
+        for _ in range(min(n, len(waiters))):
+            self._make_ready(waiters.popleft())
+
+    def _trap_set_timer(self, task: Task, request: tuple) -> list:
+        seconds = request[1]
+        if math.isnan(seconds):
+            raise ValueError("timeout_after(nan): a timeout must be a number of seconds")
+        entry = [time.monotonic() + seconds, next(self._timer_seq), task, True]
+        heapq.heappush(self._timers, entry)
+        return entry
+
+    def _trap_clear_timer(self, task: Task, request: tuple) -> None:
+        self._cancel_timer(request[1])
+
+    # ------------------------------------------------------------------ tasks
+
+    def _spawn(self, coro: Any) -> Task:
+        if type(coro) is not CoroutineType and not (
+            hasattr(coro, "send") and hasattr(coro, "throw")
+        ):
+            raise TypeError(f"spawn() needs a coroutine (call the async function): got {coro!r}")
+        task = Task(coro)
+        self._tasks.add(task)
+        self._ready.append(task)
+        return task
+
+    def _make_ready(self, task: Task) -> None:
+        task.state = states.READY
+        self._ready.append(task)
+
+    def _finish(self, task: Task, result: Any, exception: BaseException | None) -> None:
+        task.state = states.DONE
+        task.result = result
+        task.exception = exception
+        task.waiting_on = None
+        self._tasks.discard(task)
+        joiners = task.joiners
+        if joiners:
+            task.joiners = None
+            task.joined = True
+            for joiner in joiners:
+                if joiner.state is states.JOINING:  # CANCELLING waiters just resume
+                    if exception is None:
+                        joiner.value = result
+                    else:
+                        joiner.throw = exception
+                self._make_ready(joiner)
+        elif (
+            exception is not None and not task.joined and not isinstance(exception, CancelledError)
+        ):
+            self._unseen_failures[task] = None
+
+    def _wait_for_end(self, task: Task, target: Task, state: str) -> None:
+        if target.joiners is None:
+            target.joiners = []
+        target.joiners.append(task)
+        task.state = state
+        task.waiting_on = target
+
+    def _interrupt(self, task: Task, error: BaseException) -> None:
+        """Deliver error at task's suspension point, undoing whatever it waits for."""
+        if task.state is not states.READY:
+            self._unwait[task.state](task)
+            self._make_ready(task)
+        task.value = None  # a ready task loses what it would have received
+        task.throw = error
+
+    def _expire(self, task: Task, timer: list) -> None:
+        if task.state is states.DONE:
+            return  # ended without clearing its timer (only a bare set_timer can do that)
+        if task.state is states.READY and task.throw is not None:
+            return  # a cancellation (or an outer timeout) is already on its way: it wins
+        self._interrupt(task, Expired(timer))
+
+    # ------------------------------------------------------------------ undoing waits
+
+    def _unwait_timer(self, task: Task) -> None:
+        self._cancel_timer(task.waiting_on)
+
+    def _unwait_reader(self, task: Task) -> None:
+        slot = task.waiting_on
+        slot[READER] = None
+        self._unwatch(slot, EVENT_READ)
+
+    def _unwait_writer(self, task: Task) -> None:
+        slot = task.waiting_on
+        slot[WRITER] = None
+        self._unwatch(slot, EVENT_WRITE)
+
+    def _unwait_joiner(self, task: Task) -> None:
+        task.waiting_on.joiners.remove(task)
+
+    def _unwait_parked(self, task: Task) -> None:
+        task.waiting_on.remove(task)
+
+    def _unwait_thread(self, task: Task) -> None:
+        task.waiting_on.cancel()  # stops it if it has not started; a late result is ignored
+
+    # ------------------------------------------------------------------ timers
+
+    def _cancel_timer(self, entry: list) -> None:
+        if entry[TASK] is not None:  # not fired, not cancelled: drop it lazily
+            entry[TASK] = None
+            self._cancelled_timers += 1
+
+    def _compact_timers(self) -> None:
+        self._timers[:] = [entry for entry in self._timers if entry[TASK] is not None]
+        heapq.heapify(self._timers)
+        self._cancelled_timers = 0
+
+    # ------------------------------------------------------------------ I/O readiness
+
+    def _watch(self, fd: int, sock: Any, event: int) -> list:
+        if fd < 0:
+            raise ValueError(f"cannot wait on a closed socket: {sock!r}")
+        if fd in self._io:  # a closed socket's fd, now reused: forget the old registration
+            self._selector.unregister(fd)
+        slot = [event, None, None, sock, fd]
+        self._selector.register(fd, event, slot)
+        self._io[fd] = slot
+        return slot
+
+    def _unwatch(self, slot: list, event: int) -> None:
+        """Stop watching slot's fd for event (nobody waits for it), unregistering if idle."""
+        fd = slot[FD]
+        slot[MASK] &= ~event
+        if slot[MASK]:
+            try:
+                self._selector.modify(fd, slot[MASK], slot)
+                return
+            except OSError:  # the socket was closed under us: the selector dropped it
+                pass
+        else:
+            self._selector.unregister(fd)
+        del self._io[fd]
+
+    # ------------------------------------------------------------------ threads
+
+    def _start_threads(self) -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="traps")
+        reader, writer = socket.socketpair()
+        reader.setblocking(False)
+        writer.setblocking(False)
+        self._wake_pair = (reader, writer)
+        self._wake_slot = [EVENT_READ, None, None, reader, reader.fileno()]
+        self._selector.register(reader.fileno(), EVENT_READ, self._wake_slot)
+
+    def _thread_finished(self, task: Task, future: concurrent.futures.Future) -> None:
+        # Runs in the worker thread: only a deque append (atomic) and a wake-up byte.
+        self._thread_results.append((task, future))
+        # A full buffer means a wake-up is pending anyway; a closed socket, that we closed.
+        with contextlib.suppress(OSError):
+            self._wake_pair[1].send(b"\0")
+
+    def _collect_thread_results(self) -> None:
+        reader = self._wake_pair[0]
+        try:
+            while reader.recv(4096):
+                pass
+        except BlockingIOError:
+            pass
+        results = self._thread_results
+        while results:
+            task, future = results.popleft()
+            if task.state is not states.THREAD or task.waiting_on is not future:
+                continue  # the task was cancelled meanwhile: drop the late result
+            error = future.exception()
+            if error is None:
+                task.value = future.result()
+            else:
+                task.throw = error
+            self._make_ready(task)
+
+
+async def _cancel_all(tasks: list[Task]) -> None:
+    """The shutdown task: wait for each leftover task (already cancelled) to unwind."""
+    for task in tasks:
+        await cancel(task)
+
+
+def _check_not_running() -> None:
+    if getattr(_running, "kernel", None) is not None:
+        raise RuntimeError("run() cannot be called from a running loop (await instead)")
+
+
+def _check_task(obj: Any, verb: str) -> Task:
+    if not isinstance(obj, Task):
+        raise TypeError(f"{verb}() needs a task returned by spawn(), got {obj!r}")
+    return obj
+
+
+def _unknown_request(task: Task, request: Any) -> TypeError:
+    return TypeError(
+        f"{task!r} awaited {request!r}, which the traps kernel does not understand: a task "
+        "may await only loops.traps operations (sleep, spawn, recv, ...), not another "
+        "loop's awaitables such as an asyncio future"
+    )

@@ -1,0 +1,78 @@
+"""Traps: the only way a coroutine talks to the kernel.
+
+A trap is a request tuple ``(name, *args)`` yielded up through every ``await`` to the kernel,
+which looks ``name`` up in its trap table, performs the request and either sends a result
+straight back (a non-blocking trap such as ``spawn``) or parks the task until the request is
+satisfied (``sleep``, ``join``, waiting for I/O). Errors come back the same way: the kernel
+throws them in at the ``yield`` below, so they surface at the ``await`` that asked.
+
+``_trap`` is the single ``yield`` in the whole loop: the one place where async code and the
+kernel meet (curio's ``_kernel_trap``). Each trap below is a two-line ``async def`` naming
+its request, so a traceback says what the task was waiting for.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+
+@types.coroutine
+def _trap(*request: Any) -> Any:
+    return (yield request)
+
+
+async def sleep(seconds: float) -> None:
+    """Suspend the calling task for at least `seconds`; sleep(0) just lets others run."""
+    return await _trap("sleep", seconds)
+
+
+async def spawn(coro: Coroutine) -> Any:
+    """Start `coro` as a new task (runs after the tasks already ready); return the task."""
+    return await _trap("spawn", coro)
+
+
+async def join(task: Any) -> Any:
+    """Wait for `task` to end; return its result or re-raise its exception."""
+    return await _trap("join", task)
+
+
+async def cancel(task: Any) -> None:
+    """Cancel `task` (CancelledError at its suspension point) and wait for it to end."""
+    return await _trap("cancel", task)
+
+
+async def wait_readable(sock: Any) -> None:
+    """Wait until `sock` is readable (or has an error or EOF to report)."""
+    return await _trap("read", sock)
+
+
+async def wait_writable(sock: Any) -> None:
+    """Wait until `sock` is writable (or has an error to report)."""
+    return await _trap("write", sock)
+
+
+async def call_in_thread(fn: Callable[..., Any], args: tuple) -> Any:
+    """Run fn(*args) in a worker thread; return its result or re-raise its exception."""
+    return await _trap("thread", fn, args)
+
+
+async def park(waiters: Any) -> None:
+    """Suspend the calling task at the end of the deque `waiters` until woken."""
+    return await _trap("park", waiters)
+
+
+async def wake(waiters: Any, n: int) -> None:
+    """Make up to n tasks parked in `waiters` ready, oldest first."""
+    return await _trap("wake", waiters, n)
+
+
+async def set_timer(seconds: float) -> list:
+    """Arm a timeout on the calling task; returns the timer to pass to clear_timer."""
+    return await _trap("set_timer", seconds)
+
+
+async def clear_timer(timer: list) -> None:
+    """Disarm a timeout set by set_timer (harmless once it has fired)."""
+    return await _trap("clear_timer", timer)

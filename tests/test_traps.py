@@ -1,0 +1,411 @@
+"""The traps kernel's own promises, beyond the shared conformance suite.
+
+Each test pins one thing the issue asks of this loop: join after the end returns at once,
+cancelling a task that is already scheduled, cancelling an I/O wait unregisters the fd,
+registrations kept across waits, optimistic I/O, lazy timer cancellation with compaction,
+unknown requests rejected by name, and a clean shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+
+import pytest
+
+import loops
+from loops.traps import api
+from loops.traps import api as co
+from loops.traps.kernel import COMPACT_MIN, Kernel, running_kernel
+
+pytestmark = pytest.mark.timeout(20)
+
+
+def _pair() -> tuple[socket.socket, socket.socket]:
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    return a, b
+
+
+class CountingSelectorCalls:
+    """Counts register/modify/unregister calls on the running kernel's selector."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        selector = running_kernel()._selector
+        for name in ("register", "modify", "unregister"):
+            original = getattr(selector, name)
+
+            def counted(*args, _name=name, _original=original):
+                self.calls.append(_name)
+                return _original(*args)
+
+            setattr(selector, name, counted)
+
+
+def test_the_variant_speaks_coroutines_only():
+    variant = loops.get("traps")
+    assert variant.styles == ("coroutines",)
+    assert variant.coroutines is co
+
+
+def test_join_after_the_child_finished_returns_without_a_switch():
+    async def main():
+        ran = []
+
+        async def child():
+            return "result"
+
+        async def bystander():
+            ran.append("bystander")
+
+        task = await co.spawn(child())
+        await co.sleep(0)  # the child runs and finishes
+        await co.spawn(bystander())  # ready now: a switch would run it
+        result = await co.join(task)
+        return result, ran
+
+    assert co.run(main()) == ("result", [])
+
+
+def test_join_reraises_the_childs_exception_even_after_it_finished():
+    async def main():
+        async def child():
+            raise KeyError("boom")
+
+        task = await co.spawn(child())
+        await co.sleep(0)
+        with pytest.raises(KeyError, match="boom"):
+            await co.join(task)
+        return "survived"
+
+    assert co.run(main()) == "survived"
+
+
+def test_cancelling_a_task_before_it_ever_ran_skips_its_body():
+    async def main():
+        ran = []
+
+        async def child():
+            ran.append("body")
+
+        task = await co.spawn(child())
+        await co.cancel(task)
+        return ran, task.cancelled
+
+    assert co.run(main()) == ([], True)
+
+
+def test_cancelling_a_task_already_scheduled_to_run_delivers_at_its_suspension_point():
+    async def main():
+        events = []
+        client, server = _pair()
+
+        async def reader():
+            try:
+                await co.recv(server, 100)  # traps: nothing to read yet
+                events.append("recv returned")
+            except co.CancelledError:
+                events.append("cancelled at recv")
+                raise
+
+        task = await co.spawn(reader())
+        await co.sleep(0)  # the reader parks on the fd
+        client.send(b"data")
+        # Let the kernel see the fd ready and schedule the reader, then cancel it while it
+        # sits on the ready queue behind us.
+        while task.state != "ready":
+            await co.sleep(0)
+        await co.cancel(task)
+        with client, server:
+            return events, task.cancelled, server.recv(100)
+
+    assert co.run(main()) == (["cancelled at recv"], True, b"data")
+
+
+def test_cancelling_a_reader_unregisters_its_fd_and_a_later_reader_gets_the_data():
+    async def main():
+        client, server = _pair()
+        kernel = running_kernel()
+
+        async def read():
+            return await co.recv(server, 100)
+
+        first = await co.spawn(read())
+        await co.sleep(0)
+        registered_while_waiting = server.fileno() in kernel._io
+        await co.cancel(first)
+        registered_after_cancel = server.fileno() in kernel._io
+        second = await co.spawn(read())
+        await co.sleep(0)
+        client.send(b"for the second reader")
+        with client, server:
+            data = await co.join(second)
+        return registered_while_waiting, registered_after_cancel, data
+
+    assert co.run(main()) == (True, False, b"for the second reader")
+
+
+def test_registrations_are_kept_across_waits_on_the_same_fd():
+    rounds = 200
+
+    async def main():
+        client, server = _pair()
+        counter = CountingSelectorCalls()
+
+        async def echo():
+            while data := await co.recv(server, 65536):
+                await co.sendall(server, data)
+
+        with client, server:
+            task = await co.spawn(echo())
+            for i in range(rounds):
+                message = b"%d" % i
+                await co.sendall(client, message)
+                assert await co.recv(client, 65536) == message
+            client.shutdown(socket.SHUT_WR)
+            await co.join(task)
+        return counter.calls
+
+    calls = co.run(main())
+    # One registration per socket for 200 round trips, no modify/unregister churn.
+    assert calls.count("register") == 2
+    assert len(calls) <= 4
+
+
+def test_io_is_optimistic_no_trap_when_the_call_can_complete(monkeypatch):
+    monkeypatch.setattr(api, "_fast_calls", 0)  # a fresh turn: no yield owed
+
+    async def main():
+        client, server = _pair()
+        ran = []
+
+        async def bystander():
+            ran.append("bystander")
+
+        with client, server:
+            client.send(b"ready already")
+            await co.spawn(bystander())  # a switch would run it
+            data = await co.recv(server, 100)
+            await co.sendall(server, b"fits in the buffer")
+            return data, ran
+
+    assert co.run(main()) == (b"ready already", [])
+
+
+def test_a_connection_that_always_has_data_cannot_starve_the_others():
+    async def main():
+        client, server = _pair()
+        reads_before_the_other_ran = []
+
+        async def other():
+            reads_before_the_other_ran.append(reads)
+
+        client.send(b"x" * 4096)  # every recv(server, 1) below succeeds at once
+        await co.spawn(other())
+        reads = 0
+        with client, server:
+            while not reads_before_the_other_ran:
+                await co.recv(server, 1)
+                reads += 1
+        return reads_before_the_other_ran[0]
+
+    assert co.run(main()) <= api.FAST_CALLS_PER_TURN
+
+
+def test_two_readers_on_one_socket_is_a_clear_error():
+    async def main():
+        client, server = _pair()
+        with client, server:
+            first = await co.spawn(co.recv(server, 10))
+            await co.sleep(0)
+            with pytest.raises(RuntimeError, match="already waiting to read"):
+                await co.recv(server, 10)
+            await co.cancel(first)
+        return "ok"
+
+    assert co.run(main()) == "ok"
+
+
+def test_awaiting_an_asyncio_future_is_a_type_error_naming_it():
+    async def main():
+        future = asyncio.Future(loop=asyncio.new_event_loop())
+        try:
+            await future
+        except TypeError as error:
+            return str(error)
+        finally:
+            future.get_loop().close()
+
+    message = co.run(main())
+    assert "Future" in message and "awaited" in message
+
+
+def test_a_blocking_socket_is_a_value_error():
+    async def main():
+        a, b = socket.socketpair()
+        with a, b, pytest.raises(ValueError, match="non-blocking"):
+            await co.recv(a, 1)
+        return "ok"
+
+    assert co.run(main()) == "ok"
+
+
+def test_timeout_after_raises_timeout_error_and_cancels_the_inner_work():
+    async def main():
+        events = []
+
+        async def slow():
+            try:
+                await co.sleep(10)
+            finally:
+                events.append("inner cleanup ran")
+
+        with pytest.raises(TimeoutError):
+            await co.timeout_after(0.01, slow())
+        return events
+
+    assert co.run(main()) == ["inner cleanup ran"]
+
+
+def test_nested_timeouts_report_to_the_one_that_fired():
+    async def main():
+        async def inner():
+            return await co.timeout_after(10, co.sleep(10))
+
+        with pytest.raises(TimeoutError):
+            await co.timeout_after(0.01, inner())
+        # The inner, longer timeout is disarmed: it must not fire into later work.
+        await co.sleep(0.02)
+        return await co.timeout_after(0.05, _value(7))
+
+    assert co.run(main()) == 7
+
+
+async def _value(x):
+    await co.sleep(0)
+    return x
+
+
+def test_cancelled_timers_are_compacted_so_the_heap_stays_bounded():
+    n = 5 * COMPACT_MIN
+
+    async def main():
+        kernel = running_kernel()
+        peak = 0
+        for _ in range(n):
+            await co.timeout_after(60, _value(None))  # each leaves a cancelled timer behind
+            peak = max(peak, len(kernel._timers))
+        return peak
+
+    peak = co.run(main())
+    assert peak <= 2 * COMPACT_MIN + 2
+
+
+def test_run_inside_a_running_kernel_is_a_runtime_error():
+    async def main():
+        inner = _value(1)
+        try:
+            with pytest.raises(RuntimeError, match="running loop"):
+                co.run(inner)
+        finally:
+            inner.close()
+        return "ok"
+
+    assert co.run(main()) == "ok"
+
+
+def test_a_keyboard_interrupt_escapes_run_and_leftover_tasks_are_unwound():
+    events = []
+
+    async def main():
+        async def bystander():
+            try:
+                await co.sleep(10)
+            finally:
+                events.append("bystander unwound")
+
+        await co.spawn(bystander())
+        await co.sleep(0)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        co.run(main())
+    assert events == ["bystander unwound"]
+
+
+def test_a_failure_nobody_joins_is_logged_when_the_kernel_closes(caplog):
+    async def main():
+        async def child():
+            raise ValueError("lost")
+
+        await co.spawn(child())
+        await co.sleep(0)
+
+    with caplog.at_level(logging.ERROR, logger="loops.traps.kernel"):
+        co.run(main())
+    assert "nobody joined" in caplog.text and "ValueError: lost" in caplog.text
+
+
+def test_close_is_idempotent_and_run_after_close_fails():
+    kernel = Kernel()
+    assert kernel.run(_value(3)) == 3
+    kernel.close()
+    kernel.close()
+    coro = _value(4)
+    with pytest.raises(RuntimeError, match="closed"):
+        kernel.run(coro)
+    coro.close()
+
+
+def test_no_fd_is_left_open_after_threads_and_sockets():
+    def fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    async def main():
+        client, server = _pair()
+        with client, server:
+            await co.sendall(client, b"x")
+            await co.recv(server, 1)
+        return await co.run_in_thread(sum, [1, 2, 3])
+
+    before = fds()
+    assert co.run(main()) == 6
+    assert fds() == before
+
+
+def test_cancelling_a_task_that_waits_for_a_thread_does_not_wait_for_the_thread():
+    release = threading.Event()
+
+    async def main():
+        task = await co.spawn(co.run_in_thread(release.wait, 10))
+        await co.sleep(0.01)
+        await co.cancel(task)
+        cancelled = task.cancelled
+        release.set()  # let the worker end so that close() can join it
+        return cancelled
+
+    assert co.run(main()) is True
+
+
+def test_a_getter_cancelled_after_its_wake_up_passes_it_on():
+    async def main():
+        queue = co.Queue()
+        got = []
+
+        async def getter(name):
+            got.append((name, await queue.get()))
+
+        first = await co.spawn(getter("first"))
+        second = await co.spawn(getter("second"))
+        await co.sleep(0)  # both park, first in line
+        await queue.put("item")  # wakes the first getter...
+        await co.cancel(first)  # ...which is cancelled before it runs
+        await co.join(second)
+        return got
+
+    assert co.run(main()) == [("second", "item")]
