@@ -351,6 +351,16 @@ def test_a_failure_nobody_joins_is_logged_when_the_kernel_closes(caplog):
     assert "nobody joined" in caplog.text and "ValueError: lost" in caplog.text
 
 
+def test_a_deadlock_is_a_clear_error_not_a_hang():
+    async def main():
+        queue = co.Queue()
+        getter = await co.spawn(queue.get())  # nothing will ever be put
+        await co.join(getter)
+
+    with pytest.raises(RuntimeError, match="deadlock"):
+        co.run(main())
+
+
 def test_close_is_idempotent_and_run_after_close_fails():
     kernel = Kernel()
     assert kernel.run(_value(3)) == 3

@@ -206,6 +206,7 @@ class Kernel:
         timeouts = self._timeouts
         heappop = heapq.heappop
         select = self._selector.select
+        watched = self._io  # every registered fd (the threads' wake-up socket too)
         clock = time.monotonic
         traps = self._traps
         done = DONE
@@ -214,13 +215,15 @@ class Kernel:
 
         while main.state is not done:
             # ---- stage 1: wait for I/O, blocking only while nothing is ready
-            if ready:
-                timeout = 0
+            if ready:  # just poll, and only if there is something to poll
+                ready_fds = select(0) if watched else ()
             elif timers:
-                timeout = max(timers[0][0] - clock(), 0)
+                ready_fds = select(max(timers[0][0] - clock(), 0))
+            elif watched:
+                ready_fds = select(None)
             else:
-                timeout = None
-            for key, events in select(timeout):
+                raise _deadlock(main)
+            for key, events in ready_fds:
                 slot = key.data
                 if events & EVENT_READ:
                     task = slot[READER]
@@ -525,8 +528,7 @@ class Kernel:
         reader.setblocking(False)
         writer.setblocking(False)
         self._wake_pair = (reader, writer)
-        self._wake_slot = [EVENT_READ, None, None, reader, reader.fileno()]
-        self._selector.register(reader.fileno(), EVENT_READ, self._wake_slot)
+        self._wake_slot = self._watch(reader.fileno(), reader, EVENT_READ)
 
     def _thread_finished(self, task: Task, future: concurrent.futures.Future) -> None:
         # Runs in the worker thread: only a deque append (atomic) and a wake-up byte.
@@ -568,6 +570,13 @@ def _check_not_running() -> None:
 
 def _not_a_task(obj: Any, verb: str) -> TypeError:
     return TypeError(f"{verb}() needs a task returned by spawn(), got {obj!r}")
+
+
+def _deadlock(main: Task) -> RuntimeError:
+    return RuntimeError(
+        f"deadlock: {main!r} cannot finish: no task is ready, no timer is set and no fd is "
+        "watched, so nothing can ever wake a task (a join or Queue wait that no task will end?)"
+    )
 
 
 def _unknown_request(task: Task, request: Any) -> TypeError:
