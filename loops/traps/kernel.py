@@ -10,7 +10,7 @@ event that satisfies the wait puts the task back on the ready queue. Cancellatio
 ``coro.throw(CancelledError())`` at the suspension point, after the kernel undoes the wait.
 
 What it builds on: a deque of ready tasks, a heap of timers with lazy cancellation and
-compaction (asyncio's rule), and ``selectors.DefaultSelector`` (epoll here) with one
+compaction (asyncio's rule), and epoll (read directly, see :mod:`loops.traps.poller`) with one
 registration per fd kept across waits, so a connection that reads, writes and reads again
 costs no selector calls at all. Socket calls are optimistic: they try the call and trap only on
 BlockingIOError (see :mod:`loops.traps.api`).
@@ -29,13 +29,13 @@ import heapq
 import itertools
 import logging
 import math
-import selectors
 import socket
 import threading
 import time
 from types import CoroutineType
 from typing import Any
 
+from loops.traps.poller import IN, OUT, new_poller
 from loops.traps.task import (
     CANCELLING,
     DONE,
@@ -52,16 +52,15 @@ from loops.traps.task import (
 )
 from loops.traps.traps import cancel
 
-EVENT_READ = selectors.EVENT_READ
-EVENT_WRITE = selectors.EVENT_WRITE
-
 SUSPEND = object()  # a trap handler's answer meaning: the task waits, resume it later
 COMPACT_MIN = 100  # asyncio's rule: rebuild the heap when over this many timers...
 COMPACT_FRACTION = 0.5  # ...and more than this fraction of them are cancelled
 
 # A registered fd's slot (the selector key's data, a list so waits never touch the selector):
 MASK, READER, WRITER, SOCK, FD = range(5)
-assert (READER, WRITER) == (EVENT_READ, EVENT_WRITE)  # so slot[event] is the event's waiter
+# [poll bits registered (IN, OUT), task waiting to read or None, ...to write or None, socket, fd]
+WAKES_READER, WAKES_WRITER = ~OUT, ~IN  # any bit but "writable" (an error, a hang-up, EOF)
+# reaches a reader, any bit but "readable" reaches a writer: how selectors reports them too
 # [events registered, task waiting to read or None, task waiting to write or None, socket, fd]
 
 
@@ -102,7 +101,7 @@ class Kernel:
         self._sleepers: dict[int, Task] = {}  # seq -> task sleeping until that timer
         self._timeouts: dict[int, Task] = {}  # seq -> task with a timeout_after armed
         self._timer_seq = itertools.count()  # the next seq
-        self._selector = selectors.DefaultSelector()  # epoll on Linux
+        self._poller = new_poller()  # epoll on Linux
         self._io: dict[int, list] = {}  # fd -> its slot (see MASK...FD above)
         self._tasks: set[Task] = set()  # every task not yet DONE
         self._unseen_failures: dict[Task, None] = {}  # failed tasks nobody joined (yet)
@@ -172,7 +171,7 @@ class Kernel:
             for task in self._unseen_failures:
                 log.error("%r failed and nobody joined it", task, exc_info=task.exception)
             self._unseen_failures.clear()
-            self._selector.close()
+            self._poller.close()
             self._io.clear()
             if self._wake_pair is not None:
                 for sock in self._wake_pair:
@@ -205,7 +204,7 @@ class Kernel:
         sleepers_pop = sleepers.pop
         timeouts = self._timeouts
         heappop = heapq.heappop
-        select = self._selector.select
+        poll = self._poller.poll
         watched = self._io  # every registered fd (the threads' wake-up socket too)
         clock = time.monotonic
         traps = self._traps
@@ -216,16 +215,16 @@ class Kernel:
         while main.state is not done:
             # ---- stage 1: wait for I/O, blocking only while nothing is ready
             if ready:  # just poll, and only if there is something to poll
-                ready_fds = select(0) if watched else ()
+                ready_fds = poll(0) if watched else ()
             elif timers:
-                ready_fds = select(max(timers[0][0] - clock(), 0))
+                ready_fds = poll(max(timers[0][0] - clock(), 0))
             elif watched:
-                ready_fds = select(None)
+                ready_fds = poll()
             else:
                 raise _deadlock(main)
-            for key, events in ready_fds:
-                slot = key.data
-                if events & EVENT_READ:
+            for fd, bits in ready_fds:
+                slot = watched[fd]
+                if bits & WAKES_READER and slot[MASK] & IN:
                     task = slot[READER]
                     if task is not None:
                         slot[READER] = None
@@ -234,15 +233,15 @@ class Kernel:
                     elif slot is self._wake_slot:
                         self._collect_thread_results()
                     else:  # nobody reads this fd any more: stop watching it
-                        self._unwatch(slot, EVENT_READ)
-                if events & EVENT_WRITE:
+                        self._unwatch(slot, IN)
+                if bits & WAKES_WRITER and slot[MASK] & OUT:
                     task = slot[WRITER]
                     if task is not None:
                         slot[WRITER] = None
                         task.state = ready_state
                         ready_push(task)
                     else:
-                        self._unwatch(slot, EVENT_WRITE)
+                        self._unwatch(slot, OUT)
 
             # ---- stage 2: expire timers
             if timers:
@@ -347,22 +346,21 @@ class Kernel:
         return SUSPEND
 
     def _trap_io(self, task: Task, request: tuple) -> Any:
-        # "read" or "write": the event's value is also the slot index of its waiting task.
         name, sock = request
         if name == "read":
-            event, state = EVENT_READ, READING
+            role, bit, state = READER, IN, READING
         else:
-            event, state = EVENT_WRITE, WRITING
+            role, bit, state = WRITER, OUT, WRITING
         fd = sock.fileno()
         slot = self._io.get(fd)
         if slot is None or slot[SOCK] is not sock:  # first wait on it, or the fd was reused
-            slot = self._watch(fd, sock, event)
-        elif slot[event] is not None:
-            raise RuntimeError(f"{slot[event]!r} is already waiting to {name} {sock!r}")
-        elif not slot[MASK] & event:  # watched for the other direction only: add this one
-            slot[MASK] |= event
-            self._selector.modify(fd, slot[MASK], slot)
-        slot[event] = task
+            slot = self._watch(fd, sock, bit)
+        elif slot[role] is not None:
+            raise RuntimeError(f"{slot[role]!r} is already waiting to {name} {sock!r}")
+        elif not slot[MASK] & bit:  # watched for the other direction only: add this one
+            slot[MASK] |= bit
+            self._poller.modify(fd, slot[MASK])
+        slot[role] = task
         task.state = state
         task.waiting_on = slot
         return SUSPEND
@@ -471,12 +469,12 @@ class Kernel:
     def _unwait_reader(self, task: Task) -> None:
         slot = task.waiting_on
         slot[READER] = None
-        self._unwatch(slot, EVENT_READ)
+        self._unwatch(slot, IN)
 
     def _unwait_writer(self, task: Task) -> None:
         slot = task.waiting_on
         slot[WRITER] = None
-        self._unwatch(slot, EVENT_WRITE)
+        self._unwatch(slot, OUT)
 
     def _unwait_joiner(self, task: Task) -> None:
         task.waiting_on.joiners.remove(task)
@@ -496,28 +494,27 @@ class Kernel:
 
     # ------------------------------------------------------------------ I/O readiness
 
-    def _watch(self, fd: int, sock: Any, event: int) -> list:
+    def _watch(self, fd: int, sock: Any, bit: int) -> list:
         if fd < 0:
             raise ValueError(f"cannot wait on a closed socket: {sock!r}")
         if fd in self._io:  # a closed socket's fd, now reused: forget the old registration
-            self._selector.unregister(fd)
-        slot = [event, None, None, sock, fd]
-        self._selector.register(fd, event, slot)
-        self._io[fd] = slot
+            del self._io[fd]
+            with contextlib.suppress(OSError):  # epoll dropped the closed file by itself
+                self._poller.unregister(fd)
+        self._poller.register(fd, bit)
+        slot = self._io[fd] = [bit, None, None, sock, fd]
         return slot
 
-    def _unwatch(self, slot: list, event: int) -> None:
-        """Stop watching slot's fd for event (nobody waits for it), unregistering if idle."""
+    def _unwatch(self, slot: list, bit: int) -> None:
+        """Stop watching slot's fd for bit (nobody waits for it), unregistering if idle."""
         fd = slot[FD]
-        slot[MASK] &= ~event
-        if slot[MASK]:
-            try:
-                self._selector.modify(fd, slot[MASK], slot)
+        slot[MASK] &= ~bit
+        # OSError: the socket was closed under us, and epoll dropped it by itself.
+        with contextlib.suppress(OSError):
+            if slot[MASK]:
+                self._poller.modify(fd, slot[MASK])
                 return
-            except OSError:  # the socket was closed under us: the selector dropped it
-                pass
-        else:
-            self._selector.unregister(fd)
+            self._poller.unregister(fd)
         del self._io[fd]
 
     # ------------------------------------------------------------------ threads
@@ -528,7 +525,7 @@ class Kernel:
         reader.setblocking(False)
         writer.setblocking(False)
         self._wake_pair = (reader, writer)
-        self._wake_slot = self._watch(reader.fileno(), reader, EVENT_READ)
+        self._wake_slot = self._watch(reader.fileno(), reader, IN)
 
     def _thread_finished(self, task: Task, future: concurrent.futures.Future) -> None:
         # Runs in the worker thread: only a deque append (atomic) and a wake-up byte.
