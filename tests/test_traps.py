@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 import threading
+import time
 
 import pytest
 
@@ -309,6 +310,17 @@ def test_cancelled_timers_are_compacted_so_the_heap_stays_bounded():
 
     peak = co.run(main())
     assert peak <= 2 * COMPACT_MIN + 2
+
+
+def test_an_endless_sleep_waits_and_can_be_cancelled():
+    async def main():
+        sleeper = await co.spawn(co.sleep(float("inf")))
+        # While main waits for a thread, the only deadline the kernel can poll with is inf.
+        await co.run_in_thread(time.sleep, 0.02)
+        await co.cancel(sleeper)
+        return sleeper.cancelled
+
+    assert co.run(main()) is True
 
 
 def test_run_inside_a_running_kernel_is_a_runtime_error():

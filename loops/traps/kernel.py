@@ -12,7 +12,7 @@ event that satisfies the wait puts the task back on the ready queue. Cancellatio
 What it builds on: a deque of ready tasks, a heap of timers with lazy cancellation and
 compaction (asyncio's rule), and epoll (read directly, see :mod:`loops.traps.poller`) with one
 registration per fd kept across waits, so a connection that reads, writes and reads again
-costs no selector calls at all. Socket calls are optimistic: they try the call and trap only on
+costs no epoll_ctl calls at all. Socket calls are optimistic: they try the call and trap only on
 BlockingIOError (see :mod:`loops.traps.api`).
 
 Limits: one task may wait to read (and one to write) on a given socket at a time, as in curio;
@@ -55,13 +55,14 @@ from loops.traps.traps import cancel
 SUSPEND = object()  # a trap handler's answer meaning: the task waits, resume it later
 COMPACT_MIN = 100  # asyncio's rule: rebuild the heap when over this many timers...
 COMPACT_FRACTION = 0.5  # ...and more than this fraction of them are cancelled
+MAX_WAIT = 24 * 3600.0  # the longest single poll (asyncio's cap): epoll refuses huge timeouts
 
-# A registered fd's slot (the selector key's data, a list so waits never touch the selector):
+# A watched fd's slot, a list so that a wait is a store and never an epoll_ctl call:
 MASK, READER, WRITER, SOCK, FD = range(5)
 # [poll bits registered (IN, OUT), task waiting to read or None, ...to write or None, socket, fd]
-WAKES_READER, WAKES_WRITER = ~OUT, ~IN  # any bit but "writable" (an error, a hang-up, EOF)
-# reaches a reader, any bit but "readable" reaches a writer: how selectors reports them too
-# [events registered, task waiting to read or None, task waiting to write or None, socket, fd]
+# Any bit but "writable" (data, EOF, an error, a hang-up) reaches a reader, any bit but
+# "readable" reaches a writer: the way selectors reports them too.
+WAKES_READER, WAKES_WRITER = ~OUT, ~IN
 
 
 log = logging.getLogger(__name__)
@@ -217,7 +218,7 @@ class Kernel:
             if ready:  # just poll, and only if there is something to poll
                 ready_fds = poll(0) if watched else ()
             elif timers:
-                ready_fds = poll(max(timers[0][0] - clock(), 0))
+                ready_fds = poll(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
             elif watched:
                 ready_fds = poll()
             else:
@@ -387,7 +388,7 @@ class Kernel:
         for _ in range(min(n, len(waiters))):
             self._make_ready(waiters.popleft())
 
-    def _trap_set_timer(self, task: Task, request: tuple) -> list:
+    def _trap_set_timer(self, task: Task, request: tuple) -> int:
         seconds = request[1]
         if math.isnan(seconds):
             raise ValueError("timeout_after(nan): a timeout must be a number of seconds")
