@@ -505,6 +505,24 @@ def test_the_default_handler_logs_the_handle_and_the_loop_goes_on(loop, caplog):
     assert record.exc_info[0] is ValueError
 
 
+def test_a_failing_callback_that_cannot_even_be_described_is_still_reported(loop, caplog):
+    class Unprintable:
+        def __call__(self):
+            raise ValueError("boom")
+
+        def __repr__(self):
+            raise RuntimeError("no repr either")
+
+    ran = []
+    loop.call_soon(Unprintable())
+    loop.call_soon(ran.append, "after")
+    with caplog.at_level(logging.ERROR, logger="loops.callbacks.reactor"):
+        run_one_iteration(loop)
+    assert ran == ["after"]
+    (record,) = caplog.records
+    assert record.exc_info[0] is ValueError
+
+
 def test_a_custom_handler_gets_message_exception_and_handle(loop):
     contexts = []
     loop.set_exception_handler(lambda lp, context: contexts.append((lp, context)))

@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 import threading
+import time
 
 import pytest
 
@@ -31,20 +32,25 @@ def _pair() -> tuple[socket.socket, socket.socket]:
     return a, b
 
 
-class CountingSelectorCalls:
-    """Counts register/modify/unregister calls on the running kernel's selector."""
+class CountingPollerCalls:
+    """Counts register/modify/unregister calls on the running kernel's poller (epoll)."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
-        selector = running_kernel()._selector
-        for name in ("register", "modify", "unregister"):
-            original = getattr(selector, name)
+        kernel = running_kernel()
+        self._poller = kernel._poller
+        kernel._poller = self
 
-            def counted(*args, _name=name, _original=original):
-                self.calls.append(_name)
-                return _original(*args)
+    def __getattr__(self, name: str):
+        original = getattr(self._poller, name)
+        if name not in ("register", "modify", "unregister"):
+            return original
 
-            setattr(selector, name, counted)
+        def counted(*args):
+            self.calls.append(name)
+            return original(*args)
+
+        return counted
 
 
 def test_the_variant_speaks_coroutines_only():
@@ -155,7 +161,7 @@ def test_registrations_are_kept_across_waits_on_the_same_fd():
 
     async def main():
         client, server = _pair()
-        counter = CountingSelectorCalls()
+        counter = CountingPollerCalls()
 
         async def echo():
             while data := await co.recv(server, 65536):
@@ -306,6 +312,17 @@ def test_cancelled_timers_are_compacted_so_the_heap_stays_bounded():
     assert peak <= 2 * COMPACT_MIN + 2
 
 
+def test_an_endless_sleep_waits_and_can_be_cancelled():
+    async def main():
+        sleeper = await co.spawn(co.sleep(float("inf")))
+        # While main waits for a thread, the only deadline the kernel can poll with is inf.
+        await co.run_in_thread(time.sleep, 0.02)
+        await co.cancel(sleeper)
+        return sleeper.cancelled
+
+    assert co.run(main()) is True
+
+
 def test_run_inside_a_running_kernel_is_a_runtime_error():
     async def main():
         inner = _value(1)
@@ -349,6 +366,16 @@ def test_a_failure_nobody_joins_is_logged_when_the_kernel_closes(caplog):
     with caplog.at_level(logging.ERROR, logger="loops.traps.kernel"):
         co.run(main())
     assert "nobody joined" in caplog.text and "ValueError: lost" in caplog.text
+
+
+def test_a_deadlock_is_a_clear_error_not_a_hang():
+    async def main():
+        queue = co.Queue()
+        getter = await co.spawn(queue.get())  # nothing will ever be put
+        await co.join(getter)
+
+    with pytest.raises(RuntimeError, match="deadlock"):
+        co.run(main())
 
 
 def test_close_is_idempotent_and_run_after_close_fails():

@@ -1,6 +1,6 @@
 """What every workload CLI shares: loop/style resolution, stop signals, JSON results.
 
-Nothing here touches a loop. The pieces:
+Nothing here imports a loop (loops come from discovery). The pieces:
 
 - :func:`add_loop_arguments` and :func:`resolve` give every CLI the same ``--loop NAME
   [--style S]`` options, the variant's first style as the default, and a clear usage error

@@ -20,12 +20,11 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import time
 from collections.abc import Callable
 from typing import Any
 
 from loops.contract import check_nonblocking
-from loops.traps.kernel import Kernel, running_kernel
+from loops.traps.kernel import Kernel, now
 from loops.traps.queues import Queue
 from loops.traps.task import CancelledError, Expired
 from loops.traps.traps import (
@@ -72,12 +71,6 @@ def run(coro: Any) -> Any:
         kernel.close()
 
 
-def now() -> float:
-    """The running kernel's clock (time.monotonic), in seconds."""
-    running_kernel()
-    return time.monotonic()
-
-
 async def timeout_after(seconds: float, coro: Any) -> Any:
     """Run coro; if it takes longer than seconds, cancel it and raise TimeoutError.
 
@@ -88,7 +81,7 @@ async def timeout_after(seconds: float, coro: Any) -> Any:
     try:
         return await coro
     except Expired as expired:
-        if expired.timer is not timer:
+        if expired.timer != timer:
             raise  # an outer timeout_after's timer: its business
         raise TimeoutError(f"timed out after {seconds} s") from expired
     finally:
