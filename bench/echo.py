@@ -147,7 +147,7 @@ def observations(params: dict, rendered: list) -> list[str]:
         return []
     best, label = max(home)
     return [
-        f"The best home-made loop ({label}) reaches {best / floor:.0%} of the bare-selectors floor."
+        f"The best home-made loop ({label}) runs at {best / floor:.0%} of the bare-selectors floor."
     ]
 
 

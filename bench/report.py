@@ -324,18 +324,19 @@ def environment_section(stores: list[ResultStore]) -> list[str]:
 
 
 METHOD = """\
-How these were measured (`nox -s bench`): every repetition runs in fresh processes, the loop
-or server under test in one and its peer (load generator, site server) in another, pinned to
-different cores where the machine has them. Repetitions are interleaved across rows (every row
-once, then every row again, in a rotating order) so load from elsewhere spreads over all rows.
-A figure is the median of the repetitions, the headline figure with its [min–max]; **×
-asyncio** is the figure divided by asyncio's from the same session and point (asyncio in the
-same style where it speaks it, otherwise its coroutines style): above 1 means more, which is
-better for throughput and worse for latency, CPU and memory. A repetition whose peer used
-≥ {saturation:.0%} of its core is invalid, and a row with fewer than half its repetitions
-valid shows why instead of a number. **reps** counts valid repetitions over all. † measured in
-an earlier session than the rest of its table (its ratio is to that session's asyncio);
-‡ measured on code that has changed since (run the bench again to refresh it).
+How these were measured (`nox -s bench`): every repetition runs the loop or server under test
+in a fresh process on one core and its peer on another where the machine has two (the echo
+load generator, fresh for every repetition; the crawler's site server, one per site, serving
+every row's crawls alike). Repetitions are interleaved across rows (every row once, then every
+row again, in a rotating order) so load from elsewhere spreads over all rows. A figure is the
+median of the repetitions, the headline figure with its [min–max]; **× asyncio** is the figure
+divided by asyncio's from the same session and point (asyncio in the same style where it
+speaks it, otherwise its coroutines style): above 1 means more, which is better for throughput
+and worse for latency, CPU and memory. A repetition whose peer used ≥ {saturation:.0%} of its
+core is invalid, and a row with fewer than half its repetitions valid shows why instead of a
+number. **reps** counts valid repetitions over all. † measured in an earlier session than the
+rest of its table (its ratio is to that session's asyncio); ‡ measured on code that has
+changed since (run the bench again to refresh it).
 """
 
 
