@@ -28,7 +28,7 @@ recorded by kind and the crawl goes on. ``--loop``/``--style`` work as in every 
 
 It is flat (scalars) but for ``errors`` and ``pages``; ``pages`` is sorted by URL. The exit
 status is 0 when the crawl ran (whatever it found), 2 for bad arguments (an unknown loop or
-style says which ones exist), 1 if the crawl itself crashed.
+style says which ones exist), 1 if the crawl itself crashed, 130 when Ctrl-C stopped it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,14 @@ import sys
 import time
 from pathlib import Path
 
-from workloads.common import add_loop_arguments, positive, resolve, style_module
+from workloads.common import (
+    add_loop_arguments,
+    interrupted,
+    number,
+    positive,
+    resolve,
+    style_module,
+)
 from workloads.crawler.common import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_BYTES,
@@ -94,7 +101,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     option(
         "--max-redirects",
-        type=int,
+        type=number(int, 0),
         default=DEFAULT_MAX_REDIRECTS,
         metavar="N",
         help="redirects followed from one URL (default %(default)s)",
@@ -157,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     except BadURL as error:
         print(f"crawler: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: no results, no traceback
+        return interrupted("crawler")
     print(summary_text(result), file=sys.stderr if args.json == "-" else sys.stdout)
     if args.json == "-":
         print(json.dumps(result, indent=1))

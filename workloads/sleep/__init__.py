@@ -15,7 +15,8 @@ of S seconds while 1 000 idle sockets are watched for reading, to measure what w
 
 Prints a one-line summary. Exit status: 0 when no cancelled sleeper woke, no wake-up was early
 by more than the loop clock's tick and no idle socket was reported readable; 1 otherwise (the
-summary and the JSON say which); 2 for bad arguments.
+summary and the JSON say which); 2 for bad arguments; 130 when Ctrl-C stopped it (it says
+so in one line, and whether every socket was closed).
 
 JSON record (one flat object; times in seconds unless the name says otherwise):
 
