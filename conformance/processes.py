@@ -318,19 +318,34 @@ def waiting_in_selector(pid: int, fds: int = 0) -> bool:
     return held >= fds and ("poll" in wchan or "select" in wchan)
 
 
-def wait_with_rusage(process: subprocess.Popen, timeout: float) -> tuple[int, int]:
-    """Wait for a child (killing it after timeout); (exit status, its peak RSS in bytes).
+def peak_rss(pid: int) -> int:
+    """Process pid's peak resident set size since it exec'd (VmHWM), bytes; 0 once it is gone.
 
-    os.wait4 reports the resource usage of exactly this child, which ``RUSAGE_CHILDREN`` (the
-    peak over every child this test process ever had) cannot.
+    Not getrusage's ru_maxrss: that survives exec, so a child forked from a big test process
+    would report its parent's size before it ran a line of its own.
     """
-    pidfd = os.pidfd_open(process.pid)
     try:
-        ready, _, _ = select.select([pidfd], [], [], timeout)
-        if not ready:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def wait_watching_memory(process: subprocess.Popen, timeout: float) -> tuple[int, int]:
+    """Wait for a child, killing it after timeout: (exit status, peak RSS seen, bytes).
+
+    The peak is sampled while it runs (it only grows, so the last sample before the exit
+    holds all but the last few milliseconds); a child that reports its own peak at exit
+    (the workloads' ``peak_rss_mib``) closes that gap.
+    """
+    deadline, peak = time.monotonic() + timeout, 0
+    while process.poll() is None:
+        peak = max(peak, peak_rss(process.pid))
+        if time.monotonic() > deadline:
             process.kill()
-    finally:
-        os.close(pidfd)
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, usage.ru_maxrss * 1024  # Linux reports KiB
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=0.05)
+    return process.returncode, peak

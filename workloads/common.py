@@ -214,7 +214,19 @@ def interrupted(prog: str) -> int:
 
 
 def peak_rss_mib() -> float:
-    """This process's peak resident set size so far, in MiB (Linux reports KiB)."""
+    """This process's peak resident set size so far, in MiB.
+
+    On Linux, VmHWM from /proc/self/status: the peak since this program was exec'd. (The
+    getrusage ``ru_maxrss`` fallback survives exec, so a process forked from a big parent
+    would report the parent's size.)
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024 if sys.platform != "darwin" else peak / 2**20
 

@@ -24,6 +24,7 @@ recorded by kind and the crawl goes on. ``--loop``/``--style`` work as in every 
      "over_budget": n,          # new URLs not fetched because of --max-pages
      "bytes": n,                # body bytes received
      "wall_s": s, "cpu_s": s, "pages_per_s": r,
+     "peak_rss_mib": r,         # the crawler's peak resident memory
      "pages": [{"url": URL, "status": int|null, "error": KIND|null, "bytes": n}, ...]}
 
 It is flat (scalars) but for ``errors`` and ``pages``; ``pages`` is sorted by URL. The exit
@@ -43,6 +44,7 @@ from workloads.common import (
     add_loop_arguments,
     interrupted,
     number,
+    peak_rss_mib,
     positive,
     resolve,
     style_module,
@@ -135,6 +137,7 @@ def run(args: argparse.Namespace) -> dict:
     result |= vars(options) | {"per_host": options.connections}
     result |= books.summary()
     result |= {"wall_s": wall, "cpu_s": cpu, "pages_per_s": result["pages_fetched"] / wall}
+    result["peak_rss_mib"] = round(peak_rss_mib(), 1)
     result["pages"] = [record.as_json() for record in books.pages()]
     return result
 
