@@ -77,7 +77,12 @@ async def timeout_after(seconds: float, coro: Any) -> Any:
     The inner work is cancelled in place (a CancelledError subclass thrown at its suspension
     point, so its cleanup runs) and the TimeoutError is raised here, where the timer was set.
     """
-    timer = await set_timer(seconds)
+    try:
+        timer = await set_timer(seconds)
+    except BaseException:
+        if hasattr(coro, "close"):
+            coro.close()  # it will never run: do not leave it to warn "never awaited"
+        raise
     try:
         return await coro
     except Expired as expired:

@@ -32,6 +32,8 @@ import math
 import socket
 import threading
 import time
+from heapq import heappush
+from time import monotonic
 from types import CoroutineType
 from typing import Any
 
@@ -309,14 +311,20 @@ class Kernel:
         if math.isnan(seconds):
             raise ValueError("sleep(nan): a delay must be a number of seconds")
         seq = next(self._timer_seq)
-        heapq.heappush(self._timers, (time.monotonic() + seconds, seq))
+        heappush(self._timers, (monotonic() + seconds, seq))
         self._sleepers[seq] = task
         task.state = SLEEPING
         task.waiting_on = seq
         return SUSPEND
 
     def _trap_spawn(self, task: Task, request: tuple) -> Task:
-        return self._spawn(request[1])
+        coro = request[1]
+        if type(coro) is not CoroutineType:  # the checks and messages live in _spawn
+            return self._spawn(coro)
+        child = Task(coro)
+        self._tasks.add(child)
+        self._ready.append(child)
+        return child
 
     def _trap_join(self, task: Task, request: tuple) -> Any:
         target = request[1]
@@ -393,7 +401,7 @@ class Kernel:
         if math.isnan(seconds):
             raise ValueError("timeout_after(nan): a timeout must be a number of seconds")
         seq = next(self._timer_seq)
-        heapq.heappush(self._timers, (time.monotonic() + seconds, seq))
+        heappush(self._timers, (monotonic() + seconds, seq))
         self._timeouts[seq] = task
         return seq
 
