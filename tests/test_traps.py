@@ -8,6 +8,7 @@ unknown requests rejected by name, and a clean shutdown.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import gc
 import logging
@@ -223,6 +224,28 @@ def test_a_connection_that_always_has_data_cannot_starve_the_others():
         return reads_before_the_other_ran[0]
 
     assert co.run(main()) <= api.FAST_CALLS_PER_TURN
+
+
+def test_sendall_sends_every_byte_of_a_buffer_of_wide_items():
+    # 4-byte items: len() counts items, not bytes; the payload is far bigger than the socket
+    # buffer, so sendall goes through its partial-send path and must count in bytes there.
+    payload = array.array("i", range(400_000))
+
+    async def main():
+        client, server = _pair()
+        with client, server:
+            reader = await co.spawn(_read_exactly(server, payload.itemsize * len(payload)))
+            await co.sendall(client, payload)
+            return await co.join(reader)
+
+    assert co.run(main()) == payload.tobytes()
+
+
+async def _read_exactly(sock, size):
+    data = bytearray()
+    while len(data) < size:
+        data += await co.recv(sock, 65536)
+    return bytes(data)
 
 
 def test_two_readers_on_one_socket_is_a_clear_error():

@@ -122,7 +122,9 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
         sent = sock.send(data)
     except BlockingIOError:
         sent = 0
-    if sent == len(data):  # the usual case: the socket buffer took it all
+    # len() of bytes is its size; of a memoryview or array, its item count: ask the buffer.
+    size = len(data) if type(data) is bytes else memoryview(data).nbytes
+    if sent == size:  # the usual case: the socket buffer took it all
         _fast_calls += 1
         return
     _fast_calls = 0
