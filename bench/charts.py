@@ -93,8 +93,12 @@ def draw(module: ModuleType, mode: str, points: list, chart_dir: Path) -> list[t
             axis.minorticks_off()
         handles, labels = axes[0][0].get_legend_handles_labels()
         figure.legend(handles, labels, loc="center right", fontsize=8, frameon=False)
-        figure.suptitle(f"{spec.title} ({mode} run)", fontsize=12)
-        figure.tight_layout(rect=(0, 0, 1 - 2.4 / figure.get_figwidth(), 0.96))
+        figure.suptitle(
+            f"{spec.title} ({mode} run)\nmedian of the repetitions, bars from min to max; "
+            "solid: home-made, dashed: reference, dotted: anchor",
+            fontsize=11,
+        )
+        figure.tight_layout(rect=(0, 0, 1 - 2.4 / figure.get_figwidth(), 0.93))
         chart_dir.mkdir(parents=True, exist_ok=True)
         path = chart_dir / f"{mode}-{module.NAME}-{spec.name}.png"
         figure.savefig(path, dpi=110)

@@ -298,7 +298,7 @@ def measure(point: Point, row, cores, workdir: Path, full: bool) -> dict:
     record["calibrated_n"] = {op: data["n"] for op, data in operations.items() if "n" in data}
     errors = {op: data["error"] for op, data in operations.items() if "error" in data}
     if errors:
-        record["errors"] = errors
+        record["failed_figures"] = errors
     return record
 
 

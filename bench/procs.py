@@ -4,7 +4,14 @@ The process under test (a server, a sleeping loop, a crawler, a micro benchmark)
 core and its peer (load generator, site server) on another, so they do not steal each other's
 time slices; where the machine has one core, or no affinity call, nothing is pinned and the
 environment record says so. Children are reaped with ``os.wait4``, which hands back exactly that
-child's CPU time and peak RSS (its own, plus any children it reaped) without sampling.
+child's CPU time (its own, plus any children it reaped) without sampling.
+
+Peak memory is not taken from ``wait4``: on Linux a child's ``ru_maxrss`` starts at its
+parent's RSS at fork and survives ``exec``, so every child of a bench process that has
+imported matplotlib would report at least that much. The kernel's per-address-space high-water
+mark (``VmHWM`` in ``/proc/PID/status``) starts afresh at ``exec``; it is read while the child
+runs (it only grows, so the last reading before exit is the peak up to then, give or take the
+last ``PEAK_SAMPLE`` seconds) and just before a server is asked to stop.
 """
 
 from __future__ import annotations
@@ -24,8 +31,7 @@ from bench.environment import ROOT, usable_cores
 
 # How every server of the lab announces it is ready (workloads/echo's convention).
 LISTENING = re.compile(r"listening on \S+:(\d+)")
-# ru_maxrss is in KiB on Linux and in bytes on macOS.
-_MAXRSS_UNIT = 1 if sys.platform == "darwin" else 1024
+PEAK_SAMPLE = 0.05  # seconds between readings of a running child's high-water mark
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,7 @@ class Usage:
 
     returncode: int
     cpu_seconds: float
-    max_rss_bytes: int
+    peak_rss_bytes: int | None  # None where /proc is missing or the child ended too soon
     wall_seconds: float
 
 
@@ -82,6 +88,7 @@ class Child:
             env={**os.environ, "PYTHONHASHSEED": "0", **(env or {})},
         )
         self.usage: Usage | None = None
+        self.peak_rss: int | None = None
         if core is not None:
             # If the child is already gone, its exit status will say why.
             with contextlib.suppress(OSError):
@@ -118,7 +125,7 @@ class Child:
         """Reap the child (killing it after `timeout` seconds) and return its usage."""
         if self.usage is not None:
             return self.usage
-        killed = not _wait_readable_exit(self.proc.pid, timeout)
+        killed = not self._wait_exit(timeout)
         if killed:
             self.proc.kill()
         _, status, rusage = os.wait4(self.proc.pid, 0)
@@ -131,16 +138,44 @@ class Child:
         self.usage = Usage(
             returncode=self.proc.returncode,
             cpu_seconds=rusage.ru_utime + rusage.ru_stime,
-            max_rss_bytes=rusage.ru_maxrss * _MAXRSS_UNIT,
+            peak_rss_bytes=self.peak_rss,
             wall_seconds=wall,
         )
         if killed:
             raise ChildFailed(f"{self.short()} did not finish within {timeout:.0f} s")
         return self.usage
 
+    def sample_peak_rss(self) -> None:
+        """Read the child's memory high-water mark (a no-op once it is gone)."""
+        peak = peak_rss_bytes(self.proc.pid)
+        if peak is not None:
+            self.peak_rss = max(peak, self.peak_rss or 0)
+
+    def _wait_exit(self, timeout: float) -> bool:
+        """Block until the child exits (True) or timeout passes (False), sampling its peak."""
+        deadline = time.monotonic() + timeout
+        pidfd = os.pidfd_open(self.proc.pid) if hasattr(os, "pidfd_open") else None
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                if pidfd is not None:
+                    if select.select([pidfd], [], [], min(left, PEAK_SAMPLE))[0]:
+                        return True
+                elif os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                    return True
+                else:
+                    time.sleep(min(left, PEAK_SAMPLE))
+                self.sample_peak_rss()
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+
     def stop(self, timeout: float = 10.0) -> Usage:
         """SIGTERM the child (a server), then reap it."""
         if self.usage is None and self.proc.poll() is None:
+            self.sample_peak_rss()
             self.proc.send_signal(signal.SIGTERM)
         return self.wait(timeout)
 
@@ -173,24 +208,14 @@ class ChildFailed(RuntimeError):
     """A measured process failed: the repetition is recorded as failed, with this message."""
 
 
-def _wait_readable_exit(pid: int, timeout: float) -> bool:
-    """Block until pid exits (True) or timeout passes (False), without polling where possible."""
-    if hasattr(os, "pidfd_open"):
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            return True
-        try:
-            ready, _, _ = select.select([fd], [], [], timeout)
-            return bool(ready)
-        finally:
-            os.close(fd)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-            return True
-        time.sleep(0.02)
-    return False
+def peak_rss_bytes(pid: int) -> int | None:
+    """A live process's peak resident memory since its exec (Linux), or None."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    match = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
+    return int(match.group(1)) * 1024 if match else None
 
 
 def python(*args: str) -> list[str]:
@@ -207,3 +232,8 @@ def cpu_seconds(pid: int) -> float | None:
     except psutil.Error:
         return None
     return times.user + times.system
+
+
+def mib(size: int | None) -> float | None:
+    """Bytes as MiB (None stays None)."""
+    return None if size is None else size / 2**20

@@ -10,6 +10,7 @@ stored) to ``bench-full.md``.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -61,12 +62,20 @@ def _kind(entry: dict) -> str:
     return Row(entry["variant"], entry["style"], entry.get("anchor", False)).kind
 
 
-def rendered_rows(module: ModuleType, workload: str, point: dict) -> list[RenderedRow]:
-    """Every stored row of a point with its summary and same-session baseline, in table order."""
+def rendered_rows(
+    module: ModuleType, workload: str, point: dict, expected: tuple[Row, ...] | None = None
+) -> list[RenderedRow]:
+    """A point's stored rows with their summaries and same-session baselines, in table order.
+
+    With `expected` (the rows the current matrix has at this point), stored rows of variants
+    that are gone are left out, and expected rows with nothing stored say "not measured".
+    """
     newest = max((entry["session"] for entry in point["rows"].values()), default="")
     rows = []
     for entry in point["rows"].values():
         row = Row(entry["variant"], entry["style"], entry.get("anchor", False))
+        if expected is not None and row not in expected:
+            continue
         baselines = point["baselines"].get(entry["session"], {})
         base_styles = [key.split("/", 1)[1] for key in baselines]
         base_reps = baselines.get(baseline_key(row.style, base_styles))
@@ -81,6 +90,11 @@ def rendered_rows(module: ModuleType, workload: str, point: dict) -> list[Render
                 earlier=entry["session"] != newest,
             )
         )
+    stored = {r.row for r in rows}
+    for row in expected or ():
+        if row not in stored:
+            missing = RowSummary("not measured", "run the bench to measure it")
+            rows.append(RenderedRow(row, row.kind, "", missing, None, False, False))
     rows.sort(
         key=lambda r: (
             r.row.variant != BASELINE,
@@ -185,12 +199,23 @@ def what_this_shows(module: ModuleType, params: dict, rows: list[RenderedRow]) -
         )
     if failed:
         sentences.append(f"Failed: {', '.join(failed)} (reason in the table).")
+    unmeasured = [r.label for r in rows if r.summary.status == "not measured"]
+    if unmeasured:
+        sentences.append(f"Not measured yet: {', '.join(unmeasured)}.")
     for r in rows:
         for name, why in r.summary.errors.items():
             sentences.append(f"{r.label}: {name} failed: {why}.")
     if not sentences:
         sentences.append("No row has a figure at this point.")
     return " ".join(sentences)
+
+
+def current_matrix(module: ModuleType, mode: str) -> dict[str, tuple[Row, ...]]:
+    """The rows the current matrix has at each point, by point key ({} if it cannot be known)."""
+    unavailable = getattr(module, "unavailable", lambda: None)()
+    if unavailable:
+        return {}
+    return {point.key: point.rows for point in module.points(mode == "full")}
 
 
 def section(
@@ -202,11 +227,16 @@ def section(
         command = "nox -s bench" + (" -- --full" if mode == "full" else "")
         lines += [f"No results stored for {module.NAME} yet: run `{command}`.", ""]
         return lines
+    matrix = current_matrix(module, mode)
+    stored = store.data["points"]
+    order = [key for key in matrix if key in stored] + [key for key in stored if key not in matrix]
     points = []
-    for key, point in store.data["points"].items():
-        rows = rendered_rows(module, module.NAME, point)
+    for key in order:
+        point = stored[key]
+        rows = rendered_rows(module, module.NAME, point, matrix.get(key))
         points.append((key, point["params"], rows))
-        lines += [f"### {module.point_title(point['params'])}", ""]
+        aside = "" if key in matrix else " (not in the current matrix)"
+        lines += [f"### {module.point_title(point['params'])}{aside}", ""]
         lines += [table(columns(module, point["params"]), rows), ""]
         lines += [f"*What this shows:* {what_this_shows(module, point['params'], rows)}", ""]
     for path, caption in charts.draw(module, mode, points, chart_dir):
@@ -214,16 +244,39 @@ def section(
     return lines
 
 
+def repetition_loads(stores: list[ResultStore]) -> dict[str, list[float]]:
+    """Per session, the machine's 1-minute load average as each repetition began."""
+    loads: dict[str, list[float]] = {}
+    for store in stores:
+        for point in store.data["points"].values():
+            for entry in point["rows"].values():
+                for rep in entry["reps"]:
+                    if rep.get("load_average") is not None:
+                        loads.setdefault(entry["session"], []).append(rep["load_average"])
+    return loads
+
+
 def environment_section(stores: list[ResultStore]) -> list[str]:
     """The sessions these results come from, one column each."""
     sessions: dict[str, dict] = {}
     for store in stores:
         sessions.update(store.sessions)
+    rep_loads = repetition_loads(stores)
     fields: dict[str, list[str]] = {
         name: []
-        for name in ("machine", "CPU", "cores", "Python", "libraries", "commit", "load average")
+        for name in (
+            "machine",
+            "CPU",
+            "cores",
+            "Python",
+            "libraries",
+            "commit",
+            "load average",
+            "load during repetitions",
+        )
     }
-    for session in (sessions[name] for name in sorted(sessions)):
+    for name in sorted(sessions):
+        session = sessions[name]
         env = session["environment"]
         commit = env.get("commit") or {}
         dirty = " + uncommitted changes" if commit.get("dirty") else ""
@@ -246,15 +299,25 @@ def environment_section(stores: list[ResultStore]) -> list[str]:
             )
             + (" at end" if loads[1] is not None else " at start")
         )
+        during = rep_loads.get(name)
+        fields["load during repetitions"].append(
+            f"median {statistics.median(during):.2f} (min {min(during):.2f}, max "
+            f"{max(during):.2f}) over {len(during)} repetitions"
+            if during
+            else "not recorded"
+        )
     body = [[name, *(v.replace("|", "/") for v in values)] for name, values in fields.items()]
     lines = ["## Environment", ""]
     lines.append(tabulate(body, headers=["session", *sorted(sessions)], tablefmt="github"))
     lines += [
         "",
-        "The load average is the machine's (1, 5 and 15 minutes). This machine is shared with "
-        "other engineers' test runs, so absolute figures wander from run to run; ratios to "
-        "asyncio, measured in the same session with interleaved repetitions, are the steadier "
-        "reading.",
+        "The load average is the machine's (1, 5 and 15 minutes), the number of processes "
+        "running or waiting for a core (the bench itself accounts for up to 2); above the number "
+        "of cores, every measured process was "
+        "also waiting for its turn. This machine is shared with other engineers' test runs, so "
+        "absolute figures wander from run to run and understate what an idle machine does; "
+        "ratios to asyncio, measured in the same session with interleaved repetitions, are the "
+        "steadier reading.",
         "",
     ]
     return lines

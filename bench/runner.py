@@ -98,12 +98,14 @@ def measure_point(job: Job, session: str, cores: Cores, full: bool, progress, ta
             if row in failed:
                 progress.advance(task)
                 continue
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
             with tempfile.TemporaryDirectory(prefix="lab-bench-") as workdir:
                 try:
                     record = job.module.measure(job.point, row, cores, Path(workdir), full)
                 except ChildFailed as error:
                     record = {"error": str(error)}
                     failed.add(row)
+            record["load_average"] = load  # the machine's 1-minute load as this repetition began
             reps[row].append(record)
             progress.advance(task)
     for row, records in reps.items():

@@ -18,10 +18,12 @@ from bench.procs import Child, ChildFailed, python
 
 NAME = "sleep"
 TITLE = "Sleep"
-MAX_DELAY = 1.0  # seconds: the longest sleep, delays uniform in [0, MAX_DELAY]
+# Per matrix (False: quick, True: full): the longest sleep in seconds (delays are uniform in
+# [0, max]), the numbers of sleepers, the idle wait in seconds.
+MAX_DELAY = {False: 0.5, True: 1.0}
+TASKS = {False: (1_000, 10_000), True: (1_000, 10_000, 100_000)}
+IDLE = {False: 0.5, True: 3.0}
 CANCEL = {"tasks": 10_000, "fraction": 0.9}  # the cancel-heavy run
-IDLE = {False: 1.0, True: 3.0}  # seconds of idle wait, quick and full
-TASKS = {False: (1_000, 10_000, 100_000), True: (1_000, 10_000, 100_000)}
 
 METRICS = (
     Metric("cpu_per_sleeper_us", "CPU per sleeper (µs)", higher_is_better=False, digits=1),
@@ -44,7 +46,8 @@ CHARTS = (
 )
 DESCRIPTION = f"""\
 N sleepers (tasks, or timers in the callbacks style) each sleep a seeded random delay of up
-to {MAX_DELAY:g} s, the same delays on every loop. **CPU per sleeper** is the process's CPU
+to {MAX_DELAY[False]:g} s ({MAX_DELAY[True]:g} s in the full run), the same delays on every
+loop. **CPU per sleeper** is the process's CPU
 over the whole run divided by N (creating, sleeping and waking one); **wall / ideal** is the
 run's wall time over the longest delay (1.000 would be free); **lateness** is each wake-up's
 delay past its deadline on the loop's own clock. The cancel-heavy run cancels
@@ -65,7 +68,9 @@ def points(full: bool) -> list[Point]:
     rows = tuple(variant_rows(implemented_styles("workloads.sleep")))
     reps = 5 if full else 3
     found = [
-        Point(NAME, (("mode", "sleepers"), ("tasks", n), ("max_delay", MAX_DELAY)), rows, reps)
+        Point(
+            NAME, (("mode", "sleepers"), ("tasks", n), ("max_delay", MAX_DELAY[full])), rows, reps
+        )
         for n in TASKS[full]
     ]
     found.append(
@@ -74,7 +79,7 @@ def points(full: bool) -> list[Point]:
             (
                 ("mode", "cancel"),
                 ("tasks", CANCEL["tasks"]),
-                ("max_delay", MAX_DELAY),
+                ("max_delay", MAX_DELAY[full]),
                 ("cancel", CANCEL["fraction"]),
             ),
             rows,

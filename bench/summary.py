@@ -35,7 +35,7 @@ class Stat:
 class RowSummary:
     """A row's figures, or why it has none."""
 
-    status: str  # "ok", "invalid" or "failed"
+    status: str  # "ok", "invalid", "failed" or "not measured"
     reason: str = ""
     stats: dict[str, Stat] = field(default_factory=dict)
     valid: int = 0
@@ -73,7 +73,9 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
     for metric in metrics:
         values = [rep[metric.name] for rep in valid if rep.get(metric.name) is not None]
         reasons = [
-            rep["errors"][metric.name] for rep in valid if metric.name in rep.get("errors", {})
+            rep["failed_figures"][metric.name]
+            for rep in valid
+            if metric.name in rep.get("failed_figures", {})
         ]
         if reasons:  # one figure failed while the others were measured
             errors[metric.name] = reasons[0]

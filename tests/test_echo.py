@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
-from contextlib import contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -52,54 +52,69 @@ def _read_line(stream, timeout: float) -> str:
     return stream.readline()
 
 
-@contextmanager
-def echo_server(variant: loops.Variant, style: str, *extra: str):
-    """The server process and its port; killed at the end if a test left it running."""
-    command = [sys.executable, "-m", "workloads.echo", "--loop", variant.name, "--style", style]
-    process = subprocess.Popen(
-        [*command, "--port", "0", *extra],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_die_with_parent,
-    )
-    try:
-        line = _read_line(process.stdout, 20)
-        assert line.startswith("listening on "), line + process.stderr.read()
-        port = int(line.split()[2].rsplit(":", 1)[1])
-        yield process, port
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=10)
-        process.stdout.close()
-        process.stderr.close()
+class Server:
+    """An echo server process, started at once; ``port`` waits for its ready line."""
+
+    def __init__(self, variant: loops.Variant, style: str, udp: bool = False) -> None:
+        command = [sys.executable, "-m", "workloads.echo", "--loop", variant.name]
+        command += ["--style", style, "--port", "0", *(["--udp"] if udp else [])]
+        self.udp = udp
+        self.process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_die_with_parent,
+        )
+        self._port: int | None = None
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            line = _read_line(self.process.stdout, 20)
+            assert line.startswith("listening on "), line + self.process.stderr.read()
+            self._port = int(line.split()[2].rsplit(":", 1)[1])
+        return self._port
+
+    def stop_cleanly(self) -> None:
+        """SIGTERM: exit 0, say every socket is closed, and leave the port free."""
+        port = self.port
+        self.process.send_signal(signal.SIGTERM)
+        out, err = self.process.communicate(timeout=15)
+        assert self.process.returncode == 0, out + err
+        assert "every socket closed" in out, out + err
+        kind = socket.SOCK_DGRAM if self.udp else socket.SOCK_STREAM
+        with socket.socket(socket.AF_INET, kind) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(("127.0.0.1", port))  # fails if the server's socket were still bound
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.communicate(timeout=10)
 
 
-def run_load(port: int, tmp_path: Path, *extra: str, server_pid: int | None = None) -> dict:
-    report = tmp_path / "load.json"
-    command = [sys.executable, "-m", "workloads.echo.load", "--port", str(port)]
-    command += ["--json", str(report), "--timeout", "10", *extra]
-    if server_pid is not None:
-        command += ["--server-pid", str(server_pid)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
-    record = json.loads(report.read_text())
-    record["returncode"] = done.returncode
-    record["output"] = done.stdout + done.stderr
-    return record
+class Load:
+    """A load generator process, started at once; ``result()`` waits for its record."""
 
+    def __init__(self, port: int, report: Path, *args: str, server_pid: int | None = None):
+        command = [sys.executable, "-m", "workloads.echo.load", "--port", str(port)]
+        command += ["--json", str(report), "--timeout", "10", *args]
+        if server_pid is not None:
+            command += ["--server-pid", str(server_pid)]
+        self.report = report
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
 
-def stop_cleanly(process: subprocess.Popen, port: int, udp: bool = False) -> None:
-    """SIGTERM: exit 0, say every socket is closed, and leave the port free."""
-    process.send_signal(signal.SIGTERM)
-    out, err = process.communicate(timeout=15)
-    assert process.returncode == 0, out + err
-    assert "every socket closed" in out, out + err
-    kind = socket.SOCK_DGRAM if udp else socket.SOCK_STREAM
-    with socket.socket(socket.AF_INET, kind) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        probe.bind(("127.0.0.1", port))  # fails if the server's socket were still bound
+    def result(self) -> dict:
+        output, _ = self.process.communicate(timeout=60)
+        assert self.report.exists(), output
+        record = json.loads(self.report.read_text())
+        record["returncode"] = self.process.returncode
+        record["output"] = output
+        return record
 
 
 def _connect(port: int) -> socket.socket:
@@ -134,29 +149,34 @@ def _fill_until_stalled(sock: socket.socket) -> int:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(("variant", "style"), CASES)
-def test_tcp_echo_serves_a_verified_load_and_stops_cleanly(variant, style, tmp_path):
+def test_echo_serves_a_verified_load_and_stops_cleanly(variant, style, tmp_path):
+    """TCP, and UDP if claimed: both servers and both loads run side by side, to save time."""
     _needs(variant, "io")
-    with echo_server(variant, style) as (server, port):
-        record = run_load(
-            port,
-            tmp_path,
-            *("--connections", "4", "--size", "3000", "--duration", "0.2"),
-            server_pid=server.pid,
-        )
-        assert record["returncode"] == 0, record["output"]
-        assert record["ok"] and record["requests"] > 0 and record["errors"] == 0
-        assert record["bytes_echoed"] == record["requests"] * 3000
-        assert record["server_cpu_s"] is not None
+    with ExitStack() as stack:
+        tcp = stack.enter_context(closing(Server(variant, style)))
+        udp = None
+        if "udp" in variant.capabilities:
+            udp = stack.enter_context(closing(Server(variant, style, udp=True)))
+        args = ("--connections", "4", "--size", "3000", "--duration", "0.2")
+        loads = [Load(tcp.port, tmp_path / "tcp.json", *args, server_pid=tcp.process.pid)]
+        if udp is not None:
+            loads.append(Load(udp.port, tmp_path / "udp.json", "--udp", *args))
+        for load in loads:
+            record = load.result()
+            assert record["returncode"] == 0, record["output"]
+            assert record["ok"] and record["requests"] > 0 and record["errors"] == 0
+            assert record["bytes_echoed"] == record["requests"] * 3000
+        assert loads[0].result()["server_cpu_s"] is not None
 
         # A peer that never reads stalls its own connection at a bounded amount ...
-        stalled = _connect(port)
+        stalled = stack.enter_context(_connect(tcp.port))
         assert _fill_until_stalled(stalled) < STALL_BOUND
         # ... while a reset, and a half-close (EOF) after a large message, are served alongside.
-        reset = _connect(port)
+        reset = _connect(tcp.port)
         reset.sendall(b"x" * 5000)
         reset.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         reset.close()  # linger 0: RST instead of FIN
-        with _connect(port) as half:
+        with _connect(tcp.port) as half:
             message = bytes(range(256)) * 1024
             sender = threading.Thread(target=lambda: (half.sendall(message), half.shutdown(1)))
             sender.start()
@@ -165,29 +185,14 @@ def test_tcp_echo_serves_a_verified_load_and_stops_cleanly(variant, style, tmp_p
             assert echoed == message
             assert half.recv(1) == b"", "the server did not close after the peer's EOF"
         # An open, idle connection at stop time is closed by the server too.
-        idle = _connect(port)
+        idle = stack.enter_context(_connect(tcp.port))
         idle.sendall(b"ping")
         assert _recv_exactly(idle, 4) == b"ping"
 
-        stop_cleanly(server, port)
+        tcp.stop_cleanly()
         assert idle.recv(1) == b""
-        idle.close()
-        stalled.close()
-
-
-@pytest.mark.timeout(60)
-@pytest.mark.parametrize(("variant", "style"), CASES)
-def test_udp_echo_serves_a_verified_load_and_stops_cleanly(variant, style, tmp_path):
-    _needs(variant, "udp")
-    with echo_server(variant, style, "--udp") as (server, port):
-        record = run_load(
-            port,
-            tmp_path,
-            *("--udp", "--connections", "4", "--size", "1200", "--duration", "0.2"),
-        )
-        assert record["returncode"] == 0, record["output"]
-        assert record["ok"] and record["requests"] > 0 and record["transport"] == "udp"
-        stop_cleanly(server, port, udp=True)
+        if udp is not None:
+            udp.stop_cleanly()
 
 
 @contextmanager
@@ -229,7 +234,7 @@ def broken_server(mangle):
 def test_the_load_generator_fails_on_a_wrong_or_missing_byte(mangle, kind, tmp_path):
     with broken_server(mangle) as port:
         args = ("--connections", "1", "--size", "100", "--duration", "0.2")
-        record = run_load(port, tmp_path, *args)
+        record = Load(port, tmp_path / "load.json", *args).result()
     assert record["returncode"] == 1, record["output"]
     assert record[kind] == 1 and not record["ok"]
     assert "FAILED" in record["output"]

@@ -449,3 +449,36 @@ def test_gather_returns_results_in_order_and_cancels_the_rest_on_failure():
         return results, slow.cancelled()
 
     assert co.run(main()) == (["a", "b", "c"], True)
+
+
+def test_run_cancels_tasks_left_running_even_ones_spawned_during_clean_up():
+    spawned = []
+
+    def respawner():
+        try:
+            yield from co.sleep(100)
+        finally:
+            spawned.append((yield from co.spawn(co.sleep(100))))  # while run() shuts down
+
+    def main():
+        yield from co.spawn(respawner())
+        yield from co.sleep(0.001)
+
+    co.run(main())  # returns at once: the 100 s sleeper is cancelled, not waited for
+    assert [task.cancelled() for task in spawned] == [True]
+
+
+def test_a_nan_delay_is_a_value_error():
+    with pytest.raises(ValueError, match="NaN"):
+        co.run(co.sleep(float("nan")))
+
+
+def test_gather_takes_plain_futures_too():
+    def main():
+        fut = Future(co.get_running_loop())
+        waiting = yield from co.spawn(co.gather(fut, co.sleep(0)))
+        yield from co.sleep(0)
+        fut.set_result("from a future")
+        return (yield from co.join(waiting))
+
+    assert co.run(main()) == ["from a future", None]

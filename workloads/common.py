@@ -1,6 +1,6 @@
 """What every workload CLI shares: loop/style resolution, stop signals, JSON results.
 
-Nothing here touches a loop. The pieces:
+Nothing here imports a loop (loops come from discovery). The pieces:
 
 - :func:`add_loop_arguments` and :func:`resolve` give every CLI the same ``--loop NAME
   [--style S]`` options, the variant's first style as the default, and a clear usage error
@@ -216,17 +216,17 @@ def interrupted(prog: str) -> int:
 def peak_rss_mib() -> float:
     """This process's peak resident set size so far, in MiB.
 
-    On Linux, VmHWM from /proc/self/status: the peak since this program was exec'd. (The
-    getrusage ``ru_maxrss`` fallback survives exec, so a process forked from a big parent
-    would report the parent's size.)
+    On Linux this is the address space's high-water mark (VmHWM), not ``ru_maxrss``: the
+    latter starts at the parent's RSS at fork and survives exec, so a workload started by a
+    large parent (the bench) would report the parent's memory as its own.
     """
     try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
+        status = Path("/proc/self/status").read_text()
     except OSError:
-        pass
+        status = ""
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024 if sys.platform != "darwin" else peak / 2**20
 

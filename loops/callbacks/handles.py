@@ -101,7 +101,7 @@ class TimerHandle(Handle):
 
 def describe_callback(callback: Callable[..., Any], args: tuple) -> str:
     """``name(arg, ...) at file:line``, with long arguments shortened."""
-    name = getattr(callback, "__qualname__", None) or repr(callback)
+    name = getattr(callback, "__qualname__", None) or reprlib.repr(callback)  # never raises
     text = f"{name}({', '.join(map(reprlib.repr, args))})"
     code = getattr(callback, "__code__", None)
     if code is not None:

@@ -18,6 +18,7 @@ import os
 import socket
 import types
 from collections.abc import Coroutine, Generator
+from selectors import EVENT_READ, EVENT_WRITE
 from typing import Any
 
 from loops.contract import check_nonblocking
@@ -175,6 +176,7 @@ def timeout_after(seconds: float, coro: Any) -> Generator[Any, Any, Any]:
         raise
     finally:
         deadline.task = None
+        timer.remove_done_callback(deadline)
         timer.cancel()
         if deadline.expired:
             task.uncancel()  # the timer fired but the work finished before it was hit
@@ -188,13 +190,15 @@ def gather(*awaitables: Any) -> Generator[Any, Any, list[Any]]:
     no task outlives the gather.
     """
     loop = get_running_loop()
-    children = [a if isinstance(a, Task) else Task(_checked(a, "gather"), loop) for a in awaitables]
+    children = [
+        a if isinstance(a, Future) else Task(_checked(a, "gather"), loop) for a in awaitables
+    ]
     if not children:
         return []
     outcome = Future(loop)
     remaining = len(children)
 
-    def on_child_done(child: Task) -> None:
+    def on_child_done(child: Future) -> None:
         nonlocal remaining
         if outcome._state is not _PENDING:
             return
@@ -220,15 +224,39 @@ def gather(*awaitables: Any) -> Generator[Any, Any, list[Any]]:
 
 
 @types.coroutine
-def recv(sock: socket.socket, n: int) -> Generator[Any, Any, bytes]:
-    """Receive up to n bytes; b'' at end of stream."""
+def _retry(sock: socket.socket, event: int, call: Any, *args: Any) -> Generator[Any, Any, Any]:
+    """call(*args) on non-blocking sock, waiting for it to be ready for event after each
+    BlockingIOError (the call is tried first: most of the time it just succeeds)."""
     check_nonblocking(sock)
     while True:
         try:
-            return sock.recv(n)
+            return call(*args)
         except BlockingIOError:
             pass
-        yield from get_running_loop().wait_readable(sock)
+        yield from get_running_loop().wait(sock, event)
+
+
+def recv(sock: socket.socket, n: int) -> Generator[Any, Any, bytes]:
+    """Receive up to n bytes; b'' at end of stream."""
+    return _retry(sock, EVENT_READ, sock.recv, n)
+
+
+def recvfrom(sock: socket.socket, n: int) -> Generator[Any, Any, tuple[bytes, Any]]:
+    """Receive a datagram of up to n bytes: (data, sender's address)."""
+    return _retry(sock, EVENT_READ, sock.recvfrom, n)
+
+
+def sendto(sock: socket.socket, data: bytes, address: Any) -> Generator[Any, Any, int]:
+    """Send a datagram to address; the number of bytes sent."""
+    return _retry(sock, EVENT_WRITE, sock.sendto, data, address)
+
+
+@types.coroutine
+def accept(sock: socket.socket) -> Generator[Any, Any, tuple[socket.socket, Any]]:
+    """Accept a connection: (a non-blocking socket, the peer's address)."""
+    conn, address = yield from _retry(sock, EVENT_READ, sock.accept)
+    conn.setblocking(False)
+    return conn, address
 
 
 @types.coroutine
@@ -243,23 +271,9 @@ def sendall(sock: socket.socket, data: bytes) -> Generator[Any, Any, None]:
         return
     with memoryview(data) as view, view.cast("B") as octets:
         while sent < len(octets):
-            yield from get_running_loop().wait_writable(sock)
+            yield from get_running_loop().wait(sock, EVENT_WRITE)
             with contextlib.suppress(BlockingIOError):
                 sent += sock.send(octets[sent:])
-
-
-@types.coroutine
-def accept(sock: socket.socket) -> Generator[Any, Any, tuple[socket.socket, Any]]:
-    """Accept a connection: (a non-blocking socket, the peer's address)."""
-    check_nonblocking(sock)
-    while True:
-        try:
-            conn, address = sock.accept()
-        except BlockingIOError:
-            yield from get_running_loop().wait_readable(sock)
-        else:
-            conn.setblocking(False)
-            return conn, address
 
 
 @types.coroutine
@@ -271,34 +285,10 @@ def connect(sock: socket.socket, address: Any) -> Generator[Any, Any, None]:
         return
     except BlockingIOError:
         pass  # EINPROGRESS: the socket turns writable when the handshake is over
-    yield from get_running_loop().wait_writable(sock)
+    yield from get_running_loop().wait(sock, EVENT_WRITE)
     error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
     if error:
         raise OSError(error, f"connect to {address!r} failed: {os.strerror(error)}")
-
-
-@types.coroutine
-def recvfrom(sock: socket.socket, n: int) -> Generator[Any, Any, tuple[bytes, Any]]:
-    """Receive a datagram of up to n bytes: (data, sender's address)."""
-    check_nonblocking(sock)
-    while True:
-        try:
-            return sock.recvfrom(n)
-        except BlockingIOError:
-            pass
-        yield from get_running_loop().wait_readable(sock)
-
-
-@types.coroutine
-def sendto(sock: socket.socket, data: bytes, address: Any) -> Generator[Any, Any, int]:
-    """Send a datagram to address; the number of bytes sent."""
-    check_nonblocking(sock)
-    while True:
-        try:
-            return sock.sendto(data, address)
-        except BlockingIOError:
-            pass
-        yield from get_running_loop().wait_writable(sock)
 
 
 # -- threads ------------------------------------------------------------------------------

@@ -189,6 +189,8 @@ class Loop:
 
     def timer(self, delay: float) -> Future:
         """A future completed (with None) no earlier than delay seconds from now."""
+        if delay != delay:
+            raise ValueError("the delay is NaN: it would never fire, and break the heap's order")
         timer = _Timer(self)
         heappush(self._timers, [monotonic() + delay, next(self._sequence), timer])
         return timer
@@ -201,26 +203,12 @@ class Loop:
 
     # -- sockets --------------------------------------------------------------------------
 
-    def wait_readable(self, sock: socket.socket) -> Future:
-        """A future completed when sock is readable."""
-        interest = self._watch(sock, _READ)
-        waiter = interest.reader
-        if waiter is not None and waiter._state is _PENDING:
-            raise RuntimeError(f"another task is already waiting to read from {sock!r}")
-        interest.reader = waiter = Future(self)
-        return waiter
+    def wait(self, sock: socket.socket, event: int) -> Future:
+        """A future completed when sock is ready for event (EVENT_READ or EVENT_WRITE).
 
-    def wait_writable(self, sock: socket.socket) -> Future:
-        """A future completed when sock is writable."""
-        interest = self._watch(sock, _WRITE)
-        waiter = interest.writer
-        if waiter is not None and waiter._state is _PENDING:
-            raise RuntimeError(f"another task is already waiting to write to {sock!r}")
-        interest.writer = waiter = Future(self)
-        return waiter
-
-    def _watch(self, sock: socket.socket, event: int) -> _Interest:
-        """Make sure the selector watches sock for event; keep what is already registered."""
+        The socket stays registered after the wait: the next wait on it usually finds its
+        mask already right and costs no system call.
+        """
         fd = sock.fileno()
         interest = self._interests.get(fd)
         if interest is not None:
@@ -236,7 +224,16 @@ class Loop:
         elif not interest.mask & event:
             interest.mask |= event
             self._selector.modify(fd, interest.mask, interest)
-        return interest
+        waiter = interest.reader if event == _READ else interest.writer
+        if waiter is not None and waiter._state is _PENDING:
+            direction = "read from" if event == _READ else "write to"
+            raise RuntimeError(f"another task is already waiting to {direction} {sock!r}")
+        waiter = Future(self)
+        if event == _READ:
+            interest.reader = waiter
+        else:
+            interest.writer = waiter
+        return waiter
 
     def _unwatch(self, interest: _Interest, events: int) -> None:
         """Stop watching for events that were reported with nobody waiting for them."""
@@ -306,12 +303,14 @@ class Loop:
         """Cancel every unfinished task and run them until they have all ended."""
         if _running.loop is not None:
             raise RuntimeError("cancel_all_tasks() cannot be called while the loop runs")
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
+        cancelled: set[Task] = set()
         _running.loop = self
         try:
             while self._tasks:
+                # Each turn, so that a task spawned by another's clean-up is cancelled too.
+                for task in self._tasks.keys() - cancelled:
+                    task.cancel()
+                    cancelled.add(task)
                 self._run_once()
         finally:
             _running.loop = None

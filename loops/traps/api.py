@@ -20,12 +20,11 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import time
 from collections.abc import Callable
 from typing import Any
 
 from loops.contract import check_nonblocking
-from loops.traps.kernel import Kernel, running_kernel
+from loops.traps.kernel import Kernel, now
 from loops.traps.queues import Queue
 from loops.traps.task import CancelledError, Expired
 from loops.traps.traps import (
@@ -72,23 +71,22 @@ def run(coro: Any) -> Any:
         kernel.close()
 
 
-def now() -> float:
-    """The running kernel's clock (time.monotonic), in seconds."""
-    running_kernel()
-    return time.monotonic()
-
-
 async def timeout_after(seconds: float, coro: Any) -> Any:
     """Run coro; if it takes longer than seconds, cancel it and raise TimeoutError.
 
     The inner work is cancelled in place (a CancelledError subclass thrown at its suspension
     point, so its cleanup runs) and the TimeoutError is raised here, where the timer was set.
     """
-    timer = await set_timer(seconds)
+    try:
+        timer = await set_timer(seconds)
+    except BaseException:
+        if hasattr(coro, "close"):
+            coro.close()  # it will never run: do not leave it to warn "never awaited"
+        raise
     try:
         return await coro
     except Expired as expired:
-        if expired.timer is not timer:
+        if expired.timer != timer:
             raise  # an outer timeout_after's timer: its business
         raise TimeoutError(f"timed out after {seconds} s") from expired
     finally:
@@ -124,7 +122,9 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
         sent = sock.send(data)
     except BlockingIOError:
         sent = 0
-    if sent == len(data):  # the usual case: the socket buffer took it all
+    # len() of bytes is its size; of a memoryview or array, its item count: ask the buffer.
+    size = len(data) if type(data) is bytes else memoryview(data).nbytes
+    if sent == size:  # the usual case: the socket buffer took it all
         _fast_calls += 1
         return
     _fast_calls = 0

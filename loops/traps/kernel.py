@@ -10,9 +10,9 @@ event that satisfies the wait puts the task back on the ready queue. Cancellatio
 ``coro.throw(CancelledError())`` at the suspension point, after the kernel undoes the wait.
 
 What it builds on: a deque of ready tasks, a heap of timers with lazy cancellation and
-compaction (asyncio's rule), and ``selectors.DefaultSelector`` (epoll here) with one
+compaction (asyncio's rule), and epoll (read directly, see :mod:`loops.traps.poller`) with one
 registration per fd kept across waits, so a connection that reads, writes and reads again
-costs no selector calls at all. Socket calls are optimistic: they try the call and trap only on
+costs no epoll_ctl calls at all. Socket calls are optimistic: they try the call and trap only on
 BlockingIOError (see :mod:`loops.traps.api`).
 
 Limits: one task may wait to read (and one to write) on a given socket at a time, as in curio;
@@ -29,40 +29,64 @@ import heapq
 import itertools
 import logging
 import math
-import selectors
 import socket
 import threading
 import time
+from heapq import heappush
+from time import monotonic
 from types import CoroutineType
 from typing import Any
 
-from loops.traps import task as states
-from loops.traps.task import CancelledError, Expired, Task
+from loops.traps.poller import IN, OUT, new_poller
+from loops.traps.task import (
+    CANCELLING,
+    DONE,
+    JOINING,
+    PARKED,
+    READING,
+    READY,
+    SLEEPING,
+    THREAD,
+    WRITING,
+    CancelledError,
+    Expired,
+    Task,
+)
 from loops.traps.traps import cancel
-
-EVENT_READ = selectors.EVENT_READ
-EVENT_WRITE = selectors.EVENT_WRITE
 
 SUSPEND = object()  # a trap handler's answer meaning: the task waits, resume it later
 COMPACT_MIN = 100  # asyncio's rule: rebuild the heap when over this many timers...
 COMPACT_FRACTION = 0.5  # ...and more than this fraction of them are cancelled
+MAX_WAIT = 24 * 3600.0  # the longest single poll (asyncio's cap): epoll refuses huge timeouts
 
-# A registered fd's slot (the selector key's data, a list so waits never touch the selector):
+# A watched fd's slot, a list so that a wait is a store and never an epoll_ctl call:
 MASK, READER, WRITER, SOCK, FD = range(5)
-assert (READER, WRITER) == (EVENT_READ, EVENT_WRITE)  # so slot[event] is the event's waiter
-# [events registered, task waiting to read or None, task waiting to write or None, socket, fd]
+# [poll bits registered (IN, OUT), task waiting to read or None, ...to write or None, socket, fd]
+# Any bit but "writable" (data, EOF, an error, a hang-up) reaches a reader, any bit but
+# "readable" reaches a writer: the way selectors reports them too.
+WAKES_READER, WAKES_WRITER = ~OUT, ~IN
 
-# A timer entry (a list, so cancelling it is a store, not a heap search):
-WHEN, SEQ, TASK, IS_TIMEOUT = range(4)
-# [deadline, tie-breaker, task or None once cancelled or fired, True for a timeout_after]
 
 log = logging.getLogger(__name__)
-_running = threading.local()  # .kernel: the kernel running in this thread, if any
+
+
+class _Running(threading.local):
+    kernel: Kernel | None = None  # the kernel running in this thread, if any
+
+
+_running = _Running()
+
+
+def now() -> float:
+    """The running kernel's clock (time.monotonic), in seconds."""
+    if _running.kernel is None:
+        running_kernel()  # raises: no kernel runs in this thread
+    return time.monotonic()
 
 
 def running_kernel() -> Kernel:
     """The kernel running in this thread, or RuntimeError outside of run()."""
-    kernel = getattr(_running, "kernel", None)
+    kernel = _running.kernel
     if kernel is None:
         raise RuntimeError("no traps kernel is running in this thread (call this inside run())")
     return kernel
@@ -73,10 +97,14 @@ class Kernel:
 
     def __init__(self) -> None:
         self._ready: collections.deque[Task] = collections.deque()  # runnable tasks, FIFO
-        self._timers: list[list] = []  # heap of timer entries (see WHEN...IS_TIMEOUT above)
-        self._cancelled_timers = 0  # entries in the heap whose task slot is None
-        self._timer_seq = itertools.count()  # tie-breaker: equal deadlines fire FIFO
-        self._selector = selectors.DefaultSelector()  # epoll on Linux
+        # Timers: a heap of (deadline, seq) and, per armed timer, its task under its seq. A
+        # heap entry whose seq is in neither dict was cancelled and is dropped when it surfaces
+        # (lazy cancellation); the entries hold no task, so the GC never has to look at them.
+        self._timers: list[tuple[float, int]] = []  # heap; seq breaks ties: FIFO
+        self._sleepers: dict[int, Task] = {}  # seq -> task sleeping until that timer
+        self._timeouts: dict[int, Task] = {}  # seq -> task with a timeout_after armed
+        self._timer_seq = itertools.count()  # the next seq
+        self._poller = new_poller()  # epoll on Linux
         self._io: dict[int, list] = {}  # fd -> its slot (see MASK...FD above)
         self._tasks: set[Task] = set()  # every task not yet DONE
         self._unseen_failures: dict[Task, None] = {}  # failed tasks nobody joined (yet)
@@ -101,13 +129,13 @@ class Kernel:
         }
         # How to undo each kind of wait when a task is cancelled or times out.
         self._unwait = {
-            states.SLEEPING: self._unwait_timer,
-            states.READING: self._unwait_reader,
-            states.WRITING: self._unwait_writer,
-            states.JOINING: self._unwait_joiner,
-            states.CANCELLING: self._unwait_joiner,
-            states.PARKED: self._unwait_parked,
-            states.THREAD: self._unwait_thread,
+            SLEEPING: self._unwait_timer,
+            READING: self._unwait_reader,
+            WRITING: self._unwait_writer,
+            JOINING: self._unwait_joiner,
+            CANCELLING: self._unwait_joiner,
+            PARKED: self._unwait_parked,
+            THREAD: self._unwait_thread,
         }
 
     # ------------------------------------------------------------------ public surface
@@ -132,7 +160,7 @@ class Kernel:
         """
         if self._closed:
             return
-        if getattr(_running, "kernel", None) is self:
+        if _running.kernel is self:
             raise RuntimeError("cannot close the traps kernel from inside a task")
         try:
             while self._tasks:
@@ -146,7 +174,7 @@ class Kernel:
             for task in self._unseen_failures:
                 log.error("%r failed and nobody joined it", task, exc_info=task.exception)
             self._unseen_failures.clear()
-            self._selector.close()
+            self._poller.close()
             self._io.clear()
             if self._wake_pair is not None:
                 for sock in self._wake_pair:
@@ -175,25 +203,31 @@ class Kernel:
         ready_pop = ready.popleft
         ready_push = ready.append
         timers = self._timers
+        sleepers = self._sleepers
+        sleepers_pop = sleepers.pop
+        timeouts = self._timeouts
         heappop = heapq.heappop
-        select = self._selector.select
+        poll = self._poller.poll
+        watched = self._io  # every registered fd (the threads' wake-up socket too)
         clock = time.monotonic
         traps = self._traps
-        done = states.DONE
-        ready_state = states.READY
+        done = DONE
+        ready_state = READY
         suspend = SUSPEND
 
         while main.state is not done:
             # ---- stage 1: wait for I/O, blocking only while nothing is ready
-            if ready:
-                timeout = 0
+            if ready:  # just poll, and only if there is something to poll
+                ready_fds = poll(0) if watched else ()
             elif timers:
-                timeout = max(timers[0][WHEN] - clock(), 0)
+                ready_fds = poll(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
+            elif watched:
+                ready_fds = poll()
             else:
-                timeout = None
-            for key, events in select(timeout):
-                slot = key.data
-                if events & EVENT_READ:
+                raise _deadlock(main)
+            for fd, bits in ready_fds:
+                slot = watched[fd]
+                if bits & WAKES_READER and slot[MASK] & IN:
                     task = slot[READER]
                     if task is not None:
                         slot[READER] = None
@@ -202,35 +236,30 @@ class Kernel:
                     elif slot is self._wake_slot:
                         self._collect_thread_results()
                     else:  # nobody reads this fd any more: stop watching it
-                        self._unwatch(slot, EVENT_READ)
-                if events & EVENT_WRITE:
+                        self._unwatch(slot, IN)
+                if bits & WAKES_WRITER and slot[MASK] & OUT:
                     task = slot[WRITER]
                     if task is not None:
                         slot[WRITER] = None
                         task.state = ready_state
                         ready_push(task)
                     else:
-                        self._unwatch(slot, EVENT_WRITE)
+                        self._unwatch(slot, OUT)
 
             # ---- stage 2: expire timers
             if timers:
                 now = clock()
-                while timers and timers[0][WHEN] <= now:
-                    entry = heappop(timers)
-                    task = entry[TASK]
-                    if task is None:  # cancelled earlier: dropped lazily, here
-                        self._cancelled_timers -= 1
-                    elif entry[IS_TIMEOUT]:
-                        entry[TASK] = None
-                        self._expire(task, entry)
-                    else:  # a sleep ended
-                        entry[TASK] = None
+                while timers and timers[0][0] <= now:
+                    seq = heappop(timers)[1]
+                    task = sleepers_pop(seq, None)
+                    if task is not None:  # a sleep ended
                         task.state = ready_state
                         ready_push(task)
-                if (
-                    self._cancelled_timers > COMPACT_MIN
-                    and self._cancelled_timers > COMPACT_FRACTION * len(timers)
-                ):
+                    elif seq in timeouts:
+                        self._expire(timeouts.pop(seq), seq)
+                    # else: cancelled earlier, dropped here
+                cancelled = len(timers) - len(sleepers) - len(timeouts)
+                if cancelled > COMPACT_MIN and cancelled > COMPACT_FRACTION * len(timers):
                     self._compact_timers()
 
             # ---- stage 3: run the tasks that were ready when this stage began
@@ -281,56 +310,66 @@ class Kernel:
             return SUSPEND
         if math.isnan(seconds):
             raise ValueError("sleep(nan): a delay must be a number of seconds")
-        entry = [time.monotonic() + seconds, next(self._timer_seq), task, False]
-        heapq.heappush(self._timers, entry)
-        task.state = states.SLEEPING
-        task.waiting_on = entry
+        seq = next(self._timer_seq)
+        heappush(self._timers, (monotonic() + seconds, seq))
+        self._sleepers[seq] = task
+        task.state = SLEEPING
+        task.waiting_on = seq
         return SUSPEND
 
     def _trap_spawn(self, task: Task, request: tuple) -> Task:
-        return self._spawn(request[1])
+        coro = request[1]
+        if type(coro) is not CoroutineType:  # the checks and messages live in _spawn
+            return self._spawn(coro)
+        child = Task(coro)
+        self._tasks.add(child)
+        self._ready.append(child)
+        return child
 
     def _trap_join(self, task: Task, request: tuple) -> Any:
-        target = _check_task(request[1], "join")
-        if target is task:
-            raise RuntimeError(f"{task!r} cannot join itself: it would wait forever")
-        if target.state is states.DONE:  # finished already: answer at once
+        target = request[1]
+        if type(target) is not Task:
+            raise _not_a_task(target, "join")
+        if target.state is DONE:  # finished already: answer at once
             target.joined = True
-            self._unseen_failures.pop(target, None)
             if target.exception is not None:
+                self._unseen_failures.pop(target, None)
                 raise target.exception
             return target.result
-        self._wait_for_end(task, target, states.JOINING)
+        if target is task:
+            raise RuntimeError(f"{task!r} cannot join itself: it would wait forever")
+        self._wait_for_end(task, target, JOINING)
         return SUSPEND
 
     def _trap_cancel(self, task: Task, request: tuple) -> Any:
-        target = _check_task(request[1], "cancel")
-        if target.state is states.DONE:
+        target = request[1]
+        if type(target) is not Task:
+            raise _not_a_task(target, "cancel")
+        if target.state is DONE:
             return None
         if target is task:  # cancelling oneself: the cancellation arrives right here
             raise CancelledError()
         if type(target.throw) is not CancelledError:  # unless a cancel is on its way already
             self._interrupt(target, CancelledError())
-        self._wait_for_end(task, target, states.CANCELLING)
+        self._wait_for_end(task, target, CANCELLING)
         return SUSPEND
 
     def _trap_io(self, task: Task, request: tuple) -> Any:
-        # "read" or "write": the event's value is also the slot index of its waiting task.
         name, sock = request
         if name == "read":
-            event, state = EVENT_READ, states.READING
+            role, bit, state = READER, IN, READING
         else:
-            event, state = EVENT_WRITE, states.WRITING
+            role, bit, state = WRITER, OUT, WRITING
         fd = sock.fileno()
         slot = self._io.get(fd)
         if slot is None or slot[SOCK] is not sock:  # first wait on it, or the fd was reused
-            slot = self._watch(fd, sock, event)
-        elif slot[event] is not None:
-            raise RuntimeError(f"{slot[event]!r} is already waiting to {name} {sock!r}")
-        elif not slot[MASK] & event:  # watched for the other direction only: add this one
-            slot[MASK] |= event
-            self._selector.modify(fd, slot[MASK], slot)
-        slot[event] = task
+            slot = self._watch(fd, sock, bit)
+        elif slot[role] is not None:
+            raise RuntimeError(f"{slot[role]!r} is already waiting to {name} {sock!r}")
+        elif not slot[MASK] & bit:  # watched for the other direction only: add this one
+            slot[MASK] |= bit
+            self._poller.modify(fd, slot[MASK])
+        slot[role] = task
         task.state = state
         task.waiting_on = slot
         return SUSPEND
@@ -340,7 +379,7 @@ class Kernel:
         if self._pool is None:
             self._start_threads()
         future = self._pool.submit(fn, *args)
-        task.state = states.THREAD
+        task.state = THREAD
         task.waiting_on = future
         future.add_done_callback(lambda f, task=task: self._thread_finished(task, f))
         return SUSPEND
@@ -348,7 +387,7 @@ class Kernel:
     def _trap_park(self, task: Task, request: tuple) -> Any:
         waiters = request[1]
         waiters.append(task)
-        task.state = states.PARKED
+        task.state = PARKED
         task.waiting_on = waiters
         return SUSPEND
 
@@ -357,16 +396,17 @@ class Kernel:
         for _ in range(min(n, len(waiters))):
             self._make_ready(waiters.popleft())
 
-    def _trap_set_timer(self, task: Task, request: tuple) -> list:
+    def _trap_set_timer(self, task: Task, request: tuple) -> int:
         seconds = request[1]
         if math.isnan(seconds):
             raise ValueError("timeout_after(nan): a timeout must be a number of seconds")
-        entry = [time.monotonic() + seconds, next(self._timer_seq), task, True]
-        heapq.heappush(self._timers, entry)
-        return entry
+        seq = next(self._timer_seq)
+        heappush(self._timers, (monotonic() + seconds, seq))
+        self._timeouts[seq] = task
+        return seq
 
     def _trap_clear_timer(self, task: Task, request: tuple) -> None:
-        self._cancel_timer(request[1])
+        self._timeouts.pop(request[1], None)  # lazily: its heap entry goes when it surfaces
 
     # ------------------------------------------------------------------ tasks
 
@@ -381,21 +421,23 @@ class Kernel:
         return task
 
     def _make_ready(self, task: Task) -> None:
-        task.state = states.READY
+        task.state = READY
         self._ready.append(task)
 
     def _finish(self, task: Task, result: Any, exception: BaseException | None) -> None:
-        task.state = states.DONE
+        task.state = DONE
         task.result = result
-        task.exception = exception
         task.waiting_on = None
         self._tasks.discard(task)
         joiners = task.joiners
+        if joiners is None and exception is None:  # the usual end: nobody waits, no error
+            return
+        task.exception = exception
         if joiners:
             task.joiners = None
             task.joined = True
             for joiner in joiners:
-                if joiner.state is states.JOINING:  # CANCELLING waiters just resume
+                if joiner.state is JOINING:  # CANCELLING waiters just resume
                     if exception is None:
                         joiner.value = result
                     else:
@@ -415,33 +457,33 @@ class Kernel:
 
     def _interrupt(self, task: Task, error: BaseException) -> None:
         """Deliver error at task's suspension point, undoing whatever it waits for."""
-        if task.state is not states.READY:
+        if task.state is not READY:
             self._unwait[task.state](task)
             self._make_ready(task)
         task.value = None  # a ready task loses what it would have received
         task.throw = error
 
-    def _expire(self, task: Task, timer: list) -> None:
-        if task.state is states.DONE:
+    def _expire(self, task: Task, timer: int) -> None:
+        if task.state is DONE:
             return  # ended without clearing its timer (only a bare set_timer can do that)
-        if task.state is states.READY and task.throw is not None:
+        if task.state is READY and task.throw is not None:
             return  # a cancellation (or an outer timeout) is already on its way: it wins
         self._interrupt(task, Expired(timer))
 
     # ------------------------------------------------------------------ undoing waits
 
     def _unwait_timer(self, task: Task) -> None:
-        self._cancel_timer(task.waiting_on)
+        del self._sleepers[task.waiting_on]  # lazily: its heap entry goes when it surfaces
 
     def _unwait_reader(self, task: Task) -> None:
         slot = task.waiting_on
         slot[READER] = None
-        self._unwatch(slot, EVENT_READ)
+        self._unwatch(slot, IN)
 
     def _unwait_writer(self, task: Task) -> None:
         slot = task.waiting_on
         slot[WRITER] = None
-        self._unwatch(slot, EVENT_WRITE)
+        self._unwatch(slot, OUT)
 
     def _unwait_joiner(self, task: Task) -> None:
         task.waiting_on.joiners.remove(task)
@@ -454,40 +496,34 @@ class Kernel:
 
     # ------------------------------------------------------------------ timers
 
-    def _cancel_timer(self, entry: list) -> None:
-        if entry[TASK] is not None:  # not fired, not cancelled: drop it lazily
-            entry[TASK] = None
-            self._cancelled_timers += 1
-
     def _compact_timers(self) -> None:
-        self._timers[:] = [entry for entry in self._timers if entry[TASK] is not None]
+        armed = self._sleepers.keys() | self._timeouts.keys()
+        self._timers[:] = [entry for entry in self._timers if entry[1] in armed]
         heapq.heapify(self._timers)
-        self._cancelled_timers = 0
 
     # ------------------------------------------------------------------ I/O readiness
 
-    def _watch(self, fd: int, sock: Any, event: int) -> list:
+    def _watch(self, fd: int, sock: Any, bit: int) -> list:
         if fd < 0:
             raise ValueError(f"cannot wait on a closed socket: {sock!r}")
         if fd in self._io:  # a closed socket's fd, now reused: forget the old registration
-            self._selector.unregister(fd)
-        slot = [event, None, None, sock, fd]
-        self._selector.register(fd, event, slot)
-        self._io[fd] = slot
+            del self._io[fd]
+            with contextlib.suppress(OSError):  # epoll dropped the closed file by itself
+                self._poller.unregister(fd)
+        self._poller.register(fd, bit)
+        slot = self._io[fd] = [bit, None, None, sock, fd]
         return slot
 
-    def _unwatch(self, slot: list, event: int) -> None:
-        """Stop watching slot's fd for event (nobody waits for it), unregistering if idle."""
+    def _unwatch(self, slot: list, bit: int) -> None:
+        """Stop watching slot's fd for bit (nobody waits for it), unregistering if idle."""
         fd = slot[FD]
-        slot[MASK] &= ~event
-        if slot[MASK]:
-            try:
-                self._selector.modify(fd, slot[MASK], slot)
+        slot[MASK] &= ~bit
+        # OSError: the socket was closed under us, and epoll dropped it by itself.
+        with contextlib.suppress(OSError):
+            if slot[MASK]:
+                self._poller.modify(fd, slot[MASK])
                 return
-            except OSError:  # the socket was closed under us: the selector dropped it
-                pass
-        else:
-            self._selector.unregister(fd)
+            self._poller.unregister(fd)
         del self._io[fd]
 
     # ------------------------------------------------------------------ threads
@@ -498,8 +534,7 @@ class Kernel:
         reader.setblocking(False)
         writer.setblocking(False)
         self._wake_pair = (reader, writer)
-        self._wake_slot = [EVENT_READ, None, None, reader, reader.fileno()]
-        self._selector.register(reader.fileno(), EVENT_READ, self._wake_slot)
+        self._wake_slot = self._watch(reader.fileno(), reader, IN)
 
     def _thread_finished(self, task: Task, future: concurrent.futures.Future) -> None:
         # Runs in the worker thread: only a deque append (atomic) and a wake-up byte.
@@ -518,7 +553,7 @@ class Kernel:
         results = self._thread_results
         while results:
             task, future = results.popleft()
-            if task.state is not states.THREAD or task.waiting_on is not future:
+            if task.state is not THREAD or task.waiting_on is not future:
                 continue  # the task was cancelled meanwhile: drop the late result
             error = future.exception()
             if error is None:
@@ -535,14 +570,19 @@ async def _cancel_all(tasks: list[Task]) -> None:
 
 
 def _check_not_running() -> None:
-    if getattr(_running, "kernel", None) is not None:
+    if _running.kernel is not None:
         raise RuntimeError("run() cannot be called from a running loop (await instead)")
 
 
-def _check_task(obj: Any, verb: str) -> Task:
-    if not isinstance(obj, Task):
-        raise TypeError(f"{verb}() needs a task returned by spawn(), got {obj!r}")
-    return obj
+def _not_a_task(obj: Any, verb: str) -> TypeError:
+    return TypeError(f"{verb}() needs a task returned by spawn(), got {obj!r}")
+
+
+def _deadlock(main: Task) -> RuntimeError:
+    return RuntimeError(
+        f"deadlock: {main!r} cannot finish: no task is ready, no timer is set and no fd is "
+        "watched, so nothing can ever wake a task (a join or Queue wait that no task will end?)"
+    )
 
 
 def _unknown_request(task: Task, request: Any) -> TypeError:

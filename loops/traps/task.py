@@ -5,7 +5,7 @@ see a task only as a handle to pass to ``join`` and ``cancel``. The fields are s
 the kernel touches them on every switch.
 
 ``state`` says what the task is doing, and ``waiting_on`` holds the one object that state
-refers to (the timer entry of a sleep, the I/O slot of a read or write, the task being
+refers to (the timer seq of a sleep, the I/O slot of a read or write, the task being
 joined, the wait queue a task is parked on, the future of a thread call). That pair is all the
 kernel needs to undo a wait when it cancels a task, with no per-wait closure.
 """
@@ -31,14 +31,14 @@ class Expired(CancelledError):
     the ``timeout_after`` that owns ``timer`` turns it into the builtin TimeoutError.
     """
 
-    def __init__(self, timer: list) -> None:
+    def __init__(self, timer: int) -> None:
         super().__init__("timeout expired")
         self.timer = timer
 
 
 # Task states. Strings, so that a task's repr and a debugger show them plainly.
 READY = "ready"  # on the ready queue, or running
-SLEEPING = "sleeping"  # waiting for a timer; waiting_on is the timer entry
+SLEEPING = "sleeping"  # waiting for a timer; waiting_on is the timer's seq
 READING = "reading"  # waiting for readability; waiting_on is the fd's I/O slot
 WRITING = "writing"  # waiting for writability; waiting_on is the fd's I/O slot
 JOINING = "joining"  # waiting for a task to end, for its result; waiting_on is that task

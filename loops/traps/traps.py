@@ -68,11 +68,11 @@ async def wake(waiters: Any, n: int) -> None:
     return await _trap("wake", waiters, n)
 
 
-async def set_timer(seconds: float) -> list:
+async def set_timer(seconds: float) -> int:
     """Arm a timeout on the calling task; returns the timer to pass to clear_timer."""
     return await _trap("set_timer", seconds)
 
 
-async def clear_timer(timer: list) -> None:
+async def clear_timer(timer: int) -> None:
     """Disarm a timeout set by set_timer (harmless once it has fired)."""
     return await _trap("clear_timer", timer)

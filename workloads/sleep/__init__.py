@@ -20,9 +20,9 @@ so in one line, and whether every socket was closed).
 
 JSON record (one flat object; times in seconds unless the name says otherwise):
 
-- ``workload`` "sleep", ``mode`` "sleepers" or "idle", ``loop``, ``style``, ``tasks``,
-  ``max_delay_s``, ``cancel_fraction``, ``idle_s`` (null unless idle), ``idle_sockets``,
-  ``seed``
+- ``workload`` "sleep", ``mode`` "sleepers" or "idle", ``loop``, ``style``, ``tasks`` (1 in
+  idle mode), ``max_delay_s`` (in idle mode: the idle sleep), ``cancel_fraction``, ``idle_s``
+  (null unless idle), ``idle_sockets``, ``seed``
 - ``wall_s``, ``cpu_s``: the whole run (loop creation to close); ``cpu_per_task_us``
 - ``sleep_wall_s``, ``sleep_cpu_s``, ``cpu_per_wall_s``: from the moment every sleeper is
   asleep to the moment the last one woke (in idle mode: the idle CPU per wall second)

@@ -29,20 +29,24 @@ def _milliseconds(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms"
 
 
+def _tick(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-4 else f"{seconds * 1e6:.3g} µs"
+
+
 def summary_line(result: dict) -> str:
     head = f"sleep {result['loop']}/{result['style']}: "
     if result["mode"] == "idle":
         head += f"idle {result['idle_s']} s with {result['idle_sockets']} idle sockets, "
     else:
         head += f"{result['tasks']} tasks up to {result['max_delay_s']} s, "
+    per_task = "" if result["mode"] == "idle" else f" ({result['cpu_per_task_us']:.1f} µs/task)"
     line = (
-        f"{head}wall {result['wall_s']:.3f} s, CPU {result['cpu_s']:.3f} s "
-        f"({result['cpu_per_task_us']:.1f} µs/task), "
+        f"{head}wall {result['wall_s']:.3f} s, CPU {result['cpu_s']:.3f} s{per_task}, "
         f"lateness p50 {_milliseconds(result['lateness_p50_s'])} "
         f"p99 {_milliseconds(result['lateness_p99_s'])} "
         f"max {_milliseconds(result['lateness_max_s'])}, "
         f"early {result['early_wakeups']} ({result['early_beyond_tick']} beyond the "
-        f"{_milliseconds(result['clock_tick_s'])} clock tick), "
+        f"{_tick(result['clock_tick_s'])} clock tick), "
         f"peak RSS {result['peak_rss_mib']:.1f} MiB"
     )
     if result["mode"] == "idle":
