@@ -211,6 +211,7 @@ class Kernel:
         watched = self._io  # every registered fd (the threads' wake-up socket too)
         clock = time.monotonic
         traps = self._traps
+        finish = self._finish
         done = DONE
         ready_state = READY
         suspend = SUSPEND
@@ -281,10 +282,10 @@ class Kernel:
                             request = coro.throw(throw)
                             throw = None
                     except StopIteration as stop:
-                        self._finish(task, stop.value, None)
+                        finish(task, stop.value, None)
                         break
                     except BaseException as error:
-                        self._finish(task, None, error)
+                        finish(task, None, error)
                         if not isinstance(error, Exception | CancelledError):
                             raise  # KeyboardInterrupt, SystemExit: out of run()
                         break
@@ -305,16 +306,16 @@ class Kernel:
 
     def _trap_sleep(self, task: Task, request: tuple) -> Any:
         seconds = request[1]
-        if seconds <= 0:  # just yield: back of the queue, still READY
+        if seconds > 0:
+            seq = next(self._timer_seq)
+            heappush(self._timers, (monotonic() + seconds, seq))
+            self._sleepers[seq] = task
+            task.state = SLEEPING
+            task.waiting_on = seq
+        elif seconds <= 0:  # just yield: back of the queue, still READY
             self._ready.append(task)
-            return SUSPEND
-        if math.isnan(seconds):
+        else:  # neither: NaN
             raise ValueError("sleep(nan): a delay must be a number of seconds")
-        seq = next(self._timer_seq)
-        heappush(self._timers, (monotonic() + seconds, seq))
-        self._sleepers[seq] = task
-        task.state = SLEEPING
-        task.waiting_on = seq
         return SUSPEND
 
     def _trap_spawn(self, task: Task, request: tuple) -> Task:
