@@ -19,6 +19,16 @@ import loops
 
 SYMBOL = {"pass": "✅", "fail": "❌", "deviation": "⚠️", "not claimed": "·"}
 STYLE_ABBREV = {"callbacks": "cb", "generators": "gen", "coroutines": "co"}
+FAULTS = "faults_"
+FAULTS_INTRO = [
+    "# Faults",
+    "",
+    "The fault suite (`conformance/test_faults_*.py`): peers that reset, half-close, never read "
+    "or crowd in; a server out of descriptors; a hostile site; code that raises, a task that "
+    "will not be cancelled, an fd closed behind the loop's back, Ctrl-C; bad command lines. "
+    "Most cases drive the real workload processes for each variant and style.",
+    "",
+]
 SUMMARY_HEADERS = [
     "variant",
     "properties holding",
@@ -119,7 +129,10 @@ class MatrixRecorder:
 
     def render(self) -> str:
         variants = list(self.config.lab_variants)  # type: ignore[attr-defined]
-        properties = sorted({pid for pid, _, _ in self.outcomes})
+        # The fault suite's topics (test_faults_*.py) after the loop properties.
+        properties = sorted(
+            {pid for pid, _, _ in self.outcomes}, key=lambda pid: (pid.startswith(FAULTS), pid)
+        )
         lines = [
             "# Conformance matrix",
             "",
@@ -139,6 +152,8 @@ class MatrixRecorder:
             by_topic[pid.split(".", 1)[0]].append(pid)
         headers = ["property", *[v.name for v in variants]]
         for topic, pids in by_topic.items():
+            if topic.startswith(FAULTS) and FAULTS_INTRO[0] not in lines:
+                lines += FAULTS_INTRO
             rows = [[pid.split(".", 1)[1], *[self._cell(pid, v) for v in variants]] for pid in pids]
             rows.append(
                 [f"**{topic}: cases**", *[self._topic_summary(set(pids), v) for v in variants]]

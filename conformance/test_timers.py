@@ -184,6 +184,13 @@ async def _(co):
     return ran
 
 
+def _cancel_delay(i):
+    # A 50 ms head start: the cancels, issued one after another, all land well before any
+    # deadline even on a loaded machine (a timer that fired before its cancel is a race, not
+    # a fault).
+    return 0.05 + 0.002 * i
+
+
 @prop("core")
 def test_cancelled_timers_never_fire(play):
     # Sorted: timers expiring in one iteration may run in any order; which ran is the point.
@@ -193,10 +200,10 @@ def test_cancelled_timers_never_fire(play):
 @test_cancelled_timers_never_fire.callbacks
 def _(loop):
     fired = []
-    handles = [loop.call_later(0.001 * i, fired.append, i) for i in range(10)]
+    handles = [loop.call_later(_cancel_delay(i), fired.append, i) for i in range(10)]
     for handle in handles[1::2]:
         handle.cancel()
-    loop.call_later(0.02, loop.stop)
+    loop.call_later(_cancel_delay(10), loop.stop)
     loop.run_forever()
     return fired
 
@@ -206,7 +213,7 @@ def _(co):
     fired = []
 
     def sleeper(i):
-        yield from co.sleep(0.001 * i)
+        yield from co.sleep(_cancel_delay(i))
         fired.append(i)
 
     tasks = []
@@ -214,7 +221,7 @@ def _(co):
         tasks.append((yield from co.spawn(sleeper(i))))
     for task in tasks[1::2]:
         yield from co.cancel(task)
-    yield from co.sleep(0.02)
+    yield from co.sleep(_cancel_delay(10))
     return fired
 
 
@@ -223,13 +230,13 @@ async def _(co):
     fired = []
 
     async def sleeper(i):
-        await co.sleep(0.001 * i)
+        await co.sleep(_cancel_delay(i))
         fired.append(i)
 
     tasks = [await co.spawn(sleeper(i)) for i in range(10)]
     for task in tasks[1::2]:
         await co.cancel(task)
-    await co.sleep(0.02)
+    await co.sleep(_cancel_delay(10))
     return fired
 
 

@@ -18,11 +18,21 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
-from loops.contract import CAPABILITIES, STYLES, Deviation, Variant, check_nonblocking
+from loops.contract import (
+    CAPABILITIES,
+    EVERY_CAPABILITY,
+    STYLES,
+    TASK_CAPABILITIES,
+    Deviation,
+    Variant,
+    check_nonblocking,
+)
 
 __all__ = [
     "CAPABILITIES",
+    "EVERY_CAPABILITY",
     "STYLES",
+    "TASK_CAPABILITIES",
     "Deviation",
     "UnknownVariantError",
     "Variant",

@@ -40,6 +40,8 @@ CAPABILITIES: dict[str, str] = {
     "threads": "call_soon_threadsafe and run_in_thread wake a blocked loop",
     "hygiene": "no fd, handle or task leaks; close() is idempotent; calls after close fail",
 }
+EVERY_CAPABILITY = frozenset(CAPABILITIES)  # a variant claims this minus what it cannot pass
+TASK_CAPABILITIES = frozenset({"tasks-scale", "timeouts", "queue"})  # need tasks: not callbacks
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,15 @@ unknown requests rejected by name, and a clean shutdown.
 
 from __future__ import annotations
 
+import array
 import asyncio
+import gc
 import logging
 import os
 import socket
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -223,6 +226,28 @@ def test_a_connection_that_always_has_data_cannot_starve_the_others():
     assert co.run(main()) <= api.FAST_CALLS_PER_TURN
 
 
+def test_sendall_sends_every_byte_of_a_buffer_of_wide_items():
+    # 4-byte items: len() counts items, not bytes; the payload is far bigger than the socket
+    # buffer, so sendall goes through its partial-send path and must count in bytes there.
+    payload = array.array("i", range(400_000))
+
+    async def main():
+        client, server = _pair()
+        with client, server:
+            reader = await co.spawn(_read_exactly(server, payload.itemsize * len(payload)))
+            await co.sendall(client, payload)
+            return await co.join(reader)
+
+    assert co.run(main()) == payload.tobytes()
+
+
+async def _read_exactly(sock, size):
+    data = bytearray()
+    while len(data) < size:
+        data += await co.recv(sock, 65536)
+    return bytes(data)
+
+
 def test_two_readers_on_one_socket_is_a_clear_error():
     async def main():
         client, server = _pair()
@@ -417,6 +442,55 @@ def test_cancelling_a_task_that_waits_for_a_thread_does_not_wait_for_the_thread(
         return cancelled
 
     assert co.run(main()) is True
+
+
+def test_a_bounded_queue_makes_put_wait_for_room():
+    async def main():
+        queue = co.Queue(maxsize=1)
+        events = []
+
+        async def producer():
+            for item in range(3):
+                await queue.put(item)
+                events.append(f"put {item}")
+
+        task = await co.spawn(producer())
+        await co.sleep(0)  # put 0 fits; put 1 waits for room
+        events.append("consumer starts")
+        for _ in range(3):
+            events.append(f"got {await queue.get()}")
+            queue.task_done()
+        await co.join(task)
+        await queue.join()
+        return events
+
+    assert co.run(main()) == [
+        "put 0",
+        "consumer starts",
+        "got 0",
+        "put 1",
+        "got 1",
+        "put 2",
+        "got 2",
+    ]
+
+
+def test_a_nan_timeout_is_a_value_error_and_the_work_never_starts():
+    async def main():
+        started = []
+
+        async def work():
+            started.append(True)
+
+        with pytest.raises(ValueError, match="nan"):
+            await co.timeout_after(float("nan"), work())
+        return started
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert co.run(main()) == []
+        gc.collect()  # an abandoned coroutine warns "never awaited" when it is collected
+    assert [str(w.message) for w in caught] == []
 
 
 def test_a_getter_cancelled_after_its_wake_up_passes_it_on():

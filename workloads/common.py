@@ -15,8 +15,11 @@ Nothing here imports a loop (loops come from discovery). The pieces:
 - :func:`write_json` writes a result record: one flat object of scalars, so the bench can
   tabulate records from different workloads without knowing their shapes; :func:`finish`
   writes it, prints the one-line summary and gives the exit status.
-- :func:`number` and :func:`positive` are argparse types that say what range was expected.
+- :func:`number`, :func:`positive` and :func:`port_number` are argparse types that say what
+  range was expected (an out-of-range port must not wrap around to another port, as it would).
 - :func:`open_sockets` and :func:`peak_rss_mib` measure the process itself (leaks, memory).
+- :func:`interrupted` ends a batch workload that Ctrl-C stopped the way a shell user expects:
+  a one-line message instead of a traceback, and exit status 130.
 """
 
 from __future__ import annotations
@@ -190,6 +193,26 @@ def open_sockets(pid: int | None = None) -> list[str]:
     ]
 
 
+# The status a shell reports for a command ended by Ctrl-C (128 + SIGINT).
+INTERRUPTED = 128 + signal.SIGINT
+
+
+def interrupted(prog: str) -> int:
+    """End a batch workload after KeyboardInterrupt: say so, and whether any socket was left
+    open (the loop's own wake-up sockets included); return :data:`INTERRUPTED`.
+
+    Call it once the run's own cleanup (``finally`` blocks, the loop's close) has happened.
+    """
+    left_open = open_sockets()
+    if left_open:
+        print(
+            f"{prog}: interrupted; sockets left open:\n  " + "\n  ".join(left_open), file=sys.stderr
+        )
+    else:
+        print(f"{prog}: interrupted; every socket closed", file=sys.stderr)
+    return INTERRUPTED
+
+
 def peak_rss_mib() -> float:
     """This process's peak resident set size so far, in MiB.
 
@@ -227,3 +250,8 @@ def positive(kind: type) -> Any:
 
     parse.__name__ = kind.__name__  # argparse names the type in its error messages
     return parse
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP/UDP port number, 0 to 65535 (0: the OS picks a free one)."""
+    return number(int, 0, 65535)(text)

@@ -3,7 +3,7 @@
 import asyncio
 
 from loops._aio import callbacks_factory, coroutines_namespace
-from loops.contract import Variant
+from loops.contract import EVERY_CAPABILITY, Variant
 
 _Loop = callbacks_factory(asyncio.SelectorEventLoop)
 
@@ -11,24 +11,8 @@ VARIANT = Variant(
     name="asyncio",
     summary="CPython's asyncio, default selector event loop (the baseline every ratio is against)",
     lineage="PEP 3156 (Tulip): Handle/TimerHandle, _run_once, Future and Task over selectors",
-    capabilities=frozenset(
-        {
-            "core",
-            # Not "timer-fifo": asyncio documents that callbacks scheduled for exactly the same
-            # time run in undefined order (its heap compares deadlines only), and they do.
-            "timer-compaction",
-            "fairness",
-            "exceptions",
-            "interrupts",
-            "tasks-scale",
-            "timeouts",
-            "queue",
-            "io",
-            "udp",
-            "threads",
-            "hygiene",
-        }
-    ),
+    # asyncio's heap orders timers by deadline alone: equal deadlines run in no set order.
+    capabilities=EVERY_CAPABILITY - {"timer-fifo"},
     callbacks=_Loop,
     coroutines=coroutines_namespace(_Loop),
     reference=True,

@@ -4,7 +4,7 @@ Read ``reactor.py`` first (``Reactor._run_once`` is the whole loop), then ``hand
 """
 
 from loops.callbacks.reactor import Reactor
-from loops.contract import Variant
+from loops.contract import EVERY_CAPABILITY, TASK_CAPABILITIES, Variant
 
 VARIANT = Variant(
     name="callbacks",
@@ -13,19 +13,7 @@ VARIANT = Variant(
         "asyncio's core in miniature (PEP 3156: Handle, TimerHandle, _run_once in three "
         "stages) without futures or tasks; the first fetcher of the 500 Lines crawler"
     ),
-    capabilities=frozenset(
-        {
-            "core",
-            "timer-fifo",
-            "timer-compaction",
-            "fairness",
-            "exceptions",
-            "interrupts",
-            "io",
-            "udp",
-            "threads",
-            "hygiene",
-        }
-    ),
+    # The callbacks style has no tasks, so the task properties have nothing to play.
+    capabilities=EVERY_CAPABILITY - TASK_CAPABILITIES,
     callbacks=Reactor,
 )

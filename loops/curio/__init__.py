@@ -12,7 +12,7 @@ import curio
 from curio.traps import _read_wait, _write_wait
 
 from loops._sockets import socket_calls
-from loops.contract import Variant
+from loops.contract import EVERY_CAPABILITY, Variant
 
 
 class Queue(curio.Queue):
@@ -79,23 +79,7 @@ VARIANT = Variant(
     name="curio",
     summary="curio: a coroutine kernel where every blocking call is a trap (the traps anchor)",
     lineage="David Beazley's curio: generator traps yielded to a kernel, tasks, cancellation",
-    capabilities=frozenset(
-        {
-            "core",
-            "timer-fifo",
-            "timer-compaction",
-            "fairness",
-            "exceptions",
-            "interrupts",
-            "tasks-scale",
-            "timeouts",
-            "queue",
-            "io",
-            "udp",
-            "threads",
-            "hygiene",
-        }
-    ),
+    capabilities=EVERY_CAPABILITY,
     coroutines=coroutines,
     reference=True,
 )

@@ -7,7 +7,7 @@ worker threads. Both the generators and the coroutines styles are the same modul
 ``types.coroutine`` generator. Read README.md in this folder first.
 """
 
-from loops.contract import Variant
+from loops.contract import EVERY_CAPABILITY, Variant
 from loops.futures import api
 
 VARIANT = Variant(
@@ -17,23 +17,7 @@ VARIANT = Variant(
         "the 500 Lines or Less crawler (Davis & van Rossum): Future whose __iter__ yields "
         "itself, Task.step, yield from; grown up along asyncio's futures.py/tasks.py"
     ),
-    capabilities=frozenset(
-        {
-            "core",
-            "timer-fifo",
-            "timer-compaction",
-            "fairness",
-            "exceptions",
-            "interrupts",
-            "tasks-scale",
-            "timeouts",
-            "queue",
-            "io",
-            "udp",
-            "threads",
-            "hygiene",
-        }
-    ),
+    capabilities=EVERY_CAPABILITY,
     generators=api,
     coroutines=api,
 )

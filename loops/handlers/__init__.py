@@ -4,7 +4,7 @@ Handler objects are asked every iteration whether they want to receive or send, 
 select() waits for the ones that do. See loop.py; README.md says what it teaches.
 """
 
-from loops.contract import Variant
+from loops.contract import EVERY_CAPABILITY, TASK_CAPABILITIES, Variant
 
 from . import loop
 
@@ -12,19 +12,7 @@ VARIANT = Variant(
     name="handlers",
     summary="Cookbook handler objects asked every iteration, plain select() (1024-fd ceiling)",
     lineage="Beazley & Jones, Python Cookbook 3rd ed., recipe 11.12 (EventHandler, ThreadPool)",
-    capabilities=frozenset(
-        {
-            "core",
-            "timer-fifo",
-            "timer-compaction",
-            "fairness",
-            "exceptions",
-            "interrupts",
-            "io",
-            "udp",
-            "threads",
-            "hygiene",
-        }
-    ),
+    # The callbacks style has no tasks, so the task properties have nothing to play.
+    capabilities=EVERY_CAPABILITY - TASK_CAPABILITIES,
     callbacks=loop.Loop,
 )

@@ -20,8 +20,10 @@ import collections
 import concurrent.futures
 import contextlib
 import contextvars
+import errno
 import heapq
 import logging
+import os
 import select
 import socket
 import threading
@@ -167,6 +169,14 @@ class ThreadPoolHandler(EventHandler):
             self.pool.shutdown(wait=True)
         self.signal_done.close()
         self.done_sock.close()
+
+
+def _is_open(fd):
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 def _fileno(fd):
@@ -336,7 +346,14 @@ class Loop:
         handlers = self._handlers.values()
         receivers = [h for h in handlers if h.wants_to_receive()]
         senders = [h for h in handlers if h.wants_to_send()]
-        can_receive, can_send, _ = select.select(receivers, senders, [], timeout)
+        try:
+            can_receive, can_send, _ = select.select(receivers, senders, [], timeout)
+        except OSError as error:
+            # A watched fd closed behind the loop's back makes select() refuse the whole set,
+            # every iteration: drop the dead ones (reported) and carry on with the timers.
+            if error.errno != errno.EBADF or not self._forget_closed(error):
+                raise
+            can_receive = can_send = []
         for handler in can_receive:
             handler.handle_receive()
         for handler in can_send:
@@ -362,6 +379,20 @@ class Loop:
             handle = ready.popleft()
             if not handle._cancelled:
                 self._run(handle)
+
+    def _forget_closed(self, error):
+        """Stop watching fds that were closed while watched; True if there were any."""
+        closed = [fd for fd in self._handlers if not _is_open(fd)]
+        for fd in closed:
+            del self._handlers[fd]
+            self.call_exception_handler(
+                {
+                    "message": f"fd {fd} was closed while watched (no remove_reader/writer "
+                    "first); it is no longer watched",
+                    "exception": error,
+                }
+            )
+        return bool(closed)
 
     def close(self):
         if self._running:

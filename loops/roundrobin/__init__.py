@@ -1,6 +1,6 @@
 """Home-made: the round-robin tick scheduler (coroutines style). Read scheduler.py first."""
 
-from loops.contract import Variant
+from loops.contract import EVERY_CAPABILITY, Variant
 from loops.roundrobin import api
 
 VARIANT = Variant(
@@ -11,22 +11,6 @@ VARIANT = Variant(
         "plain request tuples through @types.coroutine helpers; an outer loop polls timers "
         "and I/O, an inner loop resumes a snapshot of the runnable tasks once each"
     ),
-    capabilities=frozenset(
-        {
-            "core",
-            "timer-fifo",
-            "timer-compaction",
-            "fairness",
-            "exceptions",
-            "interrupts",
-            "tasks-scale",
-            "timeouts",
-            "queue",
-            "io",
-            "udp",
-            "threads",
-            "hygiene",
-        }
-    ),
+    capabilities=EVERY_CAPABILITY,
     coroutines=api,
 )

@@ -1,6 +1,6 @@
 """traps: an async/await kernel where every blocking operation is a trap (curio's design)."""
 
-from loops.contract import Variant
+from loops.contract import EVERY_CAPABILITY, Variant
 from loops.traps import api
 
 VARIANT = Variant(
@@ -11,22 +11,6 @@ VARIANT = Variant(
         "grown up: one @types.coroutine yield point, a trap table, tasks resumed by "
         "send/throw over a ready deque, a lazy timer heap and kept epoll registrations"
     ),
-    capabilities=frozenset(
-        {
-            "core",
-            "timer-fifo",
-            "timer-compaction",
-            "fairness",
-            "exceptions",
-            "interrupts",
-            "tasks-scale",
-            "timeouts",
-            "queue",
-            "io",
-            "udp",
-            "threads",
-            "hygiene",
-        }
-    ),
+    capabilities=EVERY_CAPABILITY,
     coroutines=api,
 )

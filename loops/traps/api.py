@@ -77,7 +77,12 @@ async def timeout_after(seconds: float, coro: Any) -> Any:
     The inner work is cancelled in place (a CancelledError subclass thrown at its suspension
     point, so its cleanup runs) and the TimeoutError is raised here, where the timer was set.
     """
-    timer = await set_timer(seconds)
+    try:
+        timer = await set_timer(seconds)
+    except BaseException:
+        if hasattr(coro, "close"):
+            coro.close()  # it will never run: do not leave it to warn "never awaited"
+        raise
     try:
         return await coro
     except Expired as expired:
@@ -117,7 +122,9 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
         sent = sock.send(data)
     except BlockingIOError:
         sent = 0
-    if sent == len(data):  # the usual case: the socket buffer took it all
+    # len() of bytes is its size; of a memoryview or array, its item count: ask the buffer.
+    size = len(data) if type(data) is bytes else memoryview(data).nbytes
+    if sent == size:  # the usual case: the socket buffer took it all
         _fast_calls += 1
         return
     _fast_calls = 0

@@ -32,6 +32,8 @@ import math
 import socket
 import threading
 import time
+from heapq import heappush
+from time import monotonic
 from types import CoroutineType
 from typing import Any
 
@@ -209,6 +211,7 @@ class Kernel:
         watched = self._io  # every registered fd (the threads' wake-up socket too)
         clock = time.monotonic
         traps = self._traps
+        finish = self._finish
         done = DONE
         ready_state = READY
         suspend = SUSPEND
@@ -279,10 +282,10 @@ class Kernel:
                             request = coro.throw(throw)
                             throw = None
                     except StopIteration as stop:
-                        self._finish(task, stop.value, None)
+                        finish(task, stop.value, None)
                         break
                     except BaseException as error:
-                        self._finish(task, None, error)
+                        finish(task, None, error)
                         if not isinstance(error, Exception | CancelledError):
                             raise  # KeyboardInterrupt, SystemExit: out of run()
                         break
@@ -303,20 +306,26 @@ class Kernel:
 
     def _trap_sleep(self, task: Task, request: tuple) -> Any:
         seconds = request[1]
-        if seconds <= 0:  # just yield: back of the queue, still READY
+        if seconds > 0:
+            seq = next(self._timer_seq)
+            heappush(self._timers, (monotonic() + seconds, seq))
+            self._sleepers[seq] = task
+            task.state = SLEEPING
+            task.waiting_on = seq
+        elif seconds <= 0:  # just yield: back of the queue, still READY
             self._ready.append(task)
-            return SUSPEND
-        if math.isnan(seconds):
+        else:  # neither: NaN
             raise ValueError("sleep(nan): a delay must be a number of seconds")
-        seq = next(self._timer_seq)
-        heapq.heappush(self._timers, (time.monotonic() + seconds, seq))
-        self._sleepers[seq] = task
-        task.state = SLEEPING
-        task.waiting_on = seq
         return SUSPEND
 
     def _trap_spawn(self, task: Task, request: tuple) -> Task:
-        return self._spawn(request[1])
+        coro = request[1]
+        if type(coro) is not CoroutineType:  # the checks and messages live in _spawn
+            return self._spawn(coro)
+        child = Task(coro)
+        self._tasks.add(child)
+        self._ready.append(child)
+        return child
 
     def _trap_join(self, task: Task, request: tuple) -> Any:
         target = request[1]
@@ -393,7 +402,7 @@ class Kernel:
         if math.isnan(seconds):
             raise ValueError("timeout_after(nan): a timeout must be a number of seconds")
         seq = next(self._timer_seq)
-        heapq.heappush(self._timers, (time.monotonic() + seconds, seq))
+        heappush(self._timers, (monotonic() + seconds, seq))
         self._timeouts[seq] = task
         return seq
 

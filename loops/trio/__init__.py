@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import trio
 
 from loops._sockets import socket_calls
-from loops.contract import Variant
+from loops.contract import EVERY_CAPABILITY, Variant
 
 _root_nursery: trio.lowlevel.RunVar = trio.lowlevel.RunVar("lab_root_nursery")
 
@@ -147,23 +147,7 @@ VARIANT = Variant(
     name="trio",
     summary="trio: structured concurrency with nurseries and cancel scopes (the careful anchor)",
     lineage="Nathaniel J. Smith's trio: nurseries, cancel scopes, checkpoints, epoll readiness",
-    capabilities=frozenset(
-        {
-            "core",
-            "timer-fifo",
-            "timer-compaction",
-            "fairness",
-            "exceptions",
-            "interrupts",
-            "tasks-scale",
-            "timeouts",
-            "queue",
-            "io",
-            "udp",
-            "threads",
-            "hygiene",
-        }
-    ),
+    capabilities=EVERY_CAPABILITY,
     coroutines=coroutines,
     reference=True,
 )

@@ -11,7 +11,7 @@ import uvloop
 
 from loops._aio import callbacks_factory, coroutines_namespace
 from loops._sockets import socket_calls
-from loops.contract import Variant
+from loops.contract import EVERY_CAPABILITY, Variant
 
 _Loop = callbacks_factory(uvloop.Loop)
 
@@ -49,25 +49,8 @@ VARIANT = Variant(
     name="uvloop",
     summary="uvloop: asyncio's API in Cython over libuv (the fast production anchor)",
     lineage="MagicStack's uvloop: libuv's event loop behind asyncio's AbstractEventLoop",
-    capabilities=frozenset(
-        {
-            "core",
-            # Not "timer-fifo": call_at becomes call_later(when - time()) rounded to whole
-            # milliseconds per call (loop.pyx), so equal deadlines can land a tick apart, and
-            # uvloop documents their order as undefined, as asyncio does.
-            "timer-compaction",
-            "fairness",
-            "exceptions",
-            "interrupts",
-            "tasks-scale",
-            "timeouts",
-            "queue",
-            "io",
-            "udp",
-            "threads",
-            "hygiene",
-        }
-    ),
+    # uvloop rounds deadlines to milliseconds: equal deadlines run in no set order.
+    capabilities=EVERY_CAPABILITY - {"timer-fifo"},
     callbacks=_Loop,
     coroutines=_coroutines,
     reference=True,

@@ -24,11 +24,12 @@ recorded by kind and the crawl goes on. ``--loop``/``--style`` work as in every 
      "over_budget": n,          # new URLs not fetched because of --max-pages
      "bytes": n,                # body bytes received
      "wall_s": s, "cpu_s": s, "pages_per_s": r,
+     "peak_rss_mib": r,         # the crawler's peak resident memory
      "pages": [{"url": URL, "status": int|null, "error": KIND|null, "bytes": n}, ...]}
 
 It is flat (scalars) but for ``errors`` and ``pages``; ``pages`` is sorted by URL. The exit
 status is 0 when the crawl ran (whatever it found), 2 for bad arguments (an unknown loop or
-style says which ones exist), 1 if the crawl itself crashed.
+style says which ones exist), 1 if the crawl itself crashed, 130 when Ctrl-C stopped it.
 """
 
 from __future__ import annotations
@@ -39,7 +40,15 @@ import sys
 import time
 from pathlib import Path
 
-from workloads.common import add_loop_arguments, positive, resolve, style_module
+from workloads.common import (
+    add_loop_arguments,
+    interrupted,
+    number,
+    peak_rss_mib,
+    positive,
+    resolve,
+    style_module,
+)
 from workloads.crawler.common import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_BYTES,
@@ -94,7 +103,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     option(
         "--max-redirects",
-        type=int,
+        type=number(int, 0),
         default=DEFAULT_MAX_REDIRECTS,
         metavar="N",
         help="redirects followed from one URL (default %(default)s)",
@@ -128,6 +137,7 @@ def run(args: argparse.Namespace) -> dict:
     result |= vars(options) | {"per_host": options.connections}
     result |= books.summary()
     result |= {"wall_s": wall, "cpu_s": cpu, "pages_per_s": result["pages_fetched"] / wall}
+    result["peak_rss_mib"] = round(peak_rss_mib(), 1)
     result["pages"] = [record.as_json() for record in books.pages()]
     return result
 
@@ -157,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     except BadURL as error:
         print(f"crawler: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: no results, no traceback
+        return interrupted("crawler")
     print(summary_text(result), file=sys.stderr if args.json == "-" else sys.stdout)
     if args.json == "-":
         print(json.dumps(result, indent=1))

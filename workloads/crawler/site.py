@@ -62,11 +62,25 @@ from urllib.parse import quote, unquote, urlsplit
 import httptools
 import uvloop
 
+from workloads.common import number, port_number, positive
 from workloads.crawler.common import DEFAULT_MAX_REDIRECTS
 
 SERVER = "lab-site/0.1 (uvloop+httptools)"
 LOG_PATH = "/_site/log"
 SLOW_INTERVAL = 0.2  # seconds between the bytes of a slow body
+DRIP_INTERVAL = 1.0  # ... and of a dripping one
+MANY_LINKS = 10_000
+# Byte sequences that are not UTF-8: a lone continuation byte, a truncated sequence, an
+# overlong '/', an encoded surrogate, a 5-byte form, and bytes UTF-8 never uses.
+INVALID_UTF8 = (
+    b"\x80",
+    b"\xc3\x28",
+    b"\xe2\x82",
+    b"\xc0\xaf",
+    b"\xed\xa0\x80",
+    b"\xf8\x88\x80\x80\x80",
+    b"\xfe\xff",
+)
 HUGE_CHUNK = 64 * 1024
 
 # fault name -> (what the server does, the crawler error kind it must produce)
@@ -86,7 +100,21 @@ FAULTS: dict[str, tuple[str, str]] = {
         "too-many-redirects",
     ),
     "off-origin-redirect": ("redirects to the other origin", "off-origin-redirect"),
+    "drip": ("sends the head, then one body byte a second, never finishing", "timeout"),
+    "lying-length": (
+        "a Content-Length twice the body it sends, then silence on an open connection",
+        "timeout",
+    ),
+    # Hostile but valid: a correct crawler records no error, and follows the links.
+    "bad-utf8": ("an HTML page declared UTF-8 with invalid UTF-8 around its links", None),
+    "many-links": (
+        f"an HTML page with {MANY_LINKS:,} links: repeats of pages in many spellings, "
+        "distinct other origins, javascript: and mailto:",
+        None,
+    ),
 }
+# Faults that are pages with links of their own (in the graph), not responses played out.
+PAGE_FAULTS = ("bad-utf8", "many-links")
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 REASONS = {200: "OK", 404: "Not Found", 500: "Internal Server Error", 400: "Bad Request"}
 REASONS |= {301: "Moved Permanently", 302: "Found", 303: "See Other"}
@@ -210,13 +238,18 @@ class SeededSite:
         for kind, count in self.faults.items():
             for k in range(count):
                 entry = f"/fault/{kind}/{k}"
-                fault_routes[entry] = self._prepare_fault(kind, entry, canaries)
+                if kind in PAGE_FAULTS:
+                    graph[entry] = self._hostile_links(rng, kind, linkable, sorted(orphans))
+                else:
+                    fault_routes[entry] = self._prepare_fault(kind, entry, canaries)
                 graph[rng.choice(reachable_pages)].append(Link("fault", entry))
         for i in range(n):
             path = page_path(i)
             framing = "chunked" if i % 5 == 3 else "close" if i % 7 == 5 else "length"
             text = self._page_html(rng, path, graph[path], canaries)
             self.routes[path] = Prepared.html(200, text, framing)
+        for path in (p for p in graph if p.startswith("/fault/")):
+            self.routes[path] = self._hostile_page(rng, path, graph[path])
         for i in range(n):
             target = page_path(i)
             location = rng.choice([origin + target[1:], target, "../" + target[1:]])
@@ -270,7 +303,7 @@ class SeededSite:
         items = []
         for n, link in enumerate(links):
             href = self._spell(rng, path, link)
-            quoted = href.replace('"', "&quot;")
+            quoted = attribute(href)
             tag = rng.choice(
                 [f'<a href="{quoted}">', f"<A HREF='{quoted}'>", f'<a class=x href="{quoted}">']
             )
@@ -284,6 +317,38 @@ class SeededSite:
             f"<script>document.write('<a href=\"{hidden[1]}\">scripted</a>')</script>"
             f'<a name="s3">an anchor without href</a><p id="s4">{words[:200]}</p></body></html>'
         )
+
+    def _hostile_links(
+        self, rng: random.Random, kind: str, linkable: list[int], orphans: list[int]
+    ) -> list[Link]:
+        """The links of a hostile page (kind in PAGE_FAULTS)."""
+        if kind == "bad-utf8":  # pages linked from nowhere else: missing them shows
+            targets = orphans[:3] or linkable[:3]
+            return [Link("page", page_path(i)) for i in targets]
+        links = [Link("page", page_path(rng.choice(linkable))) for _ in range(MANY_LINKS // 2)]
+        links += [Link("off-origin", f"{self.elsewhere}many/{j}.html") for j in range(2500)]
+        links += [Link("odd", f"javascript:void({j})") for j in range(1000)]
+        links += [Link("odd", f"mailto:m{j}@example.invalid") for j in range(1000)]
+        links += [Link("fragment")] * (MANY_LINKS - len(links))
+        rng.shuffle(links)
+        return links
+
+    def _hostile_page(self, rng: random.Random, path: str, links: list[Link]) -> Prepared:
+        """A hostile page's response: bytes the crawler must cope with, links it must follow."""
+        anchors = [
+            f'<a href="{attribute(self._spell(rng, path, link))}">'.encode() for link in links
+        ]
+        if path.startswith("/fault/bad-utf8/"):
+            items = [
+                b"<li>" + bad + anchor + b"link " + bad + b"</a>" + bad + b"</li>"
+                for anchor, bad in zip(anchors, itertools.cycle(INVALID_UTF8), strict=False)
+            ]
+            body = b"<!doctype html><title>bad " + INVALID_UTF8[0] + b"</title><ul>"
+            body += b"".join(items) + b"</ul>" + b"".join(INVALID_UTF8)
+        else:
+            body = b"<!doctype html><title>many links</title>" + b".</a>".join(anchors)
+        headers = [("Content-Type", "text/html; charset=utf-8")]
+        return Prepared(head_bytes(200, [*headers, ("Content-Length", str(len(body)))]), body)
 
     def _prepare_fault(self, kind: str, entry: str, canaries: list[str]) -> list[str]:
         """Add the routes of one fault; return the chain paths that follow its entry."""
@@ -306,7 +371,7 @@ class SeededSite:
             self.routes[entry] = Prepared.redirect(302, f"{self.elsewhere}landing")
         elif kind == "huge":
             self.routes[entry] = Fault(kind, trap.encode(), self.huge_bytes)
-        else:  # reset, truncated, slow, malformed: played by the connection
+        else:  # reset, truncated, slow, drip, lying-length, malformed: played by the connection
             self.routes[entry] = Fault(kind, (f"<p>{trap}</p>" * 40).encode())
         return []
 
@@ -348,6 +413,9 @@ class SeededSite:
             "assumes": {
                 "max_redirects": DEFAULT_MAX_REDIRECTS,
                 "max_bytes_below": self.huge_bytes,
+                "max_bytes_at_least": max(
+                    len(r.body) for r in self.routes.values() if isinstance(r, Prepared)
+                ),
                 "timeout": "any: a slow body never ends",
             },
             "pages": dict(sorted(pages.items())),
@@ -369,8 +437,9 @@ class SeededSite:
         kind = path.split("/")[2]
         error = FAULTS[kind][1]
         if isinstance(route, Fault):  # played by the connection: no status when there is no head
-            return (None if kind in ("reset", "slow", "malformed") else 200), error
-        chain = fault_routes["/".join(path.split("/")[:4])]  # the paths after /fault/KIND/K
+            unanswered = ("reset", "slow", "malformed", "drip", "lying-length")
+            return (None if kind in unanswered else 200), error
+        chain = fault_routes.get("/".join(path.split("/")[:4]), [])  # paths after the entry
         if kind in ("too-many-redirects", "redirect-loop") and path != (
             chain[-1] if chain else path
         ):
@@ -380,6 +449,11 @@ class SeededSite:
 
 LINKED = ("page", "redirect", "fault")
 WORDS = ("event", "loop", "select", "epoll", "future", "task", "yield", "await", "callback")
+
+
+def attribute(href: str) -> str:
+    """href as the value of a double-quoted attribute (its character references kept)."""
+    return href.replace('"', "&quot;")
 
 
 def page_path(i: int) -> str:
@@ -553,14 +627,19 @@ class Connection(asyncio.Protocol):
                 head_bytes(200, [html_type, length]) + fault.body[: len(fault.body) // 2]
             )
             transport.close()
-        elif fault.kind == "slow":
+        elif fault.kind in ("slow", "drip"):
+            interval = SLOW_INTERVAL if fault.kind == "slow" else DRIP_INTERVAL
             transport.write(head_bytes(200, [html_type, ("Content-Length", str(len(fault.body)))]))
             for byte in fault.body:
-                await asyncio.sleep(SLOW_INTERVAL)
+                await asyncio.sleep(interval)
                 if self.transport is None:
                     return
                 transport.write(bytes([byte]))
             transport.close()
+        elif fault.kind == "lying-length":
+            promised = ("Content-Length", str(2 * len(fault.body)))
+            transport.write(head_bytes(200, [html_type, promised]) + fault.body)
+            # ... and the rest never comes: the connection stays open until the crawler gives up
         elif fault.kind == "huge":
             transport.write(head_bytes(200, [html_type, ("Transfer-Encoding", "chunked")]))
             chunk = (fault.body * (HUGE_CHUNK // len(fault.body) + 1))[:HUGE_CHUNK]
@@ -616,8 +695,13 @@ async def serve(args: argparse.Namespace) -> None:
         )
     )
     server = Server(site, args.delay_ms / 1000)
-    main = await loop.create_server(lambda: Connection(server), args.host, args.port, backlog=4096)
-    other = await loop.create_server(lambda: Elsewhere(server.stats), args.host, 0)
+    try:
+        main = await loop.create_server(
+            lambda: Connection(server), args.host, args.port, backlog=4096
+        )
+        other = await loop.create_server(lambda: Elsewhere(server.stats), args.host, 0)
+    except OSError as error:  # e.g. the port is in use: a clear message, not a traceback
+        raise ValueError(f"cannot listen on {args.host}:{args.port}: {error.strerror}") from None
     port, other_port = (s.sockets[0].getsockname()[1] for s in (main, other))
     origin, elsewhere = f"http://{args.host}:{port}/", f"http://{args.host}:{other_port}/"
     if isinstance(site, SeededSite):
@@ -643,7 +727,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="python -m workloads.crawler.site",
         description="The crawler's site server: a seeded site graph or a directory, with faults.",
     )
-    parser.add_argument("--port", type=int, required=True, help="0 picks a free port (printed)")
+    parser.add_argument(
+        "--port", type=port_number, required=True, help="0 picks a free port (printed)"
+    )
     parser.add_argument("--host", default="127.0.0.1")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--pages", type=int, help="seeded mode: number of pages")
@@ -653,8 +739,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--faults", default="", help="'all' or KIND[=N],... of " + ", ".join(FAULTS)
     )
-    parser.add_argument("--huge-bytes", type=int, default=2 << 20, help="size of a huge page")
-    parser.add_argument("--delay-ms", type=float, default=0.0, help="latency added to every answer")
+    parser.add_argument(
+        "--huge-bytes", type=positive(int), default=2 << 20, help="size of a huge page"
+    )
+    parser.add_argument(
+        "--delay-ms", type=number(float, 0.0), default=0.0, help="latency added to every answer"
+    )
     parser.add_argument("--truth", help="write what a correct crawl finds to this JSON file")
     args = parser.parse_args(argv)
     if args.root and (args.faults or args.truth):

@@ -13,7 +13,14 @@ import os
 import signal
 import sys
 
-from workloads.common import StopSignals, add_loop_arguments, open_sockets, resolve, style_module
+from workloads.common import (
+    StopSignals,
+    add_loop_arguments,
+    open_sockets,
+    port_number,
+    resolve,
+    style_module,
+)
 from workloads.echo.common import open_listener
 
 
@@ -25,7 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     add_loop_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
     parser.add_argument(
-        "--port", type=int, required=True, help="port to bind; 0 picks a free one (it is printed)"
+        "--port",
+        type=port_number,
+        required=True,
+        help="port to bind; 0 picks a free one (it is printed)",
     )
     parser.add_argument("--udp", action="store_true", help="echo datagrams instead of TCP")
     parser.add_argument(

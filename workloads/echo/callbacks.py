@@ -15,7 +15,7 @@ from __future__ import annotations
 import socket
 
 from workloads.common import run_until_stopped
-from workloads.echo.common import CHUNK, DATAGRAM_MAX, accepted, log
+from workloads.echo.common import CHUNK, DATAGRAM_MAX, accept_pause, accepted, log
 
 
 def serve(new_loop, listener, stop):
@@ -53,18 +53,34 @@ def cancel_on_signal(loop, stop, cancel):
 
 
 def tcp_server(loop, listener, connections):
+    paused = None  # the timer that resumes accepting, while accepts are paused
+
     def on_acceptable():
+        nonlocal paused
         try:
             conn, peer = listener.accept()
         except BlockingIOError:
             return  # another readiness will come
         except OSError as error:  # the peer gave up before we accepted, or out of descriptors
-            log.warning("accept: %s", error)
+            pause = accept_pause(error)
+            if pause:  # the listener stays readable: stop watching it for a while
+                loop.remove_reader(listener)
+                paused = loop.call_later(pause, resume)
             return
         connections[conn] = echo(loop, accepted(conn), peer, connections)
 
+    def resume():
+        nonlocal paused
+        paused = None
+        loop.add_reader(listener, on_acceptable)
+
+    def cancel():
+        if paused is not None:
+            paused.cancel()
+        loop.remove_reader(listener)
+
     loop.add_reader(listener, on_acceptable)
-    return lambda: loop.remove_reader(listener)
+    return cancel
 
 
 def echo(loop, conn, peer, connections):

@@ -5,6 +5,7 @@ The style files import these so that they differ only where the style differs.
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 
@@ -15,6 +16,13 @@ CHUNK = 65536
 
 # The largest UDP payload over IPv4 (65535 - 8-byte UDP header - 20-byte IP header).
 DATAGRAM_MAX = 65507
+
+# How long a server stops accepting after accept() failed for want of descriptors or memory.
+# Accepting again at once would fail the same way, so a server that retries at once spins at
+# 100% CPU until a descriptor frees up; meanwhile new connections wait in the kernel's backlog.
+# trio's serve_listeners pauses 0.1 s, asyncio's _accept_connection 1 s.
+ACCEPT_RETRY_DELAY = 0.1
+OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 log = logging.getLogger("workloads.echo")
 
@@ -43,3 +51,16 @@ def accepted(conn: socket.socket) -> socket.socket:
     conn.setblocking(False)
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return conn
+
+
+def accept_pause(error: OSError) -> float:
+    """Seconds to stop accepting after accept() raised `error` (0: accept again at once).
+
+    Out of descriptors or memory: pause (logged), since retrying cannot succeed until something
+    is closed. Anything else (a peer that gave up before it was accepted): go on.
+    """
+    if error.errno in OUT_OF_RESOURCES:
+        log.warning("accept: %s; pausing accepts for %s s", error, ACCEPT_RETRY_DELAY)
+        return ACCEPT_RETRY_DELAY
+    log.warning("accept: %s", error)
+    return 0.0

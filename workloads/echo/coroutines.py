@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import socket
 
-from workloads.echo.common import CHUNK, DATAGRAM_MAX, accepted, log
+from workloads.echo.common import CHUNK, DATAGRAM_MAX, accept_pause, accepted, log
 
 
 def serve(co, listener, stop):
@@ -53,7 +53,9 @@ async def tcp_server(co, listener, connections):
         try:
             conn, peer = await co.accept(listener)
         except OSError as error:  # the peer gave up before we accepted, or out of descriptors
-            log.warning("accept: %s", error)
+            pause = accept_pause(error)
+            if pause:
+                await co.sleep(pause)
             continue
         task = await co.spawn(echo(co, accepted(conn), peer, connections))
         if conn.fileno() != -1:  # still open (a loop may run a new task eagerly to its end)

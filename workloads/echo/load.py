@@ -56,7 +56,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from workloads.common import finish, positive
+from workloads.common import finish, port_number, positive
 
 # Round trips from 1 µs to 60 s, 3 significant digits.
 LATENCY_RANGE_US = (1, 60_000_000, 3)
@@ -422,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Load an echo server with N connections, verifying every byte.",
     )
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=port_number, required=True)
     parser.add_argument("--connections", type=positive(int), required=True)
     parser.add_argument("--size", type=positive(int), required=True, help="bytes per message")
     parser.add_argument("--duration", type=positive(float), required=True, help="seconds")

@@ -15,7 +15,8 @@ of S seconds while 1 000 idle sockets are watched for reading, to measure what w
 
 Prints a one-line summary. Exit status: 0 when no cancelled sleeper woke, no wake-up was early
 by more than the loop clock's tick and no idle socket was reported readable; 1 otherwise (the
-summary and the JSON say which); 2 for bad arguments.
+summary and the JSON say which); 2 for bad arguments; 130 when Ctrl-C stopped it (it says
+so in one line, and whether every socket was closed).
 
 JSON record (one flat object; times in seconds unless the name says otherwise):
 
@@ -25,7 +26,8 @@ JSON record (one flat object; times in seconds unless the name says otherwise):
 - ``wall_s``, ``cpu_s``: the whole run (loop creation to close); ``cpu_per_task_us``
 - ``sleep_wall_s``, ``sleep_cpu_s``, ``cpu_per_wall_s``: from the moment every sleeper is
   asleep to the moment the last one woke (in idle mode: the idle CPU per wall second)
-- ``woke``, ``cancelled``, ``cancel_too_late`` (chosen, but it had already woken: not a fault),
+- ``woke``, ``cancelled``, ``cancel_too_late`` (chosen, but it had already woken or its deadline
+  had passed, so it is left to wake: not a fault),
   ``woke_after_cancel`` (must be 0)
 - ``lateness_min_s``, ``lateness_p50_s``, ``lateness_p99_s``, ``lateness_max_s``,
   ``lateness_mean_s``

@@ -14,6 +14,7 @@ import time
 from workloads.common import (
     add_loop_arguments,
     finish,
+    interrupted,
     number,
     peak_rss_mib,
     resolve,
@@ -99,10 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     tally = Tally(len(plan))
     cpu, wall = time.process_time(), time.perf_counter()
     try:
-        style_module("workloads.sleep", style).run(variant.api(style), plan, tally, sockets)
-    finally:
-        for sock in sockets:
-            sock.close()
+        try:
+            style_module("workloads.sleep", style).run(variant.api(style), plan, tally, sockets)
+        finally:
+            for sock in sockets:
+                sock.close()
+    except KeyboardInterrupt:  # Ctrl-C: no record, no traceback
+        return interrupted(parser.prog)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
 
     result = {

@@ -44,7 +44,7 @@ def main(loop, plan, tally, sockets):
         for index in batch:
             sleepers.append(sleeper(loop, index, plan.delays[index], tally, on_wake))
         for index in batch:
-            if plan.cancels[index] and tally.cancel(index):
+            if plan.cancels[index] and tally.cancel(index, loop.time()):
                 sleepers[index].cancel()
         loop.call_soon(start_batch)  # the loop runs between batches
 
@@ -66,7 +66,7 @@ def main(loop, plan, tally, sockets):
 
 def sleeper(loop, index, delay, tally, on_wake):
     deadline = loop.time() + delay
-    tally.asleep(deadline)
+    tally.asleep(index, deadline)
 
     def wake():
         tally.wake(index, loop.time() - deadline)

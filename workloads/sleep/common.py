@@ -8,6 +8,7 @@ JSON record documented in :mod:`workloads.sleep`.
 
 from __future__ import annotations
 
+import array
 import math
 import random
 import socket
@@ -50,6 +51,7 @@ class Tally:
     def __init__(self, count: int) -> None:
         self.woke = bytearray(count)  # 1 once sleeper i woke up
         self.cancelled = bytearray(count)  # 1 once sleeper i was cancelled
+        self.deadlines = array.array("d", [math.inf]) * count  # sleeper i's deadline, loop clock
         self.lateness: list[float] = []  # wake time minus deadline, loop clock, per wake-up
         self.outstanding = count  # sleepers neither woken nor cancelled yet
         self.cancels = 0
@@ -60,7 +62,8 @@ class Tally:
         self.clock_tick = 0.0  # the loop clock's smallest observed step
         self.marks: list[tuple[float, float]] = []  # (CPU, wall) when all slept, all woke
 
-    def asleep(self, deadline: float) -> None:
+    def asleep(self, index: int, deadline: float) -> None:
+        self.deadlines[index] = deadline
         if deadline > self.last_deadline:
             self.last_deadline = deadline
 
@@ -72,9 +75,14 @@ class Tally:
         self.woke[index] = 1
         self.lateness.append(lateness)
 
-    def cancel(self, index: int) -> bool:
-        """Mark sleeper index cancelled; False (and counted) if it already woke."""
-        if self.woke[index]:
+    def cancel(self, index: int, now: float) -> bool:
+        """Mark sleeper index cancelled; False (and counted) if it is too late for that.
+
+        Too late means it woke, or its deadline has passed: its timer may have fired, and a
+        loop that delivers cancellation only at the next suspension (curio) rightly lets a
+        task whose sleep is over run on, so such a sleeper is not cancelled at all.
+        """
+        if self.woke[index] or self.deadlines[index] <= now:
             self.cancel_too_late += 1
             return False
         self.cancelled[index] = 1

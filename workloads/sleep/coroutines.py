@@ -32,7 +32,7 @@ async def main(co, plan, tally, sockets):
             sleepers.append(task)
         await co.sleep(0)  # the loop runs: the batch falls asleep
         for index in batch:
-            if plan.cancels[index] and tally.cancel(index):
+            if plan.cancels[index] and tally.cancel(index, co.now()):
                 await co.cancel(sleepers[index])
     tally.mark()  # every sleeper is asleep (or cancelled)
     for index, task in enumerate(sleepers):
@@ -47,7 +47,7 @@ async def main(co, plan, tally, sockets):
 
 async def sleeper(co, index, delay, tally):
     deadline = co.now() + delay
-    tally.asleep(deadline)
+    tally.asleep(index, deadline)
     await co.sleep(delay)
     tally.wake(index, co.now() - deadline)
 

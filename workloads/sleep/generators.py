@@ -32,7 +32,7 @@ def main(co, plan, tally, sockets):
             sleepers.append(task)
         yield from co.sleep(0)  # the loop runs: the batch falls asleep
         for index in batch:
-            if plan.cancels[index] and tally.cancel(index):
+            if plan.cancels[index] and tally.cancel(index, co.now()):
                 yield from co.cancel(sleepers[index])
     tally.mark()  # every sleeper is asleep (or cancelled)
     for index, task in enumerate(sleepers):
@@ -47,7 +47,7 @@ def main(co, plan, tally, sockets):
 
 def sleeper(co, index, delay, tally):
     deadline = co.now() + delay
-    tally.asleep(deadline)
+    tally.asleep(index, deadline)
     yield from co.sleep(delay)
     tally.wake(index, co.now() - deadline)
 

@@ -1,0 +1,400 @@
+"""Faults inside the loop: code that raises, a task that will not be cancelled, a watched fd
+closed behind the loop's back, and Ctrl-C during a workload.
+
+The first three are ordinary properties (one scenario per style, played in-process). Ctrl-C
+drives the real workload processes: it is a process-level fault by nature (a signal arriving
+while the loop sits in its selector), judged by what a user sees: how the command ends, what
+it says, and that every socket was closed.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+
+from conformance.harness import prop
+from conformance.processes import (
+    ECHO_READY,
+    PATIENCE,
+    ROOT,
+    case_prop,
+    connect,
+    echo_command,
+    loop_args,
+    module_command,
+    running,
+    until,
+    waiting_in_selector,
+)
+from conformance.support import SAFETY, nonblocking_pair, outcome
+
+RAISERS = 20
+MESSAGES = [b"message %02d;" % n for n in range(20)]
+EVERY_MESSAGE = b"".join(MESSAGES)
+
+# --- callbacks and tasks that raise ----------------------------------------------------------
+
+
+@prop("exceptions")
+def test_callbacks_and_tasks_that_raise_lose_no_other_work(play):
+    assert play() == {
+        "every message arrived": True,
+        "every error reported once": {"ValueError": RAISERS, "KeyError": RAISERS},
+        "a reader that raised kept firing": True,
+    }
+
+
+@test_callbacks_and_tasks_that_raise_lose_no_other_work.callbacks
+def _(loop):
+    reported = []
+    loop.set_exception_handler(lambda loop, context: reported.append(context.get("exception")))
+    sender, receiver = nonblocking_pair()
+    received = bytearray()
+    reader_raises = []
+
+    def fail(kind):
+        raise kind(f"raised on purpose: {kind.__name__}")
+
+    def on_readable():  # takes what is there, then raises every time: the reader must stay
+        received.extend(receiver.recv(65536))
+        if len(received) >= len(EVERY_MESSAGE):
+            loop.stop()
+        reader_raises.append(True)
+        raise OSError("the reader raises after each read")
+
+    def send(n):
+        sender.send(MESSAGES[n])
+        if n + 1 < len(MESSAGES):
+            loop.call_later(0.001, send, n + 1)
+
+    for n in range(RAISERS):
+        loop.call_soon(fail, ValueError)
+        loop.call_later(0.001 * n, fail, KeyError)
+    loop.add_reader(receiver, on_readable)
+    loop.call_soon(send, 0)
+    loop.call_later(SAFETY, loop.stop)
+    try:
+        loop.run_forever()
+    finally:
+        loop.remove_reader(receiver)
+        sender.close()
+        receiver.close()
+    kinds = [type(error).__name__ for error in reported if not isinstance(error, OSError)]
+    reader_reports = sum(isinstance(error, OSError) for error in reported)
+    return {
+        "every message arrived": bytes(received) == EVERY_MESSAGE,
+        "every error reported once": {kind: kinds.count(kind) for kind in set(kinds)},
+        "a reader that raised kept firing": len(reader_raises) == reader_reports >= 1,
+    }
+
+
+def _raising_tasks_outcome(received, joined, reader_errors):
+    kinds = [type(error).__name__ for error in joined]
+    return {
+        "every message arrived": bytes(received) == EVERY_MESSAGE,
+        "every error reported once": {kind: kinds.count(kind) for kind in set(kinds)},
+        "a reader that raised kept firing": reader_errors >= 1,
+    }
+
+
+@test_callbacks_and_tasks_that_raise_lose_no_other_work.generators
+def _(co):
+    sender, receiver = nonblocking_pair()
+    received = bytearray()
+
+    def fail(kind, delay):
+        yield from co.sleep(delay)
+        raise kind(f"raised on purpose: {kind.__name__}")
+
+    def reader():  # a task that raises is gone; so each read that "fails" is its own task
+        errors = 0
+        while len(received) < len(EVERY_MESSAGE):
+            task = yield from co.spawn(read_once())
+            try:
+                yield from co.join(task)
+            except OSError:
+                errors += 1
+        return errors
+
+    def read_once():
+        received.extend((yield from co.recv(receiver, 65536)))
+        raise OSError("the reader raises after each read")
+
+    with sender, receiver:
+        failing = []
+        for n in range(RAISERS):
+            failing.append((yield from co.spawn(fail(ValueError, 0))))
+            failing.append((yield from co.spawn(fail(KeyError, 0.001 * n))))
+        reading = yield from co.spawn(reader())
+        for message in MESSAGES:
+            yield from co.sendall(sender, message)
+            yield from co.sleep(0.001)
+        reader_errors = yield from co.join(reading)
+        joined = []
+        for task in failing:
+            try:
+                yield from co.join(task)
+            except (ValueError, KeyError) as error:
+                joined.append(error)
+    return _raising_tasks_outcome(received, joined, reader_errors)
+
+
+@test_callbacks_and_tasks_that_raise_lose_no_other_work.coroutines
+async def _(co):
+    sender, receiver = nonblocking_pair()
+    received = bytearray()
+
+    async def fail(kind, delay):
+        await co.sleep(delay)
+        raise kind(f"raised on purpose: {kind.__name__}")
+
+    async def reader():  # a task that raises is gone; so each read that "fails" is its own task
+        errors = 0
+        while len(received) < len(EVERY_MESSAGE):
+            task = await co.spawn(read_once())
+            try:
+                await co.join(task)
+            except OSError:
+                errors += 1
+        return errors
+
+    async def read_once():
+        received.extend(await co.recv(receiver, 65536))
+        raise OSError("the reader raises after each read")
+
+    with sender, receiver:
+        failing = []
+        for n in range(RAISERS):
+            failing.append(await co.spawn(fail(ValueError, 0)))
+            failing.append(await co.spawn(fail(KeyError, 0.001 * n)))
+        reading = await co.spawn(reader())
+        for message in MESSAGES:
+            await co.sendall(sender, message)
+            await co.sleep(0.001)
+        reader_errors = await co.join(reading)
+        joined = []
+        for task in failing:
+            try:
+                await co.join(task)
+            except (ValueError, KeyError) as error:
+                joined.append(error)
+    return _raising_tasks_outcome(received, joined, reader_errors)
+
+
+# --- a task that swallows its cancellation ---------------------------------------------------
+
+STUBBORN_FOR = 0.3  # seconds the stubborn task keeps running after its first cancellation
+CANCEL_TIMEOUT = 0.1
+
+
+@prop("timeouts")
+def test_a_task_that_swallows_cancellation_cannot_keep_a_timeout_from_ending_the_run(play):
+    state = {"swallowed": 0, "steps after": 0}
+    how, value = outcome(play, state)
+    seen = (how, type(value).__name__, state["swallowed"] > 0, state["steps after"] > 0)
+    assert seen == ("raised", "TimeoutError", True, True), (value, state)
+
+
+@test_a_task_that_swallows_cancellation_cannot_keep_a_timeout_from_ending_the_run.generators
+def _(co, state):
+    def stubborn():
+        until = None
+        while until is None or co.now() < until:
+            try:
+                yield from co.sleep(0.01)
+            except co.CancelledError:  # swallowed: the anti-pattern this case is about
+                state["swallowed"] += 1
+                until = until or co.now() + STUBBORN_FOR
+            if until is not None:
+                state["steps after"] += 1
+        return "finished anyway"
+
+    task = yield from co.spawn(stubborn())
+    yield from co.sleep(0.02)
+    # cancel() waits for a task that will not end; the timeout must still end the wait, and
+    # the TimeoutError end the run (once the stubborn task gives up on its own).
+    yield from co.timeout_after(CANCEL_TIMEOUT, co.cancel(task))
+    return "cancel returned although the task never ended"
+
+
+@test_a_task_that_swallows_cancellation_cannot_keep_a_timeout_from_ending_the_run.coroutines
+async def _(co, state):
+    async def stubborn():
+        until = None
+        while until is None or co.now() < until:
+            try:
+                await co.sleep(0.01)
+            except co.CancelledError:  # swallowed: the anti-pattern this case is about
+                state["swallowed"] += 1
+                until = until or co.now() + STUBBORN_FOR
+            if until is not None:
+                state["steps after"] += 1
+        return "finished anyway"
+
+    task = await co.spawn(stubborn())
+    await co.sleep(0.02)
+    # cancel() waits for a task that will not end; the timeout must still end the wait, and
+    # the TimeoutError end the run (once the stubborn task gives up on its own).
+    await co.timeout_after(CANCEL_TIMEOUT, co.cancel(task))
+    return "cancel returned although the task never ended"
+
+
+# --- a watched fd closed behind the loop's back ----------------------------------------------
+
+NOT_WEDGED = {
+    "the loop ran on": ("returned", None),
+    "its timer fired": True,
+    "the late cleanup": "returned",
+    "new sockets work": b"fresh",
+}
+
+
+@prop("io")
+def test_a_watched_fd_closed_behind_the_loops_back_does_not_wedge_it(play):
+    assert play() == NOT_WEDGED
+
+
+@test_a_watched_fd_closed_behind_the_loops_back_does_not_wedge_it.callbacks
+def _(loop):
+    a, b = nonblocking_pair()
+    loop.add_reader(b, lambda: None)
+    stale = b.fileno()
+    b.close()  # no remove_reader first: the loop still thinks it watches `stale`
+    a.close()
+    fired = []
+    loop.call_later(0.02, fired.append, "timer")
+    loop.call_later(0.05, loop.stop)
+    ran = outcome(loop.run_forever)
+    cleanup = outcome(loop.remove_reader, stale)[0]  # the program notices, and cleans up late
+    c, d = nonblocking_pair()  # new sockets, most likely reusing the numbers just freed
+    got = []
+
+    def on_readable():
+        got.append(d.recv(100))
+        loop.stop()
+
+    loop.add_reader(d, on_readable)
+    c.send(b"fresh")
+    loop.call_later(SAFETY, loop.stop)
+    try:
+        loop.run_forever()
+    finally:
+        loop.remove_reader(d)
+        c.close()
+        d.close()
+    return {
+        "the loop ran on": (ran[0], ran[1] if ran[0] == "returned" else repr(ran[1])),
+        "its timer fired": fired == ["timer"],
+        "the late cleanup": cleanup,
+        "new sockets work": got[0] if got else None,
+    }
+
+
+@test_a_watched_fd_closed_behind_the_loops_back_does_not_wedge_it.generators
+def _(co):
+    a, b = nonblocking_pair()
+    waiter = yield from co.spawn(co.recv(b, 100))
+    yield from co.sleep(0.01)  # it is waiting for b now
+    b.close()  # behind the waiting task's back
+    a.close()
+    fired = []
+
+    def timer():
+        yield from co.sleep(0.02)
+        fired.append("timer")
+
+    ran = ("returned", (yield from timer()))
+    cleanup = "returned"
+    try:
+        yield from co.cancel(waiter)  # the program notices, and cleans up late
+    except Exception as error:
+        cleanup = repr(error)
+    c, d = nonblocking_pair()  # new sockets, most likely reusing the numbers just freed
+    with c, d:
+        yield from co.sendall(c, b"fresh")
+        got = yield from co.timeout_after(SAFETY, co.recv(d, 100))
+    return {
+        "the loop ran on": ran,
+        "its timer fired": fired == ["timer"],
+        "the late cleanup": cleanup,
+        "new sockets work": got,
+    }
+
+
+@test_a_watched_fd_closed_behind_the_loops_back_does_not_wedge_it.coroutines
+async def _(co):
+    a, b = nonblocking_pair()
+    waiter = await co.spawn(co.recv(b, 100))
+    await co.sleep(0.01)  # it is waiting for b now
+    b.close()  # behind the waiting task's back
+    a.close()
+    fired = []
+
+    async def timer():
+        await co.sleep(0.02)
+        fired.append("timer")
+
+    ran = ("returned", await timer())
+    cleanup = "returned"
+    try:
+        await co.cancel(waiter)  # the program notices, and cleans up late
+    except Exception as error:
+        cleanup = repr(error)
+    c, d = nonblocking_pair()  # new sockets, most likely reusing the numbers just freed
+    with c, d:
+        await co.sendall(c, b"fresh")
+        got = await co.timeout_after(SAFETY, co.recv(d, 100))
+    return {
+        "the loop ran on": ran,
+        "its timer fired": fired == ["timer"],
+        "the late cleanup": cleanup,
+        "new sockets work": got,
+    }
+
+
+# --- Ctrl-C during a workload ----------------------------------------------------------------
+
+INTERRUPTED = 128 + signal.SIGINT  # what a shell reports for a command ended by Ctrl-C
+
+
+def ctrl_c_ends_workloads_cleanly(case, tmp_path) -> dict:
+    """SIGINT to the echo server mid-transfer, and to the sleep workload mid-run."""
+    with running(echo_command(case), ECHO_READY, tmp_path) as server, connect(server.port) as busy:
+        busy.sendall(b"x" * 100_000)  # a transfer in flight when the signal comes
+        stopped = server.stop(signal.SIGINT)
+    seen = {
+        "echo exit status": stopped.returncode,
+        "echo says": "stopped by SIGINT; every socket closed" in stopped.out or stopped.out,
+    }
+    command = module_command("workloads.sleep", *loop_args(case), "--idle", "60")
+    sleeper = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        # Its 1 000 idle sockets open and the process asleep in its selector: in the loop.
+        until(lambda: sleeper.poll() is not None or waiting_in_selector(sleeper.pid, 1000))
+        sleeper.send_signal(signal.SIGINT)
+        _, err = sleeper.communicate(timeout=PATIENCE)
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.communicate()
+    seen |= {
+        "sleep exit status": sleeper.returncode,
+        "sleep says": "interrupted; every socket closed" in err or err[-1500:],
+        "no traceback": "Traceback" not in err,
+    }
+    return seen
+
+
+ENDED_CLEANLY = {
+    "echo exit status": 0,  # SIGINT and SIGTERM are how the server is meant to be stopped
+    "echo says": True,
+    "sleep exit status": INTERRUPTED,
+    "sleep says": True,
+    "no traceback": True,
+}
+
+
+@case_prop("io", timeout=60)
+def test_ctrl_c_ends_a_workload_cleanly(case, tmp_path):
+    assert ctrl_c_ends_workloads_cleanly(case, tmp_path) == ENDED_CLEANLY
