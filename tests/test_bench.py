@@ -164,6 +164,7 @@ def test_report_has_every_section_with_ratios_and_a_line_under_each_table(result
     lines = text.count("*What this shows:*")
     assert lines == 2 + 3 + 2 + 1  # echo, sleep, crawler, micro points
     assert tables >= lines
+    assert text.count("*Ran in:* session 20250101T000000Z on testhost (Test CPU") == lines
     assert "](conformance.md)" in text
     assert "Test CPU @ 1.00GHz" in text and "`0123456789`" in text and "CPython 3.11.7" in text
     for chart in ("quick-echo-requests.png", "quick-sleep-cpu-per-sleeper.png"):
