@@ -87,16 +87,25 @@ def workload_rows(root: Path = ROOT) -> list[list]:
             continue
         for path in python_files(folder):
             relative = path.relative_to(root).as_posix()
-            style = next((s for s in loops.STYLES if path.stem.startswith(s)), None)
-            if style and path.parent == folder:
-                role = f"{style} style"
-            elif "native" in path.parts:
-                role = "anchor server"
-            else:
-                role = "common / peer / CLI"
-            _, lines, code = count_tree([path])
-            rows.append([f"`{relative}`", role, lines, code])
+            rows.append([f"`{relative}`", role_of(path, folder), *count(path)])
     return rows
+
+
+def role_of(path: Path, folder: Path) -> str:
+    """What a workload file is for, from its place and name."""
+    if "native" in path.relative_to(folder).parts:
+        return "anchor server"
+    if path.parent != folder:
+        return "helper"
+    if path.stem in loops.STYLES:
+        return f"{path.stem} style"
+    return {
+        "__init__": "package (docstring)",
+        "__main__": "CLI",
+        "common": "loop-free common logic",
+        "load": "peer: load generator process",
+        "site": "peer: site server process",
+    }.get(path.stem, "helper")
 
 
 def section(root: Path = ROOT) -> list[str]:
@@ -106,6 +115,7 @@ def section(root: Path = ROOT) -> list[str]:
             loop_rows(root),
             headers=["loop", "kind", "files", "lines", "code lines"],
             tablefmt="github",
+            intfmt=",",
         )
     )
     lines.append("")
@@ -116,6 +126,7 @@ def section(root: Path = ROOT) -> list[str]:
                 workloads,
                 headers=["workload file", "role", "lines", "code lines"],
                 tablefmt="github",
+                intfmt=",",
             )
         )
         lines.append("")
