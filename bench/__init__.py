@@ -8,9 +8,11 @@ from that stored data alone, so a report can be re-rendered, reviewed or diffed 
 re-running anything.
 
 Modules: :mod:`bench.environment` (what the numbers were measured on), :mod:`bench.plan`
-(the matrix: points and rows, from discovery), :mod:`bench.procs` (fresh, pinned processes),
-one module per workload (:mod:`bench.echo`, :mod:`bench.sleep`, :mod:`bench.crawler`,
-:mod:`bench.micro`) saying how one repetition is measured and which figures it yields,
-:mod:`bench.store` (results as data, resume and skip), :mod:`bench.runner` (the loop over the
-plan with a progress bar), :mod:`bench.report` and :mod:`bench.charts` (rendering).
+(the vocabulary: points, rows from discovery, figures, charts), :mod:`bench.procs` (fresh,
+pinned processes and what they used), one module per workload (:mod:`bench.echo`,
+:mod:`bench.sleep`, :mod:`bench.crawler`, :mod:`bench.micro`) saying which points it has,
+how one repetition is measured and which figures it yields, :mod:`bench.store` (results as
+data, resume and skip), :mod:`bench.summary` (medians, validity, ratios), :mod:`bench.runner`
+(the walk over the matrix with a progress bar), and for rendering :mod:`bench.report`,
+:mod:`bench.charts` and :mod:`bench.codesize`.
 """
