@@ -18,13 +18,13 @@ from conformance.harness import prop
 from conformance.processes import (
     ECHO_READY,
     PATIENCE,
-    ROOT,
     case_prop,
     connect,
     echo_command,
     loop_args,
     module_command,
     running,
+    spawn,
     until,
     waiting_in_selector,
 )
@@ -385,8 +385,7 @@ def ctrl_c_ends_workloads_cleanly(case, tmp_path) -> dict:
 
 def _interrupt(name: str, command: list[str], in_the_loop) -> dict:
     """Start command, wait until in_the_loop(pid), send SIGINT: what the user sees."""
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    process = spawn(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         until(lambda: process.poll() is not None or in_the_loop(process.pid))
         process.send_signal(signal.SIGINT)
