@@ -1,14 +1,20 @@
-"""Charts of stored results (matplotlib, PNG): one line per row, a panel per parameter value.
+"""Charts of stored results (matplotlib, PNG): dot plots, one line of markers per row.
 
 Each workload module lists its charts as :class:`bench.plan.Chart` specs; this module draws
 them from the rows the report has already summarised, so a chart never shows a figure the
-tables do not (invalid and failed rows are left out of the lines and named in the caption).
-Colours follow the variant, markers the style, and line styles the kind: solid for home-made
-loops, dashed for reference loops, dotted for anchor servers.
+tables do not (invalid, failed and unmeasured rows are left out and named in the caption).
+
+Twenty rows do not fit as twenty crossing lines, so each chart is a Cleveland dot plot: the
+rows down the side, best at the top (by the figure at the largest parameter value), the
+figure along the bottom, one marker per value of the chart's parameter (connections,
+sleepers, workers) joined by a thin line, with a bar from min to max. Row labels say the kind:
+bold for home-made loops, plain for reference loops, italic grey for anchor servers; the
+asyncio rows, the baseline of every ratio, are underlined by a faint band.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 from types import ModuleType
@@ -18,13 +24,87 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-MARKERS = {"callbacks": "o", "generators": "s", "coroutines": "^", "native": "D"}
-LINESTYLES = {"home-made": "-", "reference": "--", "anchor": ":"}
+from bench.plan import BASELINE
+
+MARKERS = ("o", "s", "^", "D", "v", "P")
+LABEL_STYLE = {
+    "home-made": {"fontweight": "bold", "color": "black"},
+    "reference": {"color": "#1f3f7f"},
+    "anchor": {"fontstyle": "italic", "color": "#666666"},
+}
 
 
-def _colours(labels: list[str]) -> dict[str, tuple]:
-    palette = plt.get_cmap("tab20").colors
-    return {name: palette[(i * 2) % 20 + (i // 10) % 2] for i, name in enumerate(sorted(labels))}
+def _series(spec, metric, points) -> tuple[dict, dict, set]:
+    """panel -> row label -> {x: (median, low, high)}, the rows by label, the rows left out."""
+    series: dict = defaultdict(lambda: defaultdict(dict))
+    rows_by_label: dict = {}
+    missing: set[str] = set()
+    for _key, params, rows in points:
+        if spec.x not in params or any(params.get(k) != v for k, v in spec.where):
+            continue
+        panel = params.get(spec.panels) if spec.panels else None
+        for r in rows:
+            stat = r.summary.stats.get(metric.name) if r.summary.status == "ok" else None
+            if stat is None:
+                missing.add(r.label)
+                continue
+            scaled = tuple(v * metric.scale for v in (stat.median, stat.low, stat.high))
+            series[panel][r.label][params[spec.x]] = scaled
+            rows_by_label[r.label] = r
+    return series, rows_by_label, missing - set(rows_by_label)
+
+
+def _panel(axis, module, spec, metric, panel, by_row, rows_by_label, xs_colours) -> None:
+    largest = max(x for values in by_row.values() for x in values)
+
+    def rank(label: str) -> float:
+        values = by_row[label]
+        value = values.get(largest, values[max(values)])[0]
+        return value if metric.higher_is_better else -value
+
+    labels = sorted(by_row, key=rank)  # best ends up at the top
+    for y, label in enumerate(labels):
+        if rows_by_label[label].row.variant == BASELINE and not rows_by_label[label].row.anchor:
+            axis.axhspan(y - 0.45, y + 0.45, color="#f2e6b3", zorder=0)
+        values = by_row[label]
+        ordered = sorted(values)
+        axis.plot([values[x][0] for x in ordered], [y] * len(ordered), color="#bbbbbb", lw=1)
+        for x in ordered:
+            median, low, high = values[x]
+            colour, marker = xs_colours[x]
+            axis.errorbar(
+                median,
+                y,
+                xerr=[[median - low], [high - median]],
+                fmt=marker,
+                color=colour,
+                markersize=6,
+                elinewidth=0.8,
+                capsize=2,
+                zorder=3,
+            )
+    axis.set_yticks(range(len(labels)), labels)
+    for tick, label in zip(axis.get_yticklabels(), labels, strict=True):
+        tick.set(**LABEL_STYLE[rows_by_label[label].kind])
+    everything = [v for values in by_row.values() for t in values.values() for v in t]
+    if min(everything) > 0 and max(everything) / min(everything) > 30:
+        axis.set_xscale("log")
+    else:
+        axis.set_xlim(left=0)
+    axis.set_xlabel(
+        metric.label + (" (higher is better)" if metric.higher_is_better else " (lower is better)")
+    )
+    axis.set_ylim(-0.6, len(labels) - 0.4)
+    axis.grid(True, axis="x", alpha=0.3)
+    if spec.panels:
+        axis.set_title(module.panel_title(spec.panels, panel), fontsize=10)
+
+
+def _count(value: int, noun: str) -> str:
+    """'1 connection', '100 connections'."""
+    if value == 1 and noun.endswith("s"):
+        noun = noun[:-1]
+    return f"{value:,} {noun}"
 
 
 def draw(module: ModuleType, mode: str, points: list, chart_dir: Path) -> list[tuple[Path, str]]:
@@ -32,73 +112,44 @@ def draw(module: ModuleType, mode: str, points: list, chart_dir: Path) -> list[t
     drawn = []
     for spec in getattr(module, "CHARTS", ()):
         metric = next(m for m in module.METRICS if m.name == spec.metric)
-        # panel value -> row label -> [(x, median, low, high)]
-        series: dict[object, dict[str, list[tuple]]] = defaultdict(lambda: defaultdict(list))
-        styles: dict[str, object] = {}
-        missing: set[str] = set()
-        for _key, params, rows in points:
-            if spec.x not in params or any(params.get(k) != v for k, v in spec.where):
-                continue
-            panel = params.get(spec.panels) if spec.panels else None
-            for r in rows:
-                stat = r.summary.stats.get(metric.name) if r.summary.status == "ok" else None
-                if stat is None:
-                    missing.add(r.label)
-                    continue
-                series[panel][r.label].append(
-                    (
-                        params[spec.x],
-                        *(v * metric.scale for v in (stat.median, stat.low, stat.high)),
-                    )
-                )
-                styles[r.label] = r
+        series, rows_by_label, missing = _series(spec, metric, points)
         if not series:
             continue
-        colours = _colours(sorted({r.row.variant for r in styles.values()}))
+        xs = sorted({x for panel in series.values() for row in panel.values() for x in row})
+        palette = plt.get_cmap("viridis")
+        xs_colours = {
+            x: (palette(0.85 * i / max(1, len(xs) - 1)), MARKERS[i % len(MARKERS)])
+            for i, x in enumerate(xs)
+        }
         panels = sorted(series, key=lambda v: (v is None, v))
+        height = max(3.5, 2.0 + 0.32 * max(len(series[p]) for p in panels))
         figure, axes = plt.subplots(
-            1, len(panels), figsize=(6.5 * len(panels) + 2.5, 5.2), squeeze=False, sharey=False
+            1, len(panels), figsize=(3.0 + 5.0 * len(panels), height), squeeze=False
         )
         for axis, panel in zip(axes[0], panels, strict=True):
-            for label, values in sorted(series[panel].items()):
-                values.sort()
-                r = styles[label]
-                xs = [v[0] for v in values]
-                medians = [v[1] for v in values]
-                errors = [[v[1] - v[2] for v in values], [v[3] - v[1] for v in values]]
-                axis.errorbar(
-                    xs,
-                    medians,
-                    yerr=errors,
-                    label=label,
-                    color=colours[r.row.variant],
-                    marker=MARKERS.get(r.row.style, "x"),
-                    linestyle=LINESTYLES[r.kind],
-                    linewidth=1.6,
-                    markersize=5,
-                    capsize=2,
-                    elinewidth=0.8,
-                )
-            if spec.log_x:
-                axis.set_xscale("log")
-            if spec.log_y:
-                axis.set_yscale("log")
-            axis.set_xlabel(spec.x_label)
-            axis.set_ylabel(metric.label)
-            if spec.panels:
-                axis.set_title(module.panel_title(spec.panels, panel), fontsize=10)
-            axis.grid(True, which="major", alpha=0.3)
-            xs_all = sorted({v[0] for values in series[panel].values() for v in values})
-            axis.set_xticks(xs_all, [f"{x:,}" for x in xs_all])
-            axis.minorticks_off()
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        figure.legend(handles, labels, loc="center right", fontsize=8, frameon=False)
-        figure.suptitle(
-            f"{spec.title} ({mode} run)\nmedian of the repetitions, bars from min to max; "
-            "solid: home-made, dashed: reference, dotted: anchor",
-            fontsize=11,
+            _panel(axis, module, spec, metric, panel, series[panel], rows_by_label, xs_colours)
+        handles = [
+            plt.Line2D([], [], color=colour, marker=marker, linestyle="", markersize=6)
+            for colour, marker in xs_colours.values()
+        ]
+        figure.suptitle(f"{spec.title} ({mode} run)", x=0.01, y=1 - 0.1 / height, ha="left")
+        figure.legend(
+            handles,
+            [_count(x, spec.x_label) for x in xs],
+            loc="upper left",
+            bbox_to_anchor=(0.0, 1 - 0.45 / height),
+            ncol=len(xs),
+            fontsize=9,
+            frameon=False,
         )
-        figure.tight_layout(rect=(0, 0, 1 - 2.4 / figure.get_figwidth(), 0.93))
+        note = textwrap.fill(
+            "median of the repetitions, bar from min to max; bold: home-made loop, plain: "
+            "reference loop, italic: anchor server; shaded: asyncio, the baseline",
+            width=int(figure.get_figwidth() * 15),
+        )
+        figure.text(0.01, 0.01, note, fontsize=8, color="#444444")
+        footer = (0.25 + 0.15 * note.count("\n")) / height
+        figure.tight_layout(rect=(0, footer, 1, 1 - 0.62 / height))
         chart_dir.mkdir(parents=True, exist_ok=True)
         path = chart_dir / f"{mode}-{module.NAME}-{spec.name}.png"
         figure.savefig(path, dpi=110)

@@ -98,8 +98,19 @@ def rows() -> list[Row]:
 def points(full: bool) -> list[Point]:
     pairs = [(s, c) for s in FULL["sizes"] for c in FULL["connections"]] if full else QUICK_POINTS
     every_row = tuple(rows())
+    warmup, duration = TIMING[full]
     return [
-        Point(NAME, (("size", size), ("connections", connections)), every_row, 5 if full else 3)
+        Point(
+            NAME,
+            (
+                ("size", size),
+                ("connections", connections),
+                ("warmup_s", warmup),
+                ("duration_s", duration),
+            ),
+            every_row,
+            5 if full else 3,
+        )
         for size, connections in pairs
     ]
 
@@ -109,7 +120,8 @@ def size_text(size: int) -> str:
 
 
 def point_title(params: dict) -> str:
-    return f"{size_text(params['size'])} messages, {params['connections']:,} connections"
+    count = params["connections"]
+    return f"{size_text(params['size'])} messages, {count:,} connection{'s' * (count != 1)}"
 
 
 def panel_title(parameter: str, value) -> str:
@@ -135,7 +147,7 @@ def observations(params: dict, rendered: list) -> list[str]:
         return []
     best, label = max(home)
     return [
-        f"The best home-made loop ({label}) reaches {best / floor:.0%} of the bare-selectors floor."
+        f"The best home-made loop ({label}) runs at {best / floor:.0%} of the bare-selectors floor."
     ]
 
 
@@ -186,7 +198,7 @@ def run_load(argv: list[str], core, workdir: Path, name: str, timeout: float) ->
 def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
     """One repetition: fresh server, warm-up load, measured load, clean stop."""
     params = point.args
-    warmup, duration = TIMING[full]
+    warmup, duration = params["warmup_s"], params["duration_s"]
     timeout = duration + 60
     server = Child(
         server_argv(row), cores.subject, stdout=subprocess.PIPE, stderr_path=workdir / "server.err"

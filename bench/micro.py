@@ -66,7 +66,9 @@ def point_title(params: dict) -> str:
 
 def points(full: bool) -> list[Point]:
     """One point: every operation, every variant and style, measured in the same process."""
-    return [Point(NAME, (), tuple(variant_rows()), repetitions=5 if full else 3)]
+    config = settings(full)
+    params = (("min_time_s", config["min_time"]), ("runs", config["runs"]))
+    return [Point(NAME, params, tuple(variant_rows()), repetitions=5 if full else 3)]
 
 
 def observations(params: dict, rows: list) -> list[str]:
@@ -272,7 +274,7 @@ def measure(point: Point, row, cores, workdir: Path, full: bool) -> dict:
     from bench.procs import Child, python
 
     out = workdir / "micro.json"
-    config = settings(full)
+    config = {"min_time": point.args["min_time_s"], "runs": point.args["runs"]}
     child = Child(
         python(
             "-m",

@@ -210,6 +210,31 @@ def what_this_shows(module: ModuleType, params: dict, rows: list[RenderedRow]) -
     return " ".join(sentences)
 
 
+def ran_in(sessions: dict[str, dict], point: dict) -> str:
+    """The environment of a table's rows: session, machine, Python, commit, load."""
+    described = []
+    for name in sorted({entry["session"] for entry in point["rows"].values()}):
+        env = sessions.get(name, {}).get("environment")
+        if env is None:
+            continue
+        loads = [
+            rep["load_average"]
+            for entry in point["rows"].values()
+            if entry["session"] == name
+            for rep in entry["reps"]
+            if rep.get("load_average") is not None
+        ]
+        commit = env.get("commit") or {}
+        dirty = " with uncommitted changes" if commit.get("dirty") else ""
+        load = f"; load average {statistics.median(loads):.1f} (median)" if loads else ""
+        described.append(
+            f"session {name} on {env['host']} ({env['cpu']}, {len(env['usable_cores'])} cores), "
+            f"{env['python_implementation']} {env['python']}, "
+            f"commit `{(commit.get('hash') or '?')[:10]}`{dirty}{load}"
+        )
+    return "; ".join(described) + " (details under [Environment](#environment))."
+
+
 def current_matrix(module: ModuleType, mode: str) -> dict[str, tuple[Row, ...]]:
     """The rows the current matrix has at each point, by point key ({} if it cannot be known)."""
     unavailable = getattr(module, "unavailable", lambda: None)()
@@ -239,6 +264,7 @@ def section(
         lines += [f"### {module.point_title(point['params'])}{aside}", ""]
         lines += [table(columns(module, point["params"]), rows), ""]
         lines += [f"*What this shows:* {what_this_shows(module, point['params'], rows)}", ""]
+        lines += [f"*Ran in:* {ran_in(store.sessions, point)}", ""]
     for path, caption in charts.draw(module, mode, points, chart_dir):
         lines += [f"![{caption}]({path.relative_to(out.parent).as_posix()})", ""]
     return lines
@@ -324,18 +350,19 @@ def environment_section(stores: list[ResultStore]) -> list[str]:
 
 
 METHOD = """\
-How these were measured (`nox -s bench`): every repetition runs in fresh processes, the loop
-or server under test in one and its peer (load generator, site server) in another, pinned to
-different cores where the machine has them. Repetitions are interleaved across rows (every row
-once, then every row again, in a rotating order) so load from elsewhere spreads over all rows.
-A figure is the median of the repetitions, the headline figure with its [min–max]; **×
-asyncio** is the figure divided by asyncio's from the same session and point (asyncio in the
-same style where it speaks it, otherwise its coroutines style): above 1 means more, which is
-better for throughput and worse for latency, CPU and memory. A repetition whose peer used
-≥ {saturation:.0%} of its core is invalid, and a row with fewer than half its repetitions
-valid shows why instead of a number. **reps** counts valid repetitions over all. † measured in
-an earlier session than the rest of its table (its ratio is to that session's asyncio);
-‡ measured on code that has changed since (run the bench again to refresh it).
+How these were measured (`nox -s bench`): every repetition runs the loop or server under test
+in a fresh process on one core and its peer on another where the machine has two (the echo
+load generator, fresh for every repetition; the crawler's site server, one per site, serving
+every row's crawls alike). Repetitions are interleaved across rows (every row once, then every
+row again, in a rotating order) so load from elsewhere spreads over all rows. A figure is the
+median of the repetitions, the headline figure with its [min–max]; **× asyncio** is the figure
+divided by asyncio's from the same session and point (asyncio in the same style where it
+speaks it, otherwise its coroutines style): above 1 means more, which is better for throughput
+and worse for latency, CPU and memory. A repetition whose peer used ≥ {saturation:.0%} of its
+core is invalid, and a row with fewer than half its repetitions valid shows why instead of a
+number. **reps** counts valid repetitions over all. † measured in an earlier session than the
+rest of its table (its ratio is to that session's asyncio); ‡ measured on code that has
+changed since (run the bench again to refresh it).
 """
 
 

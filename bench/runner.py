@@ -105,6 +105,9 @@ def measure_point(job: Job, session: str, cores: Cores, full: bool, progress, ta
                 except ChildFailed as error:
                     record = {"error": str(error)}
                     failed.add(row)
+                except Exception as error:  # a record the bench cannot read: say so, go on
+                    record = {"error": f"{type(error).__name__}: {error}"}
+                    failed.add(row)
             record["load_average"] = load  # the machine's 1-minute load as this repetition began
             reps[row].append(record)
             progress.advance(task)

@@ -9,8 +9,10 @@ re-measured asyncio.
 
 Reuse: a stored row is skipped by a later run when it was measured on the same machine (host,
 CPU, Python, library versions) and its code fingerprint (its loop's folder, the shared loop
-files, its workload and the bench's measuring code) is unchanged. Anything else is measured
-again. A file from another machine is not mixed with this one's: the run starts it afresh
+files, its workload, and the bench's process handling) is unchanged. The settings of a
+measurement (durations, counts) are part of its point's parameters, so changing them makes new
+points. A change to how a workload module of the bench measures, beyond that, needs
+``--redo``. A file from another machine is not mixed with this one's: the run starts it afresh
 (the old one stays in git history).
 """
 
@@ -48,7 +50,7 @@ def row_fingerprint(workload: str, row: Row, root: Path = ROOT) -> str:
     workload_dir = root / "workloads" / workload
     paths += [p for p in workload_dir.rglob("*") if p.is_file()]
     paths += [p for p in (root / "workloads").glob("*.py")]
-    paths += [root / "bench" / "procs.py", root / "bench" / f"{workload}.py"]
+    paths.append(root / "bench" / "procs.py")
     digest = hashlib.sha256()
     for path in sorted(set(paths)):
         if path.exists() and "__pycache__" not in path.parts and path.suffix != ".pyc":
@@ -123,13 +125,20 @@ class ResultStore:
         return StoredRow(row, entry["session"], entry["code"], entry["reps"])
 
     def needs(self, point: Point, row: Row, code: str) -> bool:
-        """True if the row has no complete, current result stored at this point."""
+        """True if the row has no complete, current result stored at this point.
+
+        A row that failed is complete: it stops at its first failed repetition, and is
+        measured again when its code changes (or with --redo).
+        """
         stored = self.stored(point, row)
         return (
             stored is None
             or stored.code != code
-            or len(stored.reps) < point.repetitions
             or stored.session not in self.sessions
+            or (
+                len(stored.reps) < point.repetitions
+                and not any(rep.get("error") for rep in stored.reps)
+            )
         )
 
     def put(self, point: Point, row: Row, session: str, code: str, reps: list[dict]) -> None:

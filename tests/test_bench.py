@@ -17,8 +17,9 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from bench import codesize, micro, report, runner
+from bench import codesize, echo, micro, report, runner
 from bench.plan import Metric, Point, Row
+from bench.procs import ChildFailed
 from bench.store import ResultStore, StoreError, row_fingerprint
 from bench.summary import SATURATION, summarize
 
@@ -78,8 +79,7 @@ def results(tmp_path: Path) -> Path:
         stores[name] = ResultStore.empty(runner.results_path(base, "quick", name), name, "quick")
         stores[name].add_session(SESSION, ENV, ["python", "-m", "bench", "run"])
 
-    for connections in (10, 100):
-        point = Point("echo", (("size", 1024), ("connections", connections)), ECHO_ROWS)
+    for point in echo.points(full=False):  # the real quick points, so the matrix is current
         put_all(
             stores["echo"],
             point,
@@ -164,6 +164,7 @@ def test_report_has_every_section_with_ratios_and_a_line_under_each_table(result
     lines = text.count("*What this shows:*")
     assert lines == 2 + 3 + 2 + 1  # echo, sleep, crawler, micro points
     assert tables >= lines
+    assert text.count("*Ran in:* session 20250101T000000Z on testhost (Test CPU") == lines
     assert "](conformance.md)" in text
     assert "Test CPU @ 1.00GHz" in text and "`0123456789`" in text and "CPython 3.11.7" in text
     for chart in ("quick-echo-requests.png", "quick-sleep-cpu-per-sleeper.png"):
@@ -263,6 +264,7 @@ class FakeWorkload:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
         self.interrupt_at: str | None = None
+        self.failing: str | None = None  # a row key whose measurement fails
 
     def points(self, full: bool) -> list[Point]:
         return [Point("fake", (("n", n),), self.ROWS, repetitions=2) for n in (1, 2)]
@@ -271,6 +273,10 @@ class FakeWorkload:
         if point.key == self.interrupt_at:
             raise KeyboardInterrupt
         self.calls.append((point.key, row.key))
+        if row.key == self.failing:
+            raise ChildFailed("server exited with status 1")
+        if row.key == "uvloop/callbacks" and self.failing == "unreadable":
+            return json.loads("{broken")
         return {"value": 10.0 if row.variant == "asyncio" else 20.0}
 
 
@@ -315,6 +321,25 @@ def test_runner_remeasures_a_missing_or_changed_row_with_a_fresh_baseline(fake, 
         ("n=2", "asyncio/coroutines"),
         ("n=2", "uvloop/callbacks"),
     ]
+
+
+def test_a_failed_row_stops_at_its_first_failure_and_is_kept(fake, tmp_path):
+    fake.failing = "callbacks/callbacks"
+    run_fake(tmp_path)
+    assert fake.calls.count(("n=1", "callbacks/callbacks")) == 1  # not repeated after failing
+    entry = stored(tmp_path)["points"]["n=1"]["rows"]["callbacks/callbacks"]
+    assert entry["reps"][0]["error"] == "server exited with status 1"
+    fake.calls.clear()
+    run_fake(tmp_path)
+    assert fake.calls == []  # stored as failed until its code changes or --redo
+
+
+def test_a_measurement_the_bench_cannot_read_fails_its_row_not_the_run(fake, tmp_path):
+    fake.failing = "unreadable"
+    run_fake(tmp_path)
+    rows = stored(tmp_path)["points"]["n=2"]["rows"]
+    assert rows["uvloop/callbacks"]["reps"][0]["error"].startswith("JSONDecodeError")
+    assert all("error" not in rep for rep in rows["callbacks/callbacks"]["reps"])
 
 
 def test_runner_narrowed_to_a_loop_keeps_the_baseline(fake, tmp_path):
