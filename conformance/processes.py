@@ -15,6 +15,7 @@ started, so a failing case leaves nothing running.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import random
 import re
@@ -81,15 +82,27 @@ def loop_args(case: Case) -> list[str]:
     return ["--loop", case.variant.name, "--style", case.style]
 
 
-def fd_limit(n: int) -> Callable[[], None]:
-    """A preexec_fn that sets the child's soft RLIMIT_NOFILE to n (at most the hard limit)."""
+PR_SET_PDEATHSIG = 1
+
+
+def child_setup(max_fds: int | None = None) -> Callable[[], None]:
+    """A preexec_fn: the child gets SIGTERM if this test process dies (so a killed test run
+    leaves nothing running), and at most max_fds descriptors (at most the hard limit)."""
 
     def apply() -> None:
-        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        limit = n if hard == resource.RLIM_INFINITY else min(n, hard)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+        if sys.platform == "linux":
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if max_fds is not None:
+            _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            limit = max_fds if hard == resource.RLIM_INFINITY else min(max_fds, hard)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
 
     return apply
+
+
+def spawn(command: list[str], **options: Any) -> subprocess.Popen:
+    """Start command from the repository root, text mode, tied to this process's life."""
+    return subprocess.Popen(command, cwd=ROOT, text=True, preexec_fn=child_setup(), **options)
 
 
 def raise_own_fd_limit(n: int) -> None:
@@ -124,7 +137,7 @@ class Server:
             stdout=subprocess.PIPE,
             stderr=self._stderr,
             text=True,
-            preexec_fn=fd_limit(max_fds) if max_fds else None,
+            preexec_fn=child_setup(max_fds),
         )
         self.pid = self.process.pid
         line = self._read_line()
@@ -264,7 +277,7 @@ def load(port: int, workdir: Path, *args: str, server_pid: int | None = None) ->
         capture_output=True,
         text=True,
         timeout=120,
-        preexec_fn=fd_limit(8192),
+        preexec_fn=child_setup(8192),
     )
     record = json.loads(report.read_text()) if report.exists() else {"ok": False}
     record["returncode"] = done.returncode

@@ -27,7 +27,7 @@ from conformance.test_faults_echo import echo_server
 
 FD_LIMIT = 64
 EXTRA = 40  # clients beyond what the server can hold, left waiting in its backlog
-SPINNING = 0.5  # CPU demand (share of wall time) above which the server is spinning
+SPINNING = 0.75  # CPU demand (share of wall time) above which the server is spinning (~1.0)
 MEASURE = 1.0  # seconds of the exhausted server's life to measure
 
 

@@ -26,12 +26,12 @@ from collections import Counter
 import pytest
 
 from conformance.processes import (
-    ROOT,
     case_prop,
     loop_args,
     module_command,
     needs_also,
     running,
+    spawn,
     wait_watching_memory,
 )
 from workloads.crawler.site import FAULTS
@@ -79,8 +79,7 @@ def crawl_hostile_site(case, hostile_site, tmp_path, *extra: str, patience: floa
     command = module_command("workloads.crawler", *loop_args(case), start_url,
                              "--concurrency", "8", "--timeout", str(TIMEOUT),
                              "--json", str(out), *extra)  # fmt: skip
-    crawler = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    crawler = spawn(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     returncode, peak = wait_watching_memory(crawler, timeout=patience)
     errors = crawler.stderr.read()
     crawler.stderr.close()

@@ -9,20 +9,22 @@ it says, and that every socket was closed.
 
 from __future__ import annotations
 
+import select
 import signal
+import socket
 import subprocess
 
 from conformance.harness import prop
 from conformance.processes import (
     ECHO_READY,
     PATIENCE,
-    ROOT,
     case_prop,
     connect,
     echo_command,
     loop_args,
     module_command,
     running,
+    spawn,
     until,
     waiting_in_selector,
 )
@@ -358,7 +360,8 @@ INTERRUPTED = 128 + signal.SIGINT  # what a shell reports for a command ended by
 
 
 def ctrl_c_ends_workloads_cleanly(case, tmp_path) -> dict:
-    """SIGINT to the echo server mid-transfer, and to the sleep workload mid-run."""
+    """SIGINT to the echo server mid-transfer, to the sleep workload in its idle wait, and to
+    the crawler waiting for a site that accepted its connection and never answers."""
     with running(echo_command(case), ECHO_READY, tmp_path) as server, connect(server.port) as busy:
         busy.sendall(b"x" * 100_000)  # a transfer in flight when the signal comes
         stopped = server.stop(signal.SIGINT)
@@ -366,24 +369,36 @@ def ctrl_c_ends_workloads_cleanly(case, tmp_path) -> dict:
         "echo exit status": stopped.returncode,
         "echo says": "stopped by SIGINT; every socket closed" in stopped.out or stopped.out,
     }
-    command = module_command("workloads.sleep", *loop_args(case), "--idle", "60")
-    sleeper = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        # Its 1 000 idle sockets open and the process asleep in its selector: in the loop.
-        until(lambda: sleeper.poll() is not None or waiting_in_selector(sleeper.pid, 1000))
-        sleeper.send_signal(signal.SIGINT)
-        _, err = sleeper.communicate(timeout=PATIENCE)
-    finally:
-        if sleeper.poll() is None:
-            sleeper.kill()
-            sleeper.communicate()
-    seen |= {
-        "sleep exit status": sleeper.returncode,
-        "sleep says": "interrupted; every socket closed" in err or err[-1500:],
-        "no traceback": "Traceback" not in err,
-    }
+    # Its 1 000 idle sockets open and the process asleep in its selector: in the loop.
+    sleep = module_command("workloads.sleep", *loop_args(case), "--idle", "60")
+    seen |= _interrupt("sleep", sleep, lambda pid: waiting_in_selector(pid, 1000))
+    with socket.create_server(("127.0.0.1", 0)) as mute:  # the kernel accepts; nobody answers
+        url = f"http://127.0.0.1:{mute.getsockname()[1]}/"
+        crawl = module_command("workloads.crawler", *loop_args(case), url, "--timeout", "60")
+
+        def connected_and_waiting(pid: int) -> bool:
+            return bool(select.select([mute], [], [], 0)[0]) and waiting_in_selector(pid)
+
+        seen |= _interrupt("crawler", crawl, connected_and_waiting)
     return seen
+
+
+def _interrupt(name: str, command: list[str], in_the_loop) -> dict:
+    """Start command, wait until in_the_loop(pid), send SIGINT: what the user sees."""
+    process = spawn(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        until(lambda: process.poll() is not None or in_the_loop(process.pid))
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=PATIENCE)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    return {
+        f"{name} exit status": process.returncode,
+        f"{name} says": "interrupted; every socket closed" in err or err[-1500:],
+        f"{name} prints no traceback": "Traceback" not in err,
+    }
 
 
 ENDED_CLEANLY = {
@@ -391,7 +406,10 @@ ENDED_CLEANLY = {
     "echo says": True,
     "sleep exit status": INTERRUPTED,
     "sleep says": True,
-    "no traceback": True,
+    "sleep prints no traceback": True,
+    "crawler exit status": INTERRUPTED,
+    "crawler says": True,
+    "crawler prints no traceback": True,
 }
 
 

@@ -30,6 +30,7 @@ from workloads.crawler.common import (
     Crawl,
     FetchError,
     ResponseParser,
+    close_all,
     error_for_os,
     is_stale,
 )
@@ -45,28 +46,25 @@ def crawl(new_loop: Any, books: Crawl) -> None:
         loop.stop()
 
     loop.set_exception_handler(crashed)
+    connections = [Connection() for _ in range(books.options.connections)]
     try:
-        crawl_all(loop, books, then=loop.stop)
+        crawl_all(loop, books, connections, then=loop.stop)
         loop.run_forever()
-    finally:
+    finally:  # however the run ended (Ctrl-C included), the sockets to the origin close
         loop.close()
+        close_all(connections)
     if crashes:
         raise crashes[0]
 
 
-def crawl_all(loop, books, then):
+def crawl_all(loop, books, connections, then):
     queue = Queue(loop)
-    pool = Pool(loop, books)
+    pool = Pool(loop, connections)
     pool.fill()
     queue.put(books.start)
     for _ in range(books.options.concurrency):
         work(loop, books, queue, pool)
-
-    def joined():
-        pool.close()
-        then()
-
-    queue.join(joined)
+    queue.join(then)
 
 
 def work(loop, books, queue, pool):
@@ -211,9 +209,9 @@ class Exchange:
 class Pool:
     """Keep-alive connections to the origin: a Queue of slots, options.connections of them."""
 
-    def __init__(self, loop, books):
+    def __init__(self, loop, connections):
         self.slots = Queue(loop)
-        self.connections = [Connection() for _ in range(books.options.connections)]
+        self.connections = connections
 
     def fill(self):
         for connection in self.connections:
@@ -228,10 +226,6 @@ class Pool:
 
     def release(self, connection):
         self.slots.put(connection)
-
-    def close(self):
-        for connection in self.connections:
-            connection.close()
 
 
 class Queue:

@@ -340,6 +340,12 @@ class Connection:
         self.sock, self.served = None, 0
 
 
+def close_all(connections: list[Connection]) -> None:
+    """Close every pooled connection (the crawl is over, or was interrupted)."""
+    for connection in connections:
+        connection.close()
+
+
 def is_stale(connection: Connection, error: FetchError) -> bool:
     """True if a reused keep-alive connection died before answering: retry on a fresh one.
 

@@ -22,6 +22,7 @@ from workloads.crawler.common import (
     Crawl,
     FetchError,
     ResponseParser,
+    close_all,
     error_for_os,
     is_stale,
 )
@@ -29,12 +30,16 @@ from workloads.crawler.common import (
 
 def crawl(co: Any, books: Crawl) -> None:
     """Crawl from books.start on the coroutines API `co`; the results are in `books`."""
-    co.run(crawl_all(co, books))
+    connections = [Connection() for _ in range(books.options.connections)]
+    try:
+        co.run(crawl_all(co, books, connections))
+    finally:  # however the run ended (Ctrl-C included), the sockets to the origin close
+        close_all(connections)
 
 
-async def crawl_all(co, books):
+async def crawl_all(co, books, connections):
     queue = co.Queue()
-    pool = Pool(co, books)
+    pool = Pool(co, connections)
     await pool.fill()
     await queue.put(books.start)
     workers = []
@@ -44,7 +49,6 @@ async def crawl_all(co, books):
     await queue.join()
     for worker in workers:
         await co.cancel(worker)
-    pool.close()
 
 
 async def work(co, books, queue, pool):
@@ -122,9 +126,9 @@ async def connect(co, books, connection):
 class Pool:
     """Keep-alive connections to the origin: a Queue of slots, options.connections of them."""
 
-    def __init__(self, co, books):
+    def __init__(self, co, connections):
         self.slots = co.Queue()
-        self.connections = [Connection() for _ in range(books.options.connections)]
+        self.connections = connections
 
     async def fill(self):
         for connection in self.connections:
@@ -137,7 +141,3 @@ class Pool:
 
     async def release(self, connection):
         await self.slots.put(connection)
-
-    def close(self):
-        for connection in self.connections:
-            connection.close()

@@ -24,6 +24,7 @@ from workloads.crawler.common import (
     Crawl,
     FetchError,
     ResponseParser,
+    close_all,
     error_for_os,
     is_stale,
 )
@@ -31,12 +32,16 @@ from workloads.crawler.common import (
 
 def crawl(co: Any, books: Crawl) -> None:
     """Crawl from books.start on the generators API `co`; the results are in `books`."""
-    co.run(crawl_all(co, books))
+    connections = [Connection() for _ in range(books.options.connections)]
+    try:
+        co.run(crawl_all(co, books, connections))
+    finally:  # however the run ended (Ctrl-C included), the sockets to the origin close
+        close_all(connections)
 
 
-def crawl_all(co, books):
+def crawl_all(co, books, connections):
     queue = co.Queue()
-    pool = Pool(co, books)
+    pool = Pool(co, connections)
     yield from pool.fill()
     yield from queue.put(books.start)
     workers = []
@@ -46,7 +51,6 @@ def crawl_all(co, books):
     yield from queue.join()
     for worker in workers:
         yield from co.cancel(worker)
-    pool.close()
 
 
 def work(co, books, queue, pool):
@@ -126,9 +130,9 @@ def connect(co, books, connection):
 class Pool:
     """Keep-alive connections to the origin: a Queue of slots, options.connections of them."""
 
-    def __init__(self, co, books):
+    def __init__(self, co, connections):
         self.slots = co.Queue()
-        self.connections = [Connection() for _ in range(books.options.connections)]
+        self.connections = connections
 
     def fill(self):
         for connection in self.connections:
@@ -141,7 +145,3 @@ class Pool:
 
     def release(self, connection):
         yield from self.slots.put(connection)
-
-    def close(self):
-        for connection in self.connections:
-            connection.close()

@@ -6,8 +6,9 @@ frame (the unsent rest of a chunk). A connection is watched for reading until a 
 fit in the socket; then it is watched for writing instead, until the rest is written: that
 switch is the backpressure (a peer that does not read stalls only its own connection, holding
 one chunk). A peer's EOF closes its connection; a reset is logged at debug and closes only that
-connection. On a stop signal the server stops accepting, closes every connection, then the
-listener, and stops the loop.
+connection. Out of descriptors, it stops watching the listener for ACCEPT_RETRY_DELAY rather
+than be called again at once, and again (a spin at 100% CPU). On a stop signal the server
+stops accepting, closes every connection, then the listener, and stops the loop.
 """
 
 from __future__ import annotations

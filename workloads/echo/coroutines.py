@@ -4,7 +4,9 @@ Diff it with generators.py (the same code with ``yield from``) and callbacks.py 
 server as readiness callbacks and explicit state). A connection's task reads a chunk, then
 awaits ``sendall`` until the whole chunk is written before it reads again: that order is the
 backpressure (a peer that does not read stalls only its own task, holding one chunk). A peer's
-EOF ends its task; a reset is logged at debug and ends only that connection. A stop signal
+EOF ends its task; a reset is logged at debug and ends only that connection. Out of
+descriptors, the accepting task sleeps ACCEPT_RETRY_DELAY rather than retry at once (which
+would spin at 100% CPU, or on some loops never yield at all). A stop signal
 cancels the server's task; then every connection's task is cancelled (each closes its own
 socket on the way out) and the listener is closed. An unexpected error in the server's task
 ends the server the same way, and is raised from ``serve``.
