@@ -35,10 +35,10 @@ LABEL_STYLE = {
 
 
 def _series(spec, metric, points) -> tuple[dict, dict, set]:
-    """panel -> row label -> {x: (median, low, high)}, the rows by label, the rows left out."""
+    """panel -> row label -> {x: (median, low, high)}, the rows by label, what is left out."""
     series: dict = defaultdict(lambda: defaultdict(dict))
     rows_by_label: dict = {}
-    missing: set[str] = set()
+    missing: set[tuple[str, object]] = set()  # (row label, x) without a valid figure
     for _key, params, rows in points:
         if spec.x not in params or any(params.get(k) != v for k, v in spec.where):
             continue
@@ -46,12 +46,12 @@ def _series(spec, metric, points) -> tuple[dict, dict, set]:
         for r in rows:
             stat = r.summary.stats.get(metric.name) if r.summary.status == "ok" else None
             if stat is None:
-                missing.add(r.label)
+                missing.add((r.label, params[spec.x]))
                 continue
             scaled = tuple(v * metric.scale for v in (stat.median, stat.low, stat.high))
             series[panel][r.label][params[spec.x]] = scaled
             rows_by_label[r.label] = r
-    return series, rows_by_label, missing - set(rows_by_label)
+    return series, rows_by_label, missing
 
 
 def _panel(axis, module, spec, metric, panel, by_row, rows_by_label, xs_colours) -> None:
@@ -156,6 +156,13 @@ def draw(module: ModuleType, mode: str, points: list, chart_dir: Path) -> list[t
         plt.close(figure)
         caption = spec.title
         if missing:
-            caption += f" (no valid figure, not drawn: {', '.join(sorted(missing))})"
+            gaps = defaultdict(list)
+            for label, x in sorted(missing):
+                gaps[label].append(_count(x, spec.x_label))
+            caption += (
+                " (not drawn, no valid figure: "
+                + "; ".join(f"{label} at {', '.join(at)}" for label, at in gaps.items())
+                + ")"
+            )
         drawn.append((path, caption))
     return drawn

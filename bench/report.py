@@ -129,6 +129,8 @@ def table(metrics: list[Metric], rows: list[RenderedRow]) -> str:
         mark = ("†" if r.earlier else "") + ("‡" if r.stale else "")
         label = f"{r.label}{mark}"
         reps = f"{r.summary.valid}/{r.summary.total}"
+        if r.summary.status == "ok" and r.summary.valid < r.summary.total:
+            reps += " §"  # some repetitions saturated the peer: the figure may understate
         if r.summary.status != "ok":
             why = r.summary.reason.splitlines()[0] if r.summary.reason else r.summary.status
             why = why.replace("|", "/")[:120]
@@ -192,6 +194,24 @@ def what_this_shows(module: ModuleType, params: dict, rows: list[RenderedRow]) -
             sentences += extra(params, rows)
     failed = [r.label for r in rows if r.summary.status == "failed"]
     invalid = [r.label for r in rows if r.summary.status == "invalid"]
+    no_baseline = [
+        r.label
+        for r in rows
+        if r.row.variant == BASELINE and not r.row.anchor and r.summary.status != "ok"
+    ]
+    if no_baseline:
+        sentences.append(
+            f"{' and '.join(no_baseline)} has no valid figure here, so the rows compared to it "
+            "have no ratio."
+        )
+    capped = [
+        r.label for r in rows if r.summary.status == "ok" and r.summary.valid < r.summary.total
+    ]
+    if capped:
+        sentences.append(
+            f"§ {', '.join(capped)}: some repetitions saturated the peer and were left out, so "
+            "the figure may understate what the loop can do."
+        )
     if invalid:
         sentences.append(
             f"No figure for {', '.join(invalid)}: the peer process saturated its core "
@@ -266,7 +286,12 @@ def section(
         lines += [f"*What this shows:* {what_this_shows(module, point['params'], rows)}", ""]
         lines += [f"*Ran in:* {ran_in(store.sessions, point)}", ""]
     for path, caption in charts.draw(module, mode, points, chart_dir):
-        lines += [f"![{caption}]({path.relative_to(out.parent).as_posix()})", ""]
+        lines += [
+            f"![{caption}]({path.relative_to(out.parent).as_posix()})",
+            "",
+            f"*{caption}*",
+            "",
+        ]
     return lines
 
 
@@ -360,9 +385,10 @@ divided by asyncio's from the same session and point (asyncio in the same style 
 speaks it, otherwise its coroutines style): above 1 means more, which is better for throughput
 and worse for latency, CPU and memory. A repetition whose peer used ≥ {saturation:.0%} of its
 core is invalid, and a row with fewer than half its repetitions valid shows why instead of a
-number. **reps** counts valid repetitions over all. † measured in an earlier session than the
-rest of its table (its ratio is to that session's asyncio); ‡ measured on code that has
-changed since (run the bench again to refresh it).
+number. **reps** counts valid repetitions over all; § marks a row whose figure comes from its
+valid repetitions only (in the others the peer saturated: the loop may be faster than shown).
+† measured in an earlier session than the rest of its table (its ratio is to that session's
+asyncio); ‡ measured on code that has changed since (run the bench again to refresh it).
 """
 
 

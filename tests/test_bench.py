@@ -91,6 +91,8 @@ def results(tmp_path: Path) -> Path:
                 # its generator saturated: no figure may be printed for it
                 Row("uvloop", "coroutines"): [echo_rep(r, 0.97) for r in (5000, 5100, 5200)],
                 Row("selectors-floor", "native", anchor=True): [echo_rep(r) for r in (3, 4, 5)],
+                # one repetition of three saturated its generator: left out, and said so
+                Row("uvloop", "callbacks"): [echo_rep(1500), echo_rep(1600), echo_rep(9e3, 0.99)],
             },
         )
 
@@ -195,6 +197,9 @@ def test_a_saturated_load_generator_makes_the_row_invalid_not_a_number(results, 
     assert "**invalid**" in row and "97%" in row
     assert "5,100" not in row  # the median it would have printed
     assert "saturated its core" in text
+    capped = next(ln for ln in text.splitlines() if ln.startswith("| uvloop · callbacks"))
+    assert "1,550 [1,500–1,600]" in capped and "2/3 §" in capped
+    assert "§ uvloop · callbacks: some repetitions saturated the peer" in text
 
 
 def test_saturation_rule_uses_valid_repetitions_only():
