@@ -8,8 +8,8 @@ nox.options.reuse_venv = "yes"
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 
 
-def _install(session: nox.Session, group: str) -> None:
-    session.install(*nox.project.dependency_groups(PYPROJECT, group))
+def _install(session: nox.Session, *groups: str) -> None:
+    session.install(*nox.project.dependency_groups(PYPROJECT, *groups))
 
 
 @nox.session
@@ -26,7 +26,7 @@ def conformance(session: nox.Session) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the lab's own tests: discovery, workloads end to end, crawler parsing, reports."""
-    _install(session, "test")
+    _install(session, "test", "bench")  # the bench's own tests render tables and charts
     session.run("python", "-m", "pytest", "tests", *session.posargs)
 
 

@@ -24,7 +24,6 @@ LIBRARIES = (
     "uvloop",
     "trio",
     "curio",
-    "h11",
     "httptools",
     "selectolax",
     "hdrhistogram",
