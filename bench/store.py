@@ -96,11 +96,12 @@ class ResultStore:
         return self.data["sessions"]
 
     def machine_matches(self, env: dict) -> bool:
-        """True if every stored session ran on the machine described by env."""
-        return all(
-            _comparable(session["environment"]) == _comparable(env)
-            for session in self.sessions.values()
-        )
+        """True if every stored session ran on the machine described by env.
+
+        Same host, CPU, cores and Python, and the same version of every library both records
+        name (a library the lab stopped listing, or started to, is no reason to start over).
+        """
+        return all(same_machine(session["environment"], env) for session in self.sessions.values())
 
     def add_session(self, session: str, env: dict, argv: list[str]) -> None:
         self.sessions[session] = {"environment": env, "argv": argv}
@@ -175,5 +176,8 @@ class StoreError(RuntimeError):
     """Stored results that cannot be used as they are."""
 
 
-def _comparable(env: dict) -> tuple:
-    return (*machine_key(env), tuple(sorted((env.get("libraries") or {}).items())))
+def same_machine(one: dict, other: dict) -> bool:
+    if machine_key(one) != machine_key(other):
+        return False
+    first, second = one.get("libraries") or {}, other.get("libraries") or {}
+    return all(first[name] == second[name] for name in first.keys() & second.keys())

@@ -385,6 +385,23 @@ def test_results_from_another_machine_are_not_reused(fake, tmp_path):
     )
 
 
+def test_a_library_upgrade_is_another_machine_but_a_library_no_longer_listed_is_not(fake, tmp_path):
+    run_fake(tmp_path)
+    path = runner.results_path(tmp_path, "quick", "fake")
+    data = stored(tmp_path)
+    session = next(iter(data["sessions"].values()))
+    session["environment"]["libraries"]["a-library-since-dropped"] = "1.0"
+    path.write_text(json.dumps(data))
+    fake.calls.clear()
+    run_fake(tmp_path)
+    assert fake.calls == []
+    library = next(iter(session["environment"]["libraries"]))
+    session["environment"]["libraries"][library] = "0.0.1"
+    path.write_text(json.dumps(data))
+    run_fake(tmp_path)
+    assert len(fake.calls) == 12
+
+
 def test_each_ratio_uses_the_baseline_of_its_own_session(fake, tmp_path):
     run_fake(tmp_path)
     path = runner.results_path(tmp_path, "quick", "fake")
