@@ -42,6 +42,7 @@ JSON record (one flat object; ``--json -`` writes it to stdout):
 
 from __future__ import annotations
 
+import abc
 import argparse
 import asyncio
 import contextlib
@@ -108,7 +109,7 @@ class Run:
         self.histogram.record_value(min(max(1, elapsed_us), LATENCY_RANGE_US[1]))
 
 
-class Client:
+class Client(abc.ABC):
     """What both kinds of client share: start, and end once, cleanly or with an error."""
 
     def __init__(self, run: Run, index: int, done: asyncio.Future) -> None:
@@ -124,8 +125,9 @@ class Client:
     def start(self) -> None:
         self.send_next()
 
+    @abc.abstractmethod
     def send_next(self) -> None:
-        raise NotImplementedError
+        """Send the next request (TCP: one message; UDP: one datagram)."""
 
     def fail(self, kind: str, text: str) -> None:
         if not self.done.done():
