@@ -68,7 +68,9 @@ def points(full: bool) -> list[Point]:
     """One point: every operation, every variant and style, measured in the same process."""
     config = settings(full)
     params = (("min_time_s", config["min_time"]), ("runs", config["runs"]))
-    return [Point(NAME, params, tuple(variant_rows()), repetitions=5 if full else 3)]
+    if not full:
+        return [Point(NAME, params, tuple(variant_rows()), repetitions=3)]
+    return [Point(NAME, params, tuple(variant_rows()), 5, min_repetitions=3, cap_s=300.0)]
 
 
 def observations(params: dict, rows: list) -> list[str]:
@@ -293,7 +295,7 @@ def measure(point: Point, row, cores, workdir: Path, full: bool) -> dict:
         cores.subject,
         stderr_path=workdir / "micro.err",
     )
-    usage = child.wait(timeout=300)
+    usage = child.wait(timeout=point.cap_s or 300)
     child.check(usage)
     operations = json.loads(out.read_text())["operations"]
     record: dict = {op: data["median"] for op, data in operations.items() if "median" in data}

@@ -219,6 +219,18 @@ def what_this_shows(module: ModuleType, params: dict, rows: list[RenderedRow]) -
         )
     if failed:
         sentences.append(f"Failed: {', '.join(failed)} (reason in the table).")
+    unfinished = [r.label for r in rows if r.summary.status == "did not finish"]
+    if unfinished:
+        sentences.append(
+            f"Did not finish within the time cap: {', '.join(unfinished)} (a result: the cost "
+            "grew past what the cap allows; see the scale section)."
+        )
+    limited = [r for r in rows if r.summary.status == "limit"]
+    if limited:
+        sentences.append(
+            f"At a stated limit: {', '.join(r.label for r in limited)} "
+            f"({limited[0].summary.reason})."
+        )
     unmeasured = [r.label for r in rows if r.summary.status == "not measured"]
     if unmeasured:
         sentences.append(f"Not measured yet: {', '.join(unmeasured)}.")

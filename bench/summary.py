@@ -10,7 +10,15 @@ The rules, in one place so the runner's console lines and the report agree:
   core is invalid: the figure would measure the peer, not the loop. A row with fewer than half
   of its repetitions valid is shown as invalid, with the peer's CPU share, and no figure;
   otherwise its figures come from its valid repetitions only.
+- A repetition that overran its row's time cap (the process was killed) makes the row "did
+  not finish in N s": a result, shown as such, not a crash and not a missing row.
+- A failure that is a loop's stated limit (``select()`` cannot watch a descriptor numbered
+  1 024 or more: the ``handlers`` variant's lesson) shows as "limit", with the limit named.
 - A figure is the median of the repetitions, with their min and max.
+- Fewer repetitions where the spread allows it: a point may ask for at least
+  ``min_repetitions`` and at most ``repetitions``; a row stops after the minimum when its
+  headline figure's spread, (max − min) / median, is at most ``SPREAD_TOLERANCE``, and
+  otherwise runs up to the maximum (:func:`complete`).
 """
 
 from __future__ import annotations
@@ -22,6 +30,13 @@ from dataclasses import dataclass, field
 from bench.plan import Metric
 
 SATURATION = 0.90  # share of one core at which a peer counts as saturated
+SPREAD_TOLERANCE = 0.10  # (max - min) / median under which the minimum repetitions suffice
+
+# Failures that are a loop's stated limit rather than a fault: (text in the error, the limit).
+KNOWN_LIMITS = (
+    ("out of range in select()", "select() cannot watch a descriptor numbered 1 024 or more"),
+    ("beyond select()'s ceiling", "select() cannot watch a descriptor numbered 1 024 or more"),
+)
 
 
 @dataclass(frozen=True)
@@ -35,7 +50,7 @@ class Stat:
 class RowSummary:
     """A row's figures, or why it has none."""
 
-    status: str  # "ok", "invalid", "failed" or "not measured"
+    status: str  # "ok", "invalid", "failed", "did not finish", "limit" or "not measured"
     reason: str = ""
     stats: dict[str, Stat] = field(default_factory=dict)
     valid: int = 0
@@ -58,7 +73,18 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
     if not reps:
         return RowSummary("failed", "no repetitions stored", total=0)
     if failed:
-        return RowSummary("failed", failed[0]["error"], total=total, peer_share=peer_share)
+        first = failed[0]
+        if first.get("did_not_finish_s") is not None:
+            return RowSummary(
+                "did not finish",
+                f"in {first['did_not_finish_s']:g} s (its time cap; killed)",
+                total=total,
+                peer_share=peer_share,
+            )
+        limit = known_limit(first["error"])
+        if limit:
+            return RowSummary("limit", limit, total=total, peer_share=peer_share)
+        return RowSummary("failed", first["error"], total=total, peer_share=peer_share)
     valid = [rep for rep in reps if not peer_saturated(rep)]
     if len(valid) * 2 < total:
         peer = reps[0].get("peer", "peer")
@@ -91,3 +117,36 @@ def ratio(value: float, baseline: float | None) -> float | None:
     if baseline is None or baseline == 0:
         return None
     return value / baseline
+
+
+def known_limit(error: str) -> str | None:
+    """The stated limit a failure shows, or None for a failure that is a fault."""
+    for text, limit in KNOWN_LIMITS:
+        if text in error:
+            return limit
+    return None
+
+
+def spread(values: Sequence[float]) -> float:
+    """(max - min) / median of some figures (0 for fewer than two, inf for a zero median)."""
+    if len(values) < 2:
+        return 0.0
+    middle = statistics.median(values)
+    return (max(values) - min(values)) / abs(middle) if middle else float("inf")
+
+
+def complete(reps: Sequence[dict], repetitions: int, minimum: int | None, headline: str) -> bool:
+    """True when a row needs no more repetitions.
+
+    A failed (or capped) row is complete at its first failure. Otherwise it is complete at
+    `repetitions`, or already at `minimum` when its headline figure's spread over the
+    repetitions so far is at most SPREAD_TOLERANCE.
+    """
+    if any(rep.get("error") for rep in reps):
+        return True
+    if len(reps) >= repetitions:
+        return True
+    if minimum is None or len(reps) < minimum:
+        return False
+    values = [rep[headline] for rep in reps if rep.get(headline) is not None]
+    return len(values) == len(reps) and spread(values) <= SPREAD_TOLERANCE

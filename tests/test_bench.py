@@ -19,7 +19,7 @@ from rich.console import Console
 
 from bench import codesize, echo, micro, report, runner
 from bench.plan import Metric, Point, Row
-from bench.procs import ChildFailed
+from bench.procs import ChildFailed, DidNotFinish
 from bench.store import ResultStore, StoreError, row_fingerprint
 from bench.summary import SATURATION, summarize
 
@@ -269,17 +269,28 @@ class FakeWorkload:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
         self.interrupt_at: str | None = None
+        self.interrupt_after: int | None = None  # Ctrl-C at this many measurements
         self.failing: str | None = None  # a row key whose measurement fails
+        self.overrunning: str | None = None  # a row key whose measurement overruns its cap
+        self.repetitions: tuple[int, int | None] = (2, None)  # (at most, at least)
+        self.noisy: str | None = None  # a row key whose figure alternates 10, 20, 10, ...
 
     def points(self, full: bool) -> list[Point]:
-        return [Point("fake", (("n", n),), self.ROWS, repetitions=2) for n in (1, 2)]
+        most, least = self.repetitions
+        return [Point("fake", (("n", n),), self.ROWS, most, least, 5.0) for n in (1, 2)]
 
     def measure(self, point, row, cores, workdir, full) -> dict:
-        if point.key == self.interrupt_at:
+        if point.key == self.interrupt_at or (
+            self.interrupt_after is not None and len(self.calls) == self.interrupt_after
+        ):
             raise KeyboardInterrupt
         self.calls.append((point.key, row.key))
         if row.key == self.failing:
             raise ChildFailed("server exited with status 1")
+        if row.key == self.overrunning:
+            raise DidNotFinish(point.cap_s, f"fake did not finish within {point.cap_s:g} s")
+        if row.key == self.noisy:
+            return {"value": 10.0 + 10.0 * (self.calls.count((point.key, row.key)) % 2)}
         if row.key == "uvloop/callbacks" and self.failing == "unreadable":
             return json.loads("{broken")
         return {"value": 10.0 if row.variant == "asyncio" else 20.0}
@@ -499,3 +510,63 @@ def test_code_lines_leave_out_blanks_comments_and_docstrings(tmp_path):
         "            1)  # trailing comment\n"
     )
     assert codesize.count(source) == (8, 3)
+
+
+# -- fitting the full matrix to the machine: resume, caps, fewer repetitions --------------------
+
+
+def test_an_interrupted_run_resumes_repetition_by_repetition(fake, tmp_path):
+    fake.interrupt_after = 4  # inside the first point's second round
+    with pytest.raises(KeyboardInterrupt):
+        run_fake(tmp_path)
+    first = list(fake.calls)
+    partial = stored(tmp_path)["points"]["n=1"]["rows"]
+    assert sum(len(entry["reps"]) for entry in partial.values()) == 4  # each saved as it ended
+    fake.interrupt_after = None
+    fake.calls.clear()
+    run_fake(tmp_path)
+    measured = [call for call in first + fake.calls if call[1] != "asyncio/coroutines"]
+    # Every non-baseline repetition ran exactly once over the two runs: nothing redone.
+    counts = {call: measured.count(call) for call in measured}
+    assert counts == {
+        (p, r): 2 for p in ("n=1", "n=2") for r in ("callbacks/callbacks", "uvloop/callbacks")
+    }
+    for point in stored(tmp_path)["points"].values():
+        for entry in point["rows"].values():
+            assert len(entry["reps"]) == 2 and not any("error" in rep for rep in entry["reps"])
+    fake.calls.clear()
+    run_fake(tmp_path)
+    assert fake.calls == []
+
+
+def test_a_row_over_its_cap_is_stored_as_did_not_finish(fake, tmp_path):
+    fake.overrunning = "uvloop/callbacks"
+    run_fake(tmp_path)
+    assert fake.calls.count(("n=1", "uvloop/callbacks")) == 1  # not repeated past its cap
+    entry = stored(tmp_path)["points"]["n=1"]["rows"]["uvloop/callbacks"]
+    assert entry["reps"][0]["did_not_finish_s"] == 5.0
+    summary = summarize(entry["reps"], FakeWorkload.METRICS)
+    assert summary.status == "did not finish"
+    assert "5 s" in summary.reason
+    fake.calls.clear()
+    run_fake(tmp_path)
+    assert fake.calls == []  # a stored result, not a hole to fill
+
+
+def test_a_steady_row_stops_at_its_minimum_a_noisy_one_runs_to_its_maximum(fake, tmp_path):
+    fake.repetitions = (5, 3)
+    fake.noisy = "callbacks/callbacks"
+    run_fake(tmp_path)
+    assert fake.calls.count(("n=1", "uvloop/callbacks")) == 3  # spread 0: three suffice
+    assert fake.calls.count(("n=1", "callbacks/callbacks")) == 5  # spread 67%: all five
+    fake.calls.clear()
+    run_fake(tmp_path)
+    assert fake.calls == []  # both complete by the rule
+
+
+def test_a_stated_limit_is_shown_as_a_limit_not_a_crash():
+    reps = [{"error": "sleep exited 1\nValueError: filedescriptor out of range in select()"}]
+    summary = summarize(reps, FakeWorkload.METRICS)
+    assert summary.status == "limit"
+    assert "1 024" in summary.reason
+    assert summarize([{"error": "Traceback: KeyError"}], FakeWorkload.METRICS).status == "failed"
