@@ -163,7 +163,8 @@ def test_report_has_every_section_with_ratios_and_a_line_under_each_table(result
     assert "×2.00" in text  # callbacks at twice asyncio's callbacks row
     assert "×0.50" in text  # micro: callbacks switch at half asyncio's
     tables = text.count("|---")
-    lines = text.count("*What this shows:*")
+    workloads = text.split("\n## Scale\n")[0]  # the scale section has lines of its own
+    lines = workloads.count("*What this shows:*")
     assert lines == 2 + 3 + 2 + 1  # echo, sleep, crawler, micro points
     assert tables >= lines
     assert text.count("*Ran in:* session 20250101T000000Z on testhost (Test CPU") == lines
@@ -192,7 +193,7 @@ def test_what_this_shows_is_written_from_the_figures(results, tmp_path):
 def test_a_saturated_load_generator_makes_the_row_invalid_not_a_number(results, tmp_path):
     reports = tmp_path / "reports"
     report.render_all(results, reports)
-    text = (reports / "bench.md").read_text()
+    text = (reports / "bench.md").read_text().split("\n## Echo\n")[1]  # past the glance table
     row = next(ln for ln in text.splitlines() if ln.startswith("| uvloop · coroutines"))
     assert "**invalid**" in row and "97%" in row
     assert "5,100" not in row  # the median it would have printed
@@ -570,3 +571,89 @@ def test_a_stated_limit_is_shown_as_a_limit_not_a_crash():
     assert summary.status == "limit"
     assert "1 024" in summary.reason
     assert summarize([{"error": "Traceback: KeyError"}], FakeWorkload.METRICS).status == "failed"
+
+
+# -- the at-a-glance table and the scale section: rendering, from synthetic stored data ---------
+
+
+def test_the_report_opens_with_the_glance_table_and_a_sentence_per_workload(results, tmp_path):
+    reports = tmp_path / "reports"
+    (reports).mkdir()
+    (reports / "conformance.md").write_text(
+        "| property | asyncio | callbacks |\n|---|---|---|\n"
+        "| one | cb ✅ co ✅ | cb ✅ |\n| two | cb ⚠️ co ✅ | cb ❌ |\n"
+        "| **topic: cases** | **4✅** | **1✅** |\n"
+    )
+    report.render_all(results, reports)
+    lines = (reports / "bench.md").read_text().splitlines()
+    start = lines.index("## At a glance")
+    assert start < 60
+    end = next(i for i, ln in enumerate(lines) if i > start and ln.startswith("## "))
+    glance = lines[start:end]
+    glance_rows = {ln.split("|")[1].strip(): ln for ln in glance if ln.startswith("| ")}
+    callbacks = [c.strip() for c in glance_rows["callbacks · callbacks"].split("|")[1:-1]]
+    assert callbacks[1] == "2,000 (×2.00)"  # echo: twice asyncio · callbacks
+    assert callbacks[3] == "3,000 (×0.50)"  # switch: half asyncio's
+    assert callbacks[6] == "1/2"  # conformance: one of two claimed properties passes
+    assert glance_rows["asyncio · callbacks"].split("|")[7].strip() == "1/2"  # ⚠️ is not holding
+    assert "invalid" in glance_rows["uvloop · coroutines"]  # a word, never the saturated figure
+    sentences = [ln for ln in glance if ln.startswith("- **")]
+    echo_line = next(ln for ln in sentences if ln.startswith("- **Echo, 1 KiB"))
+    assert "callbacks · callbacks leads at 2,000 requests/s (×2.00 asyncio)" in echo_line
+    assert "1.29× better than the next, uvloop · callbacks" in echo_line  # 2,000 over 1,550
+    assert any("every claimed property holds in 1 of 3" in ln for ln in sentences)
+
+
+def scale_rows(costs: dict[str, dict[int, float | str]]):
+    """Rendered rows of a synthetic sleep series: per label, cost per sleeper (or a status)."""
+    from bench.report import RenderedRow
+    from bench.summary import RowSummary, Stat
+
+    points = {}
+    for label, by_n in costs.items():
+        variant, style = label.split("/")
+        for n, cost in by_n.items():
+            if isinstance(cost, str):
+                summary = RowSummary(cost, "in 120 s (its time cap; killed)")
+            else:
+                summary = RowSummary("ok", stats={"cpu_per_sleeper_us": Stat(cost, cost, cost)})
+            rendered = RenderedRow(
+                Row(variant, style), "home-made", "s", summary, None, False, False
+            )
+            points.setdefault(n, []).append(rendered)
+    return [
+        ({"mode": "sleepers", "tasks": n, "max_delay": 1.0}, rows) for n, rows in points.items()
+    ]
+
+
+def test_scale_exponents_come_from_the_two_largest_finished_points(tmp_path):
+    from bench import scale
+
+    points = scale_rows(
+        {
+            "heap/coroutines": {1000: 10.0, 10_000: 10.0, 100_000: 10.0},
+            "list/coroutines": {1000: 1.0, 10_000: 10.0, 100_000: "did not finish"},
+            "amortised/callbacks": {1000: 40.0, 10_000: 10.0, 100_000: 2.5},
+        }
+    )
+    series = scale.SERIES[0]
+    found = {c.label: c for c in scale.curves(series, points)}
+    heap, listed, amortised = (
+        found[k] for k in ("heap · coroutines", "list · coroutines", "amortised · callbacks")
+    )
+    assert heap.exponent() == (0.0, 10_000, 100_000)
+    k, n1, n2 = listed.exponent()
+    assert (round(k, 6), n1, n2) == (1.0, 1000, 10_000)  # quadratic in total, then no figure
+    assert round(amortised.exponent()[0], 6) == round(-0.60206, 6)
+    text = scale.table(series, list(found.values()))
+    listed_line = next(ln for ln in text.splitlines() if "list · coroutines" in ln)
+    assert "**did not finish in 120 s" in listed_line and "total ∝ N^2.00" in listed_line
+    assert "no figure at 100,000" in listed_line
+    said = scale.sentences(series, list(found.values()))
+    assert "highest: list · coroutines (k = +1.00)" in said
+    assert "No figure (did not finish): list · coroutines at 100,000" in said
+    lines = scale.section(
+        lambda name: points if name == "sleep" else [], "full", tmp_path, tmp_path / "r.md"
+    )
+    assert "### CPU per sleeper by sleepers" in lines
+    assert (tmp_path / "full-scale-sleep.png").stat().st_size > 0
