@@ -64,13 +64,13 @@ COLUMNS = (
     Column(
         "switch (ns)",
         "micro",
-        (),
+        (("harness", "pyperf"),),
         "switch",
         1.0,
         0,
         False,
         "ns per switch",
-        "micro, one trip through the loop",
+        "micro, one trip through the loop (pyperf)",
     ),
     Column(
         "sleep CPU per sleeper (µs)",

@@ -57,6 +57,7 @@ class RowSummary:
     total: int = 0
     peer_share: float | None = None  # median share of its core the peer used
     errors: dict[str, str] = field(default_factory=dict)  # figure -> why it is missing
+    warned: set[str] = field(default_factory=set)  # figures the harness (pyperf) called unstable
 
 
 def peer_saturated(rep: dict) -> bool:
@@ -107,8 +108,15 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
             errors[metric.name] = reasons[0]
         elif values:
             stats[metric.name] = Stat(statistics.median(values), min(values), max(values))
+    warned = {name for rep in valid for name in rep.get("pyperf_warnings") or {}}
     return RowSummary(
-        "ok", stats=stats, valid=len(valid), total=total, peer_share=peer_share, errors=errors
+        "ok",
+        stats=stats,
+        valid=len(valid),
+        total=total,
+        peer_share=peer_share,
+        errors=errors,
+        warned=warned,
     )
 
 

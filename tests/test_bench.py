@@ -131,7 +131,7 @@ def results(tmp_path: Path) -> Path:
         )
 
     micro_rows = (Row("asyncio", "callbacks"), Row("callbacks", "callbacks"))
-    point = Point("micro", (), ())
+    point = Point("micro", (("harness", "pyperf"), ("processes", 6), ("values", 3)), ())
     put_all(
         stores["micro"],
         point,
@@ -454,6 +454,18 @@ def test_unknown_loop_is_a_usage_error_naming_the_known_ones():
 
 
 # -- micro: the program runs every operation of a style; a failing one is reported --------
+
+
+def test_micro_under_pyperf_measures_each_operation_in_worker_processes(tmp_path):
+    """pyperf's run is read back into one record: median ns, spread, calibration, warnings."""
+    point = Point("micro", (("harness", "pyperf"), ("processes", 2), ("values", 2)), (), 1)
+    cores = SimpleNamespace(subject=None, peer=None)
+    record = micro.measure(point, Row("asyncio", "callbacks"), cores, tmp_path, False)
+    assert set(micro.OPERATIONS) - {"spawn_join"} <= set(record)  # the callbacks operations
+    assert all(record[op] > 0 for op in ("switch", "call_soon", "timer"))
+    assert record["calibrated_n"]["switch"] >= 1
+    assert set(record["stdev_pct"]) == {"switch", "call_soon", "timer"}
+    assert isinstance(record["pyperf_warnings"], dict)
 
 
 @pytest.mark.timeout(120)
