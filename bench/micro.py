@@ -55,16 +55,16 @@ TITLE = "Micro"
 DESCRIPTION = """\
 The cost of a loop's basic operations, in nanoseconds per operation (lower is better), each
 written once per style and timed by pyperf: **switch**, one trip through the loop (two tasks
-taking turns with `sleep(0)`, or a callback scheduling the next with `call_soon`); **call_soon**, schedule and
-run a callback, 1 000 per iteration (callbacks); **spawn_join**, start a task that returns at
-once and wait for it (tasks); **timer**, arm a timer and cancel it before it fires
-(`call_later` + `cancel()`, or `timeout_after` around work that ends at once). pyperf, the
-harness of CPython's own benchmarks, calibrates each operation to values of at least 100 ms,
-runs them in fresh worker processes (20 × 3 values in the full run, 6 × 3 in the quick one,
-each after a warm-up; pinned to one core) and reports the median with its stability warnings.
-The full run also measures with the lab's own harness (a fresh process per repetition,
-calibrated, warmed up, timed seven times, its median) on the same programs, side by side.
-"n/a": the style has no such operation.
+taking turns with `sleep(0)`, or a callback scheduling the next with `call_soon`);
+**call_soon**, schedule and run a callback, 1 000 per iteration (callbacks); **spawn_join**,
+start a task that returns at once and wait for it (tasks); **timer**, arm a timer and cancel it
+before it fires (`call_later` + `cancel()`, or `timeout_after` around work that ends at once).
+pyperf, the harness of CPython's own benchmarks, calibrates each operation to values of at
+least 100 ms, runs them in fresh worker processes (20 × 3 values in the full run, 6 × 3 in the
+quick one, each after a warm-up; pinned to one core) and reports the median with its stability
+warnings. The full run also measures with the lab's own harness (a fresh process per
+repetition, calibrated, warmed up, timed seven times, its median) on the same programs, side by
+side. "n/a": the style has no such operation.
 """
 
 
