@@ -80,10 +80,13 @@ def plan_jobs(
     full: bool,
     loop_names: list[str] | None,
     redo: bool,
+    where: dict[str, str] | None = None,
 ) -> tuple[list[Job], int]:
     """What to measure for one workload, and how many stored rows are skipped."""
     jobs, skipped = [], 0
     for point in module.points(full):
+        if not matches(point, where):
+            continue
         headline = columns(module, point.args)[0].name
         rows = narrow(point.rows, loop_names)
         todo = [
@@ -104,6 +107,12 @@ def plan_jobs(
             todo = [*baseline, *(r for r in todo if r not in baseline)]
             jobs.append(Job(module, store, point, todo, resumed))
     return jobs, skipped
+
+
+def matches(point: Point, where: dict[str, str] | None) -> bool:
+    """True if the point has every parameter value asked for (compared as text)."""
+    args = point.args
+    return all(name in args and str(args[name]) == value for name, value in (where or {}).items())
 
 
 def measure_point(job: Job, session: str, cores: Cores, full: bool, progress, task) -> None:
@@ -173,6 +182,7 @@ def run(
     redo: bool,
     results: Path = RESULTS,
     console: Console | None = None,
+    where: dict[str, str] | None = None,
 ) -> int:
     """Measure what the selection needs; 0 when every selected row has a result stored."""
     console = console or Console(stderr=True)
@@ -202,7 +212,7 @@ def run(
         if store.sessions and not store.machine_matches(env):
             console.print(f"{path} was measured on another machine or Python: measuring afresh")
             store = ResultStore.empty(path, name, mode)
-        workload_jobs, skipped = plan_jobs(store, module, full, loop_names, redo)
+        workload_jobs, skipped = plan_jobs(store, module, full, loop_names, redo, where)
         if skipped:
             console.print(f"{name}: {skipped} stored rows are current, skipped (--redo measures)")
         if workload_jobs:

@@ -669,3 +669,11 @@ def test_scale_exponents_come_from_the_two_largest_finished_points(tmp_path):
     )
     assert "### CPU per sleeper by sleepers" in lines
     assert (tmp_path / "full-scale-sleep.png").stat().st_size > 0
+
+
+def test_runner_narrowed_to_points_by_parameter(fake, tmp_path):
+    run_fake(tmp_path, where={"n": "2"})
+    assert {point for point, _ in fake.calls} == {"n=2"}
+    fake.calls.clear()
+    run_fake(tmp_path, where={"missing": "1"})
+    assert fake.calls == []
