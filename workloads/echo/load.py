@@ -179,10 +179,11 @@ class Client(abc.ABC):
             if time.monotonic() >= self.run.deadline:
                 return self.finish()
             return self.send(time.perf_counter_ns())
-        slot = self.run.slot_ns(self.index, self.seq)
-        if slot >= self.run.start_ns + self.run.duration_ns:
+        slot, now = self.run.slot_ns(self.index, self.seq), time.perf_counter_ns()
+        end = self.run.start_ns + self.run.duration_ns
+        if slot >= end or now >= end:  # nothing goes out after the window, even if late
             return self.finish()
-        delay = (slot - time.perf_counter_ns()) / 1e9
+        delay = (slot - now) / 1e9
         if delay <= 0:
             return self.send(slot)
         self.waiting = asyncio.get_running_loop().call_later(delay, self.send, slot)

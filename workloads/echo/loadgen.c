@@ -58,6 +58,7 @@ typedef struct {
     int offset;          /* where the current message starts in the payload */
     size_t sent, received;
     int64_t started_ns;  /* scheduled (paced) or actual (closed) send time of the current one */
+    int64_t sent_ns;     /* when it actually went out (the --timeout counts from here) */
     int64_t next_ns;     /* paced: the scheduled time of the next message */
     int heap_pos;        /* paced: position in the timer heap, -1 when not waiting there */
 } conn_t;
@@ -215,6 +216,7 @@ static void send_message(conn_t *c, int64_t at) {
     c->sent = c->received = 0;
     c->in_flight = 1;
     c->started_ns = at;
+    c->sent_ns = cfg.rate > 0 ? now_ns() : at;
     write_some(c);
 }
 
@@ -228,7 +230,8 @@ static int64_t slot_ns(const conn_t *c, uint64_t k) {
 static void next_message(conn_t *c, int64_t now) {
     if (cfg.rate > 0) {
         c->next_ns = slot_ns(c, c->seq);
-        if (c->next_ns >= deadline_ns) return finish(c);
+        /* Nothing goes out after the window, not even slots it fell behind on. */
+        if (c->next_ns >= deadline_ns || now >= deadline_ns) return finish(c);
         if (c->next_ns <= now) return send_message(c, c->next_ns);
         heap_push(c);
         return;
@@ -295,7 +298,7 @@ static int wait_events(struct epoll_event *events, int max, int64_t until_ns) {
 static void timeout_check(int64_t now, int64_t limit_ns) {
     for (int i = 0; i < cfg.connections; i++) {
         conn_t *c = &conns[i];
-        if (!c->done && c->in_flight && now - c->started_ns > limit_ns)
+        if (!c->done && c->in_flight && now - c->sent_ns > limit_ns)
             fail(c, &missing, "connection %d: no full echo within %g s", c->index, cfg.timeout);
     }
 }
