@@ -1,13 +1,13 @@
 """At a glance: one table opening each report, a row per variant and style, and who leads.
 
 Each column is one workload's headline at one fixed point, with its ratio to asyncio from the
-same session (as in the tables below it): echo throughput and server CPU per request at 1 KiB
-× 100 connections, the micro switch, sleep CPU per sleeper at 10 000 sleepers, crawl pages/s at
-20 ms × 100 workers; then the conformance properties that hold in that style (read from
-``reports/conformance.md``, written by ``nox -s conformance``) and the loop's code lines. Under
-the table, one sentence per workload, written from the same figures: who leads and by how much.
-A row without a valid figure says why in a word (invalid, failed, did not finish, limit, not
-measured), never a number that would mislead.
+same session (as in the tables below it): echo throughput (closed loop) and server CPU per
+request at a fixed offered load, both at 1 KiB × 100 connections, the micro switch, sleep CPU
+per sleeper at 10 000 sleepers, crawl pages/s at 20 ms × 100 workers; then the conformance
+properties that hold in that style (read from ``reports/conformance.md``, written by ``nox -s
+conformance``) and the loop's code lines. Under the table, one sentence per workload, written
+from the same figures: who leads and by how much. A row without a valid figure says why in a
+word (invalid, failed, did not finish, limit, not measured), never a number that would mislead.
 """
 
 from __future__ import annotations
@@ -42,24 +42,24 @@ COLUMNS = (
     Column(
         "echo requests/s",
         "echo",
-        (("size", 1024), ("connections", 100)),
+        (("measure", None), ("size", 1024), ("connections", 100)),  # closed loop
         "requests_per_s",
         1.0,
         0,
         True,
         "requests/s",
-        "echo, 1 KiB × 100 connections",
+        "echo throughput (closed loop), 1 KiB × 100 connections",
     ),
     Column(
-        "echo server CPU per request (µs)",
+        "echo server CPU per request at fixed load (µs)",
         "echo",
-        (("size", 1024), ("connections", 100)),
-        "server_cpu_per_100k",
-        10.0,  # s per 100 000 requests -> µs per request
+        (("measure", "paced"), ("size", 1024), ("connections", 100)),
+        "server_cpu_us",
+        1.0,
         1,
         False,
         "µs of server CPU per request",
-        "echo cost, 1 KiB × 100 connections",
+        "echo cost at a fixed offered load, 1 KiB × 100 connections",
     ),
     Column(
         "switch (ns)",

@@ -71,13 +71,13 @@ SERIES = (
     Series(
         "echo",
         "echo",
-        "Echo: server CPU per request by connections (1 KiB messages)",
-        "server_cpu_per_100k",
-        10.0,  # seconds per 100 000 requests -> µs per request
+        "Echo: server CPU per request by connections (1 KiB, fixed offered load)",
+        "server_cpu_us",
+        1.0,
         "server CPU per request (µs)",
         "connections",
         "connections (N)",
-        where=(("size", 1024),),
+        where=(("measure", "paced"), ("size", 1024)),
     ),
     Series(
         "idle",
