@@ -152,6 +152,7 @@ def measure_once(job: Job, row: Row, cores: Cores, full: bool, session: str) -> 
             record = job.module.measure(job.point, row, cores, Path(workdir), full)
         except DidNotFinish as error:  # over its cap: the row's result is that it did not finish
             record = {"error": str(error), "did_not_finish_s": error.cap_s}
+            record["did_not_finish_kind"] = getattr(error, "kind", "wall")  # CPU or wall time
         except ChildFailed as error:
             record = {"error": str(error)}
         except Exception as error:  # a record the bench cannot read: say so, go on

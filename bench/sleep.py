@@ -11,10 +11,31 @@ reported readable; a failed run is a failed row here. There is no peer process.
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 from bench.plan import Chart, Metric, Point, Row, implemented_styles, variant_rows
-from bench.procs import Child, ChildFailed, python
+from bench.procs import Child, ChildFailed, DidNotFinish, python
+
+# Runs argv[2:] with RLIMIT_CPU set to argv[1] seconds (the kernel sends SIGXCPU past it):
+# exec keeps the process (its pid, pinning and reaping stay the bench's) and the limit.
+CPU_CAPPED = (
+    "import os, resource, sys; cap = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 5)); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
+)
+
+
+class CpuCapReached(DidNotFinish):
+    """The process used more CPU than its point's cap allows: it did not finish in N s of CPU."""
+
+    kind = "cpu"
+
+
+def cpu_capped(argv: list[str], cap_s: float) -> list[str]:
+    """argv run under a CPU-time limit of cap_s seconds."""
+    return [argv[0], "-c", CPU_CAPPED, str(int(cap_s)), *argv[1:]]
+
 
 NAME = "sleep"
 TITLE = "Sleep"
@@ -26,9 +47,13 @@ IDLE = {False: 0.5, True: 3.0}
 IDLE_SOCKETS = {False: (1_000,), True: (100, 1_000, 10_000)}
 CANCEL = {"tasks": 10_000, "fraction": 0.9}  # the cancel-heavy run
 CANCEL_TASKS = {False: (10_000,), True: (10_000, 100_000)}
-# Full run: a repetition past this many seconds is stored as "did not finish" (a quadratic
-# timer queue at a million sleepers looks like that); the quick run keeps a generous timeout.
+# Full run: a repetition that uses more than this many seconds of CPU is stopped and stored
+# as "did not finish" (a quadratic timer queue at a million sleepers looks like that). CPU,
+# not wall time, so that a busy shared machine cannot make a loop look as if it did not finish;
+# wall time is only a safety net, WALL_CAP_FACTOR times larger. The quick run keeps a
+# generous wall timeout.
 CAP_S = 120.0
+WALL_CAP_FACTOR = 5
 # Full run: at least 3 repetitions, up to 5 where the spread asks for it; the million-sleeper
 # point, where one repetition can take minutes, at least 2 and at most 3.
 REPETITIONS = {False: (3, 3), True: (3, 5)}
@@ -65,8 +90,9 @@ delay past its deadline on the loop's own clock. The cancel-heavy run cancels
 after they start (none may wake); the idle run waits {IDLE[False]:g} s ({IDLE[True]:g} s in the
 full run) on one sleep while 1 000 idle sockets are watched (100, 1 000 and 10 000 in the full
 run): a loop that never busy-waits uses next to no CPU. One fresh process per repetition; a run
-with an early or cancelled wake-up fails. In the full run a repetition that takes more than
-{CAP_S:g} s is stopped and its row reads "did not finish".
+with an early or cancelled wake-up fails. In the full run a repetition that uses more than
+{CAP_S:g} s of CPU is stopped and its row reads "did not finish" (CPU, so that a busy machine
+cannot make a loop look as if it did not finish).
 """.replace("\n", " ")
 
 
@@ -137,12 +163,20 @@ def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
     else:
         argv += ["--tasks", str(params["tasks"]), "--max-delay", str(params["max_delay"])]
         argv += ["--cancel", str(params.get("cancel", 0))]
-        timeout = point.cap_s or params["max_delay"] + 240
-    child = Child([*argv, "--json", str(out)], cores.subject, stderr_path=workdir / "sleep.err")
+        timeout = params["max_delay"] + 240
+    argv = [*argv, "--json", str(out)]
+    if point.cap_s:
+        argv, timeout = cpu_capped(argv, point.cap_s), point.cap_s * WALL_CAP_FACTOR + 60
+    child = Child(argv, cores.subject, stderr_path=workdir / "sleep.err")
     try:
         usage = child.wait(timeout)
     finally:
         child.kill()
+    if point.cap_s and usage.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        raise CpuCapReached(
+            point.cap_s,
+            f"used more than {point.cap_s:g} s of CPU (after {usage.wall_seconds:.0f} s of wall)",
+        )
     record = json.loads(out.read_text()) if out.exists() else None
     if usage.returncode != 0 or record is None or not record.get("ok"):
         faults = (

@@ -103,9 +103,10 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
     if failed:
         first = failed[0]
         if first.get("did_not_finish_s") is not None:
+            kind = "s of CPU" if first.get("did_not_finish_kind") == "cpu" else "s"
             return RowSummary(
                 "did not finish",
-                f"in {first['did_not_finish_s']:g} s (its time cap; killed)",
+                f"in {first['did_not_finish_s']:g} {kind} (its cap; stopped)",
                 total=total,
                 peer_share=peer_share,
             )

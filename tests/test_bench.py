@@ -633,6 +633,20 @@ def test_a_row_over_its_cap_is_stored_as_did_not_finish(fake, tmp_path):
     assert fake.calls == []  # a stored result, not a hole to fill
 
 
+def test_a_sleep_run_over_its_cpu_cap_is_stopped_as_did_not_finish(tmp_path):
+    """The cap is CPU time (RLIMIT_CPU), so a busy machine cannot fake a did-not-finish."""
+    from bench import sleep
+
+    params = (("mode", "sleepers"), ("tasks", 400_000), ("max_delay", 1.0))
+    point = Point("sleep", params, (), 1, None, 1.0)  # one second of CPU: far too little
+    cores = SimpleNamespace(subject=None, peer=None)
+    with pytest.raises(sleep.CpuCapReached) as raised:
+        sleep.measure(point, Row("asyncio", "callbacks"), cores, tmp_path, True)
+    assert raised.value.cap_s == 1.0 and "s of CPU" in str(raised.value)
+    reps = [{"error": str(raised.value), "did_not_finish_s": 1.0, "did_not_finish_kind": "cpu"}]
+    assert summarize(reps, sleep.METRICS).reason.startswith("in 1 s of CPU")
+
+
 def test_a_steady_row_stops_at_its_minimum_a_noisy_one_runs_to_its_maximum(fake, tmp_path):
     fake.repetitions = (5, 3)
     fake.noisy = "callbacks/callbacks"
