@@ -222,6 +222,7 @@ def chart(series: Series, found: list[Curve], mode: str, chart_dir: Path) -> Pat
     figure, axis = plt.subplots(figsize=(9.5, 5.2))
     palette = plt.get_cmap("tab20")
     top = max(v for c in drawable for v in c.values.values())
+    stacked: dict[int, int] = {}  # N -> crosses drawn there so far (stacked, not overdrawn)
     for i, curve in enumerate(sorted(drawable, key=lambda c: c.label)):
         colour = palette(i % 20)
         xs = sorted(n for n, v in curve.values.items() if v > 0)
@@ -240,10 +241,12 @@ def chart(series: Series, found: list[Curve], mode: str, chart_dir: Path) -> Pat
             lw=2 if curve.kind == "home-made" else 1.2,
         )
         for n in curve.stopped:
-            axis.plot([n], [top * 1.6], marker="x", color=colour, markersize=9, mew=2)
+            height = top * 1.6 * 1.15 ** stacked.get(n, 0)
+            stacked[n] = stacked.get(n, 0) + 1
+            axis.plot([n], [height], marker="x", color=colour, markersize=9, mew=2)
     axis.set_xscale("log")
     axis.set_yscale("log")
-    plain = FuncFormatter(lambda value, _: f"{value:,g}")
+    plain = FuncFormatter(lambda value, _: f"{value:,.0f}" if value >= 1 else f"{value:g}")
     for which in (axis.xaxis, axis.yaxis):
         which.set_major_formatter(plain)
     axis.yaxis.set_minor_formatter(FuncFormatter(lambda value, _: ""))
