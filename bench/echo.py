@@ -81,7 +81,7 @@ CLOSED_COLUMNS = (
     "mib_per_s",
     "latency_p50_ms",
     "latency_p99_ms",
-    "server_cpu_per_100k",
+    "server_cpu_us",
     "server_rss_mib",
     "peer_cpu_share",
     "peer_cpu_us",
