@@ -187,7 +187,8 @@ class Client(abc.ABC):
         delay = (slot - now) / 1e9
         if delay <= 0:
             return self.send(slot)
-        self.waiting = asyncio.get_running_loop().call_later(delay, self.send, slot)
+        # On waking, check the window again: a timer that fires late sends nothing after it.
+        self.waiting = asyncio.get_running_loop().call_later(delay, self.send_next)
 
     @abc.abstractmethod
     def send(self, started_ns: int) -> None:
