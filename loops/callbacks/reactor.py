@@ -111,8 +111,9 @@ class Reactor:
         for fd, events in self._readiness.poller.poll(timeout, len(registrations)):
             try:
                 reader, writer, _ = registrations[fd]
-            except KeyError:
-                continue  # a closed fd whose file lives on in a dup: epoll still reports it
+            except KeyError:  # a closed fd whose file lives on in a dup: epoll still reports it
+                self._readiness.drop_ghosts()
+                continue
             if reader is not None and events & WAKES_READER:
                 ready.append(reader)
             if writer is not None and events & WAKES_WRITER:

@@ -237,11 +237,40 @@ class Loop:
 
     def _unwatch(self, interest: _Interest, events: int) -> None:
         """Stop watching for events that were reported with nobody waiting for them."""
+        sock = interest.sock()
+        if sock is None or sock.fileno() != interest.fd:
+            self._drop_ghost(interest)
+            return
         interest.mask &= ~events
         if interest.mask:
             self._selector.modify(interest.fd, interest.mask, interest)
         else:
             self._forget(interest)
+
+    def _drop_ghost(self, interest: _Interest) -> None:
+        """Readiness for a socket closed since: drop it, on a fresh selector.
+
+        epoll registers a *file* under an fd number. When the number is closed while a dup
+        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
+        reporting it under the dead number, and no ``epoll_ctl`` can remove it any more (it
+        takes a live number; the selector swallows the error). Left alone it wakes every
+        select() at once, forever: 100 % CPU. Only a new epoll instance drops it: every live
+        registration moves over (one ``epoll_ctl`` each, once: this happens only when a
+        program closes a socket the loop still watches, behind a dup).
+        """
+        del self._interests[interest.fd]
+        old, self._selector = self._selector, selectors.DefaultSelector()
+        old.close()
+        self._selector.register(self._wake_reader.fileno(), _READ, None)
+        for fd, live in list(self._interests.items()):
+            sock = live.sock()
+            if sock is not None and sock.fileno() == fd:
+                self._selector.register(fd, live.mask, live)
+            else:  # closed as well: whoever waits learns so from the next call
+                del self._interests[fd]
+                for waiter in live.reader, live.writer:
+                    if waiter is not None and waiter._state is _PENDING:
+                        waiter.set_result(None)
 
     def _forget(self, interest: _Interest) -> None:
         del self._interests[interest.fd]

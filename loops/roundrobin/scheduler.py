@@ -190,7 +190,7 @@ class Loop:
 
     def _run_until(self, finished) -> None:
         """The outer loop: one turn per tick until finished() says so."""
-        selector_select, timers, heappop = self._selector.select, self._timers, heapq.heappop
+        timers, heappop = self._timers, heapq.heappop
         handlers, refuse, finish = self._handlers, self._refuse, self._finish
         while not finished():
             # 1. Wait for I/O. Poll when something is runnable; otherwise block until the next
@@ -202,7 +202,7 @@ class Loop:
                     heappop(timers)
                     self._cancelled_timers -= 1
                 timeout = min(max(timers[0][0] - monotonic(), 0), MAX_BLOCK) if timers else None
-            for key, events in selector_select(timeout):
+            for key, events in self._selector.select(timeout):  # (a new one after a ghost)
                 if key.data is None:
                     self._drain_wakeups()
                 else:
@@ -401,6 +401,8 @@ class Loop:
         if task is not None:
             record[slot] = None
             self._resume(task, None)
+        elif record[SOCK].fileno() != record[FD]:  # reported although closed: a ghost
+            self._drop_ghost(record)
         else:  # its task is busy elsewhere: stop the selector reporting it over and over
             self._narrow(record, event)
 
@@ -416,6 +418,12 @@ class Loop:
         slot = READER if event == READ else WRITER
         # Unless the fd went to a new socket, someone else waits, or it was narrowed already.
         if self._io.get(record[FD]) is record and record[EVENTS] & event and not record[slot]:
+            if record[SOCK].fileno() != record[FD]:
+                # Closed by its task: left as it is, so that if a dup keeps the file open,
+                # its readiness still reaches _io_ready_for (and _drop_ghost) instead of
+                # being swallowed by the selector. The kernel forgets it otherwise, and the
+                # fd's next socket replaces the record.
+                return
             self._narrow(record, event)
 
     def _narrow(self, record: list, event: int) -> None:
@@ -427,6 +435,30 @@ class Loop:
             self._selector.modify(record[FD], record[EVENTS], record)
         except OSError:  # the socket was closed under us; the selector has dropped it
             del self._io[record[FD]]
+
+    def _drop_ghost(self, record: list) -> None:
+        """Readiness for a socket closed since: drop it, on a fresh selector.
+
+        epoll registers a *file* under an fd number. When the number is closed while a dup
+        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
+        reporting it under the dead number, and no ``epoll_ctl`` can remove it any more (it
+        takes a live number; the selector swallows the error). Left alone it wakes every
+        select() at once, forever: 100 % CPU. Only a new epoll instance drops it: every live
+        registration moves over (one ``epoll_ctl`` each, once: this happens only when a
+        program closes a socket the loop still watches, behind a dup).
+        """
+        del self._io[record[FD]]
+        old, self._selector = self._selector, selectors.DefaultSelector()
+        old.close()
+        self._selector.register(self._wake_r, READ, None)
+        for fd, live in list(self._io.items()):
+            if live[SOCK].fileno() == fd:
+                self._selector.register(fd, live[EVENTS], live)
+                continue
+            del self._io[fd]  # closed as well: whoever waits learns so from the next call
+            for task in live[READER], live[WRITER]:
+                if task is not None:
+                    self._resume(task, None)
 
     def _forget(self, record: list) -> None:
         self._selector.unregister(record[FD])  # the selector ignores an fd closed meanwhile

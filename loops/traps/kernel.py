@@ -227,7 +227,11 @@ class Kernel:
             else:
                 raise _deadlock(main)
             for fd, bits in ready_fds:
-                slot = watched[fd]
+                slot = watched.get(fd)
+                if slot is None:  # a closed fd's file, kept open by a dup: see _drop_ghosts
+                    self._drop_ghosts()
+                    poll = self._poller.poll
+                    continue
                 if bits & WAKES_READER and slot[MASK] & IN:
                     task = slot[READER]
                     if task is not None:
@@ -514,6 +518,28 @@ class Kernel:
         self._poller.register(fd, bit)
         slot = self._io[fd] = [bit, None, None, sock, fd]
         return slot
+
+    def _drop_ghosts(self) -> None:
+        """Move every live registration to a fresh epoll instance, and close the old one.
+
+        epoll registers a *file* under an fd number. Once the number is closed while a dup
+        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
+        reporting it under the dead number, and nothing can unregister it: ``epoll_ctl`` takes
+        a live number. A readiness event for an fd the kernel no longer watches is that ghost;
+        left alone it wakes the poll at once, forever (100 % CPU). Only closing the epoll
+        instance drops it. Rare (a user closed a socket the kernel was watching, behind a
+        dup), so rebuilding costs one ``epoll_ctl`` per live fd, once.
+        """
+        old, self._poller = self._poller, new_poller()
+        for fd, slot in list(self._io.items()):
+            if slot[SOCK].fileno() == fd:
+                self._poller.register(fd, slot[MASK])
+                continue
+            del self._io[fd]  # closed as well: its waiters learn so from their next call
+            for task in slot[READER], slot[WRITER]:
+                if task is not None:
+                    self._make_ready(task)
+        old.close()
 
     def _unwatch(self, slot: list, bit: int) -> None:
         """Stop watching slot's fd for bit (nobody waits for it), unregistering if idle."""
