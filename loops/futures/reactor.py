@@ -97,6 +97,7 @@ class Loop:
         self._tasks: dict[Task, None] = {}  # unfinished tasks, in spawn order
         self._current: Task | None = None  # the task whose step is running
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
+        self._threads_running = 0  # run_in_thread calls whose outcome has not come back yet
         self._wake_reader, self._wake_writer = socket.socketpair()  # threads wake select()
         self._wake_reader.setblocking(False)
         self._wake_writer.setblocking(False)
@@ -130,8 +131,10 @@ class Loop:
             timeout = 0.0
         elif timers:
             timeout = timers[0][0] - monotonic()  # the selector treats <= 0 as a poll
-        else:
+        elif self._interests or self._threads_running:
             timeout = None
+        else:
+            raise _deadlock()
         for key, events in self._selector.select(timeout):
             interest = key.data
             if interest is None:
@@ -304,10 +307,15 @@ class Loop:
         work = self._executor.submit(fn, *args)
         # Cancelling the wait drops the work if no thread has started it yet.
         result.add_done_callback(lambda result: result.cancelled() and work.cancel())
+        self._threads_running += 1
         work.add_done_callback(
-            lambda work: self.call_soon_threadsafe(_copy_outcome, (work, result))
+            lambda work: self.call_soon_threadsafe(self._thread_finished, (work, result))
         )
         return result
+
+    def _thread_finished(self, pair: tuple[concurrent.futures.Future, Future]) -> None:
+        self._threads_running -= 1
+        _copy_outcome(pair)
 
     # -- errors ---------------------------------------------------------------------------
 
@@ -375,3 +383,12 @@ def _copy_outcome(pair: tuple[concurrent.futures.Future, Future]) -> None:
         result.set_result(work.result())
     else:
         result.set_exception(error)
+
+
+def _deadlock() -> RuntimeError:
+    """Nothing ready, no timer, no socket watched, no thread at work: no task can ever wake
+    (curio's and the traps kernel's rule). Waiting in select() would hang the program."""
+    return RuntimeError(
+        "deadlock: every task waits, and nothing can wake one: no timer is set, no socket is "
+        "watched and no thread is working (a join or Queue wait that no task will end?)"
+    )

@@ -138,6 +138,7 @@ class Loop:
         self._selector.register(self._wake_r, READ, None)
         self._threads_done: deque = deque()  # (task, future) pairs, appended by worker threads
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
+        self._threads_running = 0  # run_in_thread calls whose outcome has not come back yet
         self._closed = False
         self._handlers = {
             "yield": self._next_tick,
@@ -202,6 +203,8 @@ class Loop:
                     heappop(timers)
                     self._cancelled_timers -= 1
                 timeout = min(max(timers[0][0] - monotonic(), 0), MAX_BLOCK) if timers else None
+                if timeout is None and not self._io and not self._threads_running:
+                    raise _deadlock()
             for key, events in self._selector.select(timeout):  # (a new one after a ghost)
                 if key.data is None:
                     self._drain_wakeups()
@@ -300,6 +303,7 @@ class Loop:
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="roundrobin")
         future = self._pool.submit(request[1], *request[2])
+        self._threads_running += 1
         task.waiting = request
         task.waited_on = future
         future.add_done_callback(lambda done: self._thread_finished(task, done))
@@ -481,6 +485,7 @@ class Loop:
     def _collect_threads(self) -> None:
         while self._threads_done:
             task, future = self._threads_done.popleft()
+            self._threads_running -= 1
             if task.waited_on is not future:
                 continue  # cancelled while the thread ran: nobody wants the outcome
             error = future.exception()
@@ -513,3 +518,12 @@ class Loop:
         self._wake_w.close()
         self._io.clear()
         self._timers.clear()
+
+
+def _deadlock() -> RuntimeError:
+    """Nothing runnable, no timer, no socket watched, no thread at work: no task can ever wake
+    (curio's and the traps kernel's rule). Waiting in select() would hang the program."""
+    return RuntimeError(
+        "deadlock: every task waits, and nothing can wake one: no timer is set, no socket is "
+        "watched and no thread is working (a join or Queue wait that no task will end?)"
+    )
