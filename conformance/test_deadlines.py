@@ -10,9 +10,10 @@ Where the cases come from (facts, not code):
   that cancels a future that wakes a task) can let a later sleeper run first.
 - Deadlock: the lab's traps kernel stops with a RuntimeError when no task is ready, no timer
   is set and no I/O is watched, because nothing can ever wake a task again (trio notices the
-  same situation only under a test clock with ``autojump_threshold``). asyncio, uvloop, trio and curio wait forever: their deviations. The
-  three programs are the class the issue's example (a ``Queue.get()`` nobody satisfies) belongs
-  to: a get, a join on a task stuck on a get, and ``Queue.join()`` with work nobody takes.
+  same situation only under a test clock with ``autojump_threshold``). asyncio, uvloop, trio
+  and curio wait forever: their deviations. The three programs are the class the issue's
+  example (a ``Queue.get()`` nobody satisfies) belongs to: a get, a join on a task stuck on a
+  get, and ``Queue.join()`` with work nobody takes.
 """
 
 from __future__ import annotations

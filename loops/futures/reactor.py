@@ -261,6 +261,8 @@ class Loop:
         registration moves over (one ``epoll_ctl`` each, once: this happens only when a
         program closes a socket the loop still watches, behind a dup).
         """
+        if self._interests.get(interest.fd) is not interest:
+            return  # dropped by a rebuild earlier in this batch of events
         del self._interests[interest.fd]
         old, self._selector = self._selector, selectors.DefaultSelector()
         old.close()

@@ -451,6 +451,8 @@ class Loop:
         registration moves over (one ``epoll_ctl`` each, once: this happens only when a
         program closes a socket the loop still watches, behind a dup).
         """
+        if self._io.get(record[FD]) is not record:
+            return  # dropped by a rebuild earlier in this batch of events
         del self._io[record[FD]]
         old, self._selector = self._selector, selectors.DefaultSelector()
         old.close()

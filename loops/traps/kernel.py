@@ -343,6 +343,8 @@ class Kernel:
             return target.result
         if target is task:
             raise RuntimeError(f"{task!r} cannot join itself: it would wait forever")
+        if target not in self._tasks:
+            raise _not_ours(target, "join")
         self._wait_for_end(task, target, JOINING)
         return SUSPEND
 
@@ -354,6 +356,8 @@ class Kernel:
             return None
         if target is task:  # cancelling oneself: the cancellation arrives right here
             raise CancelledError()
+        if target not in self._tasks:
+            raise _not_ours(target, "cancel")
         if type(target.throw) is not CancelledError:  # unless a cancel is on its way already
             self._interrupt(target, CancelledError())
         self._wait_for_end(task, target, CANCELLING)
@@ -603,6 +607,11 @@ def _check_not_running() -> None:
 
 def _not_a_task(obj: Any, verb: str) -> TypeError:
     return TypeError(f"{verb}() needs a task returned by spawn(), got {obj!r}")
+
+
+def _not_ours(task: Task, verb: str) -> RuntimeError:
+    # Its wake-ups would go to another kernel's ready queue, from another thread: refuse.
+    return RuntimeError(f"{verb}(): {task!r} belongs to another loop (spawned by another run)")
 
 
 def _deadlock(main: Task) -> RuntimeError:
