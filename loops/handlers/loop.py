@@ -26,12 +26,15 @@ import logging
 import os
 import select
 import socket
-import threading
 import time
 
 logger = logging.getLogger(__name__)
 
 FD_SETSIZE = 1024  # select()'s ceiling on Linux: fds at or above it cannot be watched
+# asyncio's compaction rule: rebuild the heap when it holds more than COMPACT_MIN_TIMERS
+# timers and more than COMPACT_CANCELLED_FRACTION of them are cancelled.
+COMPACT_MIN_TIMERS = 100
+COMPACT_CANCELLED_FRACTION = 0.5
 
 
 class Handle:
@@ -226,14 +229,13 @@ class Loop:
         self._ready: collections.deque[Handle] = collections.deque()  # run in the next batch
         self._timers: list[TimerHandle] = []  # heap by (deadline, sequence)
         self._cancelled_timers = 0  # cancelled but still in the heap (dropped lazily)
-        self._sequence = 0  # tie-breaker: equal deadlines fire in scheduling order
+        self._timer_seq = 0  # tie-breaker: equal deadlines fire in scheduling order
         self._stopping = False
         self._running = False
         self._closed = False
         self._exception_handler = None
         self._wakeup = ThreadPoolHandler(self)
         self._handlers[self._wakeup.fileno()] = self._wakeup
-        self._owner_thread: int | None = None
 
     # -- time and scheduling ----------------------------------------------------------------
 
@@ -255,8 +257,8 @@ class Loop:
         self._check_open()
         _check_when(when, "call_at")
         _check_callable(callback, "call_at")
-        self._sequence += 1
-        timer = TimerHandle(when, self._sequence, callback, args, self)
+        self._timer_seq += 1
+        timer = TimerHandle(when, self._timer_seq, callback, args, self)
         heapq.heappush(self._timers, timer)
         return timer
 
@@ -378,7 +380,6 @@ class Loop:
         if self._running:
             raise RuntimeError("this loop is already running")
         self._running = True
-        self._owner_thread = threading.get_ident()
         try:
             while not self._stopping:
                 self._run_once()
@@ -415,7 +416,10 @@ class Loop:
 
         # Stage 2: move due timers to the ready queue; compact when cancellations dominate.
         timers = self._timers
-        if len(timers) > 100 and self._cancelled_timers * 2 > len(timers):
+        heap_size = len(timers)
+        if heap_size > COMPACT_MIN_TIMERS and self._cancelled_timers > (
+            COMPACT_CANCELLED_FRACTION * heap_size
+        ):
             self._timers = timers = [t for t in timers if not t._cancelled]
             heapq.heapify(timers)
             self._cancelled_timers = 0
