@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import types
@@ -22,6 +23,7 @@ import pytest
 
 import loops
 from conformance.harness import all_properties, check_property
+from loops._template import scaffold
 from timeline import record, render
 from timeline.scenarios import SPINS, play
 from timeline.tracer import Tracer, traced
@@ -284,3 +286,40 @@ def test_the_cli_refuses_an_unknown_loop_and_a_style_it_does_not_speak():
             [sys.executable, "-m", "timeline", *args], capture_output=True, text=True, timeout=60
         )
         assert done.returncode == 2 and words in done.stderr, done.stderr
+
+
+@pytest.mark.timeout(120)
+def test_a_scaffolded_variant_is_traced_with_no_change_anywhere(tmp_path):
+    # Discovery alone: the scaffold's unwritten run() fails, and the report says so by name.
+    scaffold("demo", "coroutines", into=tmp_path / "extra")
+    store, out = tmp_path / "store", tmp_path / "timelines.md"
+    env = {**os.environ, "LAB_EXTRA_LOOPS": str(tmp_path / "extra"), "PYTHONDONTWRITEBYTECODE": "1"}
+    for args in (["--all", "--loop", "demo"], ["--all", "--loop", "traps", "--scenario", "spin"]):
+        subprocess.run(
+            [sys.executable, "-m", "timeline", *args, "--store", str(store)],
+            check=True,
+            env=env,
+            timeout=110,
+            capture_output=True,
+        )
+    failures = json.loads((store / "failures.json").read_text())
+    assert sorted(failures) == ["spin-demo-coroutines", "workers-demo-coroutines"]
+    assert all("NotImplementedError" in reason for reason in failures.values()), failures
+    assert (store / "spin-traps-coroutines.json").exists()
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "timeline",
+            "--report",
+            "--store",
+            str(store),
+            "--markdown",
+            str(out),
+        ],
+        check=True,
+        env=env,
+        timeout=110,
+    )
+    text = out.read_text()
+    assert "`spin-demo-coroutines`: exit 1" in text and "| `traps` |" in text

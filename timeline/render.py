@@ -10,6 +10,7 @@ can be compared at a glance whatever the clocks said.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -154,10 +155,15 @@ def _letters(record: dict[str, Any]) -> str:
     return " ".join("M" if n.startswith(main) or n == "main" else n[:2] for n in order(record))
 
 
-def report(records: Iterable[dict[str, Any]], charts: Path, out: Path) -> None:
+def report(
+    records: Iterable[dict[str, Any]],
+    charts: Path,
+    out: Path,
+    failures: dict[str, str] | None = None,
+) -> None:
     """Write charts for every record and the markdown report that shows them."""
     records = sorted(records, key=lambda r: (r["scenario"], r["style"], r["loop"]))
-    rel = charts.relative_to(out.parent)
+    rel = Path(os.path.relpath(charts, out.parent))
     lines = [
         "# Timelines: every loop scheduling the same programs",
         "",
@@ -187,6 +193,10 @@ def report(records: Iterable[dict[str, Any]], charts: Path, out: Path) -> None:
     commits = sorted({r["commit"] for r in records})
     pythons = sorted({r["python"] for r in records})
     lines += [f"Commit {', '.join(commits)}; Python {', '.join(pythons)}.", ""]
+    if failures:
+        lines += ["Not recorded (the run failed; the rest of the report is unaffected):", ""]
+        lines += [f"- `{name}`: {reason}" for name, reason in sorted(failures.items())]
+        lines.append("")
     for (scenario, style), group in groups.items():
         lines += [f"## {scenario}, {style}", ""]
         order_png = charts / f"{scenario}-{style}-order.png"

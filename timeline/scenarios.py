@@ -283,4 +283,8 @@ def play(api: Any, style: str, scenario: str) -> None:
         finally:
             loop.close()
     else:
-        api.run(program(api))
+        task = program(api)
+        try:
+            api.run(task)
+        finally:
+            task.close()  # a no-op once run; if run() refused it, no "never awaited" warning
