@@ -28,8 +28,7 @@ CATEGORIES = {
     "task": "#8c564b",  # spawn, join, cancel: waiting on another task
     "end": "#222222",  # returned or raised
 }
-_IO_CALLS = {"recv", "sendall", "accept", "connect", "recvfrom", "sendto", "_retry", "_io"}
-# (_retry and _io: the futures and roundrobin loops' socket helpers, outermost in their chains)
+_IO_CALLS = {"recv", "sendall", "accept", "connect", "recvfrom", "sendto"}
 
 
 def category(piece: dict[str, Any]) -> str:

@@ -28,6 +28,7 @@ style entries are proxies; the variant that discovery returns stays exactly as i
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -80,6 +81,9 @@ class Tracer:
         )
         self._ids = itertools.count()
         self._callback_rows: dict[tuple[str, str], int] = {}
+        # The awaitables that contract calls returned, and the call's name ("sleep(0)" for a
+        # sleep of no time: a yield of the turn). Weak: a finished call leaves nothing here.
+        self.calls: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
     # -- rows and slices ------------------------------------------------------------------
 
@@ -131,6 +135,14 @@ class Tracer:
             driver.__name__, driver.__qualname__ = coro.__name__, coro.__qualname__
             return driver
         return coro
+
+    def contract_call(self, name: str, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """call(*args, **kwargs), its awaitable noted as the contract's `name`."""
+        awaitable = call(*args, **kwargs)
+        label = "sleep(0)" if name == "sleep" and args and args[0] == 0 else name
+        with contextlib.suppress(TypeError):  # not weakly referable: the chain walk names it
+            self.calls[awaitable] = label
+        return awaitable
 
     def callback(self, callback: Callable[..., Any], via: str) -> Callable[..., Any]:
         """callback wrapped so that each call is a slice, marked with what scheduled it."""
@@ -199,7 +211,7 @@ def _drive(coro: Any, tracer: Tracer, row: int) -> Generator[Any, Any, Any]:
             raise
         finally:
             error = None  # drop the reference: a thrown exception must not outlive its use
-        tracer.record(row, start, perf_counter(), describe(request), waiting_in(coro))
+        tracer.record(row, start, perf_counter(), describe(request), waiting_in(coro, tracer.calls))
         try:
             send = yield request
         except GeneratorExit:
@@ -220,35 +232,32 @@ def describe(request: Any) -> str:
     return type(request).__name__
 
 
-def waiting_in(coro: Any) -> str:
-    """The outermost contract call (sleep, recv, join...) the suspended task is inside of.
+def waiting_in(coro: Any, calls: weakref.WeakKeyDictionary) -> str:
+    """The contract call (sleep, recv, join...) the suspended task is inside of.
 
-    Failing that (a loop whose recv returns a helper's generator), the outermost call into
-    code outside the task's own file.
+    Walking down the await chain from the task, the first awaitable that a contract call
+    returned (the proxy notes them in `calls`) names it, however the loop builds that call (a
+    coroutine, a helper's generator, a Future); failing that, the first frame named like a
+    contract call (a Queue's get or put), else the first frame outside the task's own file.
     """
     home = coro.cr_code.co_filename if hasattr(coro, "cr_code") else coro.gi_code.co_filename
-    outside = ""
+    named = outside = ""
     link = _awaiting(coro)
     while link is not None:
+        try:
+            if link in calls:
+                return calls[link]
+        except TypeError:  # neither hashable nor weakly referable: not one the proxy noted
+            pass
         code = getattr(link, "cr_code", None) or getattr(link, "gi_code", None)
         if code is None:
             break
-        if code.co_name in CONTRACT_CALLS:
-            return _with_zero(code.co_name, link)
+        if not named and code.co_name in CONTRACT_CALLS:
+            named = code.co_name
         if not outside and code.co_filename != home:
             outside = code.co_name
         link = _awaiting(link)
-    return outside
-
-
-def _with_zero(call: str, link: Any) -> str:
-    """'sleep(0)' for a sleep of no time (a yield of the turn), else the call's name."""
-    if call == "sleep":
-        frame = getattr(link, "cr_frame", None) or getattr(link, "gi_frame", None)
-        seconds = frame.f_locals.get("seconds", frame.f_locals.get("delay")) if frame else None
-        if seconds == 0:
-            return "sleep(0)"
-    return call
+    return named or outside
 
 
 def _awaiting(link: Any) -> Any:
@@ -267,16 +276,21 @@ class TracedAPI:
         self._api, self._tracer, self._style = api, tracer, style
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._api, name)
+        value = getattr(self._api, name)
+        if name in CONTRACT_CALLS and callable(value):
+            return functools.partial(self._tracer.contract_call, name, value)
+        return value
 
     def run(self, coro: Any) -> Any:
         return self._api.run(self._tracer.task(coro, self._style))
 
     def spawn(self, coro: Any) -> Any:
-        return self._api.spawn(self._tracer.task(coro, self._style))
+        task = self._tracer.task(coro, self._style)
+        return self._tracer.contract_call("spawn", self._api.spawn, task)
 
     def run_in_thread(self, fn: Any, *args: Any) -> Any:
-        return self._api.run_in_thread(self._tracer.thread_work(fn), *args)
+        work = self._tracer.thread_work(fn)
+        return self._tracer.contract_call("run_in_thread", self._api.run_in_thread, work, *args)
 
 
 class TracedLoop:
