@@ -510,3 +510,83 @@ def test_a_getter_cancelled_after_its_wake_up_passes_it_on():
         return got
 
     assert co.run(main()) == [("second", "item")]
+
+
+class CountingSocket(socket.socket):
+    """A socket that counts its recv calls, and those that failed with EAGAIN."""
+
+    calls = 0
+    failed = 0
+
+    def recv(self, n, *flags):
+        self.calls += 1
+        try:
+            return super().recv(n, *flags)
+        except BlockingIOError:
+            self.failed += 1
+            raise
+
+
+def _counting_pair() -> tuple[socket.socket, CountingSocket]:
+    a, b = _pair()
+    server = CountingSocket(fileno=b.detach())
+    server.setblocking(False)
+    return a, server
+
+
+def test_a_recv_after_a_short_read_waits_first_instead_of_failing():
+    # Request/response: the peer answers only after our reply, so trying the recv that follows
+    # a short read would fail with EAGAIN; the loop waits for readiness first instead.
+    async def main():
+        client, server = _counting_pair()
+
+        async def answer_later():
+            await co.sleep(0.01)
+            client.send(b"second")
+
+        with client, server:
+            client.send(b"first")
+            first = await co.recv(server, 100)  # short: the socket is drained
+            await co.spawn(answer_later())
+            second = await co.recv(server, 100)
+            return first, second, server.calls, server.failed
+
+    assert co.run(main()) == (b"first", b"second", 2, 0)
+
+
+def test_a_recv_that_fills_its_buffer_stays_optimistic():
+    async def main():
+        client, server = _counting_pair()
+        with client, server:
+            client.send(b"x" * 30)
+            reads = [await co.recv(server, 10) for _ in range(3)]  # each fills its buffer
+            return reads, server.calls, server.failed
+
+    assert co.run(main()) == ([b"x" * 10] * 3, 3, 0)
+
+
+def test_a_socket_reusing_a_drained_sockets_fd_starts_optimistic(monkeypatch):
+    monkeypatch.setattr(api, "_fast_calls", 0)  # a fresh turn: no yield owed
+
+    async def main():
+        client, server = _pair()
+        with client, server:
+            client.send(b"short")
+            await co.recv(server, 100)  # drained: server's fd is marked
+            fd = server.fileno()
+        client, server = _pair()  # very likely reuses the fd just closed
+        ran = []
+
+        async def bystander():
+            ran.append("bystander")
+
+        with client, server:
+            client.send(b"ready already")
+            await co.spawn(bystander())  # a switch would run it
+            data = await co.recv(server, 100)
+            return data, ran, fd in (client.fileno(), server.fileno())
+
+    data, ran, reused = co.run(main())
+    assert (data, ran) == (b"ready already", [])
+    if not reused:
+        pytest.skip("the new socket did not reuse the fd, so the case was not exercised")
