@@ -1,12 +1,32 @@
-"""Echo: requests per second through every loop and style, and through the anchor servers.
+"""Echo: what each loop and style costs per request, and how many requests it can serve.
 
 One repetition: a fresh server process on the subject core (``python -m workloads.echo`` on
 the loop and style under test, or an anchor ``python -m workloads.echo.native NAME``), a
 warm-up load from the load generator on the peer core, then the measured load from a fresh
 load generator process, then SIGTERM (the server must exit 0, with every socket closed). The
-load generator (``python -m workloads.echo.load``, on uvloop) verifies every byte and reports
+load generator (``python -m workloads.echo.load``, native: C on epoll where the machine has a
+C compiler, else Python on uvloop, and each row says which) verifies every byte and reports
 requests/s, MiB/s and latency percentiles from its histogram, the server's CPU seconds over the
-load window, and its own CPU share; its share decides whether the repetition is valid.
+load window, and its own CPU.
+
+Two measures at every size and connection count:
+
+- **Fixed offered load** (``measure=paced``): the generator sends ``rate`` requests per second
+  spread over the connections, on a schedule (open loop, as wrk2 does), and measures latency
+  from each request's scheduled time. Every server gets the same work, so its CPU per request
+  and its CPU share compare designs even where the fastest servers would outrun a two-core
+  machine's generator. A repetition is invalid if the server completed fewer than 95% of the
+  scheduled requests (it could not keep the rate) or the generator saturated its core.
+- **Closed-loop maximum throughput**: each connection sends its next request as soon as the
+  echo is back. On loopback the client pays the kernel's TCP work too, so a generator can cost
+  nearly as much per request as the fastest servers; a repetition in which the generator
+  saturated its core is invalid, and the report gives both costs per request.
+
+The rate is chosen from data: :func:`offered_rate` is about half of the slowest row's
+closed-loop throughput in the stored quick run of this machine (asyncio · coroutines,
+~15 500 requests/s at 1 KiB × 100 connections; ~10 000 at 1 connection), so every loop and
+anchor can sustain it with room for a noisy neighbour; each table says what fraction of the
+slowest row's closed-loop figure from the same store it is.
 """
 
 from __future__ import annotations
@@ -18,6 +38,7 @@ from pathlib import Path
 
 from bench.plan import Chart, Metric, Point, Row, implemented_styles, variant_rows
 from bench.procs import Child, ChildFailed, cpu_seconds, mib, python
+from bench.summary import summarize
 
 NAME = "echo"
 TITLE = "Echo"
@@ -29,9 +50,17 @@ TIMING = {  # seconds: (warm-up load, measured load)
     False: (0.2, 0.6),
     True: (1.0, 3.0),
 }
+# A paced run needs enough requests for the server's CPU time to be read to 1%.
+PACED_TIMING = {False: (0.2, 2.0), True: (1.0, 3.0)}
+PACED = "paced"
 
 METRICS = (
     Metric("requests_per_s", "requests/s", higher_is_better=True),
+    # the fixed-offered-load figures
+    Metric("server_cpu_us", "server CPU (µs / request)", higher_is_better=False, digits=1),
+    Metric("server_cpu_share", "server CPU (% of a core)", higher_is_better=False, scale=100),
+    Metric("latency_p999_ms", "p99.9 (ms)", higher_is_better=False, digits=3),
+    Metric("rate_achieved", "achieved (req/s)", higher_is_better=True, ratio=False),
     Metric("mib_per_s", "MiB/s", higher_is_better=True, digits=2),
     Metric("latency_p50_ms", "p50 (ms)", higher_is_better=False, digits=3),
     Metric("latency_p99_ms", "p99 (ms)", higher_is_better=False, digits=3),
@@ -44,27 +73,87 @@ METRICS = (
         scale=100,
         ratio=False,
     ),
+    Metric("peer_cpu_us", "generator CPU (µs / request)", higher_is_better=False, digits=1),
 )
 HEADLINE = "requests_per_s"
+CLOSED_COLUMNS = (
+    "requests_per_s",
+    "mib_per_s",
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "server_cpu_per_100k",
+    "server_rss_mib",
+    "peer_cpu_share",
+    "peer_cpu_us",
+)
+PACED_COLUMNS = (
+    "server_cpu_us",
+    "server_cpu_share",
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "latency_p999_ms",
+    "rate_achieved",
+    "server_rss_mib",
+    "peer_cpu_share",
+)
 CHARTS = (
     Chart(
         name="requests",
         metric="requests_per_s",
         x="connections",
         panels="size",
-        title="Echo: requests per second by connections",
+        where=(("measure", None),),
+        title="Echo: requests per second by connections (closed loop)",
+        x_label="connections",
+    ),
+    Chart(
+        name="cost",
+        metric="server_cpu_us",
+        x="connections",
+        panels="size",
+        where=(("measure", PACED),),
+        title="Echo: server CPU per request by connections (fixed offered load)",
         x_label="connections",
     ),
 )
+DETAIL = "generator"  # the column naming which load generator measured a row
+
+
+def offered_rate(size: int, connections: int) -> int:
+    """Requests/s offered at a point: about half the slowest row's closed-loop throughput.
+
+    From the stored quick run (see the module docstring): the slowest rows serve ~10 000
+    requests/s over one connection and ~15 500 over 100 at 1 KiB. Bigger messages cost the
+    kernel more per request, so the rate comes down with the size (copying 100 KiB each way is
+    about 50 µs of memory traffic alone).
+    """
+    base = 4000 if connections == 1 else 8000
+    if size <= 1024:
+        return base
+    return base // 2 if size <= 16384 else base // 5
+
+
 DESCRIPTION = f"""\
 A TCP echo server per loop and style, and the anchor servers a user would write instead in
 each production loop's native API (asyncio and uvloop streams and Protocol, trio streams,
 curio sockets) plus `selectors-floor`, a bare selectors loop with one callback per ready
 socket: the pure-Python floor. Each connection of the load generator sends a message, reads
 the whole echo and verifies every byte before the next. {__doc__.split(chr(10) * 2)[1]}
-Server CPU is per 100 000 requests (lower is cheaper per request); peak RSS is the server
-process's. Quick run: {TIMING[False][1]:g} s measured after {TIMING[False][0]:g} s of warm-up;
-full run: {TIMING[True][1]:g} s after {TIMING[True][0]:g} s.
+Two measures per size and connection count. **Fixed offered load** (the tables titled so):
+the generator offers the same rate to every server, on a schedule, with latency counted from
+each request's scheduled time (as wrk2 does), and the figure is the server's CPU per request
+in µs (lower is cheaper) with its share of a core: what each design costs, comparable on every
+row, even the fastest. A row that completed fewer than 95% of the scheduled requests could not
+keep the rate and has no figure. **Closed loop** (the tables titled so): each connection sends
+its next request as soon as the echo is back, and the figure is requests per second; on a
+two-core machine the generator has one core, and where it saturates (it costs about as much
+per request as the fastest servers, since on loopback the client pays the kernel's TCP work
+too) the row has no figure and says what the server and the generator each cost per request.
+The generator column says which load generator measured a row: native (C on epoll, built on
+first use) or python (uvloop, the fallback where no C compiler exists). Peak RSS is the server
+process's. Quick run: closed loop {TIMING[False][1]:g} s measured after {TIMING[False][0]:g} s
+of warm-up, fixed load {PACED_TIMING[False][1]:g} s; full run: {TIMING[True][1]:g} s and
+{PACED_TIMING[True][1]:g} s after {TIMING[True][0]:g} s.
 """.replace("\n", " ")
 
 
@@ -96,10 +185,12 @@ def rows() -> list[Row]:
 
 
 def points(full: bool) -> list[Point]:
+    """Closed-loop points (their keys as before the paced measure existed), then paced ones."""
     pairs = [(s, c) for s in FULL["sizes"] for c in FULL["connections"]] if full else QUICK_POINTS
     every_row = tuple(rows())
+    repetitions = 5 if full else 3
     warmup, duration = TIMING[full]
-    return [
+    closed = [
         Point(
             NAME,
             (
@@ -109,10 +200,41 @@ def points(full: bool) -> list[Point]:
                 ("duration_s", duration),
             ),
             every_row,
-            5 if full else 3,
+            repetitions,
         )
         for size, connections in pairs
     ]
+    warmup, duration = PACED_TIMING[full]
+    paced = [
+        Point(
+            NAME,
+            (
+                ("measure", PACED),
+                ("size", size),
+                ("connections", connections),
+                ("rate", offered_rate(size, connections)),
+                ("warmup_s", warmup),
+                ("duration_s", duration),
+            ),
+            every_row,
+            repetitions,
+        )
+        for size, connections in pairs
+    ]
+    return closed + paced
+
+
+def columns(params: dict) -> list[Metric]:
+    """The figures shown at a point: throughput first (closed loop) or cost first (paced)."""
+    names = PACED_COLUMNS if params.get("measure") == PACED else CLOSED_COLUMNS
+    by_name = {m.name: m for m in METRICS}
+    return [by_name[name] for name in names]
+
+
+def detail(reps: list[dict]) -> str:
+    """Which load generator measured a row (records from before the native one: Python)."""
+    kinds = sorted({rep.get("generator", "python") for rep in reps if "error" not in rep})
+    return ", ".join(kinds) or "—"
 
 
 def size_text(size: int) -> str:
@@ -121,7 +243,10 @@ def size_text(size: int) -> str:
 
 def point_title(params: dict) -> str:
     count = params["connections"]
-    return f"{size_text(params['size'])} messages, {count:,} connection{'s' * (count != 1)}"
+    title = f"{size_text(params['size'])} messages, {count:,} connection{'s' * (count != 1)}"
+    if params.get("measure") == PACED:
+        return f"Fixed offered load, {params['rate']:,} requests/s: {title}"
+    return f"Closed loop, maximum throughput: {title}"
 
 
 def panel_title(parameter: str, value) -> str:
@@ -130,6 +255,8 @@ def panel_title(parameter: str, value) -> str:
 
 def observations(params: dict, rendered: list) -> list[str]:
     """Where the best home-made loop stands against the pure-Python floor."""
+    if params.get("measure") == PACED:
+        return paced_observations(rendered)
     figures = {
         r.row.variant if r.row.anchor else r.label: r.summary.stats["requests_per_s"].median
         for r in rendered
@@ -149,6 +276,71 @@ def observations(params: dict, rendered: list) -> list[str]:
     return [
         f"The best home-made loop ({label}) runs at {best / floor:.0%} of the bare-selectors floor."
     ]
+
+
+def paced_observations(rendered: list) -> list[str]:
+    """At a fixed load: the cheapest home-made loop against the floor and uvloop's Protocol."""
+    cost = {
+        r.label: r.summary.stats["server_cpu_us"].median
+        for r in rendered
+        if r.summary.status == "ok" and "server_cpu_us" in r.summary.stats
+    }
+    home = sorted(
+        (cost[r.label], r.label) for r in rendered if r.kind == "home-made" and r.label in cost
+    )
+    lines = []
+    if home:
+        best, label = home[0]
+        for anchor in ("selectors-floor (anchor)", "uvloop-protocol (anchor)"):
+            if anchor in cost:
+                lines.append(
+                    f"{label} costs {best / cost[anchor]:.2f}× what {anchor} does per request "
+                    f"({best:.1f} against {cost[anchor]:.1f} µs)."
+                )
+    generators = {r.summary.detail for r in rendered if r.summary.status == "ok"}
+    if generators - {"native"}:
+        lines.append(f"Generators in this table: {', '.join(sorted(generators))}.")
+    return lines
+
+
+def point_notes(params: dict, stored_points: dict) -> list[str]:
+    """How a paced point's rate compares with the closed-loop figures stored beside it."""
+    if params.get("measure") != PACED:
+        return []
+    closed = next(
+        (
+            point
+            for point in stored_points.values()
+            if point["params"].get("measure") is None
+            and point["params"]["size"] == params["size"]
+            and point["params"]["connections"] == params["connections"]
+        ),
+        None,
+    )
+    slowest = None
+    for entry in (closed or {"rows": {}})["rows"].values():
+        summary = summarize(entry["reps"], METRICS)
+        stat = summary.stats.get("requests_per_s") if summary.status == "ok" else None
+        if stat is not None and (slowest is None or stat.median < slowest[0]):
+            label = entry["variant"] + (
+                " (anchor)" if entry.get("anchor") else f" · {entry['style']}"
+            )
+            slowest = (stat.median, label)
+    how = (
+        f"*Offered load:* {params['rate']:,} requests/s over {params['connections']:,} "
+        f"connection{'s' * (params['connections'] != 1)}, every request scheduled and its "
+        "latency counted from its scheduled time; "
+    )
+    if slowest is None:
+        how += "no valid closed-loop figure is stored at this size and connection count to compare."
+    else:
+        how += (
+            f"that is {params['rate'] / slowest[0]:.0%} of the slowest valid row's closed-loop "
+            f"throughput stored at this size and connection count ({slowest[1]}, "
+            f"{slowest[0]:,.0f} requests/s). A row that completed fewer than 95% of the "
+            "scheduled requests could not keep the rate and has no figure."
+        )
+    return [how]
 
 
 def server_argv(row: Row) -> list[str]:
@@ -175,6 +367,7 @@ def load_argv(port: int, params: dict, duration: float, out: Path, server_pid: i
         str(out),
         "--server-pid",
         str(server_pid),
+        *(("--rate", str(params["rate"])) if params.get("measure") == PACED else ()),
     )
 
 
@@ -229,7 +422,27 @@ def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
     if server_cpu is None and before is not None and after is not None:
         server_cpu = after - before
     requests = record["requests"]
-    return {
+    server_us = server_cpu / requests * 1e6 if requests else None
+    peer_us = record["load_cpu_s"] / requests * 1e6 if requests else None
+    figures = {
+        "generator": record.get("generator", "python"),
+        "generator_note": record.get("generator_note", ""),
+        "server_cpu_us": server_us,
+        "peer_cpu_us": peer_us,
+        "latency_p999_ms": record["latency_us_p999"] / 1000,
+    }
+    if params.get("measure") == PACED:
+        figures |= {
+            "rate": record["rate"],
+            "scheduled": record["scheduled"],
+            "rate_achieved": record["rate_achieved"],
+        }
+        if not record["kept_rate"]:
+            figures["invalid"] = (
+                f"server did not keep the offered rate ({requests:,} of "
+                f"{record['scheduled']:,} scheduled requests)"
+            )
+    return figures | {
         "requests_per_s": record["requests_per_s"],
         "mib_per_s": record["mib_per_s"],
         "latency_p50_ms": record["latency_us_p50"] / 1000,

@@ -79,12 +79,15 @@ def rendered_rows(
         baselines = point["baselines"].get(entry["session"], {})
         base_styles = [key.split("/", 1)[1] for key in baselines]
         base_reps = baselines.get(baseline_key(row.style, base_styles))
+        summary = summarize(entry["reps"], module.METRICS)
+        if hasattr(module, "detail"):
+            summary.detail = module.detail(entry["reps"])
         rows.append(
             RenderedRow(
                 row=row,
                 kind=_kind(entry),
                 session=entry["session"],
-                summary=summarize(entry["reps"], module.METRICS),
+                summary=summary,
                 baseline=summarize(base_reps, module.METRICS) if base_reps else None,
                 stale=row_fingerprint(workload, row) != entry["code"],
                 earlier=entry["session"] != newest,
@@ -114,14 +117,20 @@ def times(value: float | None) -> str:
     return "" if value is None else f"×{value:.2f}"
 
 
-def table(metrics: list[Metric], rows: list[RenderedRow]) -> str:
-    """The markdown table of one point: the headline with min-max, then every other figure."""
+def table(metrics: list[Metric], rows: list[RenderedRow], detail: str | None = None) -> str:
+    """The markdown table of one point: the headline with min-max, then every other figure.
+
+    With `detail` (a workload's DETAIL, e.g. echo's "generator"), a column of that name holds
+    each row's detail note.
+    """
     headline, *others = metrics
+    extra = [detail] if detail else []
     headers = [
         "variant · style",
         f"{headline.label} median [min–max]",
         "× asyncio",
         *(m.label for m in others),
+        *extra,
         "reps",
     ]
     body = []
@@ -134,7 +143,16 @@ def table(metrics: list[Metric], rows: list[RenderedRow]) -> str:
         if r.summary.status != "ok":
             why = r.summary.reason.splitlines()[0] if r.summary.reason else r.summary.status
             why = why.replace("|", "/")[:120]
-            body.append([label, f"**{r.summary.status}**: {why}", "", *("—" for _ in others), reps])
+            body.append(
+                [
+                    label,
+                    f"**{r.summary.status}**: {why}",
+                    "",
+                    *("—" for _ in others),
+                    *([r.summary.detail or "—"] if detail else []),
+                    reps,
+                ]
+            )
             continue
         cells = [label]
         stat = r.summary.stats.get(headline.name)
@@ -156,9 +174,12 @@ def table(metrics: list[Metric], rows: list[RenderedRow]) -> str:
                 cells.append("n/a")
             else:
                 cells.append(f"{number(stat.median, metric)} {times(r.ratio(metric))}".strip())
+        if detail:
+            cells.append(r.summary.detail or "—")
         cells.append(reps)
         body.append(cells)
-    align = ("left", "right", "right", *("right" for _ in others), "right")
+    align = ("left", "right", "right", *("right" for _ in others), *(["left"] * len(extra)))
+    align += ("right",)
     return tabulate(body, headers=headers, tablefmt="github", colalign=align)
 
 
@@ -193,7 +214,6 @@ def what_this_shows(module: ModuleType, params: dict, rows: list[RenderedRow]) -
         if extra:
             sentences += extra(params, rows)
     failed = [r.label for r in rows if r.summary.status == "failed"]
-    invalid = [r.label for r in rows if r.summary.status == "invalid"]
     no_baseline = [
         r.label
         for r in rows
@@ -209,14 +229,27 @@ def what_this_shows(module: ModuleType, params: dict, rows: list[RenderedRow]) -
     ]
     if capped:
         sentences.append(
-            f"§ {', '.join(capped)}: some repetitions saturated the peer and were left out, so "
-            "the figure may understate what the loop can do."
+            f"§ {', '.join(capped)}: some repetitions saturated the peer (or, at a fixed "
+            "offered load, fell behind it) and were left out, so the figure may understate "
+            "what the loop can do."
         )
-    if invalid:
+    saturated = {
+        r.label: r.summary.reason.partition("): ")[2]
+        for r in rows
+        if r.summary.status == "invalid" and "saturated its core" in r.summary.reason
+    }
+    if saturated:
         sentences.append(
-            f"No figure for {', '.join(invalid)}: the peer process saturated its core "
-            f"(≥ {SATURATION:.0%}), so the number would measure the peer, not the loop."
+            "No figure for "
+            + ", ".join(
+                f"{label} ({costs})" if costs else label for label, costs in saturated.items()
+            )
+            + f": the peer process saturated its core (≥ {SATURATION:.0%}), so the number would "
+            "measure the peer, not the loop."
         )
+    for r in rows:
+        if r.summary.status == "invalid" and r.label not in saturated:
+            sentences.append(f"No figure for {r.label}: {r.summary.reason}.")
     if failed:
         sentences.append(f"Failed: {', '.join(failed)} (reason in the table).")
     unmeasured = [r.label for r in rows if r.summary.status == "not measured"]
@@ -282,7 +315,11 @@ def section(
         points.append((key, point["params"], rows))
         aside = "" if key in matrix else " (not in the current matrix)"
         lines += [f"### {module.point_title(point['params'])}{aside}", ""]
-        lines += [table(columns(module, point["params"]), rows), ""]
+        if hasattr(module, "point_notes"):
+            for note in module.point_notes(point["params"], stored):
+                lines += [note, ""]
+        detail = getattr(module, "DETAIL", None)
+        lines += [table(columns(module, point["params"]), rows, detail), ""]
         lines += [f"*What this shows:* {what_this_shows(module, point['params'], rows)}", ""]
         lines += [f"*Ran in:* {ran_in(store.sessions, point)}", ""]
     for path, caption in charts.draw(module, mode, points, chart_dir):

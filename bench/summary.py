@@ -7,9 +7,12 @@ The rules, in one place so the runner's console lines and the report agree:
   repetition failed and the others were measured (a micro operation that hangs), that figure
   alone is shown as failed.
 - A repetition whose peer (load generator or site server) used at least ``SATURATION`` of its
-  core is invalid: the figure would measure the peer, not the loop. A row with fewer than half
-  of its repetitions valid is shown as invalid, with the peer's CPU share, and no figure;
-  otherwise its figures come from its valid repetitions only.
+  core is invalid: the figure would measure the peer, not the loop. So is one whose workload
+  says why in its record (``invalid``: an echo server that could not keep the offered rate).
+  A row with fewer than half of its repetitions valid is shown as invalid, with the reason
+  (for a saturated peer, its CPU share, and where the records have them, the server's and the
+  peer's CPU per request), and no figure; otherwise its figures come from its valid
+  repetitions only.
 - A figure is the median of the repetitions, with their min and max.
 """
 
@@ -42,11 +45,35 @@ class RowSummary:
     total: int = 0
     peer_share: float | None = None  # median share of its core the peer used
     errors: dict[str, str] = field(default_factory=dict)  # figure -> why it is missing
+    detail: str = ""  # a workload's note on the row (echo: which load generator measured it)
 
 
 def peer_saturated(rep: dict) -> bool:
     share = rep.get("peer_cpu_share")
     return share is not None and share >= SATURATION
+
+
+def invalid(rep: dict) -> bool:
+    return peer_saturated(rep) or bool(rep.get("invalid"))
+
+
+def _median_of(reps: Sequence[dict], key: str) -> float | None:
+    values = [rep[key] for rep in reps if rep.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def invalid_reason(reps: Sequence[dict], peer_share: float | None) -> str:
+    """Why most repetitions are invalid: the peer saturated, or what the workload said."""
+    saturated = [rep for rep in reps if peer_saturated(rep)]
+    told = [rep["invalid"] for rep in reps if rep.get("invalid") and not peer_saturated(rep)]
+    if told and len(told) >= len(saturated):
+        return told[0]
+    peer = reps[0].get("peer", "peer")
+    reason = f"{peer} saturated its core ({peer_share:.0%} CPU)"
+    server, own = _median_of(saturated, "server_cpu_us"), _median_of(saturated, "peer_cpu_us")
+    if server is not None and own is not None:
+        reason += f": server {server:.1f} µs per request, {peer} {own:.1f} µs"
+    return reason
 
 
 def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
@@ -59,12 +86,11 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
         return RowSummary("failed", "no repetitions stored", total=0)
     if failed:
         return RowSummary("failed", failed[0]["error"], total=total, peer_share=peer_share)
-    valid = [rep for rep in reps if not peer_saturated(rep)]
+    valid = [rep for rep in reps if not invalid(rep)]
     if len(valid) * 2 < total:
-        peer = reps[0].get("peer", "peer")
         return RowSummary(
             "invalid",
-            f"{peer} saturated its core ({peer_share:.0%} CPU)",
+            invalid_reason(reps, peer_share),
             valid=len(valid),
             total=total,
             peer_share=peer_share,

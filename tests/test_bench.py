@@ -52,8 +52,9 @@ ECHO_ROWS = (
 )
 
 
-def echo_rep(rps: float, share: float = 0.5) -> dict:
-    return {
+def echo_rep(rps: float, share: float = 0.5, **newer) -> dict:
+    """A closed-loop repetition as stored before the native generator (`newer`: its fields)."""
+    return newer | {
         "requests_per_s": rps,
         "mib_per_s": rps / 1024,
         "latency_p50_ms": 1000 / rps,
@@ -63,6 +64,31 @@ def echo_rep(rps: float, share: float = 0.5) -> dict:
         "peer_cpu_share": share,
         "peer": "load generator",
     }
+
+
+def paced_rep(server_us: float, kept: bool = True, share: float = 0.2) -> dict:
+    """A fixed-offered-load repetition as bench.echo.measure stores it (native generator)."""
+    rep = {
+        "server_cpu_us": server_us,
+        "server_cpu_share": server_us * 8000 / 1e6,
+        "latency_p50_ms": 0.05,
+        "latency_p99_ms": 0.2,
+        "latency_p999_ms": 0.5,
+        "rate": 8000,
+        "scheduled": 16000,
+        "rate_achieved": 8000.0 if kept else 5000.0,
+        "requests_per_s": 8000.0 if kept else 5000.0,
+        "server_rss_mib": 20.0,
+        "peer_cpu_share": share,
+        "peer_cpu_us": 6.0,
+        "peer": "load generator",
+        "generator": "native",
+    }
+    if not kept:
+        rep["invalid"] = (
+            "server did not keep the offered rate (10,000 of 16,000 scheduled requests)"
+        )
+    return rep
 
 
 def put_all(store: ResultStore, point: Point, reps_by_row: dict[Row, list[dict]]) -> None:
@@ -80,6 +106,20 @@ def results(tmp_path: Path) -> Path:
         stores[name].add_session(SESSION, ENV, ["python", "-m", "bench", "run"])
 
     for point in echo.points(full=False):  # the real quick points, so the matrix is current
+        if point.args.get("measure") == "paced":
+            put_all(
+                stores["echo"],
+                point,
+                {
+                    Row("asyncio", "callbacks"): [paced_rep(us) for us in (20, 21, 22)],
+                    Row("asyncio", "coroutines"): [paced_rep(us) for us in (40, 41, 42)],
+                    # half asyncio's callbacks row per request: ×0.50
+                    Row("callbacks", "callbacks"): [paced_rep(us) for us in (10, 10.5, 11)],
+                    Row("trio", "coroutines"): [paced_rep(90, kept=False)] * 3,
+                    Row("selectors-floor", "native", anchor=True): [paced_rep(8)] * 3,
+                },
+            )
+            continue
         put_all(
             stores["echo"],
             point,
@@ -89,7 +129,10 @@ def results(tmp_path: Path) -> Path:
                 # twice asyncio's callbacks row, so its ratio is ×2.00
                 Row("callbacks", "callbacks"): [echo_rep(r) for r in (1900, 2000, 2100)],
                 # its generator saturated: no figure may be printed for it
-                Row("uvloop", "coroutines"): [echo_rep(r, 0.97) for r in (5000, 5100, 5200)],
+                Row("uvloop", "coroutines"): [
+                    echo_rep(r, 0.97, server_cpu_us=4.0, peer_cpu_us=5.0, generator="native")
+                    for r in (5000, 5100, 5200)
+                ],
                 Row("selectors-floor", "native", anchor=True): [echo_rep(r) for r in (3, 4, 5)],
                 # one repetition of three saturated its generator: left out, and said so
                 Row("uvloop", "callbacks"): [echo_rep(1500), echo_rep(1600), echo_rep(9e3, 0.99)],
@@ -164,12 +207,13 @@ def test_report_has_every_section_with_ratios_and_a_line_under_each_table(result
     assert "×0.50" in text  # micro: callbacks switch at half asyncio's
     tables = text.count("|---")
     lines = text.count("*What this shows:*")
-    assert lines == 2 + 3 + 2 + 1  # echo, sleep, crawler, micro points
+    assert lines == 4 + 3 + 2 + 1  # echo (closed and paced), sleep, crawler, micro points
     assert tables >= lines
     assert text.count("*Ran in:* session 20250101T000000Z on testhost (Test CPU") == lines
     assert "](conformance.md)" in text
     assert "Test CPU @ 1.00GHz" in text and "`0123456789`" in text and "CPython 3.11.7" in text
-    for chart in ("quick-echo-requests.png", "quick-sleep-cpu-per-sleeper.png"):
+    charts = ("quick-echo-requests.png", "quick-echo-cost.png", "quick-sleep-cpu-per-sleeper.png")
+    for chart in charts:
         assert (reports / "charts" / chart).stat().st_size > 0
         assert f"(charts/{chart})" in text
     assert reports / "bench.md" in written
@@ -197,9 +241,32 @@ def test_a_saturated_load_generator_makes_the_row_invalid_not_a_number(results, 
     assert "**invalid**" in row and "97%" in row
     assert "5,100" not in row  # the median it would have printed
     assert "saturated its core" in text
+    # ... and the report gives both costs per request, the server's and the generator's
+    assert "uvloop · coroutines (server 4.0 µs per request, load generator 5.0 µs)" in text
     capped = next(ln for ln in text.splitlines() if ln.startswith("| uvloop · callbacks"))
     assert "1,550 [1,500–1,600]" in capped and "2/3 §" in capped
     assert "§ uvloop · callbacks: some repetitions saturated the peer" in text
+
+
+def test_fixed_offered_load_tables_show_cost_the_rate_and_who_could_not_keep_it(results, tmp_path):
+    reports = tmp_path / "reports"
+    report.render_all(results, reports)
+    echo = (reports / "bench.md").read_text().split("## Echo")[1].split("## Sleep")[0]
+    paced = echo.split("### Fixed offered load, 8,000 requests/s: 1 KiB messages, 100 connections")
+    assert len(paced) == 2, "a fixed-offered-load section at 1 KiB x 100 connections"
+    section = paced[1].split("\n### ")[0]
+    assert "server CPU (µs / request) median [min–max]" in section
+    assert "of the slowest valid row's closed-loop throughput stored at this size" in section
+    callbacks = next(ln for ln in section.splitlines() if ln.startswith("| callbacks · callbacks"))
+    assert "10.5 [10.0–11.0]" in callbacks and "×0.50" in callbacks and "native" in callbacks
+    trio = next(ln for ln in section.splitlines() if ln.startswith("| trio · coroutines"))
+    assert "**invalid**" in trio and "did not keep the offered rate" in trio
+    assert "No figure for trio · coroutines: server did not keep the offered rate" in section
+    # Closed-loop rows stored before the generator was recorded were measured by the Python one.
+    closed = echo.split("### Closed loop, maximum throughput: 1 KiB messages, 100 connections")[1]
+    asyncio_row = next(ln for ln in closed.splitlines() if ln.startswith("| asyncio · callbacks"))
+    assert asyncio_row.rstrip(" |").rsplit("|", 2)[1].strip() == "python"
+    assert "(charts/quick-echo-cost.png)" in echo
 
 
 def test_saturation_rule_uses_valid_repetitions_only():

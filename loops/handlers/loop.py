@@ -26,12 +26,15 @@ import logging
 import os
 import select
 import socket
-import threading
 import time
 
 logger = logging.getLogger(__name__)
 
 FD_SETSIZE = 1024  # select()'s ceiling on Linux: fds at or above it cannot be watched
+# asyncio's compaction rule: rebuild the heap when it holds more than COMPACT_MIN_TIMERS
+# timers and more than COMPACT_CANCELLED_FRACTION of them are cancelled.
+COMPACT_MIN_TIMERS = 100
+COMPACT_CANCELLED_FRACTION = 0.5
 
 
 class Handle:
@@ -194,14 +197,13 @@ class Loop:
         self._ready: collections.deque[Handle] = collections.deque()  # run in the next batch
         self._timers: list[TimerHandle] = []  # heap by (deadline, sequence)
         self._cancelled_timers = 0  # cancelled but still in the heap (dropped lazily)
-        self._sequence = 0  # tie-breaker: equal deadlines fire in scheduling order
+        self._timer_seq = 0  # tie-breaker: equal deadlines fire in scheduling order
         self._stopping = False
         self._running = False
         self._closed = False
         self._exception_handler = None
         self._wakeup = ThreadPoolHandler(self)
         self._handlers[self._wakeup.fileno()] = self._wakeup
-        self._owner_thread: int | None = None
 
     # -- time and scheduling ----------------------------------------------------------------
 
@@ -219,8 +221,8 @@ class Loop:
 
     def call_at(self, when, callback, *args):
         self._check_open()
-        self._sequence += 1
-        timer = TimerHandle(when, self._sequence, callback, args, self)
+        self._timer_seq += 1
+        timer = TimerHandle(when, self._timer_seq, callback, args, self)
         heapq.heappush(self._timers, timer)
         return timer
 
@@ -324,7 +326,6 @@ class Loop:
         if self._running:
             raise RuntimeError("this loop is already running")
         self._running = True
-        self._owner_thread = threading.get_ident()
         try:
             while not self._stopping:
                 self._run_once()
@@ -361,7 +362,10 @@ class Loop:
 
         # Stage 2: move due timers to the ready queue; compact when cancellations dominate.
         timers = self._timers
-        if len(timers) > 100 and self._cancelled_timers * 2 > len(timers):
+        heap_size = len(timers)
+        if heap_size > COMPACT_MIN_TIMERS and self._cancelled_timers > (
+            COMPACT_CANCELLED_FRACTION * heap_size
+        ):
             self._timers = timers = [t for t in timers if not t._cancelled]
             heapq.heapify(timers)
             self._cancelled_timers = 0

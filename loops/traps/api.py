@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loops.contract import check_nonblocking
-from loops.traps.kernel import Kernel, now
+from loops.traps.kernel import Loop, now
 from loops.traps.queues import Queue
 from loops.traps.task import CancelledError, Expired
 from loops.traps.traps import (
@@ -77,7 +77,7 @@ __all__ = [
 
 def run(coro: Any) -> Any:
     """Run coro on a new kernel until it ends; return its result or raise its exception."""
-    kernel = Kernel()
+    kernel = Loop()
     try:
         return kernel.run(coro)
     finally:

@@ -1,17 +1,35 @@
 """The echo load generator: N connections, each a send-then-read-the-whole-echo loop.
 
     python -m workloads.echo.load --port P --connections N --size BYTES --duration S
-        [--host H] [--udp] [--processes K] [--timeout S] [--seed N]
-        [--json FILE] [--server-pid PID]
+        [--rate R] [--generator auto|native|python] [--host H] [--udp] [--processes K]
+        [--timeout S] [--seed N] [--json FILE] [--server-pid PID]
 
 It runs in its own process (or ``--processes K`` processes, connections dealt round-robin
-among them) on uvloop with asyncio protocols, the cheapest client Python offers, and never on
-the loop under test. Each connection sends a ``size``-byte message cut from a seeded random
-buffer at an offset that changes with every request (so a stale or misrouted echo cannot pass),
-reads until the whole echo is back, compares every byte, records the round trip in an
-HdrHistogram (microseconds), and sends the next, until ``duration`` seconds have passed; then it
-finishes its request in flight and closes. ``--udp`` does the same with one datagram per request
-(``size`` at most 65507) on a connected UDP socket per "connection".
+among them), never on the loop under test. Each connection sends a ``size``-byte message cut
+from a seeded random buffer at an offset that changes with every request (so a stale or
+misrouted echo cannot pass), reads until the whole echo is back, compares every byte, records
+the round trip in an HdrHistogram (microseconds), and sends the next, until ``duration``
+seconds have passed; then it finishes its request in flight and closes. ``--udp`` does the
+same with one datagram per request (``size`` at most 65507) on a connected UDP socket per
+"connection".
+
+Two generators do this. The **native** one (the default where it builds) is C on epoll
+(``loadgen.c``, compiled on first use with the machine's ``cc`` and cached, see
+:mod:`workloads.echo.loadgen`): on loopback the client pays the kernel's TCP work too, and a
+Python client saturates its core before the fastest servers do. The **python** one runs on
+uvloop with asyncio protocols, the cheapest client Python offers; it is the fallback where no
+compiler exists (``--generator auto`` says why in one line on stderr) and the one that speaks
+UDP. The record's ``generator`` field says which one measured.
+
+Two ways to offer load. Closed loop (the default): each connection sends its next message as
+soon as the echo is back, so the figure is the server's maximum throughput at N connections.
+``--rate R`` is open loop at a fixed offered load, as wrk2 does it: R requests per second
+spread evenly over the connections (connection i's k-th message is scheduled at
+(i + k·N)/R s after the start), and latency is measured from the *scheduled* time, so a
+server that falls behind shows its queueing in the latency instead of slowing the sender down
+and hiding it. A connection still has one message in flight at a time; a message whose slot
+has passed goes out as soon as the previous echo is back. ``kept_rate`` says whether the
+server kept up (at least 95% of the scheduled requests completed).
 
 Exit status: 0 when every echo came back whole and intact; 1 when a byte was corrupted or
 missing, a request timed out (``--timeout``, default 10 s), a datagram was lost, or a
@@ -34,9 +52,14 @@ JSON record (one flat object; ``--json -`` writes it to stdout):
   (connections that ended or timed out with an echo incomplete, or lost datagrams), ``failed``
   (connections that could not connect or were reset), ``first_error`` (text, "" if none)
 - ``server_pid``, ``server_cpu_s``, ``server_cpu_share`` (server CPU seconds per wall second;
-  null without ``--server-pid``)
-- ``load_loop`` "uvloop", ``load_cpu_s`` (all generator processes), ``load_cpu_share``,
+  null without ``--server-pid``), ``server_cpu_us_per_request``
+- ``generator`` "native" or "python", ``generator_note`` (why the Python one ran, "" if
+  asked for or native), ``load_loop`` ("epoll (C)" or "uvloop"), ``load_cpu_s`` (all
+  generator processes, over the load window), ``load_cpu_us_per_request``, ``load_cpu_share``,
   ``load_saturated`` (``load_cpu_share`` > 0.9)
+- ``rate`` (offered requests/s, null for closed loop), ``scheduled`` (requests scheduled in
+  the load window), ``rate_achieved`` (completed requests per second of the window),
+  ``kept_rate`` (``requests`` ≥ 95% of ``scheduled``; null for closed loop)
 - ``ok``: no errors and at least one request completed
 """
 
@@ -49,6 +72,7 @@ import contextlib
 import multiprocessing
 import random
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -64,7 +88,9 @@ LATENCY_RANGE_US = (1, 60_000_000, 3)
 # Messages start at one of this many offsets into the payload buffer.
 OFFSETS = 256
 SATURATED = 0.9
+KEPT_RATE = 0.95  # share of the scheduled requests a server must complete to "keep the rate"
 UDP_MAX = 65507
+GENERATORS = ("auto", "native", "python")
 
 
 @dataclass
@@ -72,6 +98,7 @@ class Outcome:
     """What one generator process reports back (picklable, merged by the parent)."""
 
     requests: int = 0
+    scheduled: int = 0
     bytes_echoed: int = 0
     corrupt: int = 0
     missing: int = 0
@@ -90,13 +117,33 @@ class Outcome:
 class Run:
     """State shared by one process's connections: the payload, the clock, the tallies."""
 
-    def __init__(self, size: int, seed: int, timeout: float) -> None:
-        self.size = size
-        self.payload = random.Random(seed).randbytes(size + OFFSETS)
-        self.timeout = timeout
+    def __init__(self, config: dict) -> None:
+        self.size = config["size"]
+        self.payload = random.Random(config["seed"]).randbytes(self.size + OFFSETS)
+        self.timeout = config["timeout"]
+        self.rate = config.get("rate")  # offered requests/s over all connections, or None
+        self.total = config["connections"]  # connections over all processes
+        self.duration_ns = int(config["duration"] * 1e9)
+        self.start_ns = 0  # set when the load starts
         self.deadline = float("inf")  # set when the load starts
         self.outcome = Outcome()
         self.histogram = HdrHistogram(*LATENCY_RANGE_US)
+
+    def slot_ns(self, index: int, seq: int) -> int:
+        """Open loop: when connection `index` sends message `seq` (perf_counter ns)."""
+        return self.start_ns + int((index + seq * self.total) / self.rate * 1e9)
+
+    def schedule(self, indices: list[int]) -> None:
+        """Start the clock; count the requests scheduled within the window (open loop)."""
+        self.start_ns = time.perf_counter_ns()
+        self.deadline = time.monotonic() + self.duration_ns / 1e9
+        if self.rate:
+            end = self.start_ns + self.duration_ns
+            for index in indices:
+                seq = 0
+                while self.slot_ns(index, seq) < end:
+                    seq += 1
+                self.outcome.scheduled += seq
 
     def message(self, index: int, seq: int) -> tuple[int, bytes]:
         offset = (seq * 31 + index * 7) % OFFSETS
@@ -118,6 +165,7 @@ class Client(abc.ABC):
         self.in_flight = False  # a request is out and its echo not yet complete
         self.started_ns = 0
         self.transport = None
+        self.waiting: asyncio.TimerHandle | None = None  # open loop: the next send's timer
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -125,14 +173,31 @@ class Client(abc.ABC):
     def start(self) -> None:
         self.send_next()
 
-    @abc.abstractmethod
     def send_next(self) -> None:
-        """Send the next request (TCP: one message; UDP: one datagram)."""
+        """The next request: at once (closed loop) or at its scheduled time (``--rate``)."""
+        if not self.run.rate:
+            if time.monotonic() >= self.run.deadline:
+                return self.finish()
+            return self.send(time.perf_counter_ns())
+        slot, now = self.run.slot_ns(self.index, self.seq), time.perf_counter_ns()
+        end = self.run.start_ns + self.run.duration_ns
+        if slot >= end or now >= end:  # nothing goes out after the window, even if late
+            return self.finish()
+        delay = (slot - now) / 1e9
+        if delay <= 0:
+            return self.send(slot)
+        self.waiting = asyncio.get_running_loop().call_later(delay, self.send, slot)
+
+    @abc.abstractmethod
+    def send(self, started_ns: int) -> None:
+        """Send the next request, timed from `started_ns` (TCP: a message; UDP: a datagram)."""
 
     def fail(self, kind: str, text: str) -> None:
         if not self.done.done():
             self.run.outcome.error(kind, text)
             self.done.set_result(None)
+        if self.waiting is not None:
+            self.waiting.cancel()
         self.transport.abort()
 
     def finish(self) -> None:
@@ -153,14 +218,14 @@ class TcpClient(Client, asyncio.Protocol):
         super().connection_made(transport)
         transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def send_next(self) -> None:
-        if time.monotonic() >= self.run.deadline:
-            return self.finish()
+    def send(self, started_ns: int) -> None:
+        if self.done.done():
+            return
         self.offset, message = self.run.message(self.index, self.seq)
         self.seq += 1
         self.received = 0
         self.in_flight = True
-        self.started_ns = time.perf_counter_ns()
+        self.started_ns = started_ns
         self.transport.write(message)
 
     def data_received(self, data: bytes) -> None:
@@ -197,13 +262,13 @@ class UdpClient(Client, asyncio.DatagramProtocol):
         super().__init__(run, index, done)
         self.expected = b""  # the datagram in flight
 
-    def send_next(self) -> None:
-        if time.monotonic() >= self.run.deadline:
-            return self.finish()
+    def send(self, started_ns: int) -> None:
+        if self.done.done():
+            return
         _, self.expected = self.run.message(self.index, self.seq)
         self.seq += 1
         self.in_flight = True
-        self.started_ns = time.perf_counter_ns()
+        self.started_ns = started_ns
         self.transport.sendto(self.expected)
 
     def datagram_received(self, data: bytes, addr: Any) -> None:
@@ -247,7 +312,7 @@ async def _load(run: Run, config: dict, indices: list[int], ready) -> None:
     await loop.run_in_executor(None, ready)  # a barrier across processes: block off the loop
 
     cpu_start, wall_start = time.process_time(), time.perf_counter()
-    run.deadline = time.monotonic() + config["duration"]
+    run.schedule(indices)
     for client in clients:
         client.start()
     pending = {client.done for client in clients}
@@ -269,7 +334,7 @@ def generate(config: dict, indices: list[int], ready) -> Outcome:
     """One process's share of the load, on uvloop; returns what it measured."""
     import uvloop
 
-    run = Run(config["size"], config["seed"], config["timeout"])
+    run = Run(config)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         runner.run(_load(run, config, indices, ready))
     run.outcome.histogram = run.histogram.encode()
@@ -313,17 +378,71 @@ class ServerCpu:
         return None if self.process is None else self.end - self.start
 
 
+def choose_generator(config: dict) -> tuple[str, str, Any]:
+    """("native" or "python", why the Python one runs ("" if asked for), the native binary)."""
+    if config["generator"] == "python":
+        return "python", "", None
+    if config["udp"]:
+        why = "the native generator speaks TCP only"
+        binary = None
+    else:
+        from workloads.echo import loadgen
+
+        binary, why = loadgen.build()
+    if binary is None and config["generator"] == "native":
+        raise GeneratorUnavailable(f"--generator native: {why}")
+    return ("native", "", binary) if binary is not None else ("python", why, None)
+
+
+class GeneratorUnavailable(RuntimeError):
+    """``--generator native`` was asked for and cannot be built here."""
+
+
+def native_outcomes(binary: Any, config: dict, shares: list[list[int]], started) -> list[dict]:
+    """Run the C generator and turn each process's report into an Outcome record."""
+    from workloads.echo import loadgen
+
+    try:
+        reports = loadgen.generate(binary, config, shares, started)
+    except (OSError, RuntimeError, subprocess.TimeoutExpired) as error:
+        return [asdict(Outcome(failed=1, first_error=str(error)))]
+    outcomes = []
+    for report in reports:
+        histogram = HdrHistogram(*LATENCY_RANGE_US)
+        for us, count in report["histogram"]:
+            histogram.record_value(min(max(1, us), LATENCY_RANGE_US[1]), count)
+        outcome = Outcome(
+            requests=report["requests"],
+            scheduled=report["scheduled"],
+            bytes_echoed=report["requests"] * config["size"],
+            corrupt=report["corrupt"],
+            missing=report["missing"],
+            failed=report["failed"],
+            first_error=report.get("first_error", ""),
+            wall_s=report["wall_s"],
+            cpu_s=report["cpu_s"],
+            histogram=histogram.encode(),
+        )
+        outcomes.append(asdict(outcome))
+    return outcomes
+
+
 def run_load(config: dict) -> dict:
     """Run the whole load (one or more processes) and return the flat result record."""
+    generator, note, binary = choose_generator(config)
+    if note:
+        print(f"echo load: using the Python generator: {note}", file=sys.stderr)
     processes = min(config["processes"], config["connections"])
     shares = [list(range(k, config["connections"], processes)) for k in range(processes)]
     server = ServerCpu(config["server_pid"])
-    if processes == 1:
+    if generator == "native":
+        outcomes = native_outcomes(binary, config, shares, server.begin)
+    elif processes == 1:
         outcomes = [asdict(generate(config, shares[0], server.begin))]
     else:
         outcomes = _run_processes(config, shares, server)
     server.finish()
-    return summarize(config, outcomes, server.seconds)
+    return summarize(config, outcomes, server.seconds, generator, note)
 
 
 def _run_processes(config: dict, shares: list[list[int]], server: ServerCpu) -> list[dict]:
@@ -347,7 +466,13 @@ def _run_processes(config: dict, shares: list[list[int]], server: ServerCpu) -> 
     return outcomes
 
 
-def summarize(config: dict, outcomes: list[dict], server_cpu_s: float | None) -> dict:
+def summarize(
+    config: dict,
+    outcomes: list[dict],
+    server_cpu_s: float | None,
+    generator: str = "python",
+    note: str = "",
+) -> dict:
     """Merge the processes' outcomes into the flat record documented above."""
     histogram = HdrHistogram(*LATENCY_RANGE_US)
     for outcome in outcomes:
@@ -359,6 +484,12 @@ def summarize(config: dict, outcomes: list[dict], server_cpu_s: float | None) ->
     counts = {k: sum(o[k] for o in outcomes) for k in ("corrupt", "missing", "failed")}
     errors = sum(counts.values())
     load_share = max(o["cpu_s"] / o["wall_s"] if o["wall_s"] else 0.0 for o in outcomes)
+    load_cpu = sum(o["cpu_s"] for o in outcomes)
+    rate = config.get("rate")
+    scheduled = sum(o.get("scheduled", 0) for o in outcomes) if rate else None
+
+    def per_request_us(seconds: float | None) -> float | None:
+        return None if seconds is None or not requests else round(seconds / requests * 1e6, 3)
 
     def latency(percent: float) -> int:
         return histogram.get_value_at_percentile(percent) if requests else 0
@@ -391,10 +522,18 @@ def summarize(config: dict, outcomes: list[dict], server_cpu_s: float | None) ->
         "server_pid": config["server_pid"],
         "server_cpu_s": None if server_cpu_s is None else round(server_cpu_s, 4),
         "server_cpu_share": None if server_cpu_s is None else round(server_cpu_s / wall, 3),
-        "load_loop": "uvloop",
-        "load_cpu_s": round(sum(o["cpu_s"] for o in outcomes), 4),
+        "server_cpu_us_per_request": per_request_us(server_cpu_s),
+        "generator": generator,
+        "generator_note": note,
+        "load_loop": "epoll (C)" if generator == "native" else "uvloop",
+        "load_cpu_s": round(load_cpu, 6),
+        "load_cpu_us_per_request": per_request_us(load_cpu),
         "load_cpu_share": round(load_share, 3),
         "load_saturated": load_share > SATURATED,
+        "rate": rate,
+        "scheduled": scheduled,
+        "rate_achieved": round(requests / config["duration"], 1) if rate else None,
+        "kept_rate": requests >= KEPT_RATE * scheduled if rate else None,
         "ok": errors == 0 and requests > 0,
     }
 
@@ -406,14 +545,21 @@ def summary_line(record: dict) -> str:
         else ""
     )
     verdict = "all bytes verified" if record["ok"] else f"FAILED: {record['errors']} errors"
+    paced = ""
+    if record["rate"]:
+        kept = "kept" if record["kept_rate"] else "NOT KEPT"
+        paced = (
+            f" at {record['rate']:g}/s offered ({kept}: {record['requests']} of "
+            f"{record['scheduled']} scheduled)"
+        )
     if record["ok"] is False and record["first_error"]:
         verdict += f" (first: {record['first_error']})"
     return (
-        f"echo load {record['transport']} {record['connections']}x{record['size']} B: "
+        f"echo load {record['transport']} {record['connections']}x{record['size']} B{paced}: "
         f"{record['requests_per_s']:.0f} req/s, {record['mib_per_s']:.2f} MiB/s, "
         f"p50 {record['latency_us_p50']} µs p99 {record['latency_us_p99']} µs "
         f"p99.9 {record['latency_us_p999']} µs{server}, "
-        f"generator CPU {record['load_cpu_share']:.0%}"
+        f"{record['generator']} generator CPU {record['load_cpu_share']:.0%}"
         f"{' (SATURATED)' if record['load_saturated'] else ''}; {verdict}"
     )
 
@@ -428,6 +574,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=positive(int), required=True)
     parser.add_argument("--size", type=positive(int), required=True, help="bytes per message")
     parser.add_argument("--duration", type=positive(float), required=True, help="seconds")
+    parser.add_argument(
+        "--rate",
+        type=positive(float),
+        help="open loop: offered requests/s over all connections (default: closed loop)",
+    )
+    parser.add_argument(
+        "--generator",
+        choices=GENERATORS,
+        default="auto",
+        help="native (C, built on first use), python (uvloop), or auto: native where it "
+        "builds (default)",
+    )
     parser.add_argument("--udp", action="store_true", help="one datagram per request")
     parser.add_argument(
         "--processes", type=positive(int), default=1, help="generator processes (default 1)"
@@ -458,8 +616,15 @@ def main(argv: list[str] | None = None) -> int:
         "timeout": args.timeout,
         "seed": args.seed,
         "server_pid": args.server_pid,
+        "rate": args.rate,
+        "generator": args.generator,
     }
-    record = run_load(config)
+    if args.generator == "native" and args.udp:
+        parser.error("--generator native speaks TCP only; use --generator python for --udp")
+    try:
+        record = run_load(config)
+    except GeneratorUnavailable as error:
+        parser.error(str(error))
     return finish(record, args.json, summary_line(record))
 
 

@@ -1,0 +1,199 @@
+"""The echo load generators, native and Python: they catch bad servers, pace, and fall back.
+
+Every server here is a real process on loopback: the misbehaving ones are ``tests.broken_echo``
+(plain threads, no loop of the lab's), the faithful one is the ``selectors-floor`` anchor. The
+generator runs as a user runs it, ``python -m workloads.echo.load ... --json FILE``, and what
+is asserted comes from its record (counts, scheduled against completed requests), never from
+how long the test took.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from workloads.echo import loadgen
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERATORS = ("native", "python")
+
+
+@contextmanager
+def server(*command: str):
+    """A server process printing 'listening on HOST:PORT'; yields the port, kills it after."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", *command], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("listening on "), line
+        yield int(line.split()[-1].rsplit(":", 1)[1])
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+        process.stdout.close()
+
+
+def load(port: int, tmp_path: Path, *args: str, env: dict | None = None) -> dict:
+    """Run the load generator CLI; its record, with its exit status and output added."""
+    out = tmp_path / "load.json"
+    out.unlink(missing_ok=True)
+    command = [sys.executable, "-m", "workloads.echo.load", "--port", str(port)]
+    command += ["--timeout", "5", "--json", str(out), *args]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, timeout=60)
+    assert out.exists(), done.stdout + done.stderr
+    record = json.loads(out.read_text())
+    record.update(returncode=done.returncode, stdout=done.stdout, stderr=done.stderr)
+    return record
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    """The native generator is built once here, so a compile error fails loudly, not silently."""
+    binary, why = loadgen.build()
+    assert binary is not None, why
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("generator", GENERATORS)
+@pytest.mark.parametrize(
+    ("mode", "kind"),
+    [("flip", "corrupt"), ("extra", "corrupt"), ("drop", "missing"), ("reset", "missing")],
+)
+def test_a_broken_server_fails_the_run(generator, mode, kind, tmp_path):
+    """One bad connection among ten, after some good echoes: the run fails and says what."""
+    with server("tests.broken_echo", mode, "--after", "5000") as port:
+        args = ("--connections", "10", "--size", "1000", "--duration", "0.5")
+        record = load(port, tmp_path, *args, "--generator", generator)
+    assert record["generator"] == generator
+    assert record["returncode"] == 1, record["stdout"] + record["stderr"]
+    assert not record["ok"]
+    assert record[kind] == 1 and record["errors"] == 1, record
+    assert record["requests"] >= 5, "the other connections went on being served"
+    assert "FAILED" in record["stdout"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_pacing_holds_the_offered_rate_on_a_server_that_sustains_it(generator, tmp_path):
+    """1 000 requests/s over 10 connections for 1 s: every scheduled request, no more."""
+    with server("workloads.echo.native", "selectors-floor", "--port", "0") as port:
+        args = ("--connections", "10", "--size", "512", "--duration", "1", "--rate", "1000")
+        record = load(port, tmp_path, *args, "--generator", generator)
+    assert record["returncode"] == 0 and record["ok"], record["stdout"] + record["stderr"]
+    assert record["generator"] == generator and record["rate"] == 1000
+    # Slots (i + 10k)/1000 s for connection i, within 1 s: exactly 100 per connection.
+    assert record["scheduled"] == 1000
+    assert record["requests"] == record["scheduled"], "open loop sends what it scheduled"
+    assert record["kept_rate"] is True
+    assert record["rate_achieved"] == pytest.approx(1000)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_a_server_that_falls_behind_shows_it_in_the_record(generator, tmp_path):
+    """5 ms per echo cannot keep 1 000/s on one connection: the rate is not kept, and latency
+    counts from the scheduled time, so the queue shows: the k-th echo, scheduled at k ms, comes
+    back no sooner than 5k ms."""
+    with server("tests.broken_echo", "slow", "--delay", "0.005") as port:
+        args = ("--connections", "1", "--size", "100", "--duration", "0.5", "--rate", "1000")
+        record = load(port, tmp_path, *args, "--generator", generator)
+    assert record["ok"], record["stdout"] + record["stderr"]
+    assert record["scheduled"] == 500
+    assert record["requests"] < 0.95 * record["scheduled"]
+    assert record["kept_rate"] is False
+    assert "NOT KEPT" in record["stdout"]
+    last = record["requests"] - 1
+    assert record["latency_us_max"] >= 4 * last * 1000 * 0.99  # hdr keeps 3 digits
+
+
+def _path_without(program: str, tmp_path: Path) -> str:
+    """PATH with every directory holding `program` replaced by a copy without it."""
+    parts = []
+    for index, directory in enumerate(os.environ.get("PATH", "").split(os.pathsep)):
+        if directory and (Path(directory) / program).exists():
+            masked = tmp_path / f"path{index}"
+            masked.mkdir()
+            for entry in Path(directory).iterdir():
+                if entry.name != program:
+                    (masked / entry.name).symlink_to(entry)
+            directory = str(masked)
+        parts.append(directory)
+    return os.pathsep.join(parts)
+
+
+@pytest.mark.timeout(60)
+def test_without_a_compiler_the_python_generator_runs_and_says_so(tmp_path):
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env["PATH"] = _path_without("cc", tmp_path)
+    check = subprocess.run(["sh", "-c", "command -v cc"], env=env, capture_output=True)
+    assert check.returncode != 0, "cc is still on the PATH"
+    with server("workloads.echo.native", "selectors-floor", "--port", "0") as port:
+        args = ("--connections", "4", "--size", "1024", "--duration", "0.3")
+        record = load(port, tmp_path, *args, env=env)
+        assert record["returncode"] == 0 and record["ok"], record["stdout"] + record["stderr"]
+        assert record["generator"] == "python" and record["load_loop"] == "uvloop"
+        assert "no C compiler" in record["generator_note"]
+        notes = [line for line in record["stderr"].splitlines() if "Python generator" in line]
+        assert len(notes) == 1 and "no C compiler (cc) on PATH" in notes[0]
+
+        # Asked for by name, the native generator is a usage error instead.
+        done = subprocess.run(
+            [sys.executable, "-m", "workloads.echo.load", "--port", str(port), "--connections",
+             "1", "--size", "1", "--duration", "0.1", "--generator", "native"],
+            cwd=ROOT, capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 2 and "no C compiler" in done.stderr
+    assert not (tmp_path / "cache" / "event-loop-lab").exists() or not any(
+        (tmp_path / "cache" / "event-loop-lab").glob("loadgen-*")
+    )
+
+
+def test_a_compile_error_falls_back_with_the_compilers_first_line(tmp_path, monkeypatch):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "cc").write_text("#!/bin/sh\necho 'fatal error: no headers here' >&2\nexit 1\n")
+    (fake / "cc").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    binary, why = loadgen.build()
+    assert binary is None
+    assert why == "cc failed on loadgen.c: fatal error: no headers here"
+    assert not list((tmp_path / "cache" / "event-loop-lab").glob("*")), "no half-built file left"
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_the_build_is_cached_outside_the_source_tree_by_source_hash(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first, why = loadgen.build()
+    assert first is not None, why
+    assert first.parent == tmp_path / "event-loop-lab"
+    stamp = first.stat().st_mtime_ns
+    again, _ = loadgen.build()
+    assert again == first and again.stat().st_mtime_ns == stamp, "rebuilt although unchanged"
+    edited = tmp_path / "loadgen.c"
+    edited.write_text(loadgen.SOURCE.read_text() + "\n/* an edit */\n")
+    monkeypatch.setattr(loadgen, "SOURCE", edited)
+    rebuilt, _ = loadgen.build()
+    assert rebuilt is not None and rebuilt != first
+
+
+@pytest.mark.timeout(60)
+def test_the_yardstick_command_prints_both_costs(tmp_path):
+    """`python -m workloads.echo.loadgen --serve` runs both clients and prints their ratio."""
+    done = subprocess.run(
+        [sys.executable, "-m", "workloads.echo.loadgen", "--serve", "--connections", "10",
+         "--duration", "0.3", "--rounds", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "generator (every byte verified)" in done.stdout
+    assert "minimal C ping-pong client" in done.stdout
+    assert " x" in done.stdout.splitlines()[-1]
