@@ -485,15 +485,13 @@ def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
         }
         if not record["kept_rate"]:
             figures["invalid"] = (
-                f"server did not keep the offered rate ({requests:,} of "
-                f"{record['scheduled']:,} scheduled requests"
+                f"server could not keep the rate ({requests:,} of {record['scheduled']:,} "
+                "scheduled requests"
             )
             share = record.get("server_cpu_share")
             if share is not None and share < IDLE_SHARE:
                 # Not too slow, it waited: on a shared machine, other processes held a core.
-                figures["invalid"] += (
-                    f", busy {share:.0%} of the time: a stall on a busy machine, not a slow server"
-                )
+                figures["invalid"] += f", busy {share:.0%} of the time: a stall, not a slow server"
             figures["invalid"] += ")"
     return figures | {
         "requests_per_s": record["requests_per_s"],
