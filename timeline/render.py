@@ -206,7 +206,15 @@ def report(
         groups.setdefault((record["scenario"], record["style"]), []).append(record)
     commits = sorted({r["commit"] for r in records})
     pythons = sorted({r["python"] for r in records})
-    lines += [f"Commit {', '.join(commits)}; Python {', '.join(pythons)}.", ""]
+    cpus = sorted({r.get("cpu", "unknown") for r in records})
+    libraries = sorted(
+        {f"{k} {v}" for r in records for k, v in r.get("libraries", {}).items() if v}
+    )
+    lines += [
+        f"Commit {', '.join(commits)}; Python {', '.join(pythons)}; {', '.join(cpus)}; "
+        f"{', '.join(libraries)}.",
+        "",
+    ]
     if failures:
         lines += ["Not recorded (the run failed; the rest of the report is unaffected):", ""]
         lines += [f"- `{name}`: {reason}" for name, reason in sorted(failures.items())]
