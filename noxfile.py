@@ -41,6 +41,8 @@ def bench(session: nox.Session) -> None:
     """Measure the quick matrix (-- --full, --loop NAME, --workload NAME) and render reports/."""
     _install(session, "bench")
     session.run("python", "-m", "bench", "run", *session.posargs)
+    # The cost anatomy (syscalls and user/system CPU per echo request); about 4 s per row.
+    session.run("python", "-m", "bench", "anatomy", success_codes=[0, 1])
     session.run("python", "-m", "bench", "report")
 
 

@@ -2,6 +2,7 @@
 
 Options: ``--loop NAME`` (repeatable) narrows to variants; ``--matrix PATH`` writes the
 properties-by-variant table (``nox -s conformance`` passes ``reports/conformance.md``);
+``--soak full`` runs the soak at full size (a million echoes, 100 000 tasks per case).
 ``--trace-tasks`` plays every scenario with the timelines' tracer wrapping each task and
 callback (timeline/tracer.py), which must change nothing: the suite passes the same.
 """
@@ -25,6 +26,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         metavar="NAME",
         help="run only this variant (repeatable); an unknown name is an error",
+    )
+    group.addoption(
+        "--soak",
+        choices=("ci", "full"),
+        default="ci",
+        help="soak size (conformance/test_faults_soak.py): ci (default) or full, a million "
+        "echo requests and 100 000 tasks per case",
     )
     group.addoption(
         "--matrix",
