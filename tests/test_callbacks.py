@@ -21,7 +21,7 @@ import pytest
 
 import loops
 from loops.callbacks import readiness
-from loops.callbacks.reactor import Reactor
+from loops.callbacks.reactor import Loop
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -38,7 +38,7 @@ def poller(request, monkeypatch):
 
 @pytest.fixture
 def loop(poller):
-    reactor = Reactor()
+    reactor = Loop()
     yield reactor
     reactor.close()
 
@@ -47,7 +47,7 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def run_one_iteration(loop: Reactor) -> None:
+def run_one_iteration(loop: Loop) -> None:
     """stop() first: run_forever then runs exactly one iteration, as asyncio's does."""
     loop.stop()
     loop.run_forever()
@@ -56,7 +56,7 @@ def run_one_iteration(loop: Reactor) -> None:
 class RecordingPoller:
     """Stands in front of the loop's real poller and records each call made to it."""
 
-    def __init__(self, loop: Reactor, log: list) -> None:
+    def __init__(self, loop: Loop, log: list) -> None:
         self.real = loop._readiness.poller
         self.log = log
         loop._readiness.poller = self
@@ -319,7 +319,7 @@ def test_stop_before_run_forever_still_runs_one_iteration(loop):
     assert not loop.is_running()
 
 
-def runtime_errors_inside(loop: Reactor, *calls) -> list[str]:
+def runtime_errors_inside(loop: Loop, *calls) -> list[str]:
     """Make each call from a callback of the running loop; the RuntimeErrors' messages."""
     errors = []
 
@@ -337,7 +337,7 @@ def runtime_errors_inside(loop: Reactor, *calls) -> list[str]:
 
 
 def test_run_forever_inside_a_running_loop_is_a_clear_error(loop):
-    other = Reactor()
+    other = Loop()
     try:
         errors = runtime_errors_inside(loop, loop.run_forever, other.run_forever)
     finally:
@@ -369,8 +369,8 @@ def test_a_reader_and_a_writer_share_one_registration_changed_by_modify(loop):
 
         loop.add_reader(a, on_readable)
         loop.add_writer(a.fileno(), on_writable)  # an int fd and the socket are one fd
-        reader, writer, _ = loop._readiness.registrations[a.fileno()]
-        assert reader is not None and writer is not None
+        record = loop._readiness.records[a.fileno()]
+        assert record.reader is not None and record.writer is not None
         run_one_iteration(loop)
         assert sorted(fired) == ["read", "write"]
         in_, out = select.POLLIN, select.POLLOUT
@@ -378,7 +378,7 @@ def test_a_reader_and_a_writer_share_one_registration_changed_by_modify(loop):
             [("register", in_), ("modify", in_ | out), ("modify", out), ("unregister",)],
             [("register", in_), ("modify", in_ | out), ("modify", in_), ("unregister",)],
         )
-        assert a.fileno() not in loop._readiness.registrations
+        assert a.fileno() not in loop._readiness.records
 
 
 def test_replacing_a_reader_cancels_the_old_handle_without_reregistering(loop):
@@ -408,7 +408,7 @@ def test_removing_a_reader_cancels_a_readiness_callback_already_queued(loop):
         b.send(b"z")
         run_one_iteration(loop)
         assert fired in (["a"], ["b"])
-        assert len(loop._readiness.registrations) == 2  # the wake-up socket and the survivor
+        assert len(loop._readiness.records) == 2  # the wake-up socket and the survivor
         assert loop.remove_reader(a) != loop.remove_reader(b)
 
 
@@ -418,7 +418,7 @@ def test_remove_reader_finds_a_socket_already_closed(loop):
         loop.add_reader(a, noop)
         a.close()  # the wrong order, but common: the loop must still let go of it
         assert loop.remove_reader(a) is True
-        assert set(loop._readiness.registrations) == {loop._wake_receiver.fileno()}
+        assert set(loop._readiness.records) == {loop._wake_reader.fileno()}
 
 
 def test_an_fd_closed_without_remove_and_reused_by_a_new_socket_still_works(loop):
@@ -442,7 +442,7 @@ def test_an_fd_closed_without_remove_and_reused_by_a_new_socket_still_works(loop
 
 def test_1000_sockets_opened_registered_and_closed_leave_no_fd_and_no_registration(poller):
     before = open_fds()
-    loop = Reactor()
+    loop = Loop()
     own_fds = open_fds() - before  # the epoll fd and the wake-up socketpair
     pairs = [nonblocking_pair() for _ in range(500)]
     remaining = [len(pairs)]
@@ -466,11 +466,11 @@ def test_1000_sockets_opened_registered_and_closed_leave_no_fd_and_no_registrati
             loop.add_reader(a, noop)  # registered for both, so the writer is a modify
             loop.add_writer(a, on_writable, a, b)
             loop.add_reader(b, on_readable, a, b)
-        assert len(loop._readiness.registrations) == 1 + 2 * len(pairs)
+        assert len(loop._readiness.records) == 1 + 2 * len(pairs)
         loop.run_forever()
         assert remaining == [0]
         assert open_fds() == before + own_fds
-        assert set(loop._readiness.registrations) == {loop._wake_receiver.fileno()}
+        assert set(loop._readiness.records) == {loop._wake_reader.fileno()}
     finally:
         for a, b in pairs:
             a.close()
@@ -633,7 +633,7 @@ def test_run_in_thread_calls_back_on_the_loop_with_the_finished_future(loop):
 
 def test_close_joins_worker_threads_and_releases_every_fd(poller):
     before_fds, before_threads = open_fds(), threading.active_count()
-    loop = Reactor()
+    loop = Loop()
     loop.run_in_thread(time.sleep, 0.01, callback=noop)
     assert threading.active_count() == before_threads + 1
     loop.close()
@@ -645,7 +645,7 @@ def test_close_joins_worker_threads_and_releases_every_fd(poller):
 
 
 def test_close_is_idempotent_and_every_call_after_it_fails(poller):
-    loop = Reactor()
+    loop = Loop()
     loop.close()
     loop.close()
     assert loop.is_closed()
@@ -689,4 +689,4 @@ def test_bad_input_is_a_clear_error_and_schedules_nothing(loop):
     with pytest.raises(ValueError):
         loop.add_writer("not a file", noop)
     assert not loop._ready and not loop._timers
-    assert set(loop._readiness.registrations) == {loop._wake_receiver.fileno()}
+    assert set(loop._readiness.records) == {loop._wake_reader.fileno()}

@@ -23,7 +23,7 @@ import pytest
 import loops
 from loops.traps import api
 from loops.traps import api as co
-from loops.traps.kernel import COMPACT_MIN, Kernel, running_kernel
+from loops.traps.kernel import COMPACT_MIN_TIMERS, Loop, running_loop
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -40,7 +40,7 @@ class CountingPollerCalls:
 
     def __init__(self) -> None:
         self.calls: list[str] = []
-        kernel = running_kernel()
+        kernel = running_loop()
         self._poller = kernel._poller
         kernel._poller = self
 
@@ -139,7 +139,7 @@ def test_cancelling_a_task_already_scheduled_to_run_delivers_at_its_suspension_p
 def test_cancelling_a_reader_unregisters_its_fd_and_a_later_reader_gets_the_data():
     async def main():
         client, server = _pair()
-        kernel = running_kernel()
+        kernel = running_loop()
 
         async def read():
             return await co.recv(server, 100)
@@ -323,10 +323,10 @@ async def _value(x):
 
 
 def test_cancelled_timers_are_compacted_so_the_heap_stays_bounded():
-    n = 5 * COMPACT_MIN
+    n = 5 * COMPACT_MIN_TIMERS
 
     async def main():
-        kernel = running_kernel()
+        kernel = running_loop()
         peak = 0
         for _ in range(n):
             await co.timeout_after(60, _value(None))  # each leaves a cancelled timer behind
@@ -334,7 +334,7 @@ def test_cancelled_timers_are_compacted_so_the_heap_stays_bounded():
         return peak
 
     peak = co.run(main())
-    assert peak <= 2 * COMPACT_MIN + 2
+    assert peak <= 2 * COMPACT_MIN_TIMERS + 2
 
 
 def test_an_endless_sleep_waits_and_can_be_cancelled():
@@ -348,7 +348,7 @@ def test_an_endless_sleep_waits_and_can_be_cancelled():
     assert co.run(main()) is True
 
 
-def test_run_inside_a_running_kernel_is_a_runtime_error():
+def test_run_inside_a_running_loop_is_a_runtime_error():
     async def main():
         inner = _value(1)
         try:
@@ -404,7 +404,7 @@ def test_a_deadlock_is_a_clear_error_not_a_hang():
 
 
 def test_close_is_idempotent_and_run_after_close_fails():
-    kernel = Kernel()
+    kernel = Loop()
     assert kernel.run(_value(3)) == 3
     kernel.close()
     kernel.close()

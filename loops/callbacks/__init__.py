@@ -1,9 +1,9 @@
 """The callback-only reactor: ready queue, timer heap, selector readiness callbacks.
 
-Read ``reactor.py`` first (``Reactor._run_once`` is the whole loop), then ``handles.py``.
+Read ``reactor.py`` first (``Loop._run_once`` is the whole loop), then ``handles.py``.
 """
 
-from loops.callbacks.reactor import Reactor
+from loops.callbacks.reactor import Loop
 from loops.contract import EVERY_CAPABILITY, TASK_CAPABILITIES, Variant
 
 VARIANT = Variant(
@@ -15,5 +15,5 @@ VARIANT = Variant(
     ),
     # The callbacks style has no tasks, so the task properties have nothing to play.
     capabilities=EVERY_CAPABILITY - TASK_CAPABILITIES,
-    callbacks=Reactor,
+    callbacks=Loop,
 )

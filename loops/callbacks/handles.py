@@ -9,7 +9,7 @@ is the hottest line of the reactor), so a handle is only data plus ``cancel()``.
 Cancelling is lazy: the handle is marked and skipped when its turn comes, and its callback and
 arguments are dropped at once so a cancelled timer still sitting in the heap holds no memory
 but its own few slots. A cancelled timer tells its loop, which compacts the heap when cancelled
-timers dominate (asyncio's rule, see ``Reactor._timer_cancelled``).
+timers dominate (asyncio's rule, see ``Loop._timer_cancelled``).
 """
 
 from __future__ import annotations

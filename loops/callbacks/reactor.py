@@ -2,7 +2,7 @@
 
 The idea: every piece of work is a callback. ``call_soon`` queues a handle, ``call_later``
 pushes a timer handle on a heap, ``add_reader``/``add_writer`` keep a handle in the selector
-registration of an fd. One iteration of the loop (:meth:`Reactor._run_once`) waits on the
+registration of an fd. One iteration of the loop (:meth:`Loop._run_once`) waits on the
 selector no longer than the next timer allows, moves expired timers to the ready queue, and
 runs the batch of handles that was ready when it began. There are no futures and no tasks:
 state that a coroutine would keep on its stack lives in objects, as in the first fetcher of
@@ -34,38 +34,41 @@ from itertools import count
 from typing import Any
 
 from loops.callbacks.handles import Handle, TimerHandle
-from loops.callbacks.readiness import READER, WAKES_READER, WAKES_WRITER, WRITER, Readiness
+from loops.callbacks.readiness import READ, WAKES_READER, WAKES_WRITER, WRITE, Readiness
 
 logger = logging.getLogger(__name__)
 
 _MAX_SELECT_TIMEOUT = 24 * 3600.0  # epoll's millisecond timeout overflows for far timers
-_COMPACT_MIN_TIMERS = 100  # asyncio's rule: compact when more than 100 timers are in the heap
+# asyncio's compaction rule: rebuild the heap when it holds more than COMPACT_MIN_TIMERS
+# timers and more than COMPACT_CANCELLED_FRACTION of them are cancelled.
+COMPACT_MIN_TIMERS = 100
+COMPACT_CANCELLED_FRACTION = 0.5
 _CLOCK_RESOLUTION = time.get_clock_info("monotonic").resolution
 
 _monotonic = time.monotonic
 _heappush, _heappop = heapq.heappush, heapq.heappop
-_running = threading.local()  # .loop: the reactor running in this thread, to refuse nesting
+_running = threading.local()  # .loop: the loop running in this thread, to refuse nesting
 
 
-class Reactor:
+class Loop:
     """A callbacks-style event loop (asyncio's loop API without futures or tasks)."""
 
     def __init__(self) -> None:
         self._ready: collections.deque[Handle] = collections.deque()  # run next, FIFO
         self._timers: list[tuple[float, int, TimerHandle]] = []  # heap of (when, seq, handle)
-        self._timer_sequence = count()  # breaks deadline ties, so equal deadlines fire FIFO
+        self._timer_seq = count()  # breaks deadline ties, so equal deadlines fire FIFO
         self._cancelled_timers = 0  # cancelled handles still inside the heap
-        self._readiness = Readiness()  # fd -> [reader, writer, file], and its epoll set
+        self._readiness = Readiness()  # fd -> IORecord (its reader and writer), and the epoll set
         self._stopping = False  # stop() was called: finish this iteration, then return
         self._thread: int | None = None  # ident of the thread inside run_forever, else None
         self._closed = False
         self._exception_handler: Callable[[Any, dict], Any] | None = None  # None: log it
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # for run_in_thread
-        # A byte written to _wake_sender makes a blocked poll() return (for other threads).
-        self._wake_receiver, self._wake_sender = socket.socketpair()
-        self._wake_receiver.setblocking(False)
-        self._wake_sender.setblocking(False)
-        self._readiness.watch(self._wake_receiver, READER, Handle(self._drain_wakeups, ()))
+        # A byte written to _wake_writer makes a blocked poll() return (for other threads).
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        self._wake_reader.setblocking(False)
+        self._wake_writer.setblocking(False)
+        self._readiness.watch(self._wake_reader, READ, Handle(self._drain_wakeups, ()))
 
     # -- the run loop ---------------------------------------------------------------------
 
@@ -107,14 +110,17 @@ class Reactor:
             timeout = min(max(0.0, timers[0][0] - _monotonic()), _MAX_SELECT_TIMEOUT)
         else:
             timeout = -1
-        registrations = self._readiness.registrations
-        for fd, events in self._readiness.poller.poll(timeout, len(registrations)):
+        records = self._readiness.records
+        for fd, events in self._readiness.poller.poll(timeout, len(records)):
             try:
-                reader, writer, _ = registrations[fd]
-            except KeyError:
-                continue  # a closed fd whose file lives on in a dup: epoll still reports it
+                record = records[fd]
+            except KeyError:  # a closed fd whose file lives on in a dup: epoll still reports it
+                self._readiness.drop_ghosts()
+                continue
+            reader = record.reader
             if reader is not None and events & WAKES_READER:
                 ready.append(reader)
+            writer = record.writer
             if writer is not None and events & WAKES_WRITER:
                 ready.append(writer)
 
@@ -174,8 +180,8 @@ class Reactor:
         self._timers.clear()
         self._cancelled_timers = 0
         self._readiness.close()
-        self._wake_receiver.close()
-        self._wake_sender.close()
+        self._wake_reader.close()
+        self._wake_writer.close()
 
     def time(self) -> float:
         """The loop's clock: time.monotonic(), in seconds."""
@@ -241,7 +247,7 @@ class Reactor:
         if when != when:
             raise ValueError(f"{caller}() got a NaN time, which would never come")
         handle = TimerHandle(when, callback, args, self, context)
-        _heappush(self._timers, (when, next(self._timer_sequence), handle))
+        _heappush(self._timers, (when, next(self._timer_seq), handle))
         return handle
 
     def _timer_cancelled(self) -> None:
@@ -254,7 +260,10 @@ class Reactor:
         """
         self._cancelled_timers += 1
         timers = self._timers
-        if len(timers) > _COMPACT_MIN_TIMERS and self._cancelled_timers * 2 > len(timers):
+        heap_size = len(timers)
+        if heap_size > COMPACT_MIN_TIMERS and self._cancelled_timers > (
+            COMPACT_CANCELLED_FRACTION * heap_size
+        ):
             live = [entry for entry in timers if not entry[2]._cancelled]
             heapq.heapify(live)
             timers[:] = live  # in place: _run_once holds a reference to this list
@@ -264,26 +273,26 @@ class Reactor:
 
     def add_reader(self, fd: Any, callback: Callable[..., Any], *args: Any) -> None:
         """Call callback(*args) whenever fd is readable, until remove_reader(fd)."""
-        self._watch(fd, READER, callback, args)
+        self._watch(fd, READ, callback, args)
 
     def add_writer(self, fd: Any, callback: Callable[..., Any], *args: Any) -> None:
         """Call callback(*args) whenever fd is writable, until remove_writer(fd)."""
-        self._watch(fd, WRITER, callback, args)
+        self._watch(fd, WRITE, callback, args)
 
     def remove_reader(self, fd: Any) -> bool:
         """Stop watching fd for reading; True if it was watched."""
-        return not self._closed and self._readiness.unwatch(fd, READER)
+        return not self._closed and self._readiness.unwatch(fd, READ)
 
     def remove_writer(self, fd: Any) -> bool:
         """Stop watching fd for writing; True if it was watched."""
-        return not self._closed and self._readiness.unwatch(fd, WRITER)
+        return not self._closed and self._readiness.unwatch(fd, WRITE)
 
-    def _watch(self, fd: Any, slot: int, callback: Callable[..., Any], args: tuple) -> None:
+    def _watch(self, fd: Any, event: int, callback: Callable[..., Any], args: tuple) -> None:
         self._check_closed()
         if not callable(callback):
-            side = "reader" if slot == READER else "writer"
+            side = "reader" if event == READ else "writer"
             raise TypeError(f"add_{side}() needs a callable, got {callback!r}")
-        self._readiness.watch(fd, slot, Handle(callback, args))
+        self._readiness.watch(fd, event, Handle(callback, args))
 
     # -- threads --------------------------------------------------------------------------
 
@@ -327,11 +336,11 @@ class Reactor:
     def _wake(self) -> None:
         # OSError: the buffer is full, so a wake-up is already pending (or the loop closed).
         with contextlib.suppress(OSError):
-            self._wake_sender.send(b"\0")
+            self._wake_writer.send(b"\0")
 
     def _drain_wakeups(self) -> None:
         with contextlib.suppress(BlockingIOError, InterruptedError):
-            while self._wake_receiver.recv(4096):
+            while self._wake_reader.recv(4096):
                 pass
 
     # -- errors ---------------------------------------------------------------------------
@@ -395,7 +404,7 @@ class Reactor:
 
     def __repr__(self) -> str:
         return (
-            f"<Reactor running={self.is_running()} closed={self._closed} "
+            f"<Loop running={self.is_running()} closed={self._closed} "
             f"ready={len(self._ready)} timers={len(self._timers)}>"
         )
 

@@ -37,6 +37,10 @@ from loops.futures.futures import _PENDING, Future, Task, logger
 
 _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
+# Compaction: rebuild the heap when more than COMPACT_MIN_TIMERS of its timers are cancelled
+# and they are more than COMPACT_CANCELLED_FRACTION of it (asyncio counts the whole heap).
+COMPACT_MIN_TIMERS = 100
+COMPACT_CANCELLED_FRACTION = 0.5
 
 
 class _Running(threading.local):
@@ -66,20 +70,43 @@ class _Timer(Future):
 
     def cancel(self) -> bool:
         if Future.cancel(self):
-            self._loop._dead_timers += 1
+            self._loop._cancelled_timers += 1
             return True
         return False
 
 
-class _Interest:
-    """One registered socket: what the selector watches and who waits on it."""
+class _DeadlineTimer(_Timer):
+    """A timeout's timer: at its deadline it calls its callbacks at once, from the loop's
+    timer stage, instead of queueing them.
 
-    __slots__ = ("fd", "mask", "reader", "sock", "writer")
+    A timeout's callback cancels a task, which queues that task's wake-up; queued through the
+    ready queue first, the wake-up would come one iteration late, after any sleeper whose
+    deadline passed in the same poll, even a later one. Called from the timer stage, it
+    queues the wake-up in deadline order with the sleepers' (asyncio's timeout handle does
+    the same from its heap). The callbacks are the loop's own (api._Deadline), never a user's.
+    """
 
-    def __init__(self, fd: int, sock: socket.socket, mask: int) -> None:
+    __slots__ = ()
+
+    def _schedule_callbacks(self) -> None:
+        callbacks = self._callbacks
+        self._callbacks = []
+        for callback in callbacks:
+            callback(self)
+
+
+class IORecord:
+    """One registered socket: the events the selector watches and the futures waiting on them.
+
+    The same record, with the same fields, in every home-made loop.
+    """
+
+    __slots__ = ("events", "fd", "fileobj", "reader", "writer")
+
+    def __init__(self, fileobj: socket.socket, fd: int, events: int) -> None:
+        self.fileobj = weakref.ref(fileobj)  # a weakref to the socket: a dropped one must close
         self.fd = fd
-        self.sock = weakref.ref(sock)  # weak: a dropped socket must still close
-        self.mask = mask  # the events the selector watches for
+        self.events = events  # the events the selector watches for
         self.reader: Future | None = None  # completed when the socket is readable
         self.writer: Future | None = None  # completed when the socket is writable
 
@@ -90,13 +117,14 @@ class Loop:
     def __init__(self) -> None:
         self._ready: deque[tuple[Any, Any]] = deque()  # (callback, future) pairs, FIFO
         self._timers: list[list[Any]] = []  # heap of [deadline, sequence, _Timer]
-        self._dead_timers = 0  # cancelled timers still in the heap
-        self._sequence = itertools.count()  # breaks deadline ties first-scheduled-first
+        self._cancelled_timers = 0  # cancelled timers still in the heap
+        self._timer_seq = itertools.count()  # breaks deadline ties first-scheduled-first
         self._selector = selectors.DefaultSelector()
-        self._interests: dict[int, _Interest] = {}  # fd -> its registration and waiters
+        self._io: dict[int, IORecord] = {}  # fd -> its registration and waiters
         self._tasks: dict[Task, None] = {}  # unfinished tasks, in spawn order
         self._current: Task | None = None  # the task whose step is running
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
+        self._threads_running = 0  # run_in_thread calls whose outcome has not come back yet
         self._wake_reader, self._wake_writer = socket.socketpair()  # threads wake select()
         self._wake_reader.setblocking(False)
         self._wake_writer.setblocking(False)
@@ -130,36 +158,41 @@ class Loop:
             timeout = 0.0
         elif timers:
             timeout = timers[0][0] - monotonic()  # the selector treats <= 0 as a poll
-        else:
+        elif self._io or self._threads_running:
             timeout = None
+        else:
+            raise _deadlock()
         for key, events in self._selector.select(timeout):
-            interest = key.data
-            if interest is None:
+            record = key.data
+            if record is None:
                 self._drain_wakeups()
                 continue
             unwanted = 0
             if events & _READ:
-                waiter = interest.reader
+                waiter = record.reader
                 if waiter is not None and waiter._state is _PENDING:
-                    interest.reader = None
+                    record.reader = None
                     waiter.set_result(None)
                 else:
                     unwanted = _READ
             if events & _WRITE:
-                waiter = interest.writer
+                waiter = record.writer
                 if waiter is not None and waiter._state is _PENDING:
-                    interest.writer = None
+                    record.writer = None
                     waiter.set_result(None)
                 else:
                     unwanted |= _WRITE
             # (epoll reports a hang-up or error as both directions, watched or not.)
-            unwanted &= interest.mask
+            unwanted &= record.events
             if unwanted:
-                self._unwatch(interest, unwanted)
+                self._unwatch(record, unwanted)
 
         # Stage 2: expire timers: complete every timer future whose deadline has passed.
         if timers:
-            if self._dead_timers > 100 and self._dead_timers * 2 > len(timers):
+            cancelled = self._cancelled_timers
+            if cancelled > COMPACT_MIN_TIMERS and cancelled > (
+                COMPACT_CANCELLED_FRACTION * len(timers)
+            ):
                 self._compact_timers()
             now = monotonic()
             while timers and timers[0][0] <= now:
@@ -167,7 +200,7 @@ class Loop:
                 if timer._state is _PENDING:
                     timer.set_result(None)
                 else:
-                    self._dead_timers -= 1
+                    self._cancelled_timers -= 1
 
         # Stage 3: run ready: the batch queued so far; what it queues waits for the next turn.
         popleft = ready.popleft
@@ -187,19 +220,22 @@ class Loop:
     def time(self) -> float:
         return monotonic()
 
-    def timer(self, delay: float) -> Future:
-        """A future completed (with None) no earlier than delay seconds from now."""
+    def timer(self, delay: float, deadline: bool = False) -> Future:
+        """A future completed (with None) no earlier than delay seconds from now.
+
+        deadline=True: a timeout's timer, whose callbacks run from the timer stage (see
+        _DeadlineTimer).
+        """
         if delay != delay:
             raise ValueError("the delay is NaN: it would never fire, and break the heap's order")
-        timer = _Timer(self)
-        heappush(self._timers, [monotonic() + delay, next(self._sequence), timer])
+        timer = _DeadlineTimer(self) if deadline else _Timer(self)
+        heappush(self._timers, [monotonic() + delay, next(self._timer_seq), timer])
         return timer
 
     def _compact_timers(self) -> None:
-        # asyncio's rule: more than 100 timers, over half of them cancelled.
         self._timers[:] = [entry for entry in self._timers if entry[2]._state is _PENDING]
         heapify(self._timers)
-        self._dead_timers = 0
+        self._cancelled_timers = 0
 
     # -- sockets --------------------------------------------------------------------------
 
@@ -210,42 +246,73 @@ class Loop:
         mask already right and costs no system call.
         """
         fd = sock.fileno()
-        interest = self._interests.get(fd)
-        if interest is not None:
-            registered = interest.sock()
+        record = self._io.get(fd)
+        if record is not None:
+            registered = record.fileobj()
             if registered is not sock and (registered is None or registered.fileno() != fd):
                 # The fd number was closed and reused for a new socket: start afresh (the
                 # kernel dropped the old registration when the old socket closed).
-                self._forget(interest)
-                interest = None
-        if interest is None:
-            interest = self._interests[fd] = _Interest(fd, sock, event)
-            self._selector.register(fd, event, interest)
-        elif not interest.mask & event:
-            interest.mask |= event
-            self._selector.modify(fd, interest.mask, interest)
-        waiter = interest.reader if event == _READ else interest.writer
+                self._forget(record)
+                record = None
+        if record is None:
+            record = self._io[fd] = IORecord(sock, fd, event)
+            self._selector.register(fd, event, record)
+        elif not record.events & event:
+            record.events |= event
+            self._selector.modify(fd, record.events, record)
+        waiter = record.reader if event == _READ else record.writer
         if waiter is not None and waiter._state is _PENDING:
             direction = "read from" if event == _READ else "write to"
             raise RuntimeError(f"another task is already waiting to {direction} {sock!r}")
         waiter = Future(self)
         if event == _READ:
-            interest.reader = waiter
+            record.reader = waiter
         else:
-            interest.writer = waiter
+            record.writer = waiter
         return waiter
 
-    def _unwatch(self, interest: _Interest, events: int) -> None:
+    def _unwatch(self, record: IORecord, events: int) -> None:
         """Stop watching for events that were reported with nobody waiting for them."""
-        interest.mask &= ~events
-        if interest.mask:
-            self._selector.modify(interest.fd, interest.mask, interest)
+        sock = record.fileobj()
+        if sock is None or sock.fileno() != record.fd:
+            self._drop_ghost(record)
+            return
+        record.events &= ~events
+        if record.events:
+            self._selector.modify(record.fd, record.events, record)
         else:
-            self._forget(interest)
+            self._forget(record)
 
-    def _forget(self, interest: _Interest) -> None:
-        del self._interests[interest.fd]
-        self._selector.unregister(interest.fd)  # ignores a kernel registration already gone
+    def _drop_ghost(self, record: IORecord) -> None:
+        """Readiness for a socket closed since: drop it, on a fresh selector.
+
+        epoll registers a *file* under an fd number. When the number is closed while a dup
+        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
+        reporting it under the dead number, and no ``epoll_ctl`` can remove it any more (it
+        takes a live number; the selector swallows the error). Left alone it wakes every
+        select() at once, forever: 100 % CPU. Only a new epoll instance drops it: every live
+        registration moves over (one ``epoll_ctl`` each, once: this happens only when a
+        program closes a socket the loop still watches, behind a dup).
+        """
+        if self._io.get(record.fd) is not record:
+            return  # dropped by a rebuild earlier in this batch of events
+        del self._io[record.fd]
+        old, self._selector = self._selector, selectors.DefaultSelector()
+        old.close()
+        self._selector.register(self._wake_reader.fileno(), _READ, None)
+        for fd, live in list(self._io.items()):
+            sock = live.fileobj()
+            if sock is not None and sock.fileno() == fd:
+                self._selector.register(fd, live.events, live)
+            else:  # closed as well: whoever waits learns so from the next call
+                del self._io[fd]
+                for waiter in live.reader, live.writer:
+                    if waiter is not None and waiter._state is _PENDING:
+                        waiter.set_result(None)
+
+    def _forget(self, record: IORecord) -> None:
+        del self._io[record.fd]
+        self._selector.unregister(record.fd)  # ignores a kernel registration already gone
 
     # -- threads --------------------------------------------------------------------------
 
@@ -275,10 +342,15 @@ class Loop:
         work = self._executor.submit(fn, *args)
         # Cancelling the wait drops the work if no thread has started it yet.
         result.add_done_callback(lambda result: result.cancelled() and work.cancel())
+        self._threads_running += 1
         work.add_done_callback(
-            lambda work: self.call_soon_threadsafe(_copy_outcome, (work, result))
+            lambda work: self.call_soon_threadsafe(self._thread_finished, (work, result))
         )
         return result
+
+    def _thread_finished(self, pair: tuple[concurrent.futures.Future, Future]) -> None:
+        self._threads_running -= 1
+        _copy_outcome(pair)
 
     # -- errors ---------------------------------------------------------------------------
 
@@ -330,7 +402,7 @@ class Loop:
         self._wake_writer.close()
         self._ready.clear()
         self._timers.clear()
-        self._interests.clear()
+        self._io.clear()
 
     def is_closed(self) -> bool:
         return self._closed
@@ -346,3 +418,12 @@ def _copy_outcome(pair: tuple[concurrent.futures.Future, Future]) -> None:
         result.set_result(work.result())
     else:
         result.set_exception(error)
+
+
+def _deadlock() -> RuntimeError:
+    """Nothing ready, no timer, no socket watched, no thread at work: no task can ever wake
+    (the traps kernel's rule). Waiting in select() would hang the program."""
+    return RuntimeError(
+        "deadlock: every task waits, and nothing can wake one: no timer is set, no socket is "
+        "watched and no thread is working (a join or Queue wait that no task will end?)"
+    )

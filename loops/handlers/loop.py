@@ -26,12 +26,15 @@ import logging
 import os
 import select
 import socket
-import threading
 import time
 
 logger = logging.getLogger(__name__)
 
 FD_SETSIZE = 1024  # select()'s ceiling on Linux: fds at or above it cannot be watched
+# asyncio's compaction rule: rebuild the heap when it holds more than COMPACT_MIN_TIMERS
+# timers and more than COMPACT_CANCELLED_FRACTION of them are cancelled.
+COMPACT_MIN_TIMERS = 100
+COMPACT_CANCELLED_FRACTION = 0.5
 
 
 class Handle:
@@ -104,11 +107,12 @@ class EventHandler:
 class CallbackHandler(EventHandler):
     """A file descriptor watched through add_reader / add_writer."""
 
-    __slots__ = ("fd", "loop", "reader", "writer")
+    __slots__ = ("fd", "fileobj", "loop", "reader", "writer")
 
     def __init__(self, loop, fd):
         self.loop = loop
         self.fd = fd
+        self.fileobj = fd  # what the user passed (a socket, or the number itself)
         self.reader: Handle | None = None
         self.writer: Handle | None = None
 
@@ -180,10 +184,41 @@ def _is_open(fd):
 
 
 def _fileno(fd):
-    fd = fd if isinstance(fd, int) else fd.fileno()
+    if not isinstance(fd, int):
+        try:
+            fd = int(fd.fileno())
+        except (AttributeError, TypeError, ValueError):
+            raise ValueError(f"invalid file object {fd!r}: not an int, no fileno()") from None
     if fd < 0:
         raise ValueError(f"invalid file descriptor {fd}")
     return fd
+
+
+def _check_callable(callback, caller):
+    # Refused here, where the mistake is made, not when the loop calls it much later.
+    if not callable(callback):
+        raise TypeError(f"{caller}() needs a callable, got {callback!r}")
+
+
+def _check_when(when, caller):
+    # A deadline that is not a number would break the heap's comparisons on every later
+    # iteration, and a NaN one would compare false with everything: refuse both up front.
+    try:
+        when + 0.0
+    except TypeError:
+        raise TypeError(f"{caller}() needs a number of seconds, got {when!r}") from None
+    if when != when:
+        raise ValueError(f"{caller}() got NaN, a time that never comes")
+
+
+def _closed_since(fileobj, fd):
+    """True if the object watched under fd was closed since (its number may be reused)."""
+    if isinstance(fileobj, int):
+        return False
+    try:
+        return fileobj.fileno() != fd
+    except (OSError, ValueError):
+        return True
 
 
 class Loop:
@@ -194,14 +229,13 @@ class Loop:
         self._ready: collections.deque[Handle] = collections.deque()  # run in the next batch
         self._timers: list[TimerHandle] = []  # heap by (deadline, sequence)
         self._cancelled_timers = 0  # cancelled but still in the heap (dropped lazily)
-        self._sequence = 0  # tie-breaker: equal deadlines fire in scheduling order
+        self._timer_seq = 0  # tie-breaker: equal deadlines fire in scheduling order
         self._stopping = False
         self._running = False
         self._closed = False
         self._exception_handler = None
         self._wakeup = ThreadPoolHandler(self)
         self._handlers[self._wakeup.fileno()] = self._wakeup
-        self._owner_thread: int | None = None
 
     # -- time and scheduling ----------------------------------------------------------------
 
@@ -210,22 +244,27 @@ class Loop:
 
     def call_soon(self, callback, *args):
         self._check_open()
+        _check_callable(callback, "call_soon")
         handle = Handle(callback, args)
         self._ready.append(handle)
         return handle
 
     def call_later(self, delay, callback, *args):
+        _check_when(delay, "call_later")
         return self.call_at(self.time() + delay, callback, *args)
 
     def call_at(self, when, callback, *args):
         self._check_open()
-        self._sequence += 1
-        timer = TimerHandle(when, self._sequence, callback, args, self)
+        _check_when(when, "call_at")
+        _check_callable(callback, "call_at")
+        self._timer_seq += 1
+        timer = TimerHandle(when, self._timer_seq, callback, args, self)
         heapq.heappush(self._timers, timer)
         return timer
 
     def call_soon_threadsafe(self, callback, *args):
         self._check_open()
+        _check_callable(callback, "call_soon_threadsafe")
         handle = Handle(callback, args)
         self._ready.append(handle)  # deque.append is atomic; the byte wakes select()
         self._wakeup.wake()
@@ -233,32 +272,49 @@ class Loop:
 
     def run_in_thread(self, fn, *args, callback):
         self._check_open()
+        _check_callable(fn, "run_in_thread")
+        _check_callable(callback, "run_in_thread")
         self._wakeup.run(fn, args, callback)
 
     # -- handlers -----------------------------------------------------------------------------
 
-    def _handler_for(self, fd):
-        fd = _fileno(fd)
+    def _handler_for(self, fileobj):
+        fd = _fileno(fileobj)
         if fd >= FD_SETSIZE:
             raise ValueError(
                 f"fd {fd} is beyond select()'s ceiling of {FD_SETSIZE}: "
                 "the handlers loop cannot watch it (this is the lesson of this variant)"
             )
         handler = self._handlers.get(fd)
+        if isinstance(handler, CallbackHandler) and _closed_since(handler.fileobj, fd):
+            handler = None  # closed without remove_*: the number now names another file
         if handler is None:
             handler = self._handlers[fd] = CallbackHandler(self, fd)
+        handler.fileobj = fileobj
         return handler
 
     def add_reader(self, fd, callback, *args):
         self._check_open()
+        _check_callable(callback, "add_reader")
         self._handler_for(fd).reader = Handle(callback, args)
 
     def add_writer(self, fd, callback, *args):
         self._check_open()
+        _check_callable(callback, "add_writer")
         self._handler_for(fd).writer = Handle(callback, args)
 
+    def _find(self, fileobj):
+        try:
+            return _fileno(fileobj)
+        except ValueError:
+            # A socket closed before remove_reader has fileno() -1: find it by identity.
+            for fd, handler in self._handlers.items():
+                if getattr(handler, "fileobj", None) is fileobj:
+                    return fd
+            raise
+
     def _remove(self, fd, side):
-        handler = self._handlers.get(_fileno(fd))
+        handler = self._handlers.get(self._find(fd))
         if not isinstance(handler, CallbackHandler) or getattr(handler, side) is None:
             return False
         setattr(handler, side, None)
@@ -324,7 +380,6 @@ class Loop:
         if self._running:
             raise RuntimeError("this loop is already running")
         self._running = True
-        self._owner_thread = threading.get_ident()
         try:
             while not self._stopping:
                 self._run_once()
@@ -361,7 +416,10 @@ class Loop:
 
         # Stage 2: move due timers to the ready queue; compact when cancellations dominate.
         timers = self._timers
-        if len(timers) > 100 and self._cancelled_timers * 2 > len(timers):
+        heap_size = len(timers)
+        if heap_size > COMPACT_MIN_TIMERS and self._cancelled_timers > (
+            COMPACT_CANCELLED_FRACTION * heap_size
+        ):
             self._timers = timers = [t for t in timers if not t._cancelled]
             heapq.heapify(timers)
             self._cancelled_timers = 0

@@ -21,6 +21,8 @@ back into the task at the point where it yielded):
   ("park", waiters, seconds)  wait in the deque waiters until woken (True) or timed out (False)
   ("read", sock), ("write", sock)   wait until sock is readable / writable
   ("thread", fn, args)        run fn(*args) in a worker thread; get its result or its exception
+  ("deadline", seconds, d)    arm Deadline d on this task (it runs on next tick): when it
+                              passes, Expired(d) is thrown in wherever the task then waits
 
 What it builds on: ``selectors.DefaultSelector`` (epoll here) with registrations kept between
 waits, ``heapq`` for timers (cancelled lazily, compacted by asyncio's rule), a socketpair that
@@ -48,10 +50,12 @@ import types
 from collections import deque
 from time import monotonic
 
-COMPACT_MIN = 100  # asyncio's rule: rebuild the heap when over 100 entries and half cancelled
+# Compaction: rebuild the heap when more than COMPACT_MIN_TIMERS of its timers are cancelled
+# and they are more than COMPACT_CANCELLED_FRACTION of it (asyncio counts the whole heap).
+COMPACT_MIN_TIMERS = 100
+COMPACT_CANCELLED_FRACTION = 0.5
 MAX_BLOCK = 24 * 3600.0  # longest single select(), as asyncio: sleep(math.inf) must not overflow
 READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
-SOCK, FD, EVENTS, READER, WRITER = range(5)  # the slots of an I/O record, see Loop._io
 
 # What a task can drive: coroutines, and the @types.coroutine generators of .api (sleep, recv...)
 COROUTINE_TYPES = (types.CoroutineType, types.GeneratorType)
@@ -64,6 +68,29 @@ class CancelledError(BaseException):
 
     A BaseException (as asyncio's is), so that ``except Exception`` does not swallow it.
     """
+
+
+class Expired(CancelledError):
+    """Thrown into a task, where it waits, when a deadline it set has passed.
+
+    A CancelledError, so the work inside the timeout unwinds as if cancelled; ``deadline``
+    tells the ``timeout_after`` that armed it from an outer one's (see :mod:`.api`).
+    """
+
+    def __init__(self, deadline: Deadline) -> None:
+        super().__init__("deadline passed")
+        self.deadline = deadline
+
+
+class Deadline:
+    """A deadline a task armed on itself (``("deadline", seconds)``): its entry in the timer
+    heap, beside sleepers, so that it fires in deadline order with every other timer."""
+
+    __slots__ = ("entry", "task")
+
+    def __init__(self) -> None:
+        self.task: Task | None = None  # the task that armed it
+        self.entry: list | None = None  # [when, seq, self] while pending in the heap
 
 
 def running_loop() -> Loop:
@@ -118,6 +145,22 @@ class Task:
             sys.stderr.write(f"roundrobin: {self!r} failed and nobody joined it:\n{report}")
 
 
+class IORecord:
+    """One registered fd: the events the selector watches and the tasks waiting on them.
+
+    The same record, with the same fields, in every home-made loop.
+    """
+
+    __slots__ = ("events", "fd", "fileobj", "reader", "writer")
+
+    def __init__(self, fileobj, fd: int, events: int) -> None:
+        self.fileobj = fileobj  # the socket
+        self.fd = fd
+        self.events = events  # the events the selector watches for (READ, WRITE)
+        self.reader: Task | None = None  # the task waiting to read, if any
+        self.writer: Task | None = None  # the task waiting to write, if any
+
+
 class Loop:
     """One run of the scheduler: made by :func:`.api.run`, used once, then closed."""
 
@@ -126,18 +169,19 @@ class Loop:
         self._tasks: dict[Task, None] = {}  # every live task, in spawn order (for shutdown)
         self._timers: list[list] = []  # heap of [deadline, seq, task]; task None once cancelled
         self._cancelled_timers = 0  # heap entries whose task is None
-        self._seq = itertools.count()  # tie-breaker: equal deadlines fire in FIFO order
+        self._timer_seq = itertools.count()  # tie-breaker: equal deadlines fire in FIFO order
         self._selector = selectors.DefaultSelector()
-        # fd -> [sock, fd, events, reader, writer]: what the selector watches and for whom.
+        # fd -> IORecord: what the selector watches and for whom.
         # A task keeps its registration (Task.io) while it only passes checkpoints and waits
         # on the same socket again, as curio does: an echo loop costs no epoll_ctl per wait.
-        self._io: dict[int, list] = {}
-        self._wake_r, self._wake_w = socket.socketpair()  # worker threads write here
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
-        self._selector.register(self._wake_r, READ, None)
+        self._io: dict[int, IORecord] = {}
+        self._wake_reader, self._wake_writer = socket.socketpair()  # worker threads write here
+        self._wake_reader.setblocking(False)
+        self._wake_writer.setblocking(False)
+        self._selector.register(self._wake_reader, READ, None)
         self._threads_done: deque = deque()  # (task, future) pairs, appended by worker threads
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
+        self._threads_running = 0  # run_in_thread calls whose outcome has not come back yet
         self._closed = False
         self._handlers = {
             "yield": self._next_tick,
@@ -148,6 +192,7 @@ class Loop:
             "read": self._wait_io,
             "write": self._wait_io,
             "thread": self._thread,
+            "deadline": self._deadline,
         }
 
     time = staticmethod(monotonic)
@@ -166,7 +211,7 @@ class Loop:
         in_main_thread = threading.current_thread() is threading.main_thread()
         if in_main_thread:
             previous_wakeup_fd = signal.set_wakeup_fd(
-                self._wake_w.fileno(), warn_on_full_buffer=False
+                self._wake_writer.fileno(), warn_on_full_buffer=False
             )
         try:
             main = self.spawn(coro)
@@ -190,7 +235,7 @@ class Loop:
 
     def _run_until(self, finished) -> None:
         """The outer loop: one turn per tick until finished() says so."""
-        selector_select, timers, heappop = self._selector.select, self._timers, heapq.heappop
+        timers, heappop = self._timers, heapq.heappop
         handlers, refuse, finish = self._handlers, self._refuse, self._finish
         while not finished():
             # 1. Wait for I/O. Poll when something is runnable; otherwise block until the next
@@ -202,7 +247,9 @@ class Loop:
                     heappop(timers)
                     self._cancelled_timers -= 1
                 timeout = min(max(timers[0][0] - monotonic(), 0), MAX_BLOCK) if timers else None
-            for key, events in selector_select(timeout):
+                if timeout is None and not self._io and not self._threads_running:
+                    raise _deadlock()
+            for key, events in self._selector.select(timeout):  # (a new one after a ghost)
                 if key.data is None:
                     self._drain_wakeups()
                 else:
@@ -216,6 +263,9 @@ class Loop:
                 task = heappop(timers)[2]
                 if task is None:
                     self._cancelled_timers -= 1
+                    continue
+                if type(task) is Deadline:  # a timeout_after's: in deadline order with sleeps
+                    self._expire(task)
                     continue
                 task.timer = None
                 if task.waiting[0] == "park":  # a wait with a deadline: it timed out
@@ -275,22 +325,26 @@ class Loop:
 
     def _wait_io(self, task: Task, request: tuple) -> None:
         sock = request[1]
-        event, slot = (READ, READER) if request[0] == "read" else (WRITE, WRITER)
+        reading = request[0] == "read"
+        event = READ if reading else WRITE
         fd = sock.fileno()
         record = self._io.get(fd)
-        if record is not None and record[SOCK] is sock:
-            if record[slot] is not None:
-                raise RuntimeError(f"{record[slot]!r} is already waiting to {request[0]} {sock!r}")
-            if not record[EVENTS] & event:
-                record[EVENTS] |= event
-                self._selector.modify(fd, record[EVENTS], record)
+        if record is not None and record.fileobj is sock:
+            if (waiter := record.reader if reading else record.writer) is not None:
+                raise RuntimeError(f"{waiter!r} is already waiting to {request[0]} {sock!r}")
+            if not record.events & event:
+                record.events |= event
+                self._selector.modify(fd, record.events, record)
         else:
             if record is not None:  # fd reused by a new socket: the old registration is stale
                 self._forget(record)
-            record = [sock, fd, event, None, None]
+            record = IORecord(sock, fd, event)
             self._selector.register(fd, event, record)
             self._io[fd] = record
-        record[slot] = task
+        if reading:
+            record.reader = task
+        else:
+            record.writer = task
         task.waiting = request
         task.waited_on = record
         if task.io is None:  # else it is this very registration, kept (see _settle_io)
@@ -300,6 +354,7 @@ class Loop:
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="roundrobin")
         future = self._pool.submit(request[1], *request[2])
+        self._threads_running += 1
         task.waiting = request
         task.waited_on = future
         future.add_done_callback(lambda done: self._thread_finished(task, done))
@@ -339,7 +394,7 @@ class Loop:
             self._set_timer(task, seconds)
 
     def _set_timer(self, task: Task, seconds: float) -> None:
-        entry = [monotonic() + seconds, next(self._seq), task]
+        entry = [monotonic() + seconds, next(self._timer_seq), task]
         heapq.heappush(self._timers, entry)
         task.timer = entry
 
@@ -349,8 +404,9 @@ class Loop:
             task.timer[2] = None  # lazy cancellation: the heap entry is skipped when it surfaces
             task.timer = None
             self._cancelled_timers += 1
-            if self._cancelled_timers > COMPACT_MIN and 2 * self._cancelled_timers > len(
-                self._timers
+            cancelled = self._cancelled_timers
+            if cancelled > COMPACT_MIN_TIMERS and cancelled > (
+                COMPACT_CANCELLED_FRACTION * len(self._timers)
             ):
                 self._timers[:] = [entry for entry in self._timers if entry[2] is not None]
                 heapq.heapify(self._timers)
@@ -364,16 +420,39 @@ class Loop:
         for _ in range(len(waiters) if count is None else min(count, len(waiters))):
             self._resume(waiters.popleft(), True)
 
-    def _deliver_cancel(self, target: Task) -> None:
-        """CancelledError for target at its suspension point: unblock it if it is blocked."""
-        target.throw = CancelledError()
+    def _deadline(self, task: Task, request: tuple) -> None:
+        _, seconds, deadline = request
+        deadline.task = task
+        deadline.entry = [monotonic() + seconds, next(self._timer_seq), deadline]
+        heapq.heappush(self._timers, deadline.entry)
+        self._runnable.append(task)
+
+    def clear_deadline(self, deadline: Deadline) -> None:
+        """Disarm a deadline that has not passed (lazily: its heap entry is skipped later)."""
+        if deadline.entry is not None:
+            deadline.entry[2] = None
+            deadline.entry = None
+            self._cancelled_timers += 1
+
+    def _expire(self, deadline: Deadline) -> None:
+        deadline.entry = None
+        task = deadline.task
+        if not task.done and task.throw is None:  # a cancellation on its way wins
+            self._deliver_cancel(task, Expired(deadline))
+
+    def _deliver_cancel(self, target: Task, error: CancelledError | None = None) -> None:
+        """CancelledError (or Expired) for target at its suspension point: unblock it."""
+        target.throw = CancelledError() if error is None else error
         if target.waiting is None:
             return  # runnable (or running): the error goes in at its next resume
         kind, waited_on = target.waiting[0], target.waited_on
         if kind in ("park", "join", "cancel"):
             waited_on.remove(target)
         elif kind in ("read", "write"):
-            waited_on[READER if kind == "read" else WRITER] = None
+            if kind == "read":
+                waited_on.reader = None
+            else:
+                waited_on.writer = None
             self._release_io(target)
         elif kind == "thread":
             waited_on.cancel()  # stops it if not started; a running thread finishes unheard
@@ -388,60 +467,99 @@ class Loop:
             self._release_io(task)
         self.wake(task.joiners)
 
-    def _io_ready(self, record: list, events: int) -> None:
+    def _io_ready(self, record: IORecord, events: int) -> None:
         """Wake the waiters of a ready fd; narrow the registration where nobody waits."""
-        events &= record[EVENTS]  # epoll reports errors as both directions
+        events &= record.events  # epoll reports errors as both directions
         if events & READ:
-            self._io_ready_for(record, READ, READER)
+            task = record.reader
+            if task is not None:
+                record.reader = None
+                self._resume(task, None)
+            elif record.fileobj.fileno() != record.fd:  # reported although closed: a ghost
+                self._drop_ghost(record)
+                return
+            else:  # its task is busy elsewhere: stop the selector reporting it over and over
+                self._narrow(record, READ)
         if events & WRITE:
-            self._io_ready_for(record, WRITE, WRITER)
-
-    def _io_ready_for(self, record: list, event: int, slot: int) -> None:
-        task = record[slot]
-        if task is not None:
-            record[slot] = None
-            self._resume(task, None)
-        else:  # its task is busy elsewhere: stop the selector reporting it over and over
-            self._narrow(record, event)
+            task = record.writer
+            if task is not None:
+                record.writer = None
+                self._resume(task, None)
+            elif record.fileobj.fileno() != record.fd:
+                self._drop_ghost(record)
+            else:
+                self._narrow(record, WRITE)
 
     def _settle_io(self, task: Task, request: tuple) -> None:
         """Keep the task's registration if it waits on the same socket and event again."""
         record, event = task.io
-        if request[0] != ("read" if event == READ else "write") or request[1] is not record[SOCK]:
+        if request[0] != ("read" if event == READ else "write") or request[1] is not record.fileobj:
             self._release_io(task)
 
     def _release_io(self, task: Task) -> None:
         record, event = task.io
         task.io = None
-        slot = READER if event == READ else WRITER
+        waiter = record.reader if event == READ else record.writer
         # Unless the fd went to a new socket, someone else waits, or it was narrowed already.
-        if self._io.get(record[FD]) is record and record[EVENTS] & event and not record[slot]:
+        if self._io.get(record.fd) is record and record.events & event and not waiter:
+            if record.fileobj.fileno() != record.fd:
+                # Closed by its task: left as it is, so that if a dup keeps the file open,
+                # its readiness still reaches _io_ready (and _drop_ghost) instead of being
+                # swallowed by the selector. Otherwise the kernel forgot it already, and the
+                # fd's next socket replaces the record.
+                return
             self._narrow(record, event)
 
-    def _narrow(self, record: list, event: int) -> None:
-        record[EVENTS] &= ~event
-        if not record[EVENTS]:
+    def _narrow(self, record: IORecord, event: int) -> None:
+        record.events &= ~event
+        if not record.events:
             self._forget(record)
             return
         try:
-            self._selector.modify(record[FD], record[EVENTS], record)
+            self._selector.modify(record.fd, record.events, record)
         except OSError:  # the socket was closed under us; the selector has dropped it
-            del self._io[record[FD]]
+            del self._io[record.fd]
 
-    def _forget(self, record: list) -> None:
-        self._selector.unregister(record[FD])  # the selector ignores an fd closed meanwhile
-        del self._io[record[FD]]
+    def _drop_ghost(self, record: IORecord) -> None:
+        """Readiness for a socket closed since: drop it, on a fresh selector.
+
+        epoll registers a *file* under an fd number. When the number is closed while a dup
+        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
+        reporting it under the dead number, and no ``epoll_ctl`` can remove it any more (it
+        takes a live number; the selector swallows the error). Left alone it wakes every
+        select() at once, forever: 100 % CPU. Only a new epoll instance drops it: every live
+        registration moves over (one ``epoll_ctl`` each, once: this happens only when a
+        program closes a socket the loop still watches, behind a dup).
+        """
+        if self._io.get(record.fd) is not record:
+            return  # dropped by a rebuild earlier in this batch of events
+        del self._io[record.fd]
+        old, self._selector = self._selector, selectors.DefaultSelector()
+        old.close()
+        self._selector.register(self._wake_reader, READ, None)
+        for fd, live in list(self._io.items()):
+            if live.fileobj.fileno() == fd:
+                self._selector.register(fd, live.events, live)
+                continue
+            del self._io[fd]  # closed as well: whoever waits learns so from the next call
+            for task in live.reader, live.writer:
+                if task is not None:
+                    self._resume(task, None)
+
+    def _forget(self, record: IORecord) -> None:
+        self._selector.unregister(record.fd)  # the selector ignores an fd closed meanwhile
+        del self._io[record.fd]
 
     def _thread_finished(self, task: Task, future: concurrent.futures.Future) -> None:
         """(in the worker thread) Hand the outcome to the loop and wake it."""
         self._threads_done.append((task, future))
         # OSError: the buffer is full (a wake-up is pending anyway) or the loop has closed.
         with contextlib.suppress(OSError):
-            self._wake_w.send(b"\0")
+            self._wake_writer.send(b"\0")
 
     def _drain_wakeups(self) -> None:
         try:
-            while self._wake_r.recv(4096):
+            while self._wake_reader.recv(4096):
                 pass
         except BlockingIOError:
             pass
@@ -449,6 +567,7 @@ class Loop:
     def _collect_threads(self) -> None:
         while self._threads_done:
             task, future = self._threads_done.popleft()
+            self._threads_running -= 1
             if task.waited_on is not future:
                 continue  # cancelled while the thread ran: nobody wants the outcome
             error = future.exception()
@@ -477,7 +596,16 @@ class Loop:
         if self._pool is not None:
             self._pool.shutdown(wait=True)  # before the wake-up socket goes: they write to it
         self._selector.close()
-        self._wake_r.close()
-        self._wake_w.close()
+        self._wake_reader.close()
+        self._wake_writer.close()
         self._io.clear()
         self._timers.clear()
+
+
+def _deadlock() -> RuntimeError:
+    """Nothing runnable, no timer, no socket watched, no thread at work: no task can ever wake
+    (the traps kernel's rule). Waiting in select() would hang the program."""
+    return RuntimeError(
+        "deadlock: every task waits, and nothing can wake one: no timer is set, no socket is "
+        "watched and no thread is working (a join or Queue wait that no task will end?)"
+    )

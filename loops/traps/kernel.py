@@ -55,13 +55,12 @@ from loops.traps.task import (
 from loops.traps.traps import cancel
 
 SUSPEND = object()  # a trap handler's answer meaning: the task waits, resume it later
-COMPACT_MIN = 100  # asyncio's rule: rebuild the heap when over this many timers...
-COMPACT_FRACTION = 0.5  # ...and more than this fraction of them are cancelled
+# Compaction: rebuild the heap when more than COMPACT_MIN_TIMERS of its timers are cancelled
+# and they are more than COMPACT_CANCELLED_FRACTION of it (asyncio counts the whole heap).
+COMPACT_MIN_TIMERS = 100
+COMPACT_CANCELLED_FRACTION = 0.5
 MAX_WAIT = 24 * 3600.0  # the longest single poll (asyncio's cap): epoll refuses huge timeouts
 
-# A watched fd's slot, a list so that a wait is a store and never an epoll_ctl call:
-MASK, READER, WRITER, SOCK, FD = range(5)
-# [poll bits registered (IN, OUT), task waiting to read or None, ...to write or None, socket, fd]
 # Any bit but "writable" (data, EOF, an error, a hang-up) reaches a reader, any bit but
 # "readable" reaches a writer: the way selectors reports them too.
 WAKES_READER, WAKES_WRITER = ~OUT, ~IN
@@ -70,8 +69,25 @@ WAKES_READER, WAKES_WRITER = ~OUT, ~IN
 log = logging.getLogger(__name__)
 
 
+class IORecord:
+    """One watched fd, kept across waits: the events registered and the tasks waiting on them.
+
+    Kept registered while its tasks come and go, so a wait is a store here and never an
+    epoll_ctl call. The same record, with the same fields, in every home-made loop.
+    """
+
+    __slots__ = ("events", "fd", "fileobj", "reader", "writer")
+
+    def __init__(self, fileobj: Any, fd: int, events: int) -> None:
+        self.fileobj = fileobj  # the socket
+        self.fd = fd
+        self.events = events  # the poll bits registered (IN, OUT)
+        self.reader: Task | None = None  # the task waiting to read, if any
+        self.writer: Task | None = None  # the task waiting to write, if any
+
+
 class _Running(threading.local):
-    kernel: Kernel | None = None  # the kernel running in this thread, if any
+    loop: Loop | None = None  # the kernel (Loop) running in this thread, if any
 
 
 _running = _Running()
@@ -79,20 +95,20 @@ _running = _Running()
 
 def now() -> float:
     """The running kernel's clock (time.monotonic), in seconds."""
-    if _running.kernel is None:
-        running_kernel()  # raises: no kernel runs in this thread
+    if _running.loop is None:
+        running_loop()  # raises: no kernel runs in this thread
     return time.monotonic()
 
 
-def running_kernel() -> Kernel:
+def running_loop() -> Loop:
     """The kernel running in this thread, or RuntimeError outside of run()."""
-    kernel = _running.kernel
+    kernel = _running.loop
     if kernel is None:
         raise RuntimeError("no traps kernel is running in this thread (call this inside run())")
     return kernel
 
 
-class Kernel:
+class Loop:
     """Runs coroutines as tasks; every blocking operation reaches it as a trap."""
 
     def __init__(self) -> None:
@@ -105,12 +121,12 @@ class Kernel:
         self._timeouts: dict[int, Task] = {}  # seq -> task with a timeout_after armed
         self._timer_seq = itertools.count()  # the next seq
         self._poller = new_poller()  # epoll on Linux
-        self._io: dict[int, list] = {}  # fd -> its slot (see MASK...FD above)
+        self._io: dict[int, IORecord] = {}  # fd -> its IORecord
         self._tasks: set[Task] = set()  # every task not yet DONE
         self._unseen_failures: dict[Task, None] = {}  # failed tasks nobody joined (yet)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # for run_in_thread
         self._wake_pair: tuple[socket.socket, socket.socket] | None = None  # threads wake us
-        self._wake_slot: list | None = None  # the slot of the wake-up socket's read end
+        self._wake_record: IORecord | None = None  # the wake-up socket's read end
         self._thread_results: collections.deque = collections.deque()  # (task, future) done
         self._closed = False
         # The trap table: request name -> handler(task, request) -> answer or SUSPEND.
@@ -160,7 +176,7 @@ class Kernel:
         """
         if self._closed:
             return
-        if _running.kernel is self:
+        if _running.loop is self:
             raise RuntimeError("cannot close the traps kernel from inside a task")
         try:
             while self._tasks:
@@ -191,11 +207,11 @@ class Kernel:
 
     def _run_until(self, main: Task) -> None:
         _check_not_running()
-        _running.kernel = self
+        _running.loop = self
         try:
             self._loop(main)
         finally:
-            _running.kernel = None
+            _running.loop = None
 
     def _loop(self, main: Task) -> None:
         # Everything the loop touches per switch is bound to a local name once.
@@ -227,25 +243,29 @@ class Kernel:
             else:
                 raise _deadlock(main)
             for fd, bits in ready_fds:
-                slot = watched[fd]
-                if bits & WAKES_READER and slot[MASK] & IN:
-                    task = slot[READER]
+                record = watched.get(fd)
+                if record is None:  # a closed fd's file, kept open by a dup: see _drop_ghosts
+                    self._drop_ghosts()
+                    poll = self._poller.poll
+                    continue
+                if bits & WAKES_READER and record.events & IN:
+                    task = record.reader
                     if task is not None:
-                        slot[READER] = None
+                        record.reader = None
                         task.state = ready_state
                         ready_push(task)
-                    elif slot is self._wake_slot:
+                    elif record is self._wake_record:
                         self._collect_thread_results()
                     else:  # nobody reads this fd any more: stop watching it
-                        self._unwatch(slot, IN)
-                if bits & WAKES_WRITER and slot[MASK] & OUT:
-                    task = slot[WRITER]
+                        self._unwatch(record, IN)
+                if bits & WAKES_WRITER and record.events & OUT:
+                    task = record.writer
                     if task is not None:
-                        slot[WRITER] = None
+                        record.writer = None
                         task.state = ready_state
                         ready_push(task)
                     else:
-                        self._unwatch(slot, OUT)
+                        self._unwatch(record, OUT)
 
             # ---- stage 2: expire timers
             if timers:
@@ -260,7 +280,9 @@ class Kernel:
                         self._expire(timeouts.pop(seq), seq)
                     # else: cancelled earlier, dropped here
                 cancelled = len(timers) - len(sleepers) - len(timeouts)
-                if cancelled > COMPACT_MIN and cancelled > COMPACT_FRACTION * len(timers):
+                if cancelled > COMPACT_MIN_TIMERS and cancelled > (
+                    COMPACT_CANCELLED_FRACTION * len(timers)
+                ):
                     self._compact_timers()
 
             # ---- stage 3: run the tasks that were ready when this stage began
@@ -339,6 +361,8 @@ class Kernel:
             return target.result
         if target is task:
             raise RuntimeError(f"{task!r} cannot join itself: it would wait forever")
+        if target not in self._tasks:
+            raise _not_ours(target, "join")
         self._wait_for_end(task, target, JOINING)
         return SUSPEND
 
@@ -350,6 +374,8 @@ class Kernel:
             return None
         if target is task:  # cancelling oneself: the cancellation arrives right here
             raise CancelledError()
+        if target not in self._tasks:
+            raise _not_ours(target, "cancel")
         if type(target.throw) is not CancelledError:  # unless a cancel is on its way already
             self._interrupt(target, CancelledError())
         self._wait_for_end(task, target, CANCELLING)
@@ -357,22 +383,24 @@ class Kernel:
 
     def _trap_io(self, task: Task, request: tuple) -> Any:
         name, sock = request
-        if name == "read":
-            role, bit, state = READER, IN, READING
-        else:
-            role, bit, state = WRITER, OUT, WRITING
+        reading = name == "read"
+        bit = IN if reading else OUT
         fd = sock.fileno()
-        slot = self._io.get(fd)
-        if slot is None or slot[SOCK] is not sock:  # first wait on it, or the fd was reused
-            slot = self._watch(fd, sock, bit)
-        elif slot[role] is not None:
-            raise RuntimeError(f"{slot[role]!r} is already waiting to {name} {sock!r}")
-        elif not slot[MASK] & bit:  # watched for the other direction only: add this one
-            slot[MASK] |= bit
-            self._poller.modify(fd, slot[MASK])
-        slot[role] = task
-        task.state = state
-        task.waiting_on = slot
+        record = self._io.get(fd)
+        if record is None or record.fileobj is not sock:  # first wait, or the fd was reused
+            record = self._watch(fd, sock, bit)
+        elif (waiter := record.reader if reading else record.writer) is not None:
+            raise RuntimeError(f"{waiter!r} is already waiting to {name} {sock!r}")
+        elif not record.events & bit:  # watched for the other direction only: add this one
+            record.events |= bit
+            self._poller.modify(fd, record.events)
+        if reading:
+            record.reader = task
+            task.state = READING
+        else:
+            record.writer = task
+            task.state = WRITING
+        task.waiting_on = record
         return SUSPEND
 
     def _trap_thread(self, task: Task, request: tuple) -> Any:
@@ -477,14 +505,14 @@ class Kernel:
         del self._sleepers[task.waiting_on]  # lazily: its heap entry goes when it surfaces
 
     def _unwait_reader(self, task: Task) -> None:
-        slot = task.waiting_on
-        slot[READER] = None
-        self._unwatch(slot, IN)
+        record = task.waiting_on
+        record.reader = None
+        self._unwatch(record, IN)
 
     def _unwait_writer(self, task: Task) -> None:
-        slot = task.waiting_on
-        slot[WRITER] = None
-        self._unwatch(slot, OUT)
+        record = task.waiting_on
+        record.writer = None
+        self._unwatch(record, OUT)
 
     def _unwait_joiner(self, task: Task) -> None:
         task.waiting_on.joiners.remove(task)
@@ -504,7 +532,7 @@ class Kernel:
 
     # ------------------------------------------------------------------ I/O readiness
 
-    def _watch(self, fd: int, sock: Any, bit: int) -> list:
+    def _watch(self, fd: int, sock: Any, bit: int) -> IORecord:
         if fd < 0:
             raise ValueError(f"cannot wait on a closed socket: {sock!r}")
         if fd in self._io:  # a closed socket's fd, now reused: forget the old registration
@@ -512,17 +540,39 @@ class Kernel:
             with contextlib.suppress(OSError):  # epoll dropped the closed file by itself
                 self._poller.unregister(fd)
         self._poller.register(fd, bit)
-        slot = self._io[fd] = [bit, None, None, sock, fd]
-        return slot
+        record = self._io[fd] = IORecord(sock, fd, bit)
+        return record
 
-    def _unwatch(self, slot: list, bit: int) -> None:
-        """Stop watching slot's fd for bit (nobody waits for it), unregistering if idle."""
-        fd = slot[FD]
-        slot[MASK] &= ~bit
+    def _drop_ghosts(self) -> None:
+        """Move every live registration to a fresh epoll instance, and close the old one.
+
+        epoll registers a *file* under an fd number. Once the number is closed while a dup
+        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
+        reporting it under the dead number, and nothing can unregister it: ``epoll_ctl`` takes
+        a live number. A readiness event for an fd the kernel no longer watches is that ghost;
+        left alone it wakes the poll at once, forever (100 % CPU). Only closing the epoll
+        instance drops it. Rare (a user closed a socket the kernel was watching, behind a
+        dup), so rebuilding costs one ``epoll_ctl`` per live fd, once.
+        """
+        old, self._poller = self._poller, new_poller()
+        for fd, record in list(self._io.items()):
+            if record.fileobj.fileno() == fd:
+                self._poller.register(fd, record.events)
+                continue
+            del self._io[fd]  # closed as well: its waiters learn so from their next call
+            for task in record.reader, record.writer:
+                if task is not None:
+                    self._make_ready(task)
+        old.close()
+
+    def _unwatch(self, record: IORecord, bit: int) -> None:
+        """Stop watching record's fd for bit (nobody waits for it), unregistering if idle."""
+        fd = record.fd
+        record.events &= ~bit
         # OSError: the socket was closed under us, and epoll dropped it by itself.
         with contextlib.suppress(OSError):
-            if slot[MASK]:
-                self._poller.modify(fd, slot[MASK])
+            if record.events:
+                self._poller.modify(fd, record.events)
                 return
             self._poller.unregister(fd)
         del self._io[fd]
@@ -535,7 +585,7 @@ class Kernel:
         reader.setblocking(False)
         writer.setblocking(False)
         self._wake_pair = (reader, writer)
-        self._wake_slot = self._watch(reader.fileno(), reader, IN)
+        self._wake_record = self._watch(reader.fileno(), reader, IN)
 
     def _thread_finished(self, task: Task, future: concurrent.futures.Future) -> None:
         # Runs in the worker thread: only a deque append (atomic) and a wake-up byte.
@@ -571,12 +621,17 @@ async def _cancel_all(tasks: list[Task]) -> None:
 
 
 def _check_not_running() -> None:
-    if _running.kernel is not None:
+    if _running.loop is not None:
         raise RuntimeError("run() cannot be called from a running loop (await instead)")
 
 
 def _not_a_task(obj: Any, verb: str) -> TypeError:
     return TypeError(f"{verb}() needs a task returned by spawn(), got {obj!r}")
+
+
+def _not_ours(task: Task, verb: str) -> RuntimeError:
+    # Its wake-ups would go to another kernel's ready queue, from another thread: refuse.
+    return RuntimeError(f"{verb}(): {task!r} belongs to another loop (spawned by another run)")
 
 
 def _deadlock(main: Task) -> RuntimeError:

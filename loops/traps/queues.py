@@ -14,7 +14,7 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-from loops.traps.kernel import running_kernel
+from loops.traps.kernel import running_loop
 from loops.traps.traps import park, wake
 
 
@@ -65,7 +65,7 @@ class Queue:
             raise ValueError("task_done() called more times than items were put")
         self._unfinished -= 1
         if not self._unfinished and self._joiners:
-            running_kernel().wake_all(self._joiners)
+            running_loop().wake_all(self._joiners)
 
     async def join(self) -> None:
         """Wait until every item put has been marked done with task_done()."""

@@ -5,7 +5,7 @@ see a task only as a handle to pass to ``join`` and ``cancel``. The fields are s
 the kernel touches them on every switch.
 
 ``state`` says what the task is doing, and ``waiting_on`` holds the one object that state
-refers to (the timer seq of a sleep, the I/O slot of a read or write, the task being
+refers to (the timer seq of a sleep, the I/O record of a read or write, the task being
 joined, the wait queue a task is parked on, the future of a thread call). That pair is all the
 kernel needs to undo a wait when it cancels a task, with no per-wait closure.
 """
@@ -39,8 +39,8 @@ class Expired(CancelledError):
 # Task states. Strings, so that a task's repr and a debugger show them plainly.
 READY = "ready"  # on the ready queue, or running
 SLEEPING = "sleeping"  # waiting for a timer; waiting_on is the timer's seq
-READING = "reading"  # waiting for readability; waiting_on is the fd's I/O slot
-WRITING = "writing"  # waiting for writability; waiting_on is the fd's I/O slot
+READING = "reading"  # waiting for readability; waiting_on is the fd's I/O record
+WRITING = "writing"  # waiting for writability; waiting_on is the fd's I/O record
 JOINING = "joining"  # waiting for a task to end, for its result; waiting_on is that task
 CANCELLING = "cancelling"  # waiting for a task it cancelled to end; waiting_on is that task
 PARKED = "parked"  # waiting in a wait queue (Queue); waiting_on is the deque
