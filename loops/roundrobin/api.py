@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import types
+import weakref
 from collections import deque
 from socket import SO_ERROR, SOL_SOCKET
 
@@ -188,9 +189,42 @@ def _io(direction: str, sock, call, *args):
             yield (direction, sock)
 
 
+# Speed trick, fenced here: the fds whose last recv came back short. A short read means the
+# kernel handed over everything it had, so the next recv on that socket would most likely fail
+# with EAGAIN (a request/response peer answers only after our reply): a syscall and a
+# BlockingIOError, after a checkpoint tick during which the fd may be reported ready with
+# nobody waiting (the loop then narrows its registration, and the wait registers it again:
+# two epoll_ctl). A drained socket waits for readiness at once instead: the wait is the
+# checkpoint, and the registration is in place when the data comes. A recv that fills its
+# buffer puts the socket back on the optimistic path (a stream has more queued). Waiting first
+# is always correct (level-triggered readiness: data already there wakes us at once). Keyed by
+# fd for a cheap lookup, holding a weak reference so that a socket reusing a closed socket's fd
+# starts optimistic and no socket is kept alive. Measured (echo, 1 KiB x 100 connections): the
+# folder README has the figures and the command.
+_drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came back short
+
+
+@types.coroutine
 def recv(sock, n: int):
     """Receive up to n bytes; b'' at end of stream."""
-    return _io("read", sock, sock.recv, n)
+    check_nonblocking(sock)
+    fd = sock.fileno()
+    drained = _drained.get(fd)
+    if drained is not None and drained() is sock:  # emptied last time: wait first (_drained)
+        yield ("read", sock)
+    else:
+        yield _NEXT_TICK
+    while True:
+        try:
+            data = sock.recv(n)
+        except BlockingIOError:
+            yield ("read", sock)
+            continue
+        if len(data) < n:
+            _drained[fd] = weakref.ref(sock)
+        elif drained is not None:
+            _drained.pop(fd, None)
+        return data
 
 
 def recvfrom(sock, n: int):
