@@ -134,3 +134,7 @@ def section(root: Path = ROOT) -> list[str]:
         )
         lines.append("")
     return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(section()))

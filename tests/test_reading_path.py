@@ -7,7 +7,9 @@ that must hold. These tests run them as a reader would, in a fresh interpreter.
 """
 
 import ast
+import builtins
 import doctest
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -129,3 +131,65 @@ def test_the_primer_runs_as_a_script():
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "examples hold" in done.stdout
+
+
+# -- loops/README.md: the reading order and the concept table ------------------------------
+
+
+def concept_table() -> tuple[list[str], list[list[str]]]:
+    """The loops named in the table's header, and its rows of cells."""
+    text = (ROOT / "loops" / "README.md").read_text()
+    body = text.split("<!-- concepts:start -->")[1].split("<!-- concepts:end -->")[0]
+    lines = [line.strip().strip("|") for line in body.strip().splitlines()]
+    header, *rows = [[cell.strip() for cell in line.split("|")] for line in lines]
+    return header[1:], rows[1:]  # rows[0] is the |---| line
+
+
+def test_the_reading_order_names_every_home_made_loop_and_the_top_readme_points_to_it():
+    text = (ROOT / "loops" / "README.md").read_text()
+    order = text.split("## The order")[1].split("## One concept")[0]
+    for name in HOME_MADE:
+        assert f"[`{name}`]({name}/)" in order
+    assert "floor.py" in order and "primer.py" in order
+    top = (ROOT / "README.md").read_text()
+    start_here = top.split("## Start here")[1].split("\n## ")[0]
+    assert "loops/README.md" in start_here
+    for name in HOME_MADE:
+        assert f"`{name}`" in start_here
+
+
+def test_every_name_in_the_concept_table_is_in_that_loops_code():
+    columns, rows = concept_table()
+    assert sorted(columns) == HOME_MADE
+    for concept, *cells in rows:
+        assert len(cells) == len(columns), f"row {concept!r} has {len(cells)} cells"
+        for name, cell in zip(columns, cells, strict=True):
+            folder = ROOT / "loops" / name
+            essence_row = concept.startswith("essence")
+            files = [p for p in folder.glob("*.py") if essence_row or p.name != "essence.py"]
+            source = "\n".join(path.read_text() for path in files)
+            for ref in re.findall(r"`([^`]+)`", cell):
+                if ref.endswith(".py"):
+                    assert (folder / ref).is_file(), f"{concept}, {name}: no file {ref}"
+                    continue
+                for word in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", ref):
+                    assert re.search(rf"\b{word}\b", source), f"{concept}, {name}: no {word}"
+
+
+@pytest.mark.parametrize("name", sorted(DEMO_SAYS))
+def test_the_folder_readme_starts_from_the_essence_and_names_real_things(name):
+    """Each README opens with its essence, then lists what the full loop adds, naming where."""
+    folder = ROOT / "loops" / name
+    text = (folder / "README.md").read_text()
+    _title, opening, *_ = text.split("\n\n")
+    assert opening.startswith("**Start with [`essence.py`](essence.py)**")
+    assert "**What the full loop adds, and why:**" in text
+    adds = text.split("**What the full loop adds, and why:**")[1].split("\n\n")[0]
+    source = "\n".join(p.read_text() for p in folder.glob("*.py") if p.name != "essence.py")
+    for ref in re.findall(r"`([^`]+)`", adds):
+        if ref.endswith((".py", ".toml")):
+            path = ROOT / ref if "/" in ref else folder / ref
+            assert path.is_file(), f"{name}/README.md names a missing {ref}"
+        elif re.fullmatch(r"[A-Za-z_][\w.]*(\(\))?", ref) and ref not in dir(builtins):
+            for word in re.findall(r"\w+", ref):
+                assert re.search(rf"\b{word}\b", source), f"{name}/README.md: no {word}"
