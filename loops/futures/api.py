@@ -17,6 +17,7 @@ import contextlib
 import os
 import socket
 import types
+import weakref
 from collections.abc import Coroutine, Generator
 from selectors import EVENT_READ, EVENT_WRITE
 from typing import Any
@@ -236,9 +237,38 @@ def _retry(sock: socket.socket, event: int, call: Any, *args: Any) -> Generator[
         yield from get_running_loop().wait(sock, event)
 
 
+# Speed trick, fenced here: the fds whose last recv came back short. A short read means the
+# kernel handed over everything it had, so the next recv on that socket would most likely fail
+# with EAGAIN (a request/response peer answers only after our reply): that costs a syscall and
+# a BlockingIOError per request. A drained socket waits for readiness first instead; a recv that
+# fills its buffer puts the socket back on the optimistic path (a stream has more queued).
+# Waiting first is always correct (level-triggered readiness: data already there wakes us at
+# once). Keyed by fd for a cheap lookup, holding a weak reference so that a socket reusing a
+# closed socket's fd starts optimistic and no socket is kept alive. Measured (echo, 1 KiB x
+# 100 connections): one failed recv per request before, none after; the folder README has
+# the figures and the command.
+_drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came back short
+
+
+@types.coroutine
 def recv(sock: socket.socket, n: int) -> Generator[Any, Any, bytes]:
     """Receive up to n bytes; b'' at end of stream."""
-    return _retry(sock, EVENT_READ, sock.recv, n)
+    check_nonblocking(sock)
+    fd = sock.fileno()
+    drained = _drained.get(fd)
+    if drained is not None and drained() is sock:  # emptied last time: wait first (_drained)
+        yield from get_running_loop().wait(sock, EVENT_READ)
+    while True:
+        try:
+            data = sock.recv(n)
+        except BlockingIOError:
+            yield from get_running_loop().wait(sock, EVENT_READ)
+            continue
+        if len(data) < n:
+            _drained[fd] = weakref.ref(sock)
+        elif drained is not None:
+            _drained.pop(fd, None)
+        return data
 
 
 def recvfrom(sock: socket.socket, n: int) -> Generator[Any, Any, tuple[bytes, Any]]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import types
+import weakref
 from collections import deque
 from socket import SO_ERROR, SOL_SOCKET
 
@@ -63,9 +64,21 @@ def now() -> float:
     return running_loop().time()
 
 
+def _check_seconds(seconds, caller: str) -> None:
+    """Refuse a delay that is not a number, or NaN, before any state changes (a NaN deadline
+    would sit in the heap comparing false with everything)."""
+    try:
+        seconds + 0.0
+    except TypeError:
+        raise TypeError(f"{caller}() needs a number of seconds, got {seconds!r}") from None
+    if seconds != seconds:
+        raise ValueError(f"{caller}(nan): a delay must be a number of seconds")
+
+
 @types.coroutine
 def sleep(seconds: float):
     """Suspend the calling task for at least seconds (0 or less: until the next tick)."""
+    _check_seconds(seconds, "sleep")
     if seconds > 0:
         yield ("sleep", seconds)
     else:
@@ -84,6 +97,9 @@ async def spawn(coro) -> Task:
 def _check_task(task) -> None:
     if not isinstance(task, Task):
         raise TypeError(f"expected a task made by spawn(), got {task!r}")
+    if not task.done and task not in running_loop()._tasks:
+        # Its end would wake us on another loop's runnable list, from another thread.
+        raise RuntimeError(f"{task!r} belongs to another loop (spawned by another run)")
 
 
 @types.coroutine
@@ -114,6 +130,13 @@ def _park(waiters: deque, seconds: float | None = None):
 
 async def timeout_after(seconds: float | None, coro):
     """Run coro; if it has not ended after seconds, cancel it and raise TimeoutError."""
+    if seconds is not None:
+        try:
+            _check_seconds(seconds, "timeout_after")
+        except (TypeError, ValueError):
+            if hasattr(coro, "close"):
+                coro.close()  # it will never run: do not leave it to warn "never awaited"
+            raise
     child = await spawn(coro)
     try:
         await _park(child.joiners, seconds)
@@ -140,9 +163,42 @@ def _io(direction: str, sock, call, *args):
             yield (direction, sock)
 
 
+# Speed trick, fenced here: the fds whose last recv came back short. A short read means the
+# kernel handed over everything it had, so the next recv on that socket would most likely fail
+# with EAGAIN (a request/response peer answers only after our reply): a syscall and a
+# BlockingIOError, after a checkpoint tick during which the fd may be reported ready with
+# nobody waiting (the loop then narrows its registration, and the wait registers it again:
+# two epoll_ctl). A drained socket waits for readiness at once instead: the wait is the
+# checkpoint, and the registration is in place when the data comes. A recv that fills its
+# buffer puts the socket back on the optimistic path (a stream has more queued). Waiting first
+# is always correct (level-triggered readiness: data already there wakes us at once). Keyed by
+# fd for a cheap lookup, holding a weak reference so that a socket reusing a closed socket's fd
+# starts optimistic and no socket is kept alive. Measured (echo, 1 KiB x 100 connections): the
+# folder README has the figures and the command.
+_drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came back short
+
+
+@types.coroutine
 def recv(sock, n: int):
     """Receive up to n bytes; b'' at end of stream."""
-    return _io("read", sock, sock.recv, n)
+    check_nonblocking(sock)
+    fd = sock.fileno()
+    drained = _drained.get(fd)
+    if drained is not None and drained() is sock:  # emptied last time: wait first (_drained)
+        yield ("read", sock)
+    else:
+        yield _NEXT_TICK
+    while True:
+        try:
+            data = sock.recv(n)
+        except BlockingIOError:
+            yield ("read", sock)
+            continue
+        if len(data) < n:
+            _drained[fd] = weakref.ref(sock)
+        elif drained is not None:
+            _drained.pop(fd, None)
+        return data
 
 
 def recvfrom(sock, n: int):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +42,18 @@ from loops.traps.traps import (
 
 FAST_CALLS_PER_TURN = 16  # socket calls that may complete in a row before a forced yield
 _fast_calls = 0  # socket calls completed without waiting since a call last waited
+
+# Speed trick, fenced here: the fds whose last recv came back short. A short read means the
+# kernel handed over everything it had, so the next recv on that socket would most likely fail
+# with EAGAIN (a request/response peer answers only after our reply): that costs a syscall and
+# a BlockingIOError per request. A drained socket waits for readiness first instead; a recv that
+# fills its buffer puts the socket back on the optimistic path (a stream has more queued).
+# Waiting first is always correct (epoll is level-triggered: data already there wakes us at
+# once). Keyed by fd for a cheap lookup, holding a weak reference so that a socket reusing a
+# closed socket's fd starts optimistic and no socket is kept alive. Measured (echo, 1 KiB x
+# 100 connections): one failed recv per request before, none after; the folder README has
+# the figures and the command.
+_drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came back short
 
 __all__ = [
     "CancelledError",
@@ -100,6 +113,11 @@ async def recv(sock: socket.socket, n: int) -> bytes:
         check_nonblocking(sock)
     if _fast_calls >= FAST_CALLS_PER_TURN:
         await _yield_turn()
+    fd = sock.fileno()
+    drained = _drained.get(fd)
+    if drained is not None and drained() is sock:  # emptied last time: wait first (_drained)
+        _fast_calls = 0
+        await wait_readable(sock)
     while True:
         try:
             data = sock.recv(n)
@@ -108,6 +126,10 @@ async def recv(sock: socket.socket, n: int) -> bytes:
             await wait_readable(sock)
         else:
             _fast_calls += 1
+            if len(data) < n:
+                _drained[fd] = weakref.ref(sock)
+            elif drained is not None:
+                _drained.pop(fd, None)
             return data
 
 
