@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
@@ -177,3 +178,11 @@ def test_bench_anatomy_stores_a_row_and_the_report_renders_it(tmp_path: Path):
     assert "error" not in entry, entry
     assert entry["syscalls"]["send"] > 0.9 and entry["user_us"] > 0
     assert "| handlers · callbacks |" in "\n".join(anatomy.section(data))
+
+
+def test_cpu_is_the_schedulers_exact_total_split_by_the_tick_ratio():
+    user, system = anatomy.user_system((1.0, 100, 50), (1.9, 160, 80))
+    assert (user, system) == pytest.approx((0.6, 0.3))  # 0.9 s on CPU; 60 of 90 ticks user
+    assert anatomy.user_system((1.0, 7, 7), (1.0, 7, 7)) == (0.0, 0.0)
+    seconds, user_ticks, system_ticks = anatomy.cpu_times(os.getpid())
+    assert seconds > 0 and user_ticks >= 0 and system_ticks >= 0
