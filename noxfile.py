@@ -54,6 +54,20 @@ def report(session: nox.Session) -> None:
 
 
 @nox.session
+def timeline(session: nox.Session) -> None:
+    """Trace every variant on the same small programs; write reports/timelines.md and charts.
+
+    `-- --report` re-renders from the stored records only; `-- --loop NAME` (and --style,
+    --scenario) re-records just those runs before rendering.
+    """
+    _install(session, "timeline")
+    args = list(session.posargs)
+    if "--report" not in args:
+        session.run("python", "-m", "timeline", "--all", *args)
+    session.run("python", "-m", "timeline", "--report")
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """Check style with ruff."""
     _install(session, "lint")

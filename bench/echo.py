@@ -22,11 +22,11 @@ Two measures at every size and connection count:
   nearly as much per request as the fastest servers; a repetition in which the generator
   saturated its core is invalid, and the report gives both costs per request.
 
-The rate is chosen from data: :func:`offered_rate` is about half of the slowest row's
-closed-loop throughput in the stored quick run of this machine (asyncio · coroutines,
-~15 500 requests/s at 1 KiB × 100 connections; ~10 000 at 1 connection), so every loop and
-anchor can sustain it with room for a noisy neighbour; each table says what fraction of the
-slowest row's closed-loop figure from the same store it is.
+The rate is chosen from data, per session (:func:`prepare`): half the slowest valid row's
+closed-loop median at the same size and connection count, measured just before (the
+closed-loop points come first), so every loop and anchor can sustain it under the machine's
+load of the moment, with room for a noisy neighbour. Each table says the rate and where it
+came from; without a closed-loop figure a default applies (:func:`default_rate`).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ CLOSED_COLUMNS = (
     "mib_per_s",
     "latency_p50_ms",
     "latency_p99_ms",
-    "server_cpu_per_100k",
+    "server_cpu_us",
     "server_rss_mib",
     "peer_cpu_share",
     "peer_cpu_us",
@@ -119,18 +119,66 @@ CHARTS = (
 DETAIL = "generator"  # the column naming which load generator measured a row
 
 
-def offered_rate(size: int, connections: int) -> int:
-    """Requests/s offered at a point: about half the slowest row's closed-loop throughput.
+RATE_SHARE = 0.5  # the offered rate, as a share of the slowest row's closed-loop throughput
+# Where no closed-loop figure is stored: about half the slowest rows of a quiet quick run
+# (asyncio · coroutines, ~10 000 requests/s over one connection, ~15 500 over 100 at 1 KiB).
+DEFAULT_RATE = {1: 4000, "more": 8000}
+RATES: dict[str, tuple[int, str]] = {}  # paced point key -> (rate, why), set by prepare()
 
-    From the stored quick run (see the module docstring): the slowest rows serve ~10 000
-    requests/s over one connection and ~15 500 over 100 at 1 KiB. Bigger messages cost the
-    kernel more per request, so the rate comes down with the size (copying 100 KiB each way is
-    about 50 µs of memory traffic alone).
+
+def default_rate(size: int, connections: int) -> int:
+    """The offered rate without data: bigger messages cost the kernel more per request."""
+    base = DEFAULT_RATE[1] if connections == 1 else DEFAULT_RATE["more"]
+    return base if size <= 1024 else base // 2 if size <= 16384 else base // 5
+
+
+def slowest_closed(params: dict, stored_points: dict) -> tuple[float, str] | None:
+    """The slowest valid row's closed-loop median at this size and connection count."""
+    slowest = None
+    for point in stored_points.values():
+        other = point["params"]
+        if other.get("measure") is not None or (other["size"], other["connections"]) != (
+            params["size"],
+            params["connections"],
+        ):
+            continue
+        for entry in point["rows"].values():
+            summary = summarize(entry["reps"], METRICS)
+            stat = summary.stats.get("requests_per_s") if summary.status == "ok" else None
+            if stat is not None and (slowest is None or stat.median < slowest[0]):
+                label = entry["variant"] + (
+                    " (anchor)" if entry.get("anchor") else f" · {entry['style']}"
+                )
+                slowest = (stat.median, label)
+    return slowest
+
+
+def two_digits(value: float) -> int:
+    """Rounded down to two significant digits (2 437 -> 2 400)."""
+    step = 10 ** max(0, len(str(int(value))) - 2)
+    return max(1, int(value) // step * step)
+
+
+def prepare(point: Point, store) -> None:
+    """Before a paced point is measured: choose its rate from the closed-loop data stored.
+
+    The closed-loop points come first in the matrix, so in a full session the figures are
+    this session's, on this machine, under its present load: the rate is RATE_SHARE of the
+    slowest valid row's median, so every loop and anchor should sustain it.
     """
-    base = 4000 if connections == 1 else 8000
-    if size <= 1024:
-        return base
-    return base // 2 if size <= 16384 else base // 5
+    if point.args.get("measure") != PACED:
+        return
+    slowest = slowest_closed(point.args, store.data["points"])
+    if slowest is None:
+        rate = default_rate(point.args["size"], point.args["connections"])
+        why = "the default for this size and connection count: no closed-loop figure was stored"
+    else:
+        rate = two_digits(slowest[0] * RATE_SHARE)
+        why = (
+            f"{RATE_SHARE:.0%} of the slowest row's closed-loop median at this size and "
+            f"connection count when it was measured ({slowest[1]}, {slowest[0]:,.0f} requests/s)"
+        )
+    RATES[point.key] = (rate, why)
 
 
 DESCRIPTION = f"""\
@@ -212,7 +260,6 @@ def points(full: bool) -> list[Point]:
                 ("measure", PACED),
                 ("size", size),
                 ("connections", connections),
-                ("rate", offered_rate(size, connections)),
                 ("warmup_s", warmup),
                 ("duration_s", duration),
             ),
@@ -245,7 +292,7 @@ def point_title(params: dict) -> str:
     count = params["connections"]
     title = f"{size_text(params['size'])} messages, {count:,} connection{'s' * (count != 1)}"
     if params.get("measure") == PACED:
-        return f"Fixed offered load, {params['rate']:,} requests/s: {title}"
+        return f"Fixed offered load: {title}"
     return f"Closed loop, maximum throughput: {title}"
 
 
@@ -304,43 +351,30 @@ def paced_observations(rendered: list) -> list[str]:
 
 
 def point_notes(params: dict, stored_points: dict) -> list[str]:
-    """How a paced point's rate compares with the closed-loop figures stored beside it."""
+    """A paced point: the rate offered, and how it was chosen (from its repetitions)."""
     if params.get("measure") != PACED:
         return []
-    closed = next(
-        (
-            point
-            for point in stored_points.values()
-            if point["params"].get("measure") is None
-            and point["params"]["size"] == params["size"]
-            and point["params"]["connections"] == params["connections"]
-        ),
-        None,
+    point = next((p for p in stored_points.values() if p["params"] == params), None)
+    reps = [rep for entry in (point or {"rows": {}})["rows"].values() for rep in entry["reps"]]
+    chosen = sorted({(rep["rate"], rep.get("rate_basis", "")) for rep in reps if rep.get("rate")})
+    count = params["connections"]
+    spread = f"over {count:,} connection{'s' * (count != 1)}"
+    if not chosen:
+        return []
+    rates = "; ".join(
+        f"{rate:,.0f} requests/s" + (f" ({basis})" if basis else "") for rate, basis in chosen
     )
-    slowest = None
-    for entry in (closed or {"rows": {}})["rows"].values():
-        summary = summarize(entry["reps"], METRICS)
-        stat = summary.stats.get("requests_per_s") if summary.status == "ok" else None
-        if stat is not None and (slowest is None or stat.median < slowest[0]):
-            label = entry["variant"] + (
-                " (anchor)" if entry.get("anchor") else f" · {entry['style']}"
-            )
-            slowest = (stat.median, label)
-    how = (
-        f"*Offered load:* {params['rate']:,} requests/s over {params['connections']:,} "
-        f"connection{'s' * (params['connections'] != 1)}, every request scheduled and its "
-        "latency counted from its scheduled time; "
+    mixed = (
+        " Rows measured in different sessions were offered different rates; each ratio is "
+        "to asyncio at the same rate."
+        if len(chosen) > 1
+        else ""
     )
-    if slowest is None:
-        how += "no valid closed-loop figure is stored at this size and connection count to compare."
-    else:
-        how += (
-            f"that is {params['rate'] / slowest[0]:.0%} of the slowest valid row's closed-loop "
-            f"throughput stored at this size and connection count ({slowest[1]}, "
-            f"{slowest[0]:,.0f} requests/s). A row that completed fewer than 95% of the "
-            "scheduled requests could not keep the rate and has no figure."
-        )
-    return [how]
+    return [
+        f"*Offered load:* {rates}, {spread}, every request scheduled and its latency counted "
+        "from its scheduled time. A row whose server completed fewer than 95% of the scheduled "
+        f"requests could not keep the rate and has no figure.{mixed}"
+    ]
 
 
 def server_argv(row: Row) -> list[str]:
@@ -367,7 +401,7 @@ def load_argv(port: int, params: dict, duration: float, out: Path, server_pid: i
         str(out),
         "--server-pid",
         str(server_pid),
-        *(("--rate", str(params["rate"])) if params.get("measure") == PACED else ()),
+        *(("--rate", str(params["rate"])) if "rate" in params else ()),
     )
 
 
@@ -391,6 +425,12 @@ def run_load(argv: list[str], core, workdir: Path, name: str, timeout: float) ->
 def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
     """One repetition: fresh server, warm-up load, measured load, clean stop."""
     params = point.args
+    if params.get("measure") == PACED:
+        rate, basis = RATES.get(point.key) or (
+            default_rate(params["size"], params["connections"]),
+            "the default for this size and connection count",
+        )
+        params = params | {"rate": rate}
     warmup, duration = params["warmup_s"], params["duration_s"]
     timeout = duration + 60
     server = Child(
@@ -434,6 +474,7 @@ def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
     if params.get("measure") == PACED:
         figures |= {
             "rate": record["rate"],
+            "rate_basis": basis,
             "scheduled": record["scheduled"],
             "rate_achieved": record["rate_achieved"],
         }

@@ -87,6 +87,8 @@ def measure_point(job: Job, session: str, cores: Cores, full: bool, progress, ta
     reps: dict[Row, list[dict]] = {row: [] for row in job.rows}
     failed: set[Row] = set()
     total = job.point.repetitions
+    if hasattr(job.module, "prepare"):  # a workload settles a point's settings from data
+        job.module.prepare(job.point, job.store)
     for rep in range(total):
         shift = rep % len(job.rows)
         for row in job.rows[shift:] + job.rows[:shift]:

@@ -75,6 +75,7 @@ def paced_rep(server_us: float, kept: bool = True, share: float = 0.2) -> dict:
         "latency_p99_ms": 0.2,
         "latency_p999_ms": 0.5,
         "rate": 8000,
+        "rate_basis": "50% of the slowest row's closed-loop median (asyncio · coroutines)",
         "scheduled": 16000,
         "rate_achieved": 8000.0 if kept else 5000.0,
         "requests_per_s": 8000.0 if kept else 5000.0,
@@ -252,11 +253,14 @@ def test_fixed_offered_load_tables_show_cost_the_rate_and_who_could_not_keep_it(
     reports = tmp_path / "reports"
     report.render_all(results, reports)
     echo = (reports / "bench.md").read_text().split("## Echo")[1].split("## Sleep")[0]
-    paced = echo.split("### Fixed offered load, 8,000 requests/s: 1 KiB messages, 100 connections")
+    paced = echo.split("### Fixed offered load: 1 KiB messages, 100 connections")
     assert len(paced) == 2, "a fixed-offered-load section at 1 KiB x 100 connections"
     section = paced[1].split("\n### ")[0]
     assert "server CPU (µs / request) median [min–max]" in section
-    assert "of the slowest valid row's closed-loop throughput stored at this size" in section
+    assert (
+        "*Offered load:* 8,000 requests/s (50% of the slowest row's closed-loop median (asyncio "
+        "· coroutines)), over 100 connections, every request scheduled" in section
+    )
     callbacks = next(ln for ln in section.splitlines() if ln.startswith("| callbacks · callbacks"))
     assert "10.5 [10.0–11.0]" in callbacks and "×0.50" in callbacks and "native" in callbacks
     trio = next(ln for ln in section.splitlines() if ln.startswith("| trio · coroutines"))
@@ -267,6 +271,24 @@ def test_fixed_offered_load_tables_show_cost_the_rate_and_who_could_not_keep_it(
     asyncio_row = next(ln for ln in closed.splitlines() if ln.startswith("| asyncio · callbacks"))
     assert asyncio_row.rstrip(" |").rsplit("|", 2)[1].strip() == "python"
     assert "(charts/quick-echo-cost.png)" in echo
+
+
+def test_the_offered_rate_is_half_the_slowest_closed_loop_row_measured_before_it(results):
+    store = ResultStore.load(runner.results_path(results, "quick", "echo"), "echo", "quick")
+    paced = [p for p in echo.points(full=False) if p.args.get("measure") == "paced"]
+    assert paced and all("rate" not in p.args for p in paced), "the rate is chosen, not fixed"
+    for point in paced:
+        echo.prepare(point, store)
+        rate, why = echo.RATES[point.key]
+        # the fixture's slowest valid closed-loop row is the floor at 4 requests/s
+        assert rate == 2 and "(selectors-floor (anchor), 4 requests/s)" in why
+    empty = ResultStore.empty(results / "none.json", "echo", "quick")
+    echo.prepare(paced[-1], empty)
+    assert echo.RATES[paced[-1].key] == (
+        echo.default_rate(1024, 100),
+        "the default for this size and connection count: no closed-loop figure was stored",
+    )
+    assert [echo.two_digits(v) for v in (2437.9, 99.5, 7.2, 15562.1)] == [2400, 99, 7, 15000]
 
 
 def test_saturation_rule_uses_valid_repetitions_only():

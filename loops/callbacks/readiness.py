@@ -156,6 +156,28 @@ class Readiness:
         handle.cancel()  # it may already be in the ready queue for this iteration
         return True
 
+    def drop_ghosts(self) -> None:
+        """Move every live registration to a fresh poller, and close the old one.
+
+        epoll registers a *file* under an fd number. Once the number is closed while a dup
+        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
+        reporting it under the dead number, and nothing can unregister it: ``epoll_ctl`` takes
+        a live number. Readiness reported for an fd nobody watches is that ghost; left alone it
+        wakes every poll at once, forever (100 % CPU). Only closing the epoll instance drops
+        it. Rare (a program closed a watched fd behind a dup), so rebuilding costs one
+        ``epoll_ctl`` per live fd, once. Registrations whose file was closed too are dropped.
+        """
+        old, self.poller = self.poller, new_poller()
+        for fd, record in list(self.records.items()):
+            if _closed_since(record.fileobj, fd):
+                _cancel_handles(self.records.pop(fd))
+                continue
+            try:
+                self.poller.register(fd, record.events)
+            except OSError:  # a bare fd number, closed as well
+                _cancel_handles(self.records.pop(fd))
+        old.close()
+
     def close(self) -> None:
         """Close the poller; the records (and their handles) are dropped."""
         for record in self.records.values():

@@ -104,6 +104,7 @@ class Loop:
         self._tasks: dict[Task, None] = {}  # unfinished tasks, in spawn order
         self._current: Task | None = None  # the task whose step is running
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
+        self._threads_running = 0  # run_in_thread calls whose outcome has not come back yet
         self._wake_reader, self._wake_writer = socket.socketpair()  # threads wake select()
         self._wake_reader.setblocking(False)
         self._wake_writer.setblocking(False)
@@ -137,8 +138,10 @@ class Loop:
             timeout = 0.0
         elif timers:
             timeout = timers[0][0] - monotonic()  # the selector treats <= 0 as a poll
-        else:
+        elif self._io or self._threads_running:
             timeout = None
+        else:
+            raise _deadlock()
         for key, events in self._selector.select(timeout):
             record = key.data
             if record is None:
@@ -246,11 +249,42 @@ class Loop:
 
     def _unwatch(self, record: IORecord, events: int) -> None:
         """Stop watching for events that were reported with nobody waiting for them."""
+        sock = record.fileobj()
+        if sock is None or sock.fileno() != record.fd:
+            self._drop_ghost(record)
+            return
         record.events &= ~events
         if record.events:
             self._selector.modify(record.fd, record.events, record)
         else:
             self._forget(record)
+
+    def _drop_ghost(self, record: IORecord) -> None:
+        """Readiness for a socket closed since: drop it, on a fresh selector.
+
+        epoll registers a *file* under an fd number. When the number is closed while a dup
+        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
+        reporting it under the dead number, and no ``epoll_ctl`` can remove it any more (it
+        takes a live number; the selector swallows the error). Left alone it wakes every
+        select() at once, forever: 100 % CPU. Only a new epoll instance drops it: every live
+        registration moves over (one ``epoll_ctl`` each, once: this happens only when a
+        program closes a socket the loop still watches, behind a dup).
+        """
+        if self._io.get(record.fd) is not record:
+            return  # dropped by a rebuild earlier in this batch of events
+        del self._io[record.fd]
+        old, self._selector = self._selector, selectors.DefaultSelector()
+        old.close()
+        self._selector.register(self._wake_reader.fileno(), _READ, None)
+        for fd, live in list(self._io.items()):
+            sock = live.fileobj()
+            if sock is not None and sock.fileno() == fd:
+                self._selector.register(fd, live.events, live)
+            else:  # closed as well: whoever waits learns so from the next call
+                del self._io[fd]
+                for waiter in live.reader, live.writer:
+                    if waiter is not None and waiter._state is _PENDING:
+                        waiter.set_result(None)
 
     def _forget(self, record: IORecord) -> None:
         del self._io[record.fd]
@@ -284,10 +318,15 @@ class Loop:
         work = self._executor.submit(fn, *args)
         # Cancelling the wait drops the work if no thread has started it yet.
         result.add_done_callback(lambda result: result.cancelled() and work.cancel())
+        self._threads_running += 1
         work.add_done_callback(
-            lambda work: self.call_soon_threadsafe(_copy_outcome, (work, result))
+            lambda work: self.call_soon_threadsafe(self._thread_finished, (work, result))
         )
         return result
+
+    def _thread_finished(self, pair: tuple[concurrent.futures.Future, Future]) -> None:
+        self._threads_running -= 1
+        _copy_outcome(pair)
 
     # -- errors ---------------------------------------------------------------------------
 
@@ -355,3 +394,12 @@ def _copy_outcome(pair: tuple[concurrent.futures.Future, Future]) -> None:
         result.set_result(work.result())
     else:
         result.set_exception(error)
+
+
+def _deadlock() -> RuntimeError:
+    """Nothing ready, no timer, no socket watched, no thread at work: no task can ever wake
+    (the traps kernel's rule). Waiting in select() would hang the program."""
+    return RuntimeError(
+        "deadlock: every task waits, and nothing can wake one: no timer is set, no socket is "
+        "watched and no thread is working (a join or Queue wait that no task will end?)"
+    )

@@ -107,11 +107,12 @@ class EventHandler:
 class CallbackHandler(EventHandler):
     """A file descriptor watched through add_reader / add_writer."""
 
-    __slots__ = ("fd", "loop", "reader", "writer")
+    __slots__ = ("fd", "fileobj", "loop", "reader", "writer")
 
     def __init__(self, loop, fd):
         self.loop = loop
         self.fd = fd
+        self.fileobj = fd  # what the user passed (a socket, or the number itself)
         self.reader: Handle | None = None
         self.writer: Handle | None = None
 
@@ -183,10 +184,41 @@ def _is_open(fd):
 
 
 def _fileno(fd):
-    fd = fd if isinstance(fd, int) else fd.fileno()
+    if not isinstance(fd, int):
+        try:
+            fd = int(fd.fileno())
+        except (AttributeError, TypeError, ValueError):
+            raise ValueError(f"invalid file object {fd!r}: not an int, no fileno()") from None
     if fd < 0:
         raise ValueError(f"invalid file descriptor {fd}")
     return fd
+
+
+def _check_callable(callback, caller):
+    # Refused here, where the mistake is made, not when the loop calls it much later.
+    if not callable(callback):
+        raise TypeError(f"{caller}() needs a callable, got {callback!r}")
+
+
+def _check_when(when, caller):
+    # A deadline that is not a number would break the heap's comparisons on every later
+    # iteration, and a NaN one would compare false with everything: refuse both up front.
+    try:
+        when + 0.0
+    except TypeError:
+        raise TypeError(f"{caller}() needs a number of seconds, got {when!r}") from None
+    if when != when:
+        raise ValueError(f"{caller}() got NaN, a time that never comes")
+
+
+def _closed_since(fileobj, fd):
+    """True if the object watched under fd was closed since (its number may be reused)."""
+    if isinstance(fileobj, int):
+        return False
+    try:
+        return fileobj.fileno() != fd
+    except (OSError, ValueError):
+        return True
 
 
 class Loop:
@@ -212,15 +244,19 @@ class Loop:
 
     def call_soon(self, callback, *args):
         self._check_open()
+        _check_callable(callback, "call_soon")
         handle = Handle(callback, args)
         self._ready.append(handle)
         return handle
 
     def call_later(self, delay, callback, *args):
+        _check_when(delay, "call_later")
         return self.call_at(self.time() + delay, callback, *args)
 
     def call_at(self, when, callback, *args):
         self._check_open()
+        _check_when(when, "call_at")
+        _check_callable(callback, "call_at")
         self._timer_seq += 1
         timer = TimerHandle(when, self._timer_seq, callback, args, self)
         heapq.heappush(self._timers, timer)
@@ -228,6 +264,7 @@ class Loop:
 
     def call_soon_threadsafe(self, callback, *args):
         self._check_open()
+        _check_callable(callback, "call_soon_threadsafe")
         handle = Handle(callback, args)
         self._ready.append(handle)  # deque.append is atomic; the byte wakes select()
         self._wakeup.wake()
@@ -235,32 +272,49 @@ class Loop:
 
     def run_in_thread(self, fn, *args, callback):
         self._check_open()
+        _check_callable(fn, "run_in_thread")
+        _check_callable(callback, "run_in_thread")
         self._wakeup.run(fn, args, callback)
 
     # -- handlers -----------------------------------------------------------------------------
 
-    def _handler_for(self, fd):
-        fd = _fileno(fd)
+    def _handler_for(self, fileobj):
+        fd = _fileno(fileobj)
         if fd >= FD_SETSIZE:
             raise ValueError(
                 f"fd {fd} is beyond select()'s ceiling of {FD_SETSIZE}: "
                 "the handlers loop cannot watch it (this is the lesson of this variant)"
             )
         handler = self._handlers.get(fd)
+        if isinstance(handler, CallbackHandler) and _closed_since(handler.fileobj, fd):
+            handler = None  # closed without remove_*: the number now names another file
         if handler is None:
             handler = self._handlers[fd] = CallbackHandler(self, fd)
+        handler.fileobj = fileobj
         return handler
 
     def add_reader(self, fd, callback, *args):
         self._check_open()
+        _check_callable(callback, "add_reader")
         self._handler_for(fd).reader = Handle(callback, args)
 
     def add_writer(self, fd, callback, *args):
         self._check_open()
+        _check_callable(callback, "add_writer")
         self._handler_for(fd).writer = Handle(callback, args)
 
+    def _find(self, fileobj):
+        try:
+            return _fileno(fileobj)
+        except ValueError:
+            # A socket closed before remove_reader has fileno() -1: find it by identity.
+            for fd, handler in self._handlers.items():
+                if getattr(handler, "fileobj", None) is fileobj:
+                    return fd
+            raise
+
     def _remove(self, fd, side):
-        handler = self._handlers.get(_fileno(fd))
+        handler = self._handlers.get(self._find(fd))
         if not isinstance(handler, CallbackHandler) or getattr(handler, side) is None:
             return False
         setattr(handler, side, None)

@@ -64,9 +64,21 @@ def now() -> float:
     return running_loop().time()
 
 
+def _check_seconds(seconds, caller: str) -> None:
+    """Refuse a delay that is not a number, or NaN, before any state changes (a NaN deadline
+    would sit in the heap comparing false with everything)."""
+    try:
+        seconds + 0.0
+    except TypeError:
+        raise TypeError(f"{caller}() needs a number of seconds, got {seconds!r}") from None
+    if seconds != seconds:
+        raise ValueError(f"{caller}(nan): a delay must be a number of seconds")
+
+
 @types.coroutine
 def sleep(seconds: float):
     """Suspend the calling task for at least seconds (0 or less: until the next tick)."""
+    _check_seconds(seconds, "sleep")
     if seconds > 0:
         yield ("sleep", seconds)
     else:
@@ -85,6 +97,9 @@ async def spawn(coro) -> Task:
 def _check_task(task) -> None:
     if not isinstance(task, Task):
         raise TypeError(f"expected a task made by spawn(), got {task!r}")
+    if not task.done and task not in running_loop()._tasks:
+        # Its end would wake us on another loop's runnable list, from another thread.
+        raise RuntimeError(f"{task!r} belongs to another loop (spawned by another run)")
 
 
 @types.coroutine
@@ -115,6 +130,13 @@ def _park(waiters: deque, seconds: float | None = None):
 
 async def timeout_after(seconds: float | None, coro):
     """Run coro; if it has not ended after seconds, cancel it and raise TimeoutError."""
+    if seconds is not None:
+        try:
+            _check_seconds(seconds, "timeout_after")
+        except (TypeError, ValueError):
+            if hasattr(coro, "close"):
+                coro.close()  # it will never run: do not leave it to warn "never awaited"
+            raise
     child = await spawn(coro)
     try:
         await _park(child.joiners, seconds)

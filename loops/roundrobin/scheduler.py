@@ -156,6 +156,7 @@ class Loop:
         self._selector.register(self._wake_reader, READ, None)
         self._threads_done: deque = deque()  # (task, future) pairs, appended by worker threads
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
+        self._threads_running = 0  # run_in_thread calls whose outcome has not come back yet
         self._closed = False
         self._handlers = {
             "yield": self._next_tick,
@@ -208,7 +209,7 @@ class Loop:
 
     def _run_until(self, finished) -> None:
         """The outer loop: one turn per tick until finished() says so."""
-        selector_select, timers, heappop = self._selector.select, self._timers, heapq.heappop
+        timers, heappop = self._timers, heapq.heappop
         handlers, refuse, finish = self._handlers, self._refuse, self._finish
         while not finished():
             # 1. Wait for I/O. Poll when something is runnable; otherwise block until the next
@@ -220,7 +221,9 @@ class Loop:
                     heappop(timers)
                     self._cancelled_timers -= 1
                 timeout = min(max(timers[0][0] - monotonic(), 0), MAX_BLOCK) if timers else None
-            for key, events in selector_select(timeout):
+                if timeout is None and not self._io and not self._threads_running:
+                    raise _deadlock()
+            for key, events in self._selector.select(timeout):  # (a new one after a ghost)
                 if key.data is None:
                     self._drain_wakeups()
                 else:
@@ -322,6 +325,7 @@ class Loop:
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="roundrobin")
         future = self._pool.submit(request[1], *request[2])
+        self._threads_running += 1
         task.waiting = request
         task.waited_on = future
         future.add_done_callback(lambda done: self._thread_finished(task, done))
@@ -422,6 +426,9 @@ class Loop:
             if task is not None:
                 record.reader = None
                 self._resume(task, None)
+            elif record.fileobj.fileno() != record.fd:  # reported although closed: a ghost
+                self._drop_ghost(record)
+                return
             else:  # its task is busy elsewhere: stop the selector reporting it over and over
                 self._narrow(record, READ)
         if events & WRITE:
@@ -429,6 +436,8 @@ class Loop:
             if task is not None:
                 record.writer = None
                 self._resume(task, None)
+            elif record.fileobj.fileno() != record.fd:
+                self._drop_ghost(record)
             else:
                 self._narrow(record, WRITE)
 
@@ -444,6 +453,12 @@ class Loop:
         waiter = record.reader if event == READ else record.writer
         # Unless the fd went to a new socket, someone else waits, or it was narrowed already.
         if self._io.get(record.fd) is record and record.events & event and not waiter:
+            if record.fileobj.fileno() != record.fd:
+                # Closed by its task: left as it is, so that if a dup keeps the file open,
+                # its readiness still reaches _io_ready (and _drop_ghost) instead of being
+                # swallowed by the selector. Otherwise the kernel forgot it already, and the
+                # fd's next socket replaces the record.
+                return
             self._narrow(record, event)
 
     def _narrow(self, record: IORecord, event: int) -> None:
@@ -455,6 +470,32 @@ class Loop:
             self._selector.modify(record.fd, record.events, record)
         except OSError:  # the socket was closed under us; the selector has dropped it
             del self._io[record.fd]
+
+    def _drop_ghost(self, record: IORecord) -> None:
+        """Readiness for a socket closed since: drop it, on a fresh selector.
+
+        epoll registers a *file* under an fd number. When the number is closed while a dup
+        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
+        reporting it under the dead number, and no ``epoll_ctl`` can remove it any more (it
+        takes a live number; the selector swallows the error). Left alone it wakes every
+        select() at once, forever: 100 % CPU. Only a new epoll instance drops it: every live
+        registration moves over (one ``epoll_ctl`` each, once: this happens only when a
+        program closes a socket the loop still watches, behind a dup).
+        """
+        if self._io.get(record.fd) is not record:
+            return  # dropped by a rebuild earlier in this batch of events
+        del self._io[record.fd]
+        old, self._selector = self._selector, selectors.DefaultSelector()
+        old.close()
+        self._selector.register(self._wake_reader, READ, None)
+        for fd, live in list(self._io.items()):
+            if live.fileobj.fileno() == fd:
+                self._selector.register(fd, live.events, live)
+                continue
+            del self._io[fd]  # closed as well: whoever waits learns so from the next call
+            for task in live.reader, live.writer:
+                if task is not None:
+                    self._resume(task, None)
 
     def _forget(self, record: IORecord) -> None:
         self._selector.unregister(record.fd)  # the selector ignores an fd closed meanwhile
@@ -477,6 +518,7 @@ class Loop:
     def _collect_threads(self) -> None:
         while self._threads_done:
             task, future = self._threads_done.popleft()
+            self._threads_running -= 1
             if task.waited_on is not future:
                 continue  # cancelled while the thread ran: nobody wants the outcome
             error = future.exception()
@@ -509,3 +551,12 @@ class Loop:
         self._wake_writer.close()
         self._io.clear()
         self._timers.clear()
+
+
+def _deadlock() -> RuntimeError:
+    """Nothing runnable, no timer, no socket watched, no thread at work: no task can ever wake
+    (the traps kernel's rule). Waiting in select() would hang the program."""
+    return RuntimeError(
+        "deadlock: every task waits, and nothing can wake one: no timer is set, no socket is "
+        "watched and no thread is working (a join or Queue wait that no task will end?)"
+    )

@@ -243,7 +243,11 @@ class Loop:
             else:
                 raise _deadlock(main)
             for fd, bits in ready_fds:
-                record = watched[fd]
+                record = watched.get(fd)
+                if record is None:  # a closed fd's file, kept open by a dup: see _drop_ghosts
+                    self._drop_ghosts()
+                    poll = self._poller.poll
+                    continue
                 if bits & WAKES_READER and record.events & IN:
                     task = record.reader
                     if task is not None:
@@ -357,6 +361,8 @@ class Loop:
             return target.result
         if target is task:
             raise RuntimeError(f"{task!r} cannot join itself: it would wait forever")
+        if target not in self._tasks:
+            raise _not_ours(target, "join")
         self._wait_for_end(task, target, JOINING)
         return SUSPEND
 
@@ -368,6 +374,8 @@ class Loop:
             return None
         if target is task:  # cancelling oneself: the cancellation arrives right here
             raise CancelledError()
+        if target not in self._tasks:
+            raise _not_ours(target, "cancel")
         if type(target.throw) is not CancelledError:  # unless a cancel is on its way already
             self._interrupt(target, CancelledError())
         self._wait_for_end(task, target, CANCELLING)
@@ -535,6 +543,28 @@ class Loop:
         record = self._io[fd] = IORecord(sock, fd, bit)
         return record
 
+    def _drop_ghosts(self) -> None:
+        """Move every live registration to a fresh epoll instance, and close the old one.
+
+        epoll registers a *file* under an fd number. Once the number is closed while a dup
+        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
+        reporting it under the dead number, and nothing can unregister it: ``epoll_ctl`` takes
+        a live number. A readiness event for an fd the kernel no longer watches is that ghost;
+        left alone it wakes the poll at once, forever (100 % CPU). Only closing the epoll
+        instance drops it. Rare (a user closed a socket the kernel was watching, behind a
+        dup), so rebuilding costs one ``epoll_ctl`` per live fd, once.
+        """
+        old, self._poller = self._poller, new_poller()
+        for fd, record in list(self._io.items()):
+            if record.fileobj.fileno() == fd:
+                self._poller.register(fd, record.events)
+                continue
+            del self._io[fd]  # closed as well: its waiters learn so from their next call
+            for task in record.reader, record.writer:
+                if task is not None:
+                    self._make_ready(task)
+        old.close()
+
     def _unwatch(self, record: IORecord, bit: int) -> None:
         """Stop watching record's fd for bit (nobody waits for it), unregistering if idle."""
         fd = record.fd
@@ -597,6 +627,11 @@ def _check_not_running() -> None:
 
 def _not_a_task(obj: Any, verb: str) -> TypeError:
     return TypeError(f"{verb}() needs a task returned by spawn(), got {obj!r}")
+
+
+def _not_ours(task: Task, verb: str) -> RuntimeError:
+    # Its wake-ups would go to another kernel's ready queue, from another thread: refuse.
+    return RuntimeError(f"{verb}(): {task!r} belongs to another loop (spawned by another run)")
 
 
 def _deadlock(main: Task) -> RuntimeError:
