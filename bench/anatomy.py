@@ -270,24 +270,38 @@ def user_system(before: tuple, after: tuple) -> tuple[float, float]:
 # ---------------------------------------------------------------------------- one row
 
 
-def load_params() -> dict:
-    """The load of the echo bench's fixed-offered-load point at SIZE x CONNECTIONS."""
-    from bench.echo import PACED, offered_rate
+def load_params(results: Path | None = None) -> dict:
+    """The load of the echo bench's fixed-offered-load point at SIZE x CONNECTIONS.
 
-    return {
-        "size": SIZE,
-        "connections": CONNECTIONS,
-        "measure": PACED,
-        "rate": offered_rate(SIZE, CONNECTIONS),
-    }
+    Its rate is the one the stored quick echo results last offered at that point (the bench
+    chooses it from closed-loop data), else the bench's default.
+    """
+    from bench.echo import PACED, default_rate
+
+    rate = default_rate(SIZE, CONNECTIONS)
+    path = (results or Path()) / "quick" / "echo.json"
+    if results is not None and path.exists():
+        for point in json.loads(path.read_text()).get("points", {}).values():
+            params = point.get("params", {})
+            if params.get("measure") == PACED and (params["size"], params["connections"]) == (
+                SIZE,
+                CONNECTIONS,
+            ):
+                offered = [
+                    rep["rate"]
+                    for entry in point.get("rows", {}).values()
+                    for rep in entry.get("reps", [])
+                    if rep.get("rate")
+                ]
+                rate = offered[-1] if offered else rate
+    return {"size": SIZE, "connections": CONNECTIONS, "measure": PACED, "rate": rate}
 
 
-def measure_row(row: Row, tool: str, cores, workdir: Path) -> dict:
+def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict:
     """One untimed repetition: fresh server, warm-up, a plain window, then a counted window."""
     from bench.echo import load_argv, run_load, server_argv
     from bench.procs import Child
 
-    params = load_params()
     server = Child(
         server_argv(row), cores.subject, stdout=subprocess.PIPE, stderr_path=workdir / "server.err"
     )
@@ -341,14 +355,19 @@ def run(loop_names: list[str] | None, results: Path, prefer: str | None = None) 
     stored = json.loads(path.read_text()) if path.exists() else {}
     env = environment.capture()
     machine = json.loads(json.dumps(environment.machine_key(env)))  # as stored: lists
-    if stored.get("machine") != machine or stored.get("counter") != tool:
-        stored = {}  # another machine or another counter: do not mix
+    params = load_params(results)
+    if (
+        stored.get("machine") != machine
+        or stored.get("counter") != tool
+        or stored.get("point", {}).get("rate") != params["rate"]
+    ):
+        stored = {}  # another machine, counter or offered rate: do not mix
     stored.update(
         machine=machine,
         environment=env,
         counter=tool,
         unavailable=why,
-        point={**load_params(), "window_s": PLAIN_S},
+        point={**params, "window_s": PLAIN_S},
     )
     measured = stored.setdefault("rows", {})
     if tool is not None:
@@ -356,7 +375,7 @@ def run(loop_names: list[str] | None, results: Path, prefer: str | None = None) 
         for row in rows(loop_names):
             with tempfile.TemporaryDirectory(prefix="anatomy-") as tmp:
                 try:
-                    measured[row.key] = measure_row(row, tool, cores, Path(tmp))
+                    measured[row.key] = measure_row(row, tool, cores, Path(tmp), params)
                 except (ChildFailed, RuntimeError, OSError) as error:
                     measured[row.key] = {"label": row.label, "kind": row.kind, "error": str(error)}
             print(f"anatomy: {measured[row.key].get('label')}: {_one_line(measured[row.key])}")
