@@ -53,12 +53,17 @@ TIMING = {  # seconds: (warm-up load, measured load)
 # A paced run needs enough requests for the server's CPU time to be read to 1%.
 PACED_TIMING = {False: (0.2, 2.0), True: (1.0, 3.0)}
 PACED = "paced"
+# A server that fell behind while using less than this share of its core was not too slow but
+# kept waiting (by other processes on a shared machine): its row says so.
+IDLE_SHARE = 0.5
 
 METRICS = (
     Metric("requests_per_s", "requests/s", higher_is_better=True),
     # the fixed-offered-load figures
     Metric("server_cpu_us", "server CPU (µs / request)", higher_is_better=False, digits=1),
-    Metric("server_cpu_share", "server CPU (% of a core)", higher_is_better=False, scale=100),
+    Metric(
+        "server_cpu_share", "server CPU (% of a core)", higher_is_better=False, scale=100, digits=1
+    ),
     Metric("latency_p999_ms", "p99.9 (ms)", higher_is_better=False, digits=3),
     Metric("rate_achieved", "achieved (req/s)", higher_is_better=True, ratio=False),
     Metric("mib_per_s", "MiB/s", higher_is_better=True, digits=2),
@@ -480,9 +485,14 @@ def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
         }
         if not record["kept_rate"]:
             figures["invalid"] = (
-                f"server did not keep the offered rate ({requests:,} of "
-                f"{record['scheduled']:,} scheduled requests)"
+                f"server could not keep the rate ({requests:,} of {record['scheduled']:,} "
+                "scheduled requests"
             )
+            share = record.get("server_cpu_share")
+            if share is not None and share < IDLE_SHARE:
+                # Not too slow, it waited: on a shared machine, other processes held a core.
+                figures["invalid"] += f", busy {share:.0%} of the time: a stall, not a slow server"
+            figures["invalid"] += ")"
     return figures | {
         "requests_per_s": record["requests_per_s"],
         "mib_per_s": record["mib_per_s"],

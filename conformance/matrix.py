@@ -25,7 +25,9 @@ FAULTS_INTRO = [
     "",
     "The fault suite (`conformance/test_faults_*.py`): peers that reset, half-close, never read "
     "or crowd in; a server out of descriptors; a hostile site; code that raises, a task that "
-    "will not be cancelled, an fd closed behind the loop's back, Ctrl-C; bad command lines. "
+    "will not be cancelled, an fd closed behind the loop's back, Ctrl-C; bad command lines; "
+    "sockets closed behind a dup or reused while watched; bad arguments to every public call; "
+    "a soak (its figures below). "
     "Most cases drive the real workload processes for each variant and style.",
     "",
 ]

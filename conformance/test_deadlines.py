@@ -29,9 +29,17 @@ from conformance.support import nonblocking_pair
 # Deadlines 2 ms apart (uvloop's clock counts whole milliseconds), scheduled in the reverse
 # of their deadline order so that "first scheduled" and "first due" disagree. The loop is
 # then kept busy past all of them, so they expire in one and the same poll.
+FIRST = 0.02  # the earliest deadline, in seconds
 GAP = 0.002
-BUSY = 0.05  # seconds the scheduling code blocks the loop, well past every deadline
-KINDS = ["sleep", "timeout around a sleep", "timeout around a recv", "timeout around a get"]
+SETTLE = 0.01  # the main task sleeps this long so that every waiter has started waiting
+BUSY = 0.05  # seconds the main task then blocks the loop, well past every deadline
+# The plain sleep is due last: a loop whose timeouts take extra hops lets it act first.
+KINDS = [
+    "timeout around a sleep",
+    "timeout around a get",
+    "sleep",
+    "timeout around a recv",
+]
 EXPECTED_ORDER = KINDS  # earliest deadline first
 
 
@@ -47,7 +55,7 @@ def _(co):
     queue = co.Queue()
 
     def waits(rank):
-        delay = (rank + 1) * GAP
+        delay = FIRST + rank * GAP
         kind = KINDS[rank]
         if kind == "sleep":
             yield from co.sleep(delay)
@@ -67,7 +75,7 @@ def _(co):
         tasks = []
         for rank in reversed(range(len(KINDS))):
             tasks.append((yield from co.spawn(waits(rank))))
-        yield from co.sleep(0)  # each task is now waiting
+        yield from co.sleep(SETTLE)  # each task is now waiting
         time.sleep(BUSY)  # every deadline passes before the loop looks at its timers
         for task in tasks:
             yield from co.join(task)
@@ -81,7 +89,7 @@ async def _(co):
     queue = co.Queue()
 
     async def waits(rank):
-        delay = (rank + 1) * GAP
+        delay = FIRST + rank * GAP
         kind = KINDS[rank]
         if kind == "sleep":
             await co.sleep(delay)
@@ -99,7 +107,7 @@ async def _(co):
 
     with a, b:
         tasks = [await co.spawn(waits(rank)) for rank in reversed(range(len(KINDS)))]
-        await co.sleep(0)  # each task is now waiting
+        await co.sleep(SETTLE)  # each task is now waiting
         time.sleep(BUSY)  # every deadline passes before the loop looks at its timers
         for task in tasks:
             await co.join(task)

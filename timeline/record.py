@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import platform
 import statistics
-import subprocess
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import loops
+from bench import environment
 from timeline.scenarios import SCENARIOS, play
 from timeline.tracer import Tracer, traced
 
@@ -43,6 +43,8 @@ def run(loop: str, style: str, scenario: str, repeats: int = REPEATS) -> dict[st
         "reference": variant.reference,
         "summary": variant.summary,
         "python": platform.python_version(),
+        "cpu": environment.cpu_model(),
+        "libraries": environment.library_versions(),
         "commit": _commit(),
         "repeats": repeats,
         "rows": list(tracer.rows),
@@ -50,17 +52,16 @@ def run(loop: str, style: str, scenario: str, repeats: int = REPEATS) -> dict[st
     }
 
 
+def _commit() -> str:
+    """HEAD's short hash, marked "+dirty" where the loops' or the bench's code differs from it."""
+    head = environment.commit()
+    if not head["hash"]:
+        return "unknown"
+    return str(head["hash"])[:10] + ("+dirty" if head["dirty"] else "")
+
+
 def _busy(tracer: Tracer) -> float:
     return sum(s["end"] - s["start"] for s in tracer.slices)
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def save(record: dict[str, Any], path: Path) -> None:

@@ -26,7 +26,8 @@ CATEGORIES = {
     "io": "#2ca02c",  # socket readiness
     "thread": "#9467bd",  # work in a thread, or waiting for it
     "task": "#8c564b",  # spawn, join, cancel: waiting on another task
-    "end": "#222222",  # returned or raised
+    "returned": "#222222",  # the task ended
+    "raised": "#d62728",  # the task ended with an exception (a cancelled one: its CancelledError)
 }
 _IO_CALLS = {"recv", "sendall", "accept", "connect", "recvfrom", "sendto"}
 
@@ -35,7 +36,7 @@ def category(piece: dict[str, Any]) -> str:
     """The coarse kind of one slice's mark."""
     mark, call = piece["mark"], piece["call"]
     if mark == "returned" or mark.startswith("raised"):
-        return "end"
+        return "returned" if mark == "returned" else "raised"
     if mark in ("call_soon", "call_soon_threadsafe"):
         return "yield"
     if mark in ("readable", "writable") or call in _IO_CALLS:
@@ -73,7 +74,7 @@ def chart(record: dict[str, Any], path: Path) -> None:
     start0 = min((p["start"] for p in record["slices"]), default=0.0)
     scale = 1000.0  # milliseconds on the axis
     least = (span - start0) * scale / 400  # narrowest bar: a visible tick
-    fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 1.6))
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 2.2))
     for piece in record["slices"]:
         y = index[piece["row"]]
         x = (piece["start"] - start0) * scale
@@ -86,7 +87,7 @@ def chart(record: dict[str, Any], path: Path) -> None:
         ax.plot(
             at,
             y,
-            marker="|" if kind == "callback" else "o",
+            marker="D" if kind == "callback" else "o",
             markersize=7,
             color=CATEGORIES[category(piece)],
             zorder=3,
@@ -100,10 +101,12 @@ def chart(record: dict[str, Any], path: Path) -> None:
             Line2D([], [], marker="o", linestyle="", color=c, label=k)
             for k, c in CATEGORIES.items()
         ],
-        loc="lower right",
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.1 - 0.4 / max(len(rows), 1)),
         fontsize=7,
         ncols=len(CATEGORIES),
-        framealpha=0.8,
+        title="what it waited on next (tasks: at a slice's end; callbacks ◆: what woke it)",
+        title_fontsize=7,
     )
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
@@ -203,7 +206,15 @@ def report(
         groups.setdefault((record["scenario"], record["style"]), []).append(record)
     commits = sorted({r["commit"] for r in records})
     pythons = sorted({r["python"] for r in records})
-    lines += [f"Commit {', '.join(commits)}; Python {', '.join(pythons)}.", ""]
+    cpus = sorted({r.get("cpu", "unknown") for r in records})
+    libraries = sorted(
+        {f"{k} {v}" for r in records for k, v in r.get("libraries", {}).items() if v}
+    )
+    lines += [
+        f"Commit {', '.join(commits)}; Python {', '.join(pythons)}; {', '.join(cpus)}; "
+        f"{', '.join(libraries)}.",
+        "",
+    ]
     if failures:
         lines += ["Not recorded (the run failed; the rest of the report is unaffected):", ""]
         lines += [f"- `{name}`: {reason}" for name, reason in sorted(failures.items())]

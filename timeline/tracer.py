@@ -146,35 +146,26 @@ class Tracer:
 
     def callback(self, callback: Callable[..., Any], via: str) -> Callable[..., Any]:
         """callback wrapped so that each call is a slice, marked with what scheduled it."""
-        if not callable(callback):
-            return callback  # the loop's own TypeError, not ours
-        row = self._named_row(_callable_name(callback), "callback")
-
-        @functools.wraps(callback)
-        def traced_callback(*args: Any) -> Any:
-            start = perf_counter()
-            try:
-                return callback(*args)
-            finally:
-                self.record(row, start, perf_counter(), via)
-
-        return traced_callback
+        return self._timed(callback, "callback", via)
 
     def thread_work(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """fn wrapped so that its run in a worker thread is a slice on a row of its own."""
+        return self._timed(fn, "thread", "thread")
+
+    def _timed(self, fn: Callable[..., Any], kind: str, mark: str) -> Callable[..., Any]:
         if not callable(fn):
-            return fn
-        row = self._named_row(_callable_name(fn), "thread")
+            return fn  # the loop's own TypeError, not ours
+        row = self._named_row(_callable_name(fn), kind)
 
         @functools.wraps(fn)
-        def traced_work(*args: Any) -> Any:
+        def timed(*args: Any) -> Any:
             start = perf_counter()
             try:
                 return fn(*args)
             finally:
-                self.record(row, start, perf_counter(), "thread")
+                self.record(row, start, perf_counter(), mark)
 
-        return traced_work
+        return timed
 
 
 def _callable_name(fn: Any) -> str:

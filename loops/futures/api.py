@@ -166,7 +166,7 @@ def timeout_after(seconds: float, coro: Any) -> Generator[Any, Any, Any]:
     loop = get_running_loop()
     task = loop._current
     deadline = _Deadline(task)
-    timer = loop.timer(seconds)
+    timer = loop.timer(seconds, deadline=True)  # acts in deadline order with every sleep
     timer.add_done_callback(deadline)
     try:
         return (yield from coro)

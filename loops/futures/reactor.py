@@ -75,6 +75,26 @@ class _Timer(Future):
         return False
 
 
+class _DeadlineTimer(_Timer):
+    """A timeout's timer: at its deadline it calls its callbacks at once, from the loop's
+    timer stage, instead of queueing them.
+
+    A timeout's callback cancels a task, which queues that task's wake-up; queued through the
+    ready queue first, the wake-up would come one iteration late, after any sleeper whose
+    deadline passed in the same poll, even a later one. Called from the timer stage, it
+    queues the wake-up in deadline order with the sleepers' (asyncio's timeout handle does
+    the same from its heap). The callbacks are the loop's own (api._Deadline), never a user's.
+    """
+
+    __slots__ = ()
+
+    def _schedule_callbacks(self) -> None:
+        callbacks = self._callbacks
+        self._callbacks = []
+        for callback in callbacks:
+            callback(self)
+
+
 class IORecord:
     """One registered socket: the events the selector watches and the futures waiting on them.
 
@@ -200,11 +220,15 @@ class Loop:
     def time(self) -> float:
         return monotonic()
 
-    def timer(self, delay: float) -> Future:
-        """A future completed (with None) no earlier than delay seconds from now."""
+    def timer(self, delay: float, deadline: bool = False) -> Future:
+        """A future completed (with None) no earlier than delay seconds from now.
+
+        deadline=True: a timeout's timer, whose callbacks run from the timer stage (see
+        _DeadlineTimer).
+        """
         if delay != delay:
             raise ValueError("the delay is NaN: it would never fire, and break the heap's order")
-        timer = _Timer(self)
+        timer = _DeadlineTimer(self) if deadline else _Timer(self)
         heappush(self._timers, [monotonic() + delay, next(self._timer_seq), timer])
         return timer
 

@@ -11,8 +11,10 @@ Two choices follow from the idea that every task gets exactly one turn per tick:
   connection that always has data cannot starve the others; the call is then tried at once
   and the task waits for readiness only on BlockingIOError. A cancellation delivered at the
   checkpoint or the readiness wait never loses data: nothing has been received yet.
-- ``timeout_after`` runs the work as a child task and waits for it with a deadline; on expiry
-  it cancels the child and raises the builtin TimeoutError. The loop knows nothing of timeouts.
+- ``timeout_after`` arms a deadline on the calling task, in the timer heap beside the sleeps;
+  when it passes, the loop throws Expired (a CancelledError) into the work where it waits, and
+  ``timeout_after`` turns it into the builtin TimeoutError. (It once ran the work as a child
+  task and cancelled it: two ticks late, so a sleep due just after the deadline ran first.)
 """
 
 from __future__ import annotations
@@ -24,7 +26,15 @@ from collections import deque
 from socket import SO_ERROR, SOL_SOCKET
 
 from loops.contract import check_nonblocking
-from loops.roundrobin.scheduler import COROUTINE_TYPES, CancelledError, Loop, Task, running_loop
+from loops.roundrobin.scheduler import (
+    COROUTINE_TYPES,
+    CancelledError,
+    Deadline,
+    Expired,
+    Loop,
+    Task,
+    running_loop,
+)
 
 __all__ = [
     "CancelledError",
@@ -129,24 +139,40 @@ def _park(waiters: deque, seconds: float | None = None):
 
 
 async def timeout_after(seconds: float | None, coro):
-    """Run coro; if it has not ended after seconds, cancel it and raise TimeoutError."""
-    if seconds is not None:
-        try:
-            _check_seconds(seconds, "timeout_after")
-        except (TypeError, ValueError):
-            if hasattr(coro, "close"):
-                coro.close()  # it will never run: do not leave it to warn "never awaited"
-            raise
-    child = await spawn(coro)
+    """Run coro; if it has not ended after seconds, cancel it and raise TimeoutError.
+
+    The deadline is armed on the calling task, in the loop's timer heap beside every sleep, so
+    deadlines that pass together act in deadline order whatever kind of wait they end. When it
+    passes, Expired (a CancelledError) is thrown into coro where it waits: its cleanup runs,
+    and the TimeoutError is raised here.
+    """
+    if seconds is None:
+        return await coro
     try:
-        await _park(child.joiners, seconds)
-    except BaseException:  # cancelled ourselves: the work we started goes with us
-        await cancel(child)
+        _check_seconds(seconds, "timeout_after")
+    except (TypeError, ValueError):
+        if hasattr(coro, "close"):
+            coro.close()  # it will never run: do not leave it to warn "never awaited"
         raise
-    if not child.done:
-        await cancel(child)
-        raise TimeoutError(f"timed out after {seconds} s")
-    return await join(child)
+    deadline = Deadline()  # made here, so an Expired that comes before the work starts is known
+    started = False
+    try:
+        await _arm(deadline, seconds)
+        started = True
+        return await coro
+    except Expired as expired:
+        if expired.deadline is not deadline:
+            raise  # an outer timeout_after's deadline: its business
+        raise TimeoutError(f"timed out after {seconds} s") from None
+    finally:
+        running_loop().clear_deadline(deadline)
+        if not started and hasattr(coro, "close"):
+            coro.close()  # it will never run: do not leave it to warn "never awaited"
+
+
+@types.coroutine
+def _arm(deadline: Deadline, seconds: float):
+    yield ("deadline", seconds, deadline)
 
 
 # -- sockets: a checkpoint, then the call, then readiness waits only as long as it would block --

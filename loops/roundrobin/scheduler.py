@@ -21,6 +21,8 @@ back into the task at the point where it yielded):
   ("park", waiters, seconds)  wait in the deque waiters until woken (True) or timed out (False)
   ("read", sock), ("write", sock)   wait until sock is readable / writable
   ("thread", fn, args)        run fn(*args) in a worker thread; get its result or its exception
+  ("deadline", seconds, d)    arm Deadline d on this task (it runs on next tick): when it
+                              passes, Expired(d) is thrown in wherever the task then waits
 
 What it builds on: ``selectors.DefaultSelector`` (epoll here) with registrations kept between
 waits, ``heapq`` for timers (cancelled lazily, compacted by asyncio's rule), a socketpair that
@@ -66,6 +68,29 @@ class CancelledError(BaseException):
 
     A BaseException (as asyncio's is), so that ``except Exception`` does not swallow it.
     """
+
+
+class Expired(CancelledError):
+    """Thrown into a task, where it waits, when a deadline it set has passed.
+
+    A CancelledError, so the work inside the timeout unwinds as if cancelled; ``deadline``
+    tells the ``timeout_after`` that armed it from an outer one's (see :mod:`.api`).
+    """
+
+    def __init__(self, deadline: Deadline) -> None:
+        super().__init__("deadline passed")
+        self.deadline = deadline
+
+
+class Deadline:
+    """A deadline a task armed on itself (``("deadline", seconds)``): its entry in the timer
+    heap, beside sleepers, so that it fires in deadline order with every other timer."""
+
+    __slots__ = ("entry", "task")
+
+    def __init__(self) -> None:
+        self.task: Task | None = None  # the task that armed it
+        self.entry: list | None = None  # [when, seq, self] while pending in the heap
 
 
 def running_loop() -> Loop:
@@ -167,6 +192,7 @@ class Loop:
             "read": self._wait_io,
             "write": self._wait_io,
             "thread": self._thread,
+            "deadline": self._deadline,
         }
 
     time = staticmethod(monotonic)
@@ -237,6 +263,9 @@ class Loop:
                 task = heappop(timers)[2]
                 if task is None:
                     self._cancelled_timers -= 1
+                    continue
+                if type(task) is Deadline:  # a timeout_after's: in deadline order with sleeps
+                    self._expire(task)
                     continue
                 task.timer = None
                 if task.waiting[0] == "park":  # a wait with a deadline: it timed out
@@ -391,9 +420,29 @@ class Loop:
         for _ in range(len(waiters) if count is None else min(count, len(waiters))):
             self._resume(waiters.popleft(), True)
 
-    def _deliver_cancel(self, target: Task) -> None:
-        """CancelledError for target at its suspension point: unblock it if it is blocked."""
-        target.throw = CancelledError()
+    def _deadline(self, task: Task, request: tuple) -> None:
+        _, seconds, deadline = request
+        deadline.task = task
+        deadline.entry = [monotonic() + seconds, next(self._timer_seq), deadline]
+        heapq.heappush(self._timers, deadline.entry)
+        self._runnable.append(task)
+
+    def clear_deadline(self, deadline: Deadline) -> None:
+        """Disarm a deadline that has not passed (lazily: its heap entry is skipped later)."""
+        if deadline.entry is not None:
+            deadline.entry[2] = None
+            deadline.entry = None
+            self._cancelled_timers += 1
+
+    def _expire(self, deadline: Deadline) -> None:
+        deadline.entry = None
+        task = deadline.task
+        if not task.done and task.throw is None:  # a cancellation on its way wins
+            self._deliver_cancel(task, Expired(deadline))
+
+    def _deliver_cancel(self, target: Task, error: CancelledError | None = None) -> None:
+        """CancelledError (or Expired) for target at its suspension point: unblock it."""
+        target.throw = CancelledError() if error is None else error
         if target.waiting is None:
             return  # runnable (or running): the error goes in at its next resume
         kind, waited_on = target.waiting[0], target.waited_on

@@ -55,7 +55,8 @@ JSON record (one flat object; ``--json -`` writes it to stdout):
   null without ``--server-pid``), ``server_cpu_us_per_request``
 - ``generator`` "native" or "python", ``generator_note`` (why the Python one ran, "" if
   asked for or native), ``load_loop`` ("epoll (C)" or "uvloop"), ``load_cpu_s`` (all
-  generator processes, over the load window), ``load_cpu_us_per_request``, ``load_cpu_share``,
+  generator processes, over the load window; native: the C processes, the Python wrapper
+  only waits for them meanwhile), ``load_cpu_us_per_request``, ``load_cpu_share``,
   ``load_saturated`` (``load_cpu_share`` > 0.9)
 - ``rate`` (offered requests/s, null for closed loop), ``scheduled`` (requests scheduled in
   the load window), ``rate_achieved`` (completed requests per second of the window),
