@@ -458,7 +458,9 @@ def section(data: dict | None) -> list[str]:
         "(read it to about ±10%); their sum is the scheduler's exact figure. No function-level "
         "profile: cProfile's per-call hook costs about as much as the small calls these loops "
         "differ by, so it would inflate the call-heavy loops most (`python -X perf` with "
-        "`perf record`, Python 3.12+, gives one by hand).",
+        "`perf record`, Python 3.12+, gives one by hand). The CPU columns come from this one "
+        "repetition per row, on a machine others may share: the echo section's medians rank "
+        "the loops; this table says where their microseconds go.",
         "",
     ]
     if tool is None:
