@@ -331,6 +331,7 @@ def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict
         "requests_counted": counted["requests"],
         "syscalls": counting.counts.per_request(counted["requests"]),
         "generator": plain.get("generator"),
+        "kept_rate": plain.get("kept_rate"),
     }
 
 
@@ -492,14 +493,17 @@ def section(data: dict | None) -> list[str]:
             continue
         s = entry["syscalls"]
         cpu = entry["user_us"] + entry["system_us"]
+        mark = " †" if entry.get("kept_rate") is False else ""
         lines.append(
-            f"| {entry['label']} | {cpu:.2f} | {entry['user_us']:.2f} | {entry['system_us']:.2f} "
+            f"| {entry['label']}{mark} | {cpu:.2f} | {entry['user_us']:.2f} | {entry['system_us']:.2f} "
             f"| {entry['user_us'] / cpu:.0%} | {f'{cpu / base:.2f}' if base else '–'} "
             f"| {s['total']:.2f} | {s['wait']:.3f} | {s['recv']:.2f} | {s['recv_eagain']:.2f} "
             f"| {s['send']:.2f} | {s['epoll_ctl']:.3f} | {s['other']:.3f} |"
         )
         if entry["kind"] == "home-made":
             notes.append(f"- **{entry['label']}**: {explain(entry, reference, floor)}")
+    if any(e.get("kept_rate") is False for e in rows.values()):
+        lines += ["", "† the server did not keep the offered rate: its figures are at saturation."]
     if notes:
         lines += ["", "What the figures say, loop by loop:", "", *notes]
     return [*lines, ""]
