@@ -495,7 +495,8 @@ def section(data: dict | None) -> list[str]:
         cpu = entry["user_us"] + entry["system_us"]
         mark = " †" if entry.get("kept_rate") is False else ""
         lines.append(
-            f"| {entry['label']}{mark} | {cpu:.2f} | {entry['user_us']:.2f} | {entry['system_us']:.2f} "
+            f"| {entry['label']}{mark} | {cpu:.2f} | {entry['user_us']:.2f} "
+            f"| {entry['system_us']:.2f} "
             f"| {entry['user_us'] / cpu:.0%} | {f'{cpu / base:.2f}' if base else '–'} "
             f"| {s['total']:.2f} | {s['wait']:.3f} | {s['recv']:.2f} | {s['recv_eagain']:.2f} "
             f"| {s['send']:.2f} | {s['epoll_ctl']:.3f} | {s['other']:.3f} |"

@@ -113,6 +113,15 @@ def test_section_writes_the_table_and_what_each_loops_figures_say():
     roundrobin = next(line for line in text.splitlines() if line.startswith("- **roundrobin"))
     assert "0.40 epoll_ctl per request" in roundrobin
     assert "- **uvloop" not in text  # anchors are the yardstick, not explained
+    assert "†" not in text
+
+
+def test_section_marks_a_row_whose_server_did_not_keep_the_rate():
+    data = _stored()
+    data["rows"]["traps/coroutines"]["kept_rate"] = False
+    text = "\n".join(anatomy.section(data))
+    assert "| traps · coroutines † |" in text
+    assert "† the server did not keep the offered rate" in text
 
 
 def test_section_says_how_to_measure_and_how_to_get_a_counter():
