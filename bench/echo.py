@@ -309,6 +309,27 @@ def observations(params: dict, rendered: list) -> list[str]:
     """Where the best home-made loop stands against the pure-Python floor."""
     if params.get("measure") == PACED:
         return paced_observations(rendered)
+    costs = [(r.label, *r.summary.costs) for r in rendered if r.summary.costs]
+    lines = []
+    if costs:
+        cheaper = [label for label, server, peer in costs if server <= peer]
+        close = [label for label, server, peer in costs if peer < server <= 1.5 * peer]
+        said = []
+        if cheaper:
+            said.append(f"{', '.join(cheaper)} cost less per request than the generator")
+        if close:
+            said.append(f"{', '.join(close)} less than 1.5× what it costs")
+        if said:
+            lines.append(
+                f"Where the generator saturated, {'; '.join(said)}: on loopback the client "
+                "pays the kernel's TCP work too, so on two cores such a server outruns a "
+                "one-core client. Their cost is in the fixed-offered-load table."
+            )
+    return lines + floor_observations(rendered)
+
+
+def floor_observations(rendered: list) -> list[str]:
+    """Closed loop: where the best home-made loop stands against the pure-Python floor."""
     figures = {
         r.row.variant if r.row.anchor else r.label: r.summary.stats["requests_per_s"].median
         for r in rendered

@@ -242,6 +242,7 @@ def test_a_saturated_load_generator_makes_the_row_invalid_not_a_number(results, 
     assert "saturated its core" in text
     # ... and the report gives both costs per request, the server's and the generator's
     assert "uvloop · coroutines (server 4.0 µs per request, load generator 5.0 µs)" in text
+    assert "the generator saturated, uvloop · coroutines cost less per request than the" in text
     capped = next(ln for ln in text.splitlines() if ln.startswith("| uvloop · callbacks"))
     assert "1,550 [1,500–1,600]" in capped and "2/3 §" in capped
     assert "§ uvloop · callbacks: some repetitions saturated the peer" in text
