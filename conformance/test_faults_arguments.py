@@ -2,7 +2,8 @@
 
 A loop that accepts ``call_at(None, cb)`` only fails later, inside its timer heap, on every
 iteration from then on: the mistake is reported far from where it was made, and the loop is
-broken for good. The contract's answer is the one asyncio gives: refuse the call at once with a
+broken for good. The contract's answer is the one asyncio gives to most of them (not all: see its
+deviation): refuse the call at once with a
 ``TypeError`` or ``ValueError`` (``OSError`` for a socket the kernel refuses, ``RuntimeError``
 for a task that is not this loop's), change nothing, and keep running. Some values only look
 wrong: an infinite delay is a timer that never fires (and can be cancelled, or ended by a
