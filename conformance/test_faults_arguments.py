@@ -2,13 +2,13 @@
 
 A loop that accepts ``call_at(None, cb)`` only fails later, inside its timer heap, on every
 iteration from then on: the mistake is reported far from where it was made, and the loop is
-broken for good. The contract's answer is the one asyncio gives to most of them (not all: see its
-deviation): refuse the call at once with a
-``TypeError`` or ``ValueError`` (``OSError`` for a socket the kernel refuses, ``RuntimeError``
-for a task that is not this loop's), change nothing, and keep running. Some values only look
-wrong: an infinite delay is a timer that never fires (and can be cancelled, or ended by a
-timeout), and a negative or minus-infinite timeout is a deadline already past, which expires
-at once (trio refuses it with a ValueError instead: either is clear).
+broken for good. The contract's answer is the one asyncio gives to most of them (not all: see
+its deviation): refuse the call at once with a ``TypeError`` or ``ValueError`` (``OSError`` for
+a socket the kernel refuses, ``RuntimeError`` for a task that is not this loop's), change
+nothing, and keep running. Some values only look wrong: an infinite delay is a timer that never
+fires (and can be cancelled, or ended by a timeout), and a negative or minus-infinite timeout is
+a deadline already past, which expires at once (trio refuses it with a ValueError instead:
+either is clear).
 
 Where the cases come from (facts, not code): CPython's ``test_asyncio/test_base_events.py``
 (``call_soon``/``call_later``/``call_at`` with a non-callable, a coroutine function or a NaN
