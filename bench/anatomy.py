@@ -425,11 +425,12 @@ def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:
             + (f" against {ref_wait:.2f} for {BASELINE}" if ref_wait is not None else "")
             + f" (about {1 / s['wait']:.1f} requests served per wake-up)"
         )
-    if floor and "syscalls" in floor and not said:
-        extra = s["total"] - floor["syscalls"]["total"]
-        said.append(
-            f"{s['total']:.2f} syscalls per request, {extra:+.2f} against the selectors floor"
-        )
+    if not said:
+        said.append(f"{s['total']:.2f} syscalls per request")
+        if floor and "syscalls" in floor:
+            said[-1] += (
+                f", {s['total'] - floor['syscalls']['total']:+.2f} against the selectors floor"
+            )
     if reference and "user_us" in reference:
         python = entry["user_us"] - reference["user_us"]
         said.append(

@@ -186,7 +186,9 @@ def test_bench_anatomy_stores_a_row_and_the_report_renders_it(tmp_path: Path):
     entry = data["rows"]["handlers/callbacks"]
     assert "error" not in entry, entry
     assert entry["syscalls"]["send"] > 0.9 and entry["user_us"] > 0
-    assert "| handlers · callbacks |" in "\n".join(anatomy.section(data))
+    text = "\n".join(anatomy.section(data))
+    assert re.search(r"\| handlers · callbacks( †)? \|", text)  # † on a machine too busy
+    assert re.search(r"- \*\*handlers · callbacks\*\*: \d+\.\d\d syscalls per request", text)
 
 
 def test_cpu_is_the_schedulers_exact_total_split_by_the_tick_ratio():
