@@ -10,7 +10,6 @@ callback (timeline/tracer.py), which must change nothing: the suite passes the s
 from __future__ import annotations
 
 import functools
-import gc
 
 import pytest
 
@@ -118,19 +117,3 @@ def play(request: pytest.FixtureRequest, case: Case):
     """play(*args) runs this property's scenario for the case and returns its outcome."""
     spec = request.function.lab_property
     return functools.partial(play_scenario, case, spec.scenarios[case.style])
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """Collect a failing case's garbage before pytest renders its traceback.
-
-    Scenarios that provoke faults leave garbage with finalizers (never-awaited coroutines, a
-    reference loop's unfinished tasks). Rendering a failure (an expected one included) parses
-    the test's source with ``ast``; on CPython 3.11 a finalizer that the garbage collector runs
-    inside ``ast.parse`` breaks it ("AST constructor recursion depth mismatch", CPython
-    gh-106905), an INTERNALERROR that stops the whole session. Collecting first, only when
-    there is a traceback to render, moves the finalizers to a quiet moment.
-    """
-    if call.excinfo is not None:
-        gc.collect()
-    return (yield)
