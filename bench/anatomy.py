@@ -49,7 +49,10 @@ from pathlib import Path
 from bench.plan import Row
 
 SIZE, CONNECTIONS = 1024, 100  # the point the issue asks about: 1 KiB x 100 connections
-WARMUP_S, WINDOW_S = 0.3, 1.0  # seconds of warm-up load, then of each measured window
+# Seconds of warm-up load, of the plain window (long: the kernel splits CPU time into user and
+# system by 10 ms ticks, so 3 s at the offered load is ~40 ticks for the cheapest server), and
+# of the counted window (counts are exact: a shorter window serves).
+WARMUP_S, PLAIN_S, COUNTED_S = 0.3, 3.0, 1.0
 BASELINE = "uvloop-protocol"  # the yardstick the targets are set against
 FLOOR = "selectors-floor"  # the bare selectors loop: the pure-Python floor
 INSTALL_HINT = "install strace (`apt-get install strace`) or perf (`apt-get install linux-perf`)"
@@ -241,22 +244,64 @@ class Counting:
         self.counts = parse_perf(text) if self.tool == "perf" else parse_strace(text)
 
 
-def user_system(pid: int) -> tuple[float, float]:
-    """A live process's user and system CPU seconds so far (``/proc/PID/stat``)."""
+def cpu_times(pid: int) -> tuple[float, int, int]:
+    """A live process's CPU seconds so far (exact, from the scheduler), and its user and system
+    ticks (the kernel samples which of the two a tick lands in: a ratio, not a clock).
+
+    Threads included: ``/proc/PID/stat`` sums them; the scheduler's figure is summed over
+    ``/proc/PID/task/*/schedstat``.
+    """
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / ticks, int(fields[12]) / ticks
+    on_cpu = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that just ended
+            on_cpu += int((task / "schedstat").read_text().split()[0])
+    return on_cpu / 1e9, int(fields[11]), int(fields[12])
+
+
+def user_system(before: tuple, after: tuple) -> tuple[float, float]:
+    """User and system CPU seconds between two cpu_times() readings."""
+    seconds = after[0] - before[0]
+    user, system = after[1] - before[1], after[2] - before[2]
+    share = user / (user + system) if user + system else 0.0
+    return seconds * share, seconds * (1 - share)
 
 
 # ---------------------------------------------------------------------------- one row
 
 
-def measure_row(row: Row, tool: str, cores, workdir: Path) -> dict:
+def load_params(results: Path | None = None) -> dict:
+    """The load of the echo bench's fixed-offered-load point at SIZE x CONNECTIONS.
+
+    Its rate is the one the stored quick echo results last offered at that point (the bench
+    chooses it from closed-loop data), else the bench's default.
+    """
+    from bench.echo import PACED, default_rate
+
+    rate = default_rate(SIZE, CONNECTIONS)
+    path = (results or Path()) / "quick" / "echo.json"
+    if results is not None and path.exists():
+        for point in json.loads(path.read_text()).get("points", {}).values():
+            params = point.get("params", {})
+            if params.get("measure") == PACED and (params["size"], params["connections"]) == (
+                SIZE,
+                CONNECTIONS,
+            ):
+                offered = [
+                    rep["rate"]
+                    for entry in point.get("rows", {}).values()
+                    for rep in entry.get("reps", [])
+                    if rep.get("rate")
+                ]
+                rate = offered[-1] if offered else rate
+    return {"size": SIZE, "connections": CONNECTIONS, "measure": PACED, "rate": rate}
+
+
+def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict:
     """One untimed repetition: fresh server, warm-up, a plain window, then a counted window."""
     from bench.echo import load_argv, run_load, server_argv
     from bench.procs import Child
 
-    params = {"size": SIZE, "connections": CONNECTIONS}
     server = Child(
         server_argv(row), cores.subject, stdout=subprocess.PIPE, stderr_path=workdir / "server.err"
     )
@@ -268,11 +313,11 @@ def measure_row(row: Row, tool: str, cores, workdir: Path) -> dict:
             return run_load(argv, cores.peer, workdir, name, seconds + 60)
 
         load("warm-up", WARMUP_S)
-        user0, system0 = user_system(server.pid)
-        plain = load("plain", WINDOW_S)
-        user1, system1 = user_system(server.pid)
+        before = cpu_times(server.pid)
+        plain = load("plain", PLAIN_S)
+        user, system = user_system(before, cpu_times(server.pid))
         with Counting(tool, server.pid, workdir) as counting:
-            counted = load("counted", WINDOW_S)
+            counted = load("counted", COUNTED_S)
         server.check(server.stop(timeout=30))
     finally:
         server.kill()
@@ -281,11 +326,12 @@ def measure_row(row: Row, tool: str, cores, workdir: Path) -> dict:
         "label": row.label if not row.anchor else row.variant,
         "kind": row.kind,
         "requests_plain": served,
-        "user_us": (user1 - user0) / served * 1e6,
-        "system_us": (system1 - system0) / served * 1e6,
+        "user_us": user / served * 1e6,
+        "system_us": system / served * 1e6,
         "requests_counted": counted["requests"],
         "syscalls": counting.counts.per_request(counted["requests"]),
-        "peer_cpu_share": plain.get("load_cpu_share"),
+        "generator": plain.get("generator"),
+        "kept_rate": plain.get("kept_rate"),
     }
 
 
@@ -310,14 +356,19 @@ def run(loop_names: list[str] | None, results: Path, prefer: str | None = None) 
     stored = json.loads(path.read_text()) if path.exists() else {}
     env = environment.capture()
     machine = json.loads(json.dumps(environment.machine_key(env)))  # as stored: lists
-    if stored.get("machine") != machine or stored.get("counter") != tool:
-        stored = {}  # another machine or another counter: do not mix
+    params = load_params(results)
+    if (
+        stored.get("machine") != machine
+        or stored.get("counter") != tool
+        or stored.get("point", {}).get("rate") != params["rate"]
+    ):
+        stored = {}  # another machine, counter or offered rate: do not mix
     stored.update(
         machine=machine,
         environment=env,
         counter=tool,
         unavailable=why,
-        point={"size": SIZE, "connections": CONNECTIONS, "window_s": WINDOW_S},
+        point={**params, "window_s": PLAIN_S},
     )
     measured = stored.setdefault("rows", {})
     if tool is not None:
@@ -325,7 +376,7 @@ def run(loop_names: list[str] | None, results: Path, prefer: str | None = None) 
         for row in rows(loop_names):
             with tempfile.TemporaryDirectory(prefix="anatomy-") as tmp:
                 try:
-                    measured[row.key] = measure_row(row, tool, cores, Path(tmp))
+                    measured[row.key] = measure_row(row, tool, cores, Path(tmp), params)
                 except (ChildFailed, RuntimeError, OSError) as error:
                     measured[row.key] = {"label": row.label, "kind": row.kind, "error": str(error)}
             print(f"anatomy: {measured[row.key].get('label')}: {_one_line(measured[row.key])}")
@@ -367,16 +418,19 @@ def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:
         )
     if s["epoll_ctl"] >= 0.05:
         said.append(f"{s['epoll_ctl']:.2f} epoll_ctl per request (registration churn)")
-    if s["wait"] >= 0.5:
+    ref_wait = reference["syscalls"]["wait"] if reference and "syscalls" in reference else None
+    if s["wait"] >= 0.5 or (ref_wait is not None and s["wait"] > max(2 * ref_wait, ref_wait + 0.1)):
         said.append(
-            f"{s['wait']:.2f} waits per request (about {1 / s['wait']:.1f} ready sockets "
-            "handled per wait)"
+            f"{s['wait']:.2f} waits per request"
+            + (f" against {ref_wait:.2f} for {BASELINE}" if ref_wait is not None else "")
+            + f" (about {1 / s['wait']:.1f} requests served per wake-up)"
         )
-    if floor and "syscalls" in floor and not said:
-        extra = s["total"] - floor["syscalls"]["total"]
-        said.append(
-            f"{s['total']:.2f} syscalls per request, {extra:+.2f} against the selectors floor"
-        )
+    if not said:
+        said.append(f"{s['total']:.2f} syscalls per request")
+        if floor and "syscalls" in floor:
+            said[-1] += (
+                f", {s['total'] - floor['syscalls']['total']:+.2f} against the selectors floor"
+            )
     if reference and "user_us" in reference:
         python = entry["user_us"] - reference["user_us"]
         said.append(
@@ -397,11 +451,18 @@ def section(data: dict | None) -> list[str]:
     tool = data.get("counter")
     lines += [
         f"Where each echo request's microseconds go, at {point['size'] // 1024} KiB × "
-        f"{point['connections']} connections, measured by {command} on {data['date']} in an "
+        f"{point['connections']} connections and the fixed offered load of the echo section "
+        f"({point.get('rate', 0):,} requests/s), measured by {command} on {data['date']} in an "
         "untimed repetition per row: the server's user and system CPU per request over a "
         f"{point['window_s']:g} s load window with nothing attached (user is the Python the "
         "loop runs, system the kernel's socket work), then syscalls per request by kind over "
-        "a second window.",
+        "a second window. The user/system split is the kernel's tick sampling over that window "
+        "(read it to about ±10%); their sum is the scheduler's exact figure. No function-level "
+        "profile: cProfile's per-call hook costs about as much as the small calls these loops "
+        "differ by, so it would inflate the call-heavy loops most (`python -X perf` with "
+        "`perf record`, Python 3.12+, gives one by hand). The CPU columns come from this one "
+        "repetition per row, on a machine others may share: the echo section's medians rank "
+        "the loops; this table says where their microseconds go.",
         "",
     ]
     if tool is None:
@@ -433,14 +494,18 @@ def section(data: dict | None) -> list[str]:
             continue
         s = entry["syscalls"]
         cpu = entry["user_us"] + entry["system_us"]
+        mark = " †" if entry.get("kept_rate") is False else ""
         lines.append(
-            f"| {entry['label']} | {cpu:.2f} | {entry['user_us']:.2f} | {entry['system_us']:.2f} "
+            f"| {entry['label']}{mark} | {cpu:.2f} | {entry['user_us']:.2f} "
+            f"| {entry['system_us']:.2f} "
             f"| {entry['user_us'] / cpu:.0%} | {f'{cpu / base:.2f}' if base else '–'} "
             f"| {s['total']:.2f} | {s['wait']:.3f} | {s['recv']:.2f} | {s['recv_eagain']:.2f} "
             f"| {s['send']:.2f} | {s['epoll_ctl']:.3f} | {s['other']:.3f} |"
         )
         if entry["kind"] == "home-made":
             notes.append(f"- **{entry['label']}**: {explain(entry, reference, floor)}")
+    if any(e.get("kept_rate") is False for e in rows.values()):
+        lines += ["", "† the server did not keep the offered rate: its figures are at saturation."]
     if notes:
         lines += ["", "What the figures say, loop by loop:", "", *notes]
     return [*lines, ""]

@@ -29,10 +29,10 @@ from conformance.support import nonblocking_pair
 # Deadlines 2 ms apart (uvloop's clock counts whole milliseconds), scheduled in the reverse
 # of their deadline order so that "first scheduled" and "first due" disagree. The loop is
 # then kept busy past all of them, so they expire in one and the same poll.
-FIRST = 0.02  # the earliest deadline, in seconds
+FIRST = 0.1  # the earliest deadline, in seconds: far enough for a loaded machine to set up
 GAP = 0.002
-SETTLE = 0.01  # the main task sleeps this long so that every waiter has started waiting
-BUSY = 0.05  # seconds the main task then blocks the loop, well past every deadline
+SETTLE = 0.03  # the main task sleeps this long so that every waiter has started waiting
+BUSY = 0.2  # seconds the main task then blocks the loop, well past every deadline
 # The plain sleep is due last: a loop whose timeouts take extra hops lets it act first.
 KINDS = [
     "timeout around a sleep",
@@ -54,8 +54,10 @@ def _(co):
     a, b = nonblocking_pair()
     queue = co.Queue()
 
+    start = co.now()
+
     def waits(rank):
-        delay = FIRST + rank * GAP
+        delay = start + FIRST + rank * GAP - co.now()  # one absolute deadline per rank
         kind = KINDS[rank]
         if kind == "sleep":
             yield from co.sleep(delay)
@@ -88,8 +90,10 @@ async def _(co):
     a, b = nonblocking_pair()
     queue = co.Queue()
 
+    start = co.now()
+
     async def waits(rank):
-        delay = FIRST + rank * GAP
+        delay = start + FIRST + rank * GAP - co.now()  # one absolute deadline per rank
         kind = KINDS[rank]
         if kind == "sleep":
             await co.sleep(delay)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
@@ -112,6 +113,15 @@ def test_section_writes_the_table_and_what_each_loops_figures_say():
     roundrobin = next(line for line in text.splitlines() if line.startswith("- **roundrobin"))
     assert "0.40 epoll_ctl per request" in roundrobin
     assert "- **uvloop" not in text  # anchors are the yardstick, not explained
+    assert "†" not in text
+
+
+def test_section_marks_a_row_whose_server_did_not_keep_the_rate():
+    data = _stored()
+    data["rows"]["traps/coroutines"]["kept_rate"] = False
+    text = "\n".join(anatomy.section(data))
+    assert "| traps · coroutines † |" in text
+    assert "† the server did not keep the offered rate" in text
 
 
 def test_section_says_how_to_measure_and_how_to_get_a_counter():
@@ -176,4 +186,14 @@ def test_bench_anatomy_stores_a_row_and_the_report_renders_it(tmp_path: Path):
     entry = data["rows"]["handlers/callbacks"]
     assert "error" not in entry, entry
     assert entry["syscalls"]["send"] > 0.9 and entry["user_us"] > 0
-    assert "| handlers · callbacks |" in "\n".join(anatomy.section(data))
+    text = "\n".join(anatomy.section(data))
+    assert re.search(r"\| handlers · callbacks( †)? \|", text)  # † on a machine too busy
+    assert re.search(r"- \*\*handlers · callbacks\*\*: \d+\.\d\d syscalls per request", text)
+
+
+def test_cpu_is_the_schedulers_exact_total_split_by_the_tick_ratio():
+    user, system = anatomy.user_system((1.0, 100, 50), (1.9, 160, 80))
+    assert (user, system) == pytest.approx((0.6, 0.3))  # 0.9 s on CPU; 60 of 90 ticks user
+    assert anatomy.user_system((1.0, 7, 7), (1.0, 7, 7)) == (0.0, 0.0)
+    seconds, user_ticks, system_ticks = anatomy.cpu_times(os.getpid())
+    assert seconds > 0 and user_ticks >= 0 and system_ticks >= 0

@@ -272,6 +272,11 @@ def _differences(group: list[dict[str, Any]]) -> str:
     if len(by_schedule) == 1:
         return "Every loop ran the slices in the same order."
     lines = [f"{len(by_schedule)} different schedules among {len(group)} loops:"]
+    shared = [names for names in by_schedule.values() if len(names) > 1]
+    if shared:
+        lines.append(
+            "- the same schedule: " + "; ".join(", ".join(names) for names in shared) + "."
+        )
     # 1. Does the program's first task keep running after starting the others, or is it
     # suspended by each start (spawn as a request to a kernel)?
     before: dict[int, list[str]] = {}

@@ -42,8 +42,8 @@ from typing import Any
 
 from loops import Variant
 
-# The contract's calls a task can be suspended in: the first one found walking down the await
-# chain names what the task waits on ("sleep", "recv", ...), the same word on every loop.
+# The contract's calls a task can be suspended in. The proxy notes the awaitable each returns,
+# so a suspension inside one is named by it ("sleep", "recv", ...), the same word on every loop.
 CONTRACT_CALLS = frozenset(
     {
         "sleep",

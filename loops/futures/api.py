@@ -6,7 +6,8 @@ coroutines style); either way the Future it finally yields reaches the Task that
 outermost generator or coroutine, which is all the loop needs. So ``VARIANT.generators`` and
 ``VARIANT.coroutines`` are this same module.
 
-Socket calls try the operation first and wait for readiness only on BlockingIOError.
+Socket calls try the operation first and wait for readiness only on BlockingIOError (except a
+recv after a short read: see ``_drained``).
 Addresses given to ``connect`` and ``sendto`` are not resolved asynchronously: pass IP
 addresses (as the lab's workloads do) or accept a blocking DNS lookup.
 """

@@ -194,6 +194,17 @@ def _fileno(fd):
     return fd
 
 
+def _watchable(fileobj):
+    """The fd of fileobj, or a clear ValueError if select() cannot watch it."""
+    fd = _fileno(fileobj)
+    if fd >= FD_SETSIZE:
+        raise ValueError(
+            f"fd {fd} is beyond select()'s ceiling of {FD_SETSIZE}: "
+            "the handlers loop cannot watch it (this is the lesson of this variant)"
+        )
+    return fd
+
+
 def _check_callable(callback, caller):
     # Refused here, where the mistake is made, not when the loop calls it much later.
     if not callable(callback):
@@ -278,18 +289,44 @@ class Loop:
 
     # -- handlers -----------------------------------------------------------------------------
 
+    def add_handler(self, handler):
+        """Watch an application handler (the recipe's own way): asked every iteration.
+
+        The handler needs ``fileno()`` and the four methods of :class:`EventHandler`; its own
+        state answers ``wants_to_receive``/``wants_to_send``. Beyond the lab's contract: the
+        contract's add_reader/add_writer are this, through the :class:`CallbackHandler` adapter.
+        """
+        self._check_open()
+        fd = _watchable(handler)
+        watched = self._handlers.get(fd)
+        if watched is not None:
+            owner = watched.fileobj if isinstance(watched, CallbackHandler) else watched
+            if not _closed_since(owner, fd):  # else: closed without remove_*, number reused
+                raise RuntimeError(f"fd {fd} is already watched by {watched!r}")
+        self._handlers[fd] = handler
+
+    def remove_handler(self, handler):
+        """Stop asking handler; True if it was watched. Works on a closed socket's handler."""
+        with contextlib.suppress(OSError, ValueError):
+            fd = handler.fileno()
+            if self._handlers.get(fd) is handler:
+                del self._handlers[fd]
+                return True
+        for fd, watched in self._handlers.items():  # closed already: find it by identity
+            if watched is handler:
+                del self._handlers[fd]
+                return True
+        return False
+
     def _handler_for(self, fileobj):
-        fd = _fileno(fileobj)
-        if fd >= FD_SETSIZE:
-            raise ValueError(
-                f"fd {fd} is beyond select()'s ceiling of {FD_SETSIZE}: "
-                "the handlers loop cannot watch it (this is the lesson of this variant)"
-            )
+        fd = _watchable(fileobj)
         handler = self._handlers.get(fd)
         if isinstance(handler, CallbackHandler) and _closed_since(handler.fileobj, fd):
             handler = None  # closed without remove_*: the number now names another file
         if handler is None:
             handler = self._handlers[fd] = CallbackHandler(self, fd)
+        elif not isinstance(handler, CallbackHandler):
+            raise RuntimeError(f"fd {fd} is watched by {handler!r}: remove_handler() it first")
         handler.fileobj = fileobj
         return handler
 
@@ -410,9 +447,19 @@ class Loop:
                 raise
             can_receive = can_send = []
         for handler in can_receive:
-            handler.handle_receive()
+            try:
+                handler.handle_receive()
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as error:  # an application handler's (callbacks are caught)
+                self._handler_failed(handler, error)
         for handler in can_send:
-            handler.handle_send()
+            try:
+                handler.handle_send()
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as error:
+                self._handler_failed(handler, error)
 
         # Stage 2: move due timers to the ready queue; compact when cancellations dominate.
         timers = self._timers
@@ -437,6 +484,11 @@ class Loop:
             handle = ready.popleft()
             if not handle._cancelled:
                 self._run(handle)
+
+    def _handler_failed(self, handler, error):
+        self.call_exception_handler(
+            {"message": f"exception in handler {handler!r}", "exception": error, "handler": handler}
+        )
 
     def _forget_closed(self, error):
         """Stop watching fds that were closed while watched; True if there were any."""

@@ -341,13 +341,7 @@ class Loop:
         return SUSPEND
 
     def _trap_spawn(self, task: Task, request: tuple) -> Task:
-        coro = request[1]
-        if type(coro) is not CoroutineType:  # the checks and messages live in _spawn
-            return self._spawn(coro)
-        child = Task(coro)
-        self._tasks.add(child)
-        self._ready.append(child)
-        return child
+        return self._spawn(request[1])  # answered at once: the spawner runs on, no switch
 
     def _trap_join(self, task: Task, request: tuple) -> Any:
         target = request[1]
