@@ -388,7 +388,8 @@ def point_notes(params: dict, stored_points: dict) -> list[str]:
     if not chosen:
         return []
     rates = "; ".join(
-        f"{rate:,.0f} requests/s" + (f" ({basis})" if basis else "") for rate, basis in chosen
+        f"{rate:,.0f} requests/s {spread}" + (f", chosen as {basis}" if basis else "")
+        for rate, basis in chosen
     )
     mixed = (
         " Rows measured in different sessions were offered different rates; each ratio is "
@@ -397,9 +398,9 @@ def point_notes(params: dict, stored_points: dict) -> list[str]:
         else ""
     )
     return [
-        f"*Offered load:* {rates}, {spread}, every request scheduled and its latency counted "
-        "from its scheduled time. A row whose server completed fewer than 95% of the scheduled "
-        f"requests could not keep the rate and has no figure.{mixed}"
+        f"*Offered load:* {rates}. Every request is scheduled and its latency counted from its "
+        "scheduled time; a row whose server completed fewer than 95% of the scheduled requests "
+        f"could not keep the rate and has no figure.{mixed}"
     ]
 
 

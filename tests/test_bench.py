@@ -257,8 +257,8 @@ def test_fixed_offered_load_tables_show_cost_the_rate_and_who_could_not_keep_it(
     section = paced[1].split("\n### ")[0]
     assert "server CPU (µs / request) median [min–max]" in section
     assert (
-        "*Offered load:* 8,000 requests/s (50% of the slowest row's closed-loop median (asyncio "
-        "· coroutines)), over 100 connections, every request scheduled" in section
+        "*Offered load:* 8,000 requests/s over 100 connections, chosen as 50% of the slowest "
+        "row's closed-loop median (asyncio · coroutines). Every request is scheduled" in section
     )
     callbacks = next(ln for ln in section.splitlines() if ln.startswith("| callbacks · callbacks"))
     assert "10.5 [10.0–11.0]" in callbacks and "×0.50" in callbacks and "native" in callbacks
