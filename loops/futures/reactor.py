@@ -186,6 +186,8 @@ class Loop:
             unwanted &= record.events
             if unwanted:
                 self._unwatch(record, unwanted)
+            elif not events & record.events:  # bits it never asked for: a ghost's (drop_ghosts)
+                self.drop_ghosts()
 
         # Stage 2: expire timers: complete every timer future whose deadline has passed.
         if timers:
@@ -297,6 +299,16 @@ class Loop:
         if self._io.get(record.fd) is not record:
             return  # dropped by a rebuild earlier in this batch of events
         del self._io[record.fd]
+        self.drop_ghosts()
+
+    def drop_ghosts(self) -> None:
+        """Move every live registration to a fresh selector (see _drop_ghost), and close the old.
+
+        Also called when a ghost shares its number with a live socket: a closed socket's file,
+        kept open by a dup, whose number a new socket reuses, is reported under that number,
+        as bits the new socket never asked for (above, in _run_once) or as wake-ups for
+        nothing (api.py's _woken_for_nothing).
+        """
         old, self._selector = self._selector, selectors.DefaultSelector()
         old.close()
         self._selector.register(self._wake_reader.fileno(), _READ, None)

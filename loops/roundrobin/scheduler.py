@@ -480,6 +480,9 @@ class Loop:
                 return
             else:  # its task is busy elsewhere: stop the selector reporting it over and over
                 self._narrow(record, READ)
+        elif not events & WRITE:  # bits it never asked for: a ghost's (see drop_ghosts)
+            self.drop_ghosts()
+            return
         if events & WRITE:
             task = record.writer
             if task is not None:
@@ -534,6 +537,16 @@ class Loop:
         if self._io.get(record.fd) is not record:
             return  # dropped by a rebuild earlier in this batch of events
         del self._io[record.fd]
+        self.drop_ghosts()
+
+    def drop_ghosts(self) -> None:
+        """Move every live registration to a fresh selector (see _drop_ghost), and close the old.
+
+        Also called when a ghost shares its number with a live socket: a closed socket's file,
+        kept open by a dup, whose number a new socket reuses, is reported under that number,
+        as bits the new socket never asked for (_io_ready) or as wake-ups for nothing
+        (api.py's _woken_for_nothing).
+        """
         old, self._selector = self._selector, selectors.DefaultSelector()
         old.close()
         self._selector.register(self._wake_reader, READ, None)
