@@ -522,9 +522,10 @@ def _(co):
             old_task = yield from co.spawn(co.sendall(b, b"x" * 65536))
         else:
             old_task = yield from co.spawn(co.recv(b, 100))
-            if old == "a finished reader":
-                a.send(b"x")
-        yield from co.sleep(0.01)  # the old task waits on its socket, or has read and ended
+        yield from co.sleep(0.01)  # the old task waits on its socket
+        if old == "a finished reader":  # woken by its data, it reads and ends
+            a.send(b"x")
+            yield from co.timeout_after(SAFETY, co.join(old_task))
         number = b.fileno()
         kept = _keep_alive(b, NUMBER_FREEING_DUPS[i % 2])
         c, d = _pair_on(number)
@@ -533,11 +534,11 @@ def _(co):
             new_task = yield from co.spawn(co.sendall(d, b"fresh"))
         else:
             new_task = yield from co.spawn(co.recv(d, 100))
-            if new == "a finished reader":
-                c.send(b"x")
-                yield from co.timeout_after(SAFETY, co.join(new_task))
-                new_task = None
         yield from co.sleep(0.01)  # the new task waits on the new socket
+        if new == "a finished reader":  # woken by its data, it reads and ends
+            c.send(b"x")
+            yield from co.timeout_after(SAFETY, co.join(new_task))
+            new_task = None
         _wake_up(a, old)  # the ghost becomes ready
         cpu = time.process_time()
         yield from co.sleep(CASE_QUIET)
@@ -575,9 +576,10 @@ async def _(co):
             old_task = await co.spawn(co.sendall(b, b"x" * 65536))
         else:
             old_task = await co.spawn(co.recv(b, 100))
-            if old == "a finished reader":
-                a.send(b"x")
-        await co.sleep(0.01)  # the old task waits on its socket, or has read and ended
+        await co.sleep(0.01)  # the old task waits on its socket
+        if old == "a finished reader":  # woken by its data, it reads and ends
+            a.send(b"x")
+            await co.timeout_after(SAFETY, co.join(old_task))
         number = b.fileno()
         kept = _keep_alive(b, NUMBER_FREEING_DUPS[i % 2])
         c, d = _pair_on(number)
@@ -586,11 +588,11 @@ async def _(co):
             new_task = await co.spawn(co.sendall(d, b"fresh"))
         else:
             new_task = await co.spawn(co.recv(d, 100))
-            if new == "a finished reader":
-                c.send(b"x")
-                await co.timeout_after(SAFETY, co.join(new_task))
-                new_task = None
         await co.sleep(0.01)  # the new task waits on the new socket
+        if new == "a finished reader":  # woken by its data, it reads and ends
+            c.send(b"x")
+            await co.timeout_after(SAFETY, co.join(new_task))
+            new_task = None
         _wake_up(a, old)  # the ghost becomes ready
         cpu = time.process_time()
         await co.sleep(CASE_QUIET)
