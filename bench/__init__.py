@@ -10,9 +10,11 @@ re-running anything.
 Modules: :mod:`bench.environment` (what the numbers were measured on), :mod:`bench.plan`
 (the vocabulary: points, rows from discovery, figures, charts), :mod:`bench.procs` (fresh,
 pinned processes and what they used), one module per workload (:mod:`bench.echo`,
-:mod:`bench.sleep`, :mod:`bench.crawler`, :mod:`bench.micro`) saying which points it has,
+:mod:`bench.sleep`, :mod:`bench.crawler`, :mod:`bench.micro`, whose operations
+:mod:`bench.pyperf_micro` times under pyperf) saying which points it has,
 how one repetition is measured and which figures it yields, :mod:`bench.store` (results as
 data, resume and skip), :mod:`bench.summary` (medians, validity, ratios), :mod:`bench.runner`
 (the walk over the matrix with a progress bar), and for rendering :mod:`bench.report`,
-:mod:`bench.charts` and :mod:`bench.codesize`.
+:mod:`bench.charts`, :mod:`bench.codesize`, :mod:`bench.glance` (the table opening each report)
+and :mod:`bench.scale` (cost per unit of work against N, with growth exponents).
 """

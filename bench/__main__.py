@@ -30,6 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--workload", action="append", choices=WORKLOADS, help="only this workload (repeat)"
     )
+    run.add_argument(
+        "--where",
+        action="append",
+        metavar="PARAM=VALUE",
+        help="only points with this parameter value, e.g. connections=10000 (repeat: all hold)",
+    )
     run.add_argument("--redo", action="store_true", help="measure again what is stored")
     run.add_argument("--results", type=Path, default=RESULTS)
 
@@ -52,9 +58,20 @@ def main(argv: list[str] | None = None) -> int:
             unknown = sorted(set(args.loop) - set(known))
             if unknown:
                 parser.error(f"unknown loop {', '.join(unknown)}; known: {', '.join(known)}")
+        where = {}
+        for condition in args.where or ():
+            name, equals, value = condition.partition("=")
+            if not equals or not name or not value:
+                parser.error(f"--where {condition!r}: expected PARAM=VALUE, e.g. connections=100")
+            where[name] = value
         try:
             return run_bench(
-                args.workload or list(WORKLOADS), args.full, args.loop, args.redo, args.results
+                args.workload or list(WORKLOADS),
+                args.full,
+                args.loop,
+                args.redo,
+                args.results,
+                where=where,
             )
         except KeyboardInterrupt:
             print("\ninterrupted: finished points are stored; run again to resume", file=sys.stderr)

@@ -12,7 +12,12 @@ Four operations, each written once per style so that the same program runs on ev
 
 An operation a style has no notion of is not measured (shown as "n/a").
 
-The method, in the spirit of pyperf: each repetition is a fresh process (``python -m
+Two harnesses run the same programs. The bench measures with **pyperf**
+(:mod:`bench.pyperf_micro`), the harness CPython's own benchmarks use: calibration, fresh worker
+processes, stability warnings, which the report prints. The full run also keeps the lab's own
+harness below, on the same operations, so the two can be read side by side.
+
+The lab's own harness, in the spirit of pyperf: each repetition is a fresh process (``python -m
 bench.micro``) pinned to one core; in it each operation is calibrated (the count doubles until
 one timed run takes at least ``--min-time`` seconds), run once more as warm-up, then timed
 ``--runs`` times; the process reports the median of its runs. The bench takes the median of
@@ -49,31 +54,67 @@ HEADLINE = "switch"
 TITLE = "Micro"
 DESCRIPTION = """\
 The cost of a loop's basic operations, in nanoseconds per operation (lower is better), each
-written once per style: **switch**, one trip through the loop (two tasks taking turns with
-`sleep(0)`, or a callback scheduling the next with `call_soon`); **call_soon**, schedule and
-run a callback, 1 000 per iteration (callbacks); **spawn_join**, start a task that returns at
-once and wait for it (tasks); **timer**, arm a timer and cancel it before it fires
-(`call_later` + `cancel()`, or `timeout_after` around work that ends at once). Each
-repetition is a fresh process: every operation is calibrated to a run of at least a few tens
-of milliseconds, warmed up, then timed five times (seven in the full run); the process reports
-its median. "n/a": the style has no such operation.
+written once per style and timed by pyperf: **switch**, one trip through the loop (two tasks
+taking turns with `sleep(0)`, or a callback scheduling the next with `call_soon`);
+**call_soon**, schedule and run a callback, 1 000 per iteration (callbacks); **spawn_join**,
+start a task that returns at once and wait for it (tasks); **timer**, arm a timer and cancel it
+before it fires (`call_later` + `cancel()`, or `timeout_after` around work that ends at once).
+pyperf, the harness of CPython's own benchmarks, calibrates each operation to values of at
+least 100 ms, runs them in fresh worker processes (20 × 3 values in the full run, 6 × 3 in the
+quick one, each after a warm-up; pinned to one core) and reports the median with its stability
+warnings. The full run also measures with the lab's own harness (a fresh process per
+repetition, calibrated, warmed up, timed seven times, its median) on the same programs, side by
+side. "n/a": the style has no such operation.
 """
 
 
+# pyperf's worker processes and values per process: its defaults in the full run (20 × 3
+# after a warm-up each), fewer in the quick one; one bench repetition, since pyperf repeats
+# in its own fresh processes.
+PYPERF = {False: {"processes": 6, "values": 3}, True: {"processes": 20, "values": 3}}
+PYPERF_CAP_S = 600.0
+
+
 def point_title(params: dict) -> str:
-    return "Nanoseconds per operation"
+    if params.get("harness") == "pyperf":
+        return (
+            f"Nanoseconds per operation, pyperf ({params['processes']} worker processes × "
+            f"{params['values']} values, calibrated)"
+        )
+    return "Nanoseconds per operation, the lab's own harness (side by side with pyperf)"
 
 
 def points(full: bool) -> list[Point]:
-    """One point: every operation, every variant and style, measured in the same process."""
-    config = settings(full)
-    params = (("min_time_s", config["min_time"]), ("runs", config["runs"]))
-    return [Point(NAME, params, tuple(variant_rows()), repetitions=5 if full else 3)]
+    """pyperf's point, and in the full run the lab harness's beside it on the same operations."""
+    rows = tuple(variant_rows())
+    config = PYPERF[full]
+    pyperf_params = (
+        ("harness", "pyperf"),
+        ("processes", config["processes"]),
+        ("values", config["values"]),
+    )
+    found = [Point(NAME, pyperf_params, rows, 1, cap_s=PYPERF_CAP_S)]
+    if full:
+        lab = settings(full)
+        params = (("min_time_s", lab["min_time"]), ("runs", lab["runs"]))
+        found.append(Point(NAME, params, rows, 5, min_repetitions=3, cap_s=300.0))
+    return found
 
 
 def observations(params: dict, rows: list) -> list[str]:
-    """Per operation other than the headline: the cheapest row and its ratio to asyncio."""
+    """Per operation other than the headline: the cheapest row and its ratio to asyncio.
+
+    Under pyperf, also which rows pyperf warned about (its stability checks).
+    """
     sentences = []
+    warned = sorted(
+        {f"{r.label} ({', '.join(sorted(r.summary.warned))})" for r in rows if r.summary.warned}
+    )
+    if warned:
+        sentences.append(
+            "pyperf warned that these may be unstable (standard deviation ≥ 10% of the mean, "
+            f"outliers or too few samples; the shared machine): {'; '.join(warned)}."
+        )
     for metric in METRICS:
         if metric.name == HEADLINE:
             continue
@@ -271,6 +312,8 @@ def main(argv: list[str] | None = None) -> None:
 
 def measure(point: Point, row, cores, workdir: Path, full: bool) -> dict:
     """One repetition: a fresh pinned process measuring every operation of the row's style."""
+    if point.args.get("harness") == "pyperf":
+        return measure_pyperf(point, row, cores, workdir)
     from bench.procs import Child, python
 
     out = workdir / "micro.json"
@@ -293,7 +336,7 @@ def measure(point: Point, row, cores, workdir: Path, full: bool) -> dict:
         cores.subject,
         stderr_path=workdir / "micro.err",
     )
-    usage = child.wait(timeout=300)
+    usage = child.wait(timeout=point.cap_s or 300)
     child.check(usage)
     operations = json.loads(out.read_text())["operations"]
     record: dict = {op: data["median"] for op, data in operations.items() if "median" in data}
@@ -301,6 +344,47 @@ def measure(point: Point, row, cores, workdir: Path, full: bool) -> dict:
     errors = {op: data["error"] for op, data in operations.items() if "error" in data}
     if errors:
         record["failed_figures"] = errors
+    return record
+
+
+def measure_pyperf(point: Point, row, cores, workdir: Path) -> dict:
+    """pyperf's run of every operation of the row's style, in its own worker processes."""
+    import pyperf
+    from pyperf._cli import format_checks  # the checks `pyperf show` prints as warnings
+
+    from bench.procs import Child, python
+
+    out = workdir / "pyperf.json"
+    child = Child(
+        python(
+            "-m",
+            "bench.pyperf_micro",
+            "--loop",
+            row.variant,
+            "--style",
+            row.style,
+            "--processes",
+            str(point.args["processes"]),
+            "--values",
+            str(point.args["values"]),
+            "--quiet",
+            "-o",
+            str(out),
+        ),
+        cores.subject,  # pyperf's workers inherit the pinning
+        stderr_path=workdir / "pyperf.err",
+    )
+    usage = child.wait(timeout=point.cap_s or PYPERF_CAP_S)
+    child.check(usage)
+    record: dict = {"calibrated_n": {}, "stdev_pct": {}, "pyperf_warnings": {}}
+    for benchmark in pyperf.BenchmarkSuite.load(str(out)).get_benchmarks():
+        op = benchmark.get_name()
+        record[op] = benchmark.median() * 1e9  # pyperf's values are seconds per operation
+        record["stdev_pct"][op] = benchmark.stdev() / benchmark.mean() * 100
+        record["calibrated_n"][op] = benchmark.get_loops()
+        warnings = [line[2:] for line in format_checks(benchmark) if line.startswith("* ")]
+        if warnings:
+            record["pyperf_warnings"][op] = warnings
     return record
 
 

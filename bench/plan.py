@@ -90,7 +90,13 @@ class Point:
     workload: str
     params: tuple[tuple[str, object], ...]
     rows: tuple[Row, ...] = field(compare=False)
-    repetitions: int = 3
+    repetitions: int = 3  # at most this many repetitions per row
+    # At least this many; a row stops there when its spread allows (bench.summary.complete).
+    # None: always `repetitions`.
+    min_repetitions: int | None = field(default=None, compare=False)
+    # Seconds one repetition of one row may take; past it the row is stored as "did not
+    # finish in N s", a result of its own (None: the workload's own generous timeout).
+    cap_s: float | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:

@@ -142,7 +142,7 @@ class Child:
             wall_seconds=wall,
         )
         if killed:
-            raise ChildFailed(f"{self.short()} did not finish within {timeout:.0f} s")
+            raise DidNotFinish(timeout, f"{self.short()} did not finish within {timeout:g} s")
         return self.usage
 
     def sample_peak_rss(self) -> None:
@@ -206,6 +206,14 @@ class Child:
 
 class ChildFailed(RuntimeError):
     """A measured process failed: the repetition is recorded as failed, with this message."""
+
+
+class DidNotFinish(ChildFailed):
+    """A measured process overran its time cap and was killed: a result, not a crash."""
+
+    def __init__(self, cap_s: float, message: str) -> None:
+        super().__init__(message)
+        self.cap_s = cap_s
 
 
 def peak_rss_bytes(pid: int) -> int | None:

@@ -11,17 +11,19 @@ stored) to ``bench-full.md``.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from tabulate import tabulate
 
-from bench import anatomy, charts, codesize
+from bench import anatomy, charts, codesize, glance, scale
+from bench.environment import ROOT
 from bench.plan import BASELINE, Metric, Row, baseline_key, columns
 from bench.runner import WORKLOADS, results_path, workload_module
 from bench.store import ResultStore, row_fingerprint
-from bench.summary import SATURATION, RowSummary, ratio, summarize
+from bench.summary import SATURATION, SPREAD_TOLERANCE, RowSummary, ratio, summarize
 
 MODES = {"quick": "bench.md", "full": "bench-full.md"}
 KIND_ORDER = {"reference": 1, "home-made": 2, "anchor": 3}
@@ -252,6 +254,18 @@ def what_this_shows(module: ModuleType, params: dict, rows: list[RenderedRow]) -
             sentences.append(f"No figure for {r.label}: {r.summary.reason}.")
     if failed:
         sentences.append(f"Failed: {', '.join(failed)} (reason in the table).")
+    unfinished = [r.label for r in rows if r.summary.status == "did not finish"]
+    if unfinished:
+        sentences.append(
+            f"Did not finish within the time cap: {', '.join(unfinished)} (a result: the cost "
+            "grew past what the cap allows; see the scale section)."
+        )
+    limited = [r for r in rows if r.summary.status == "limit"]
+    if limited:
+        sentences.append(
+            f"At a stated limit: {', '.join(r.label for r in limited)} "
+            f"({limited[0].summary.reason})."
+        )
     unmeasured = [r.label for r in rows if r.summary.status == "not measured"]
     if unmeasured:
         sentences.append(f"Not measured yet: {', '.join(unmeasured)}.")
@@ -344,6 +358,55 @@ def repetition_loads(stores: list[ResultStore]) -> dict[str, list[float]]:
     return loads
 
 
+def coverage(stores: dict[str, ResultStore | None], mode: str) -> list[str]:
+    """How much of the matrix is stored, per workload, and how to measure the rest."""
+    parts, missing = [], 0
+    for name in WORKLOADS:
+        module = workload_module(name)
+        matrix = current_matrix(module, mode)
+        if not matrix:
+            continue
+        store = stores.get(name)
+        stored = store.data["points"] if store is not None else {}
+        expected = sum(len(rows) for rows in matrix.values())
+        done = sum(
+            1
+            for key, rows in matrix.items()
+            for row in rows
+            if row.key in stored.get(key, {}).get("rows", {})
+        )
+        missing += expected - done
+        parts.append(f"{module.TITLE.lower()} {done:,} of {expected:,}")
+    if not missing:
+        return []
+    command = "nox -s bench" + (" -- --full" if mode == "full" else "")
+    return [
+        f"*Stored so far:* rows (variant or anchor at a point) {'; '.join(parts)}. The rest "
+        f"is not measured yet: `{command}` continues where the stored results stop.",
+        "",
+    ]
+
+
+def load_line(stores: list[ResultStore]) -> list[str]:
+    """One line on how busy the machine was while these figures were measured."""
+    loads = [x for session in repetition_loads(stores).values() for x in session]
+    if not loads:
+        return []
+    cores = {
+        len(session["environment"]["usable_cores"])
+        for store in stores
+        for session in store.sessions.values()
+    }
+    return [
+        "*Load while measuring:* the machine's 1-minute load average was "
+        f"{statistics.median(loads):.2f} (median; {min(loads):.2f}–{max(loads):.2f}) over "
+        f"{len(loads)} repetitions, on "
+        f"{'/'.join(str(c) for c in sorted(cores))} usable cores; per session under "
+        "[Environment](#environment).",
+        "",
+    ]
+
+
 def environment_section(stores: list[ResultStore]) -> list[str]:
     """The sessions these results come from, one column each."""
     sessions: dict[str, dict] = {}
@@ -426,7 +489,36 @@ number. **reps** counts valid repetitions over all; § marks a row whose figure 
 valid repetitions only (in the others the peer saturated: the loop may be faster than shown).
 † measured in an earlier session than the rest of its table (its ratio is to that session's
 asyncio); ‡ measured on code that has changed since (run the bench again to refresh it).
+The full run fits the machine: each repetition is stored as it ends, so an interrupted run
+continues where it stopped (`nox -s bench -- --full`); a repetition over its point's time cap
+is stopped and its row reads "did not finish in N s" (a result: cost grew past the cap); a
+failure that is a loop's stated limit (`select()` cannot watch a descriptor numbered 1 024 or
+more) reads "limit"; and a row stops after 3 repetitions when its headline's spread,
+(max − min) / median, is within {tolerance:.0%}, otherwise it runs up to 5 (2 and 3 where one
+repetition takes minutes: a million sleepers, a crawl one page at a time).
 """
+
+
+def stored_points(
+    stores: dict[str, ResultStore | None], mode: str
+) -> Callable[[str], list[tuple[dict, list[RenderedRow]]]]:
+    """A function giving a workload's stored points as (params, rendered rows), cached."""
+    cache: dict[str, list[tuple[dict, list[RenderedRow]]]] = {}
+
+    def points_of(name: str) -> list[tuple[dict, list[RenderedRow]]]:
+        if name not in cache:
+            store = stores.get(name)
+            found = []
+            if store is not None and name in WORKLOADS:
+                module = workload_module(name)
+                matrix = current_matrix(module, mode)
+                for key, point in store.data["points"].items():
+                    rows = rendered_rows(module, module.NAME, point, matrix.get(key))
+                    found.append((point["params"], rows))
+            cache[name] = found
+        return cache[name]
+
+    return points_of
 
 
 def render(
@@ -437,24 +529,30 @@ def render(
 ) -> list[Path]:
     """Write one report (and its charts); return the files written."""
     chart_dir = out.parent / "charts"
+    points_of = stored_points(stores, mode)
     lines = [
         "# The bench: every loop on the same workloads",
         "",
         f"<!-- generated by `nox -s report` from reports/results/{mode}/; do not edit -->",
         "",
-        f"The {mode} matrix. " + METHOD.format(saturation=SATURATION).replace("\n", " "),
+        *glance.section(points_of, ROOT, out.parent),
+        *load_line([s for s in stores.values() if s is not None]),
+        *coverage(stores, mode),
+        f"The {mode} matrix. "
+        + METHOD.format(saturation=SATURATION, tolerance=SPREAD_TOLERANCE).replace("\n", " "),
         "",
         "Sections: "
         + ", ".join(
             f"[{workload_module(n).TITLE}](#{workload_module(n).TITLE.lower()})" for n in WORKLOADS
         )
-        + ", [Code size](#code-size), [Conformance](#conformance), "
+        + ", [Scale](#scale), [Code size](#code-size), [Conformance](#conformance), "
         "[Environment](#environment).",
         "",
     ]
     for name in WORKLOADS:
         lines += section(workload_module(name), stores.get(name), mode, chart_dir, out)
     lines += anatomy.section(anatomy_data)  # the echo rows' cost anatomy, its own section
+    lines += scale.section(points_of, mode, chart_dir, out)
     lines += codesize.section()
     conformance = out.parent / "conformance.md"
     lines += [

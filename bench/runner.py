@@ -5,7 +5,13 @@ For each workload and each point of its matrix, the runner picks the rows that n
 if there are any, the asyncio rows too, so every ratio has a baseline from the same session.
 Repetitions are interleaved (all rows once, then all rows again, in a rotating order) so a
 burst of load from elsewhere on a shared machine spreads over every row instead of landing on
-one. Each point is saved as soon as it is done: an interrupted run resumes where it stopped.
+one. Every repetition is saved as soon as it is done: an interrupted run resumes where it
+stopped, row by row and repetition by repetition (the asyncio baseline of a resumed point is
+measured afresh in the new session, so ratios stay within one session). A row stops early when
+its spread allows, and a repetition that overruns the point's time cap is stored as "did not
+finish" (see :mod:`bench.summary`). The runner raises its soft open-file limit to the hard
+one first, so every server, generator and sleeping loop it starts inherits room for 10 000
+connections or idle sockets.
 """
 
 from __future__ import annotations
@@ -31,9 +37,10 @@ from rich.progress import (
 
 from bench import environment
 from bench.plan import BASELINE, Point, Row, columns, narrow
-from bench.procs import ChildFailed, Cores
+from bench.procs import ChildFailed, Cores, DidNotFinish
 from bench.store import ResultStore, row_fingerprint
-from bench.summary import summarize
+from bench.summary import complete, summarize
+from workloads.common import raise_open_file_limit
 
 WORKLOADS = ("echo", "sleep", "crawler", "micro")
 RESULTS = environment.ROOT / "reports" / "results"
@@ -49,12 +56,22 @@ def results_path(results: Path, mode: str, workload: str) -> Path:
 
 @dataclass
 class Job:
-    """The rows to measure at one point, and where to store them."""
+    """The rows to measure at one point, where to store them, and what each row already has."""
 
     module: ModuleType
     store: ResultStore
     point: Point
     rows: list[Row]
+    resumed: dict[Row, list[dict]] | None = None  # stored repetitions a row continues from
+
+    @property
+    def headline(self) -> str:
+        return columns(self.module, self.point.args)[0].name
+
+    def left(self, row: Row) -> int:
+        """Repetitions still to run for a row, at most."""
+        done = len((self.resumed or {}).get(row, []))
+        return max(0, self.point.repetitions - done)
 
 
 def plan_jobs(
@@ -63,59 +80,88 @@ def plan_jobs(
     full: bool,
     loop_names: list[str] | None,
     redo: bool,
+    where: dict[str, str] | None = None,
 ) -> tuple[list[Job], int]:
     """What to measure for one workload, and how many stored rows are skipped."""
     jobs, skipped = [], 0
     for point in module.points(full):
+        if not matches(point, where):
+            continue
+        headline = columns(module, point.args)[0].name
         rows = narrow(point.rows, loop_names)
         todo = [
             row
             for row in rows
-            if redo or store.needs(point, row, row_fingerprint(point.workload, row))
+            if redo or store.needs(point, row, row_fingerprint(point.workload, row), headline)
         ]
         skipped += len(rows) - len(todo)
         if todo:
             # The baseline is measured in the same session as the rows compared to it.
             baseline = [r for r in point.rows if r.variant == BASELINE and not r.anchor]
+            resumed = {}
+            if not redo:
+                for row in todo:
+                    reps = store.resumable(point, row, row_fingerprint(point.workload, row))
+                    if reps and row not in baseline:
+                        resumed[row] = list(reps)
             todo = [*baseline, *(r for r in todo if r not in baseline)]
-            jobs.append(Job(module, store, point, todo))
+            jobs.append(Job(module, store, point, todo, resumed))
     return jobs, skipped
 
 
+def matches(point: Point, where: dict[str, str] | None) -> bool:
+    """True if the point has every parameter value asked for (compared as text)."""
+    args = point.args
+    return all(name in args and str(args[name]) == value for name, value in (where or {}).items())
+
+
 def measure_point(job: Job, session: str, cores: Cores, full: bool, progress, task) -> None:
-    """Every repetition of every row of one point, interleaved; then store them."""
-    reps: dict[Row, list[dict]] = {row: [] for row in job.rows}
-    failed: set[Row] = set()
-    total = job.point.repetitions
+    """Every repetition of every row of one point, interleaved, each stored as it ends."""
+    point = job.point
+    resumed = job.resumed or {}
+    reps: dict[Row, list[dict]] = {row: list(resumed.get(row, [])) for row in job.rows}
+    total = point.repetitions
     if hasattr(job.module, "prepare"):  # a workload settles a point's settings from data
-        job.module.prepare(job.point, job.store)
+        job.module.prepare(point, job.store)
+
+    def done(row: Row) -> bool:
+        return complete(reps[row], total, point.min_repetitions, job.headline)
+
     for rep in range(total):
         shift = rep % len(job.rows)
         for row in job.rows[shift:] + job.rows[:shift]:
+            if len(reps[row]) > rep or done(row):
+                continue  # resumed past this round, or complete (failed, capped, steady)
             progress.update(
                 task,
-                description=f"{job.point.workload} {job.point.key} · {row.label} "
-                f"(rep {rep + 1}/{total})",
+                description=f"{point.workload} {point.key} · {row.label} "
+                f"(rep {len(reps[row]) + 1}/{total})",
             )
-            if row in failed:
-                progress.advance(task)
-                continue
-            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-            with tempfile.TemporaryDirectory(prefix="lab-bench-") as workdir:
-                try:
-                    record = job.module.measure(job.point, row, cores, Path(workdir), full)
-                except ChildFailed as error:
-                    record = {"error": str(error)}
-                    failed.add(row)
-                except Exception as error:  # a record the bench cannot read: say so, go on
-                    record = {"error": f"{type(error).__name__}: {error}"}
-                    failed.add(row)
-            record["load_average"] = load  # the machine's 1-minute load as this repetition began
-            reps[row].append(record)
+            reps[row].append(measure_once(job, row, cores, full, session))
             progress.advance(task)
-    for row, records in reps.items():
-        job.store.put(job.point, row, session, row_fingerprint(job.point.workload, row), records)
-    job.store.save()
+            if done(row):  # steady after its minimum, or failed: its last rounds are not run
+                progress.advance(task, total - len(reps[row]))
+            code = row_fingerprint(point.workload, row)
+            job.store.put(point, row, session, code, reps[row])
+            job.store.save()
+
+
+def measure_once(job: Job, row: Row, cores: Cores, full: bool, session: str) -> dict:
+    """One repetition of one row, as the record to store (an error is a record too)."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    with tempfile.TemporaryDirectory(prefix="lab-bench-") as workdir:
+        try:
+            record = job.module.measure(job.point, row, cores, Path(workdir), full)
+        except DidNotFinish as error:  # over its cap: the row's result is that it did not finish
+            record = {"error": str(error), "did_not_finish_s": error.cap_s}
+            record["did_not_finish_kind"] = getattr(error, "kind", "wall")  # CPU or wall time
+        except ChildFailed as error:
+            record = {"error": str(error)}
+        except Exception as error:  # a record the bench cannot read: say so, go on
+            record = {"error": f"{type(error).__name__}: {error}"}
+    record["load_average"] = load  # the machine's 1-minute load as this repetition began
+    record["session"] = session  # a resumed row holds repetitions of more than one session
+    return record
 
 
 def console_line(job: Job, row: Row, reps: list[dict]) -> str:
@@ -139,10 +185,12 @@ def run(
     redo: bool,
     results: Path = RESULTS,
     console: Console | None = None,
+    where: dict[str, str] | None = None,
 ) -> int:
     """Measure what the selection needs; 0 when every selected row has a result stored."""
     console = console or Console(stderr=True)
     mode = "full" if full else "quick"
+    raise_open_file_limit()  # inherited by every child: room for C10k and 10 000 idle sockets
     env = environment.capture()
     cores = Cores.plan()
     env["pinning"] = cores.describe()
@@ -167,7 +215,7 @@ def run(
         if store.sessions and not store.machine_matches(env):
             console.print(f"{path} was measured on another machine or Python: measuring afresh")
             store = ResultStore.empty(path, name, mode)
-        workload_jobs, skipped = plan_jobs(store, module, full, loop_names, redo)
+        workload_jobs, skipped = plan_jobs(store, module, full, loop_names, redo, where)
         if skipped:
             console.print(f"{name}: {skipped} stored rows are current, skipped (--redo measures)")
         if workload_jobs:
@@ -175,7 +223,7 @@ def run(
         jobs += workload_jobs
         stores.append(store)
 
-    total = sum(len(job.rows) * job.point.repetitions for job in jobs)
+    total = sum(job.left(row) for job in jobs for row in job.rows)
     if not total:
         console.print("nothing to measure: every selected row is stored and current")
         return 0

@@ -3,7 +3,7 @@
 One repetition is one fresh process on the subject core: ``python -m workloads.sleep`` on the
 loop and style under test, N sleepers each sleeping a seeded random delay up to the maximum
 (the same delays on every loop), or the cancel-heavy variant of it, or the idle mode (one long
-sleep while 1 000 idle sockets are watched). The workload measures itself on the loop's clock
+sleep while idle sockets are watched). The workload measures itself on the loop's clock
 and fails the run if a cancelled sleeper woke, a sleeper woke early, or an idle socket was
 reported readable; a failed run is a failed row here. There is no peer process.
 """
@@ -11,19 +11,54 @@ reported readable; a failed run is a failed row here. There is no peer process.
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 from bench.plan import Chart, Metric, Point, Row, implemented_styles, variant_rows
-from bench.procs import Child, ChildFailed, python
+from bench.procs import Child, ChildFailed, DidNotFinish, python
+
+# Runs argv[2:] with RLIMIT_CPU set to argv[1] seconds (the kernel sends SIGXCPU past it):
+# exec keeps the process (its pid, pinning and reaping stay the bench's) and the limit.
+CPU_CAPPED = (
+    "import os, resource, sys; cap = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 5)); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
+)
+
+
+class CpuCapReached(DidNotFinish):
+    """The process used more CPU than its point's cap allows: it did not finish in N s of CPU."""
+
+    kind = "cpu"
+
+
+def cpu_capped(argv: list[str], cap_s: float) -> list[str]:
+    """argv run under a CPU-time limit of cap_s seconds."""
+    return [argv[0], "-c", CPU_CAPPED, str(int(cap_s)), *argv[1:]]
+
 
 NAME = "sleep"
 TITLE = "Sleep"
 # Per matrix (False: quick, True: full): the longest sleep in seconds (delays are uniform in
 # [0, max]), the numbers of sleepers, the idle wait in seconds.
 MAX_DELAY = {False: 0.5, True: 1.0}
-TASKS = {False: (1_000, 10_000), True: (1_000, 10_000, 100_000)}
+TASKS = {False: (1_000, 10_000), True: (1_000, 10_000, 100_000, 1_000_000)}
 IDLE = {False: 0.5, True: 3.0}
+IDLE_SOCKETS = {False: (1_000,), True: (100, 1_000, 10_000)}
 CANCEL = {"tasks": 10_000, "fraction": 0.9}  # the cancel-heavy run
+CANCEL_TASKS = {False: (10_000,), True: (10_000, 100_000)}
+# Full run: a repetition that uses more than this many seconds of CPU is stopped and stored
+# as "did not finish" (a quadratic timer queue at a million sleepers looks like that). CPU,
+# not wall time, so that a busy shared machine cannot make a loop look as if it did not finish;
+# wall time is only a safety net, WALL_CAP_FACTOR times larger. The quick run keeps a
+# generous wall timeout.
+CAP_S = 120.0
+WALL_CAP_FACTOR = 5
+# Full run: at least 3 repetitions, up to 5 where the spread asks for it; the million-sleeper
+# point, where one repetition can take minutes, at least 2 and at most 3.
+REPETITIONS = {False: (3, 3), True: (3, 5)}
+LONG_REPETITIONS = (2, 3)
+LONG_TASKS = 1_000_000
 
 METRICS = (
     Metric("cpu_per_sleeper_us", "CPU per sleeper (µs)", higher_is_better=False, digits=1),
@@ -51,10 +86,13 @@ loop. **CPU per sleeper** is the process's CPU
 over the whole run divided by N (creating, sleeping and waking one); **wall / ideal** is the
 run's wall time over the longest delay (1.000 would be free); **lateness** is each wake-up's
 delay past its deadline on the loop's own clock. The cancel-heavy run cancels
-{CANCEL["fraction"]:.0%} of {CANCEL["tasks"]:,} sleepers right after they start (none may
-wake); the idle run waits {IDLE[False]:g} s ({IDLE[True]:g} s in the full run) on one sleep
-while 1 000 idle sockets are watched: a loop that never busy-waits uses next to no CPU. One
-fresh process per repetition; a run with an early or cancelled wake-up fails.
+{CANCEL["fraction"]:.0%} of {CANCEL["tasks"]:,} sleepers (and of 100 000 in the full run) right
+after they start (none may wake); the idle run waits {IDLE[False]:g} s ({IDLE[True]:g} s in the
+full run) on one sleep while 1 000 idle sockets are watched (100, 1 000 and 10 000 in the full
+run): a loop that never busy-waits uses next to no CPU. One fresh process per repetition; a run
+with an early or cancelled wake-up fails. In the full run a repetition that uses more than
+{CAP_S:g} s of CPU is stopped and its row reads "did not finish" (CPU, so that a busy machine
+cannot make a loop look as if it did not finish).
 """.replace("\n", " ")
 
 
@@ -66,27 +104,32 @@ def unavailable() -> str | None:
 
 def points(full: bool) -> list[Point]:
     rows = tuple(variant_rows(implemented_styles("workloads.sleep")))
-    reps = 5 if full else 3
+    least, most = REPETITIONS[full]
+    cap = CAP_S if full else None
+
+    def point(params: tuple, tasks: int = 0) -> Point:
+        low, high = LONG_REPETITIONS if full and tasks >= LONG_TASKS else (least, most)
+        return Point(NAME, params, rows, high, low if full else None, cap)
+
     found = [
-        Point(
-            NAME, (("mode", "sleepers"), ("tasks", n), ("max_delay", MAX_DELAY[full])), rows, reps
-        )
+        point((("mode", "sleepers"), ("tasks", n), ("max_delay", MAX_DELAY[full])), n)
         for n in TASKS[full]
     ]
-    found.append(
-        Point(
-            NAME,
+    found += [
+        point(
             (
                 ("mode", "cancel"),
-                ("tasks", CANCEL["tasks"]),
+                ("tasks", n),
                 ("max_delay", MAX_DELAY[full]),
                 ("cancel", CANCEL["fraction"]),
             ),
-            rows,
-            reps,
+            n,
         )
-    )
-    found.append(Point(NAME, (("mode", "idle"), ("idle", IDLE[full])), rows, reps))
+        for n in CANCEL_TASKS[full]
+    ]
+    found += [
+        point((("mode", "idle"), ("idle", IDLE[full]), ("sockets", n))) for n in IDLE_SOCKETS[full]
+    ]
     return found
 
 
@@ -99,7 +142,7 @@ def columns(params: dict) -> list[Metric]:
 
 def point_title(params: dict) -> str:
     if params["mode"] == "idle":
-        return f"Idle: one {params['idle']:g} s sleep, 1 000 idle sockets"
+        return f"Idle: one {params['idle']:g} s sleep, {params.get('sockets', 1000):,} idle sockets"
     if params["mode"] == "cancel":
         return (
             f"Cancel-heavy: {params['tasks']:,} sleepers, "
@@ -115,16 +158,25 @@ def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
     argv = python("-m", "workloads.sleep", "--loop", row.variant, "--style", row.style)
     if params["mode"] == "idle":
         argv += ["--idle", str(params["idle"])]
+        argv += ["--idle-sockets", str(params.get("sockets", 1000))]
         timeout = params["idle"] + 60
     else:
         argv += ["--tasks", str(params["tasks"]), "--max-delay", str(params["max_delay"])]
         argv += ["--cancel", str(params.get("cancel", 0))]
         timeout = params["max_delay"] + 240
-    child = Child([*argv, "--json", str(out)], cores.subject, stderr_path=workdir / "sleep.err")
+    argv = [*argv, "--json", str(out)]
+    if point.cap_s:
+        argv, timeout = cpu_capped(argv, point.cap_s), point.cap_s * WALL_CAP_FACTOR + 60
+    child = Child(argv, cores.subject, stderr_path=workdir / "sleep.err")
     try:
         usage = child.wait(timeout)
     finally:
         child.kill()
+    if point.cap_s and usage.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        raise CpuCapReached(
+            point.cap_s,
+            f"used more than {point.cap_s:g} s of CPU (after {usage.wall_seconds:.0f} s of wall)",
+        )
     record = json.loads(out.read_text()) if out.exists() else None
     if usage.returncode != 0 or record is None or not record.get("ok"):
         faults = (

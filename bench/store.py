@@ -26,6 +26,7 @@ from pathlib import Path
 
 from bench.environment import ROOT, machine_key
 from bench.plan import BASELINE, Point, Row
+from bench.summary import complete
 
 FORMAT = 1
 
@@ -125,22 +126,28 @@ class ResultStore:
             return None
         return StoredRow(row, entry["session"], entry["code"], entry["reps"])
 
-    def needs(self, point: Point, row: Row, code: str) -> bool:
+    def needs(self, point: Point, row: Row, code: str, headline: str | None = None) -> bool:
         """True if the row has no complete, current result stored at this point.
 
-        A row that failed is complete: it stops at its first failed repetition, and is
-        measured again when its code changes (or with --redo).
+        A row that failed (or overran its cap) is complete: it stops at its first failed
+        repetition, and is measured again when its code changes (or with --redo). With the
+        point's headline figure, a row may be complete before its maximum repetitions (see
+        :func:`bench.summary.complete`).
+        """
+        reps = self.resumable(point, row, code)
+        minimum = point.min_repetitions if headline else None
+        return reps is None or not complete(reps, point.repetitions, minimum, headline or "")
+
+    def resumable(self, point: Point, row: Row, code: str) -> list[dict] | None:
+        """The stored repetitions a run may continue from (None: start this row afresh).
+
+        Repetitions are saved one by one, so an interrupted run continues a row where it
+        stopped, provided they were measured on the same code.
         """
         stored = self.stored(point, row)
-        return (
-            stored is None
-            or stored.code != code
-            or stored.session not in self.sessions
-            or (
-                len(stored.reps) < point.repetitions
-                and not any(rep.get("error") for rep in stored.reps)
-            )
-        )
+        if stored is None or stored.code != code or stored.session not in self.sessions:
+            return None
+        return stored.reps
 
     def put(self, point: Point, row: Row, session: str, code: str, reps: list[dict]) -> None:
         entry = self._point(point)

@@ -13,7 +13,15 @@ The rules, in one place so the runner's console lines and the report agree:
   (for a saturated peer, its CPU share, and where the records have them, the server's and the
   peer's CPU per request), and no figure; otherwise its figures come from its valid
   repetitions only.
+- A repetition that overran its row's time cap (the process was killed) makes the row "did
+  not finish in N s": a result, shown as such, not a crash and not a missing row.
+- A failure that is a loop's stated limit (``select()`` cannot watch a descriptor numbered
+  1 024 or more: the ``handlers`` variant's lesson) shows as "limit", with the limit named.
 - A figure is the median of the repetitions, with their min and max.
+- Fewer repetitions where the spread allows it: a point may ask for at least
+  ``min_repetitions`` and at most ``repetitions``; a row stops after the minimum when its
+  headline figure's spread, (max − min) / median, is at most ``SPREAD_TOLERANCE``, and
+  otherwise runs up to the maximum (:func:`complete`).
 """
 
 from __future__ import annotations
@@ -25,6 +33,13 @@ from dataclasses import dataclass, field
 from bench.plan import Metric
 
 SATURATION = 0.90  # share of one core at which a peer counts as saturated
+SPREAD_TOLERANCE = 0.10  # (max - min) / median under which the minimum repetitions suffice
+
+# Failures that are a loop's stated limit rather than a fault: (text in the error, the limit).
+KNOWN_LIMITS = (
+    ("out of range in select()", "select() cannot watch a descriptor numbered 1 024 or more"),
+    ("beyond select()'s ceiling", "select() cannot watch a descriptor numbered 1 024 or more"),
+)
 
 
 @dataclass(frozen=True)
@@ -38,13 +53,14 @@ class Stat:
 class RowSummary:
     """A row's figures, or why it has none."""
 
-    status: str  # "ok", "invalid", "failed" or "not measured"
+    status: str  # "ok", "invalid", "failed", "did not finish", "limit" or "not measured"
     reason: str = ""
     stats: dict[str, Stat] = field(default_factory=dict)
     valid: int = 0
     total: int = 0
     peer_share: float | None = None  # median share of its core the peer used
     errors: dict[str, str] = field(default_factory=dict)  # figure -> why it is missing
+    warned: set[str] = field(default_factory=set)  # figures the harness (pyperf) called unstable
     detail: str = ""  # a workload's note on the row (echo: which load generator measured it)
     # Invalid because the peer saturated: (server, peer) CPU µs per request, where recorded.
     costs: tuple[float, float] | None = None
@@ -90,7 +106,19 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
     if not reps:
         return RowSummary("failed", "no repetitions stored", total=0)
     if failed:
-        return RowSummary("failed", failed[0]["error"], total=total, peer_share=peer_share)
+        first = failed[0]
+        if first.get("did_not_finish_s") is not None:
+            kind = "s of CPU" if first.get("did_not_finish_kind") == "cpu" else "s"
+            return RowSummary(
+                "did not finish",
+                f"in {first['did_not_finish_s']:g} {kind} (its cap; stopped)",
+                total=total,
+                peer_share=peer_share,
+            )
+        limit = known_limit(first["error"])
+        if limit:
+            return RowSummary("limit", limit, total=total, peer_share=peer_share)
+        return RowSummary("failed", first["error"], total=total, peer_share=peer_share)
     valid = [rep for rep in reps if not invalid(rep)]
     if len(valid) * 2 < total:
         return invalid_summary(reps, peer_share, len(valid))
@@ -106,8 +134,15 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
             errors[metric.name] = reasons[0]
         elif values:
             stats[metric.name] = Stat(statistics.median(values), min(values), max(values))
+    warned = {name for rep in valid for name in rep.get("pyperf_warnings") or {}}
     return RowSummary(
-        "ok", stats=stats, valid=len(valid), total=total, peer_share=peer_share, errors=errors
+        "ok",
+        stats=stats,
+        valid=len(valid),
+        total=total,
+        peer_share=peer_share,
+        errors=errors,
+        warned=warned,
     )
 
 
@@ -116,3 +151,36 @@ def ratio(value: float, baseline: float | None) -> float | None:
     if baseline is None or baseline == 0:
         return None
     return value / baseline
+
+
+def known_limit(error: str) -> str | None:
+    """The stated limit a failure shows, or None for a failure that is a fault."""
+    for text, limit in KNOWN_LIMITS:
+        if text in error:
+            return limit
+    return None
+
+
+def spread(values: Sequence[float]) -> float:
+    """(max - min) / median of some figures (0 for fewer than two, inf for a zero median)."""
+    if len(values) < 2:
+        return 0.0
+    middle = statistics.median(values)
+    return (max(values) - min(values)) / abs(middle) if middle else float("inf")
+
+
+def complete(reps: Sequence[dict], repetitions: int, minimum: int | None, headline: str) -> bool:
+    """True when a row needs no more repetitions.
+
+    A failed (or capped) row is complete at its first failure. Otherwise it is complete at
+    `repetitions`, or already at `minimum` when its headline figure's spread over the
+    repetitions so far is at most SPREAD_TOLERANCE.
+    """
+    if any(rep.get("error") for rep in reps):
+        return True
+    if len(reps) >= repetitions:
+        return True
+    if minimum is None or len(reps) < minimum:
+        return False
+    values = [rep[headline] for rep in reps if rep.get(headline) is not None]
+    return len(values) == len(reps) and spread(values) <= SPREAD_TOLERANCE

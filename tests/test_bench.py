@@ -19,7 +19,7 @@ from rich.console import Console
 
 from bench import codesize, echo, micro, report, runner
 from bench.plan import Metric, Point, Row
-from bench.procs import ChildFailed
+from bench.procs import ChildFailed, DidNotFinish
 from bench.store import ResultStore, StoreError, row_fingerprint
 from bench.summary import SATURATION, summarize
 
@@ -173,7 +173,7 @@ def results(tmp_path: Path) -> Path:
         )
 
     micro_rows = (Row("asyncio", "callbacks"), Row("callbacks", "callbacks"))
-    point = Point("micro", (), ())
+    point = Point("micro", (("harness", "pyperf"), ("processes", 6), ("values", 3)), ())
     put_all(
         stores["micro"],
         point,
@@ -205,7 +205,8 @@ def test_report_has_every_section_with_ratios_and_a_line_under_each_table(result
     assert "×2.00" in text  # callbacks at twice asyncio's callbacks row
     assert "×0.50" in text  # micro: callbacks switch at half asyncio's
     tables = text.count("|---")
-    lines = text.count("*What this shows:*")
+    workloads = text.split("\n## Scale\n")[0]  # the scale section has lines of its own
+    lines = workloads.count("*What this shows:*")
     assert lines == 4 + 3 + 2 + 1  # echo (closed and paced), sleep, crawler, micro points
     assert tables >= lines
     assert text.count("*Ran in:* session 20250101T000000Z on testhost (Test CPU") == lines
@@ -235,7 +236,7 @@ def test_what_this_shows_is_written_from_the_figures(results, tmp_path):
 def test_a_saturated_load_generator_makes_the_row_invalid_not_a_number(results, tmp_path):
     reports = tmp_path / "reports"
     report.render_all(results, reports)
-    text = (reports / "bench.md").read_text()
+    text = (reports / "bench.md").read_text().split("\n## Echo\n")[1]  # past the glance table
     row = next(ln for ln in text.splitlines() if ln.startswith("| uvloop · coroutines"))
     assert "**invalid**" in row and "97%" in row
     assert "5,100" not in row  # the median it would have printed
@@ -257,8 +258,8 @@ def test_fixed_offered_load_tables_show_cost_the_rate_and_who_could_not_keep_it(
     section = paced[1].split("\n### ")[0]
     assert "server CPU (µs / request) median [min–max]" in section
     assert (
-        "*Offered load:* 8,000 requests/s (50% of the slowest row's closed-loop median (asyncio "
-        "· coroutines)), over 100 connections, every request scheduled" in section
+        "*Offered load:* 8,000 requests/s over 100 connections, chosen as 50% of the slowest "
+        "row's closed-loop median (asyncio · coroutines). Every request is scheduled" in section
     )
     callbacks = next(ln for ln in section.splitlines() if ln.startswith("| callbacks · callbacks"))
     assert "10.5 [10.0–11.0]" in callbacks and "×0.50" in callbacks and "native" in callbacks
@@ -357,17 +358,28 @@ class FakeWorkload:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
         self.interrupt_at: str | None = None
+        self.interrupt_after: int | None = None  # Ctrl-C at this many measurements
         self.failing: str | None = None  # a row key whose measurement fails
+        self.overrunning: str | None = None  # a row key whose measurement overruns its cap
+        self.repetitions: tuple[int, int | None] = (2, None)  # (at most, at least)
+        self.noisy: str | None = None  # a row key whose figure alternates 10, 20, 10, ...
 
     def points(self, full: bool) -> list[Point]:
-        return [Point("fake", (("n", n),), self.ROWS, repetitions=2) for n in (1, 2)]
+        most, least = self.repetitions
+        return [Point("fake", (("n", n),), self.ROWS, most, least, 5.0) for n in (1, 2)]
 
     def measure(self, point, row, cores, workdir, full) -> dict:
-        if point.key == self.interrupt_at:
+        if point.key == self.interrupt_at or (
+            self.interrupt_after is not None and len(self.calls) == self.interrupt_after
+        ):
             raise KeyboardInterrupt
         self.calls.append((point.key, row.key))
         if row.key == self.failing:
             raise ChildFailed("server exited with status 1")
+        if row.key == self.overrunning:
+            raise DidNotFinish(point.cap_s, f"fake did not finish within {point.cap_s:g} s")
+        if row.key == self.noisy:
+            return {"value": 10.0 + 10.0 * (self.calls.count((point.key, row.key)) % 2)}
         if row.key == "uvloop/callbacks" and self.failing == "unreadable":
             return json.loads("{broken")
         return {"value": 10.0 if row.variant == "asyncio" else 20.0}
@@ -532,6 +544,18 @@ def test_unknown_loop_is_a_usage_error_naming_the_known_ones():
 # -- micro: the program runs every operation of a style; a failing one is reported --------
 
 
+def test_micro_under_pyperf_measures_each_operation_in_worker_processes(tmp_path):
+    """pyperf's run is read back into one record: median ns, spread, calibration, warnings."""
+    point = Point("micro", (("harness", "pyperf"), ("processes", 2), ("values", 2)), (), 1)
+    cores = SimpleNamespace(subject=None, peer=None)
+    record = micro.measure(point, Row("asyncio", "callbacks"), cores, tmp_path, False)
+    assert set(micro.OPERATIONS) - {"spawn_join"} <= set(record)  # the callbacks operations
+    assert all(record[op] > 0 for op in ("switch", "call_soon", "timer"))
+    assert record["calibrated_n"]["switch"] >= 1
+    assert set(record["stdev_pct"]) == {"switch", "call_soon", "timer"}
+    assert isinstance(record["pyperf_warnings"], dict)
+
+
 @pytest.mark.timeout(120)
 def test_micro_program_measures_every_operation_of_each_style(tmp_path):
     for style, expected in (
@@ -587,3 +611,171 @@ def test_code_lines_leave_out_blanks_comments_and_docstrings(tmp_path):
         "            1)  # trailing comment\n"
     )
     assert codesize.count(source) == (8, 3)
+
+
+# -- fitting the full matrix to the machine: resume, caps, fewer repetitions --------------------
+
+
+def test_an_interrupted_run_resumes_repetition_by_repetition(fake, tmp_path):
+    fake.interrupt_after = 4  # inside the first point's second round
+    with pytest.raises(KeyboardInterrupt):
+        run_fake(tmp_path)
+    first = list(fake.calls)
+    partial = stored(tmp_path)["points"]["n=1"]["rows"]
+    assert sum(len(entry["reps"]) for entry in partial.values()) == 4  # each saved as it ended
+    fake.interrupt_after = None
+    fake.calls.clear()
+    run_fake(tmp_path)
+    measured = [call for call in first + fake.calls if call[1] != "asyncio/coroutines"]
+    # Every non-baseline repetition ran exactly once over the two runs: nothing redone.
+    counts = {call: measured.count(call) for call in measured}
+    assert counts == {
+        (p, r): 2 for p in ("n=1", "n=2") for r in ("callbacks/callbacks", "uvloop/callbacks")
+    }
+    for point in stored(tmp_path)["points"].values():
+        for entry in point["rows"].values():
+            assert len(entry["reps"]) == 2 and not any("error" in rep for rep in entry["reps"])
+    fake.calls.clear()
+    run_fake(tmp_path)
+    assert fake.calls == []
+
+
+def test_a_row_over_its_cap_is_stored_as_did_not_finish(fake, tmp_path):
+    fake.overrunning = "uvloop/callbacks"
+    run_fake(tmp_path)
+    assert fake.calls.count(("n=1", "uvloop/callbacks")) == 1  # not repeated past its cap
+    entry = stored(tmp_path)["points"]["n=1"]["rows"]["uvloop/callbacks"]
+    assert entry["reps"][0]["did_not_finish_s"] == 5.0
+    summary = summarize(entry["reps"], FakeWorkload.METRICS)
+    assert summary.status == "did not finish"
+    assert "5 s" in summary.reason
+    fake.calls.clear()
+    run_fake(tmp_path)
+    assert fake.calls == []  # a stored result, not a hole to fill
+
+
+def test_a_sleep_run_over_its_cpu_cap_is_stopped_as_did_not_finish(tmp_path):
+    """The cap is CPU time (RLIMIT_CPU), so a busy machine cannot fake a did-not-finish."""
+    from bench import sleep
+
+    params = (("mode", "sleepers"), ("tasks", 400_000), ("max_delay", 1.0))
+    point = Point("sleep", params, (), 1, None, 1.0)  # one second of CPU: far too little
+    cores = SimpleNamespace(subject=None, peer=None)
+    with pytest.raises(sleep.CpuCapReached) as raised:
+        sleep.measure(point, Row("asyncio", "callbacks"), cores, tmp_path, True)
+    assert raised.value.cap_s == 1.0 and "s of CPU" in str(raised.value)
+    reps = [{"error": str(raised.value), "did_not_finish_s": 1.0, "did_not_finish_kind": "cpu"}]
+    assert summarize(reps, sleep.METRICS).reason.startswith("in 1 s of CPU")
+
+
+def test_a_steady_row_stops_at_its_minimum_a_noisy_one_runs_to_its_maximum(fake, tmp_path):
+    fake.repetitions = (5, 3)
+    fake.noisy = "callbacks/callbacks"
+    run_fake(tmp_path)
+    assert fake.calls.count(("n=1", "uvloop/callbacks")) == 3  # spread 0: three suffice
+    assert fake.calls.count(("n=1", "callbacks/callbacks")) == 5  # spread 67%: all five
+    fake.calls.clear()
+    run_fake(tmp_path)
+    assert fake.calls == []  # both complete by the rule
+
+
+def test_a_stated_limit_is_shown_as_a_limit_not_a_crash():
+    reps = [{"error": "sleep exited 1\nValueError: filedescriptor out of range in select()"}]
+    summary = summarize(reps, FakeWorkload.METRICS)
+    assert summary.status == "limit"
+    assert "1 024" in summary.reason
+    assert summarize([{"error": "Traceback: KeyError"}], FakeWorkload.METRICS).status == "failed"
+
+
+# -- the at-a-glance table and the scale section: rendering, from synthetic stored data ---------
+
+
+def test_the_report_opens_with_the_glance_table_and_a_sentence_per_workload(results, tmp_path):
+    reports = tmp_path / "reports"
+    (reports).mkdir()
+    (reports / "conformance.md").write_text(
+        "| property | asyncio | callbacks |\n|---|---|---|\n"
+        "| one | cb ✅ co ✅ | cb ✅ |\n| two | cb ⚠️ co ✅ | cb ❌ |\n"
+        "| **topic: cases** | **4✅** | **1✅** |\n"
+    )
+    report.render_all(results, reports)
+    lines = (reports / "bench.md").read_text().splitlines()
+    start = lines.index("## At a glance")
+    assert start < 60
+    end = next(i for i, ln in enumerate(lines) if i > start and ln.startswith("## "))
+    glance = lines[start:end]
+    glance_rows = {ln.split("|")[1].strip(): ln for ln in glance if ln.startswith("| ")}
+    callbacks = [c.strip() for c in glance_rows["callbacks · callbacks"].split("|")[1:-1]]
+    assert callbacks[1] == "2,000 (×2.00)"  # echo: twice asyncio · callbacks
+    assert callbacks[3] == "3,000 (×0.50)"  # switch: half asyncio's
+    assert callbacks[6] == "1/2"  # conformance: one of two claimed properties passes
+    assert glance_rows["asyncio · callbacks"].split("|")[7].strip() == "1/2"  # ⚠️ is not holding
+    assert "invalid" in glance_rows["uvloop · coroutines"]  # a word, never the saturated figure
+    sentences = [ln for ln in glance if ln.startswith("- **")]
+    echo_line = next(ln for ln in sentences if ln.startswith("- **Echo throughput"))
+    assert "callbacks · callbacks leads at 2,000 requests/s (×2.00 asyncio)" in echo_line
+    assert "1.29× better than the next, uvloop · callbacks" in echo_line  # 2,000 over 1,550
+    assert any("every claimed property holds in 1 of 3" in ln for ln in sentences)
+
+
+def scale_rows(costs: dict[str, dict[int, float | str]]):
+    """Rendered rows of a synthetic sleep series: per label, cost per sleeper (or a status)."""
+    from bench.report import RenderedRow
+    from bench.summary import RowSummary, Stat
+
+    points = {}
+    for label, by_n in costs.items():
+        variant, style = label.split("/")
+        for n, cost in by_n.items():
+            if isinstance(cost, str):
+                summary = RowSummary(cost, "in 120 s (its time cap; killed)")
+            else:
+                summary = RowSummary("ok", stats={"cpu_per_sleeper_us": Stat(cost, cost, cost)})
+            rendered = RenderedRow(
+                Row(variant, style), "home-made", "s", summary, None, False, False
+            )
+            points.setdefault(n, []).append(rendered)
+    return [
+        ({"mode": "sleepers", "tasks": n, "max_delay": 1.0}, rows) for n, rows in points.items()
+    ]
+
+
+def test_scale_exponents_come_from_the_two_largest_finished_points(tmp_path):
+    from bench import scale
+
+    points = scale_rows(
+        {
+            "heap/coroutines": {1000: 10.0, 10_000: 10.0, 100_000: 10.0},
+            "list/coroutines": {1000: 1.0, 10_000: 10.0, 100_000: "did not finish"},
+            "amortised/callbacks": {1000: 40.0, 10_000: 10.0, 100_000: 2.5},
+        }
+    )
+    series = scale.SERIES[0]
+    found = {c.label: c for c in scale.curves(series, points)}
+    heap, listed, amortised = (
+        found[k] for k in ("heap · coroutines", "list · coroutines", "amortised · callbacks")
+    )
+    assert heap.exponent() == (0.0, 10_000, 100_000)
+    k, n1, n2 = listed.exponent()
+    assert (round(k, 6), n1, n2) == (1.0, 1000, 10_000)  # quadratic in total, then no figure
+    assert round(amortised.exponent()[0], 6) == round(-0.60206, 6)
+    text = scale.table(series, list(found.values()))
+    listed_line = next(ln for ln in text.splitlines() if "list · coroutines" in ln)
+    assert "**did not finish in 120 s" in listed_line and "total ∝ N^2.00" in listed_line
+    assert "no figure at 100,000" in listed_line
+    said = scale.sentences(series, list(found.values()))
+    assert "highest: list · coroutines (k = +1.00)" in said
+    assert "No figure (did not finish): list · coroutines at 100,000" in said
+    lines = scale.section(
+        lambda name: points if name == "sleep" else [], "full", tmp_path, tmp_path / "r.md"
+    )
+    assert "### CPU per sleeper by sleepers" in lines
+    assert (tmp_path / "full-scale-sleep.png").stat().st_size > 0
+
+
+def test_runner_narrowed_to_points_by_parameter(fake, tmp_path):
+    run_fake(tmp_path, where={"n": "2"})
+    assert {point for point, _ in fake.calls} == {"n=2"}
+    fake.calls.clear()
+    run_fake(tmp_path, where={"missing": "1"})
+    assert fake.calls == []

@@ -74,6 +74,33 @@ def test_an_idle_wait_on_a_thousand_sockets_does_not_burn_cpu(variant, style, tm
     assert result["cpu_per_wall_s"] < 0.25, result["output"]
 
 
+@pytest.mark.timeout(60)
+def test_idle_sockets_beyond_the_default_soft_limit_are_watched(tmp_path):
+    """2 500 idle sockets: past a default soft limit of 1 024, which the CLI raises itself."""
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 2600:
+        pytest.skip(f"the hard open-file limit ({hard}) is below what this needs")
+
+    def low_soft_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+
+    report = tmp_path / "sleep.json"
+    command = [sys.executable, "-m", "workloads.sleep", "--loop", "callbacks"]
+    done = subprocess.run(
+        [*command, "--idle", "0.1", "--idle-sockets", "2500", "--json", str(report)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=low_soft_limit,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(report.read_text())
+    assert result["idle_sockets"] == 2500 and result["unexpected_reads"] == 0
+
+
 # Throw-away variants (kept outside the tree, added by LAB_EXTRA_LOOPS): asyncio with a timer
 # cancel that does nothing, and asyncio with timers that fire at half their delay.
 BROKEN_VARIANT = """
@@ -150,6 +177,11 @@ def test_the_same_seed_gives_every_loop_the_same_plan():
         (["--loop", "asyncio", "--tasks", "10", "--max-delay", "1", "--cancel", "1.5"], "outside"),
         (["--loop", "asyncio", "--tasks", "0", "--max-delay", "1"], "outside"),
         (["--loop", "asyncio", "--idle", "1", "--tasks", "10"], "--idle runs one sleep"),
+        (
+            ["--loop", "asyncio", "--tasks", "1", "--max-delay", "1", "--idle-sockets", "5"],
+            "--idle",
+        ),
+        (["--loop", "asyncio", "--idle", "1", "--idle-sockets", "-1"], "outside"),
     ],
 )
 def test_bad_arguments_are_a_clear_error(args, message, capsys):

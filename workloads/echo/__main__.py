@@ -18,6 +18,7 @@ from workloads.common import (
     add_loop_arguments,
     open_sockets,
     port_number,
+    raise_open_file_limit,
     resolve,
     style_module,
 )
@@ -43,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     variant, style = resolve(parser, args)
+    raise_open_file_limit()  # C10k: as many connections as the hard limit allows
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(name)s %(levelname)s: %(message)s",

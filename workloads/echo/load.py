@@ -83,7 +83,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from workloads.common import finish, port_number, positive
+from workloads.common import finish, port_number, positive, raise_open_file_limit
 
 # Round trips from 1 µs to 60 s, 3 significant digits.
 LATENCY_RANGE_US = (1, 60_000_000, 3)
@@ -628,6 +628,13 @@ def main(argv: list[str] | None = None) -> int:
         if not psutil.pid_exists(args.server_pid):
             parser.error(f"--server-pid {args.server_pid}: no such process")
 
+    # Room for every connection (and children's: the native generator inherits the limit).
+    limit = raise_open_file_limit(args.connections + 64)
+    if limit < args.connections + 16:
+        parser.error(
+            f"--connections {args.connections} needs more open files than this process may "
+            f"have (hard limit {limit}); an administrator can raise it (`ulimit -Hn`)"
+        )
     config = {
         "host": args.host,
         "port": args.port,

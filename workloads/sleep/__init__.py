@@ -2,7 +2,7 @@
 
     python -m workloads.sleep --loop NAME [--style S] --tasks N --max-delay S
         [--cancel F] [--seed N] [--json FILE]
-    python -m workloads.sleep --loop NAME [--style S] --idle S [--json FILE]
+    python -m workloads.sleep --loop NAME [--style S] --idle S [--idle-sockets N] [--json FILE]
 
 Sleepers are tasks (generators, coroutines) or timers (callbacks), each sleeping a delay drawn
 uniformly from [0, max-delay] (seeded: the same delays on every loop). Each records its
@@ -10,7 +10,8 @@ lateness on the loop's own clock: wake time minus the deadline it computed just 
 to sleep (so the loop's own bookkeeping can only make it look later, never earlier).
 ``--cancel F`` picks a fraction F of the sleepers (seeded) and cancels each right after its
 batch of 1 000 starts; a cancelled sleeper must never wake. ``--idle S`` instead runs one sleep
-of S seconds while 1 000 idle sockets are watched for reading, to measure what waiting costs
+of S seconds while idle sockets (1 000, or ``--idle-sockets N``; the soft open-file limit is
+raised within the hard one to fit them) are watched for reading, to measure what waiting costs
 (CPU per wall second).
 
 Prints a one-line summary. Exit status: 0 when no cancelled sleeper woke, no wake-up was early

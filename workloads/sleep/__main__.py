@@ -17,6 +17,7 @@ from workloads.common import (
     interrupted,
     number,
     peak_rss_mib,
+    raise_open_file_limit,
     resolve,
     style_module,
 )
@@ -82,7 +83,14 @@ def main(argv: list[str] | None = None) -> int:
         "--idle",
         type=number(float, 0.0, low_open=True),
         metavar="S",
-        help=f"instead: one sleep of S seconds with {IDLE_SOCKETS} idle sockets watched",
+        help="instead: one sleep of S seconds while idle sockets are watched",
+    )
+    parser.add_argument(
+        "--idle-sockets",
+        type=number(int, 0),
+        default=IDLE_SOCKETS,
+        metavar="N",
+        help=f"with --idle: how many idle sockets are watched (default {IDLE_SOCKETS})",
     )
     parser.add_argument("--seed", type=int, default=1, help="delay seed (default 1)")
     parser.add_argument("--json", metavar="FILE", help="write the result record ('-': stdout)")
@@ -91,7 +99,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.idle is not None:
         if args.tasks is not None or args.max_delay is not None or args.cancel:
             parser.error("--idle runs one sleep: drop --tasks, --max-delay and --cancel")
-        plan, sockets = Plan(delays=[args.idle], cancels=[False]), idle_sockets(IDLE_SOCKETS)
+        # Room for the idle sockets beside the loop's own descriptors (selector, wake-up pair).
+        limit = raise_open_file_limit(args.idle_sockets + 64)
+        if limit < args.idle_sockets + 16:
+            parser.exit(
+                1,
+                f"{args.idle_sockets} idle sockets need more open files than this process may "
+                f"have (hard limit {limit}); raise it with `ulimit -Hn` as an administrator\n",
+            )
+        plan = Plan(delays=[args.idle], cancels=[False])
+        sockets = idle_sockets(args.idle_sockets)
+    elif args.idle_sockets != IDLE_SOCKETS:
+        parser.error("--idle-sockets goes with --idle")
     elif args.tasks is None or args.max_delay is None:
         parser.error("--tasks and --max-delay are required (or --idle S)")
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from workloads.common import raise_open_file_limit
 from workloads.echo.native import SERVERS, server
 
 
@@ -14,6 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed)")
     args = parser.parse_args(argv)
+    raise_open_file_limit()  # C10k: as many connections as the hard limit allows
     try:
         serve = server(args.name)
     except LookupError as error:

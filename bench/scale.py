@@ -1,0 +1,304 @@
+"""The scale section: cost per unit of work against N, on log-log axes, with growth exponents.
+
+A design's cost is not one number but a curve: a timer heap costs O(log n) per sleeper, a
+sorted list O(n), a ``select()`` loop pays per watched descriptor on every wake-up. So for each
+series below (CPU per sleeper by sleepers, CPU per request by connections, idle CPU by idle
+sockets) this module draws every row's median cost against N on log-log axes, and computes, for
+each row, its **growth exponent** k between the two largest N it finished:
+
+    k = log(cost(N2) / cost(N1)) / log(N2 / N1)
+
+so cost per unit grows as N^k there. For a per-unit cost (per sleeper, per request) the total
+grows as N^(k+1): k ≈ 0 is linear in total, k ≈ 1 quadratic. A row that did not finish at a
+larger N (its time cap) or stopped at a stated limit says so beside its exponent: that is a
+result too. Everything is computed from the figures the report's tables already summarise
+(:func:`bench.report.rendered_rows`), so the section never shows a figure the tables do not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tabulate import tabulate
+
+FLAT = 0.15  # |k| below this reads as "flat": cost per unit does not depend on N there
+NOT_A_FIGURE = ("did not finish", "limit", "failed", "invalid")
+
+
+@dataclass(frozen=True)
+class Series:
+    """One cost-per-unit curve family: a stored figure against one parameter."""
+
+    name: str  # the chart is reports/charts/<mode>-scale-<name>.png
+    workload: str
+    title: str
+    metric: str  # the stored figure (a median per row and point)
+    factor: float  # displayed value = stored value × factor
+    unit: str  # the y axis and the table's unit
+    x: str  # the parameter that is N
+    x_label: str
+    where: tuple[tuple[str, object], ...] = ()  # only points with these parameter values
+    defaults: tuple[tuple[str, object], ...] = ()  # parameter values of points that predate it
+    per_unit: bool = True  # a cost per unit of N: the total grows as N^(k+1)
+
+
+SERIES = (
+    Series(
+        "sleep",
+        "sleep",
+        "CPU per sleeper by sleepers",
+        "cpu_per_sleeper_us",
+        1.0,
+        "CPU per sleeper (µs)",
+        "tasks",
+        "sleepers (N)",
+        where=(("mode", "sleepers"),),
+    ),
+    Series(
+        "cancel",
+        "sleep",
+        "Cancel-heavy: CPU per sleeper by sleepers",
+        "cpu_per_sleeper_us",
+        1.0,
+        "CPU per sleeper (µs)",
+        "tasks",
+        "sleepers (N), 90% cancelled",
+        where=(("mode", "cancel"),),
+    ),
+    Series(
+        "echo",
+        "echo",
+        "Echo: server CPU per request by connections (1 KiB, fixed offered load)",
+        "server_cpu_us",
+        1.0,
+        "server CPU per request (µs)",
+        "connections",
+        "connections (N)",
+        where=(("measure", "paced"), ("size", 1024)),
+    ),
+    Series(
+        "idle",
+        "sleep",
+        "Idle CPU by idle sockets",
+        "idle_cpu_pct",
+        1.0,
+        "idle CPU (% of wall)",
+        "sockets",
+        "idle sockets watched (N)",
+        where=(("mode", "idle"),),
+        defaults=(("sockets", 1000),),
+        per_unit=False,
+    ),
+)
+
+
+@dataclass
+class Curve:
+    """One row's costs against N, and where it has none."""
+
+    label: str
+    kind: str
+    values: dict[int, float]  # N -> median cost (display units)
+    stopped: dict[int, str]  # N -> why there is no figure ("did not finish in 120 s", ...)
+
+    def exponent(self) -> tuple[float, int, int] | None:
+        """(k, N1, N2) between the two largest N with a positive figure, or None."""
+        finished = sorted(n for n, v in self.values.items() if v > 0)
+        if len(finished) < 2:
+            return None
+        n1, n2 = finished[-2], finished[-1]
+        k = math.log(self.values[n2] / self.values[n1]) / math.log(n2 / n1)
+        return k, n1, n2
+
+
+def curves(series: Series, points: list[tuple[dict, list]]) -> list[Curve]:
+    """Every row's curve for one series, from (params, rendered rows) of a workload's points."""
+    by_label: dict[str, Curve] = {}
+    defaults = dict(series.defaults)
+    for params, rows in points:
+        params = {**defaults, **params}
+        if series.x not in params or any(params.get(k) != v for k, v in series.where):
+            continue
+        n = params[series.x]
+        for r in rows:
+            curve = by_label.setdefault(r.label, Curve(r.label, r.kind, {}, {}))
+            stat = r.summary.stats.get(series.metric) if r.summary.status == "ok" else None
+            if stat is not None:
+                curve.values[n] = stat.median * series.factor
+            elif r.summary.status in NOT_A_FIGURE:
+                reason = r.summary.reason.splitlines()[0] if r.summary.reason else ""
+                curve.stopped[n] = f"{r.summary.status} {reason}".strip()
+    return [c for c in by_label.values() if c.values or c.stopped]
+
+
+def reading(k: float, per_unit: bool) -> str:
+    """What an exponent says, in words."""
+    total = f"; total ∝ N^{k + 1:.2f}" if per_unit else ""
+    if abs(k) < FLAT:
+        shape = "flat per unit (linear in total)" if per_unit else "flat"
+    elif k > 0:
+        shape = "grows with N"
+    else:
+        shape = "falls with N (fixed costs amortised)"
+    return f"{shape}{total}"
+
+
+def _cell(curve: Curve, n: int, digits: int) -> str:
+    if n in curve.values:
+        return f"{curve.values[n]:,.{digits}f}"
+    if n in curve.stopped:
+        return f"**{curve.stopped[n]}**"
+    return "—"
+
+
+def table(series: Series, found: list[Curve]) -> str:
+    """Costs at every N, the exponent between the two largest finished N, and what it says."""
+    ns = sorted({n for c in found for n in (*c.values, *c.stopped)})
+    every = [v for c in found for v in c.values.values() if v > 0]
+    digits = 3 if every and min(every) < 1 else 1
+    body = []
+    for curve in sorted(found, key=_order):
+        found_k = curve.exponent()
+        if found_k is None:
+            k_text, said = "—", "fewer than two finished points"
+        else:
+            k, n1, n2 = found_k
+            k_text = f"{k:+.2f} ({n1:,}→{n2:,})"
+            said = reading(k, series.per_unit)
+        beyond = [n for n in curve.stopped if not curve.values or n > max(curve.values)]
+        if beyond:
+            said += f"; no figure at {', '.join(f'{n:,}' for n in sorted(beyond))} (see the row)"
+        body.append([curve.label, *(_cell(curve, n, digits) for n in ns), k_text, said])
+    headers = ["variant · style", *(f"N = {n:,}" for n in ns), "exponent k", "reading"]
+    return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def _order(curve: Curve) -> tuple:
+    found = curve.exponent()
+    return (found is None, found[0] if found else 0.0, curve.label)
+
+
+def sentences(series: Series, found: list[Curve]) -> str:
+    """Who scales best and worst at this series, and who did not finish, from the exponents."""
+    measured = [(c.exponent()[0], c.label) for c in found if c.exponent() is not None]
+    parts = []
+    if measured:
+        measured.sort()
+        (low, low_label), (high, high_label) = measured[0], measured[-1]
+        parts.append(
+            f"Lowest exponent: {low_label} (k = {low:+.2f}); highest: {high_label} "
+            f"(k = {high:+.2f})."
+        )
+        flat = [label for k, label in measured if abs(k) < FLAT]
+        if flat and len(flat) < len(measured):
+            parts.append(f"Flat (|k| < {FLAT}): {len(flat)} of {len(measured)} rows.")
+    by_status: dict[str, list[str]] = {}
+    for c in sorted(found, key=lambda c: c.label):
+        for n, why in sorted(c.stopped.items()):
+            status = next((s for s in NOT_A_FIGURE if why.startswith(s)), why)
+            by_status.setdefault(status, []).append(f"{c.label} at {n:,}")
+    for status, where in by_status.items():
+        parts.append(f"No figure ({status}): {', '.join(where)}.")
+    return " ".join(parts) or "No row has two finished points yet."
+
+
+STYLE = {"home-made": "-", "reference": "--", "anchor": ":"}
+
+
+def chart(series: Series, found: list[Curve], mode: str, chart_dir: Path) -> Path | None:
+    """Log-log lines of cost per unit against N, one per row; × where a row stopped."""
+    drawable = [c for c in found if any(v > 0 for v in c.values.values())]
+    if not drawable:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    figure, axis = plt.subplots(figsize=(9.5, 5.2))
+    palette = plt.get_cmap("tab20")
+    top = max(v for c in drawable for v in c.values.values())
+    stacked: dict[int, int] = {}  # N -> crosses drawn there so far (stacked, not overdrawn)
+    for i, curve in enumerate(sorted(drawable, key=lambda c: c.label)):
+        colour = palette(i % 20)
+        xs = sorted(n for n, v in curve.values.items() if v > 0)
+        label = curve.label
+        found_k = curve.exponent()
+        if found_k is not None:
+            label += f"  k={found_k[0]:+.2f}"
+        axis.plot(
+            xs,
+            [curve.values[n] for n in xs],
+            STYLE.get(curve.kind, "-"),
+            marker="o",
+            markersize=4,
+            color=colour,
+            label=label,
+            lw=2 if curve.kind == "home-made" else 1.2,
+        )
+        for n in curve.stopped:
+            height = top * 1.6 * 1.15 ** stacked.get(n, 0)
+            stacked[n] = stacked.get(n, 0) + 1
+            axis.plot([n], [height], marker="x", color=colour, markersize=9, mew=2)
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    plain = FuncFormatter(lambda value, _: f"{value:,.0f}" if value >= 1 else f"{value:g}")
+    for which in (axis.xaxis, axis.yaxis):
+        which.set_major_formatter(plain)
+    axis.yaxis.set_minor_formatter(FuncFormatter(lambda value, _: ""))
+    axis.set_xlabel(series.x_label)
+    axis.set_ylabel(series.unit + " (log)")
+    axis.grid(True, which="both", alpha=0.25)
+    axis.set_title(f"{series.title} ({mode} run)", loc="left", fontsize=11)
+    axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    figure.text(
+        0.01,
+        0.01,
+        "log-log; k = growth exponent of cost per unit between the two largest N finished;\n"
+        "× at the top: no figure at that N (did not finish, limit, failed or invalid); "
+        "solid: home-made, dashed: reference, dotted: anchor",
+        fontsize=7,
+        color="#444444",
+    )
+    figure.tight_layout(rect=(0, 0.06, 1, 1))
+    chart_dir.mkdir(parents=True, exist_ok=True)
+    path = chart_dir / f"{mode}-scale-{series.name}.png"
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
+def section(
+    points_of: Callable[[str], list[tuple[dict, list]]], mode: str, chart_dir: Path, out: Path
+) -> list[str]:
+    """The markdown of the scale section; points_of(workload) gives (params, rendered rows)."""
+    lines = [
+        "## Scale",
+        "",
+        "How cost per unit of work grows with N, on log-log axes. **k** is each row's growth "
+        "exponent between the two largest N it finished: cost per unit ∝ N^k there (for a cost "
+        "per sleeper or per request the total grows as N^(k+1): k ≈ 0 is linear in total, "
+        f"k ≈ 1 quadratic; |k| < {FLAT} reads as flat). Computed from the medians in the tables "
+        "above; a row with no figure at a larger N says why (did not finish within its time "
+        "cap, a stated limit, a failure).",
+        "",
+    ]
+    any_series = False
+    for series in SERIES:
+        found = curves(series, points_of(series.workload))
+        if not any(len({*c.values, *c.stopped}) > 1 for c in found):
+            continue  # one N only (the quick run's idle and cancel-heavy): nothing to scale
+        any_series = True
+        lines += [f"### {series.title}", "", table(series, found), ""]
+        lines += [f"*What this shows:* {sentences(series, found)}", ""]
+        path = chart(series, found, mode, chart_dir)
+        if path is not None:
+            relative = path.relative_to(out.parent).as_posix()
+            lines += [f"![{series.title}]({relative})", ""]
+    if not any_series:
+        lines += ["No stored results span more than one N yet.", ""]
+    return lines
