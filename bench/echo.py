@@ -457,6 +457,21 @@ def run_load(argv: list[str], core, workdir: Path, name: str, timeout: float) ->
     return record
 
 
+def stated_limit(server: Child) -> str:
+    """The line of a server's stderr naming a stated limit it hit (select()'s ceiling), if any.
+
+    Its traceback can be long, and the limit is named at its start, not in the tail.
+    """
+    from bench.summary import known_limit
+
+    if server.stderr_path is None or not server.stderr_path.exists():
+        return ""
+    for line in server.stderr_path.read_text(errors="replace").splitlines():
+        if known_limit(line):
+            return f"\nserver: {line.strip()}"
+    return ""
+
+
 def end_server(server: Child) -> None:
     """Make sure a server is gone and reaped, also one that already died on its own.
 
@@ -508,7 +523,7 @@ def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
     except ChildFailed as error:
         # The server's own words say why (a stated limit such as select()'s ceiling, a crash).
         end_server(server)
-        raise ChildFailed(f"{error}{server.stderr_tail(2000)}") from error
+        raise ChildFailed(f"{error}{stated_limit(server)}{server.stderr_tail(2000)}") from error
     finally:
         end_server(server)
     server_cpu = record.get("server_cpu_s")
