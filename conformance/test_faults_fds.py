@@ -24,7 +24,7 @@ import socket
 import time
 
 from conformance.harness import prop
-from conformance.support import SAFETY, fill_send_buffer, nonblocking_pair, outcome
+from conformance.support import SAFETY, drain, fill_send_buffer, nonblocking_pair, outcome
 
 QUIET = 0.5  # seconds of sleep during which the loop is watched for CPU use
 TRICKLE = 0.1  # at most this share of QUIET spent on CPU: a spinning loop takes all of it
@@ -349,4 +349,272 @@ async def _(co):
             await co.sendall(c, b"fresh")
             got = await co.timeout_after(SAFETY, co.recv(d, 100))
         seen[waiter] = {"old waiter ended": ended, "new socket's data": got}
+    return seen
+
+
+# --- closed behind a dup, and the number reused by a new watched socket -----------------------
+
+CASE_QUIET = 0.1  # each case's sleep: cases run one by one, as one rebuilt epoll heals them all
+NUMBER_FREEING_DUPS = ("os.dup", "socket.fromfd")  # detach keeps the number: nothing to reuse
+REUSED_CASES = [(old, new) for old in WAITERS for new in WAITERS]
+REUSED_OUTCOME = {
+    f"old {old}, new {new}": {
+        f"CPU during a {CASE_QUIET} s sleep": "a trickle",
+        "old waiter ended": True,
+        "new socket's data": b"fresh",
+    }
+    for old, new in REUSED_CASES
+}
+
+
+def _pair_on(number: int) -> tuple[socket.socket, socket.socket]:
+    """A new connected pair (peer, watched) whose watched end has fd `number`, just freed.
+
+    The kernel hands out the lowest free number, so a new socket almost always gets it; if
+    something else took it first, the new socket's file is moved there (dup2 onto a free
+    number), so the case is played every time.
+    """
+    peer, watched = nonblocking_pair()
+    if peer.fileno() == number:
+        return watched, peer
+    if watched.fileno() != number:
+        os.dup2(watched.fileno(), number)
+        moved = socket.socket(fileno=number)
+        moved.setblocking(False)
+        watched.close()
+        watched = moved
+    return peer, watched
+
+
+def _case_verdict(cpu: float, ended: bool, data: bytes | None) -> dict:
+    return {
+        f"CPU during a {CASE_QUIET} s sleep": (
+            "a trickle" if cpu < TRICKLE * CASE_QUIET else f"{cpu:.3f} s of CPU"
+        ),
+        "old waiter ended": ended,
+        "new socket's data": data,
+    }
+
+
+@prop("io", timeout=30)
+def test_a_socket_closed_behind_a_dup_then_its_number_reused_fools_nobody(play):
+    """Nine cases, one per (old waiter kind, new waiter kind): a watched socket is closed
+    behind a live dup, its number goes at once to a new socket the program waits on, then the
+    old file is made ready.
+
+    epoll now holds two registrations under one number: the ghost (the old file, which no
+    ``epoll_ctl`` can reach) and the new socket, and reports both with the same fd. A loop
+    that keeps registrations across waits takes the ghost's readiness for the new socket's:
+    a waiter woken for nothing (its call fails with EAGAIN, it waits again, at once), bits
+    the new socket never asked for, or a report with nobody waiting that makes the loop stop
+    watching the new socket, after which the ghost is reported for a number nobody watches.
+    Each is a loop woken at once, forever. In every case the loop must go on running, sleep
+    on a trickle of CPU, let the old waiter be ended afterwards (its late cleanup must not
+    undo the new socket's registration), and the new socket must work. The cases run one at
+    a time (the dup closed at the end of each), because a loop that rebuilds its epoll for one
+    ghost drops all of them. Where the idea came from: epoll(7), "Questions and answers" 1
+    and 6 (registrations are keyed by file *and* number; a closed number stays registered
+    while a dup holds its file); libuv's ``uv__io_poll`` (linux.c), which masks reported bits
+    with what the watcher asked for and calls closing a polled fd the user's error; trio's
+    ``_io_epoll.py`` notes (why it re-arms with EPOLLONESHOT, an ``epoll_ctl`` per wait).
+    """
+    assert outcome(play) == ("returned", REUSED_OUTCOME)
+
+
+@test_a_socket_closed_behind_a_dup_then_its_number_reused_fools_nobody.callbacks
+def _(loop):
+    def old_reader(sock):
+        try:
+            sock.recv(100)
+        except OSError:
+            loop.remove_reader(sock)
+
+    def old_writer(sock):
+        try:
+            sock.send(b"more")
+        except BlockingIOError:
+            pass
+        except OSError:
+            loop.remove_writer(sock)
+
+    def new_reader(sock, got):
+        try:
+            got.append(sock.recv(100))
+        except BlockingIOError:
+            return  # woken for nothing: a correct program just waits again
+        loop.remove_reader(sock)
+        loop.stop()
+
+    def new_writer(sock, got):
+        try:
+            sock.send(b"fresh")
+        except BlockingIOError:
+            return
+        loop.remove_writer(sock)
+        got.append(b"sent")
+        loop.stop()
+
+    def run_for(seconds):
+        timer = loop.call_later(seconds, loop.stop)
+        loop.run_forever()
+        timer.cancel()
+
+    seen = {}
+    for i, (old, new) in enumerate(REUSED_CASES):
+        a, b = nonblocking_pair()
+        if old == "a writer":
+            fill_send_buffer(b)
+            loop.add_writer(b, old_writer, b)
+        else:
+            loop.add_reader(b, old_reader, b)
+            if old == "a finished reader":
+                a.send(b"x")
+                run_for(0.01)
+                loop.remove_reader(b)
+        number = b.fileno()
+        kept = _keep_alive(b, NUMBER_FREEING_DUPS[i % 2])
+        c, d = _pair_on(number)
+        got = []
+        if new == "a writer":
+            fill_send_buffer(d)
+            loop.add_writer(d, new_writer, d, got)
+        else:
+            loop.add_reader(d, new_reader, d, got)
+            if new == "a finished reader":
+                c.send(b"x")
+                run_for(SAFETY)  # it reads its byte and stops watching
+                got.clear()
+        _wake_up(a, old)  # the ghost becomes ready
+        cpu = time.process_time()
+        run_for(CASE_QUIET)
+        cpu = time.process_time() - cpu
+        with contextlib.suppress(ValueError):  # the late cleanup of the old socket
+            loop.remove_reader(b)
+        with contextlib.suppress(ValueError):
+            loop.remove_writer(b)
+        if new == "a writer":
+            drain(c)
+        else:
+            if new == "a finished reader":
+                loop.add_reader(d, new_reader, d, got)
+            c.send(b"fresh")
+        run_for(SAFETY)
+        if got == [b"sent"]:
+            got = [c.recv(100)]
+        with contextlib.suppress(ValueError):
+            loop.remove_reader(d)
+        with contextlib.suppress(ValueError):
+            loop.remove_writer(d)
+        for sock in a, c, d:
+            sock.close()
+        os.close(kept)
+        seen[f"old {old}, new {new}"] = _case_verdict(cpu, True, got[0] if got else None)
+    return seen
+
+
+@test_a_socket_closed_behind_a_dup_then_its_number_reused_fools_nobody.generators
+def _(co):
+    seen = {}
+    for i, (old, new) in enumerate(REUSED_CASES):
+        a, b = nonblocking_pair()
+        if old == "a writer":
+            fill_send_buffer(b)
+            old_task = yield from co.spawn(co.sendall(b, b"x" * 65536))
+        else:
+            old_task = yield from co.spawn(co.recv(b, 100))
+        yield from co.sleep(0.01)  # the old task waits on its socket
+        if old == "a finished reader":  # woken by its data, it reads and ends
+            a.send(b"x")
+            yield from co.timeout_after(SAFETY, co.join(old_task))
+        number = b.fileno()
+        kept = _keep_alive(b, NUMBER_FREEING_DUPS[i % 2])
+        c, d = _pair_on(number)
+        if new == "a writer":
+            fill_send_buffer(d)
+            new_task = yield from co.spawn(co.sendall(d, b"fresh"))
+        else:
+            new_task = yield from co.spawn(co.recv(d, 100))
+        yield from co.sleep(0.01)  # the new task waits on the new socket
+        if new == "a finished reader":  # woken by its data, it reads and ends
+            c.send(b"x")
+            yield from co.timeout_after(SAFETY, co.join(new_task))
+            new_task = None
+        _wake_up(a, old)  # the ghost becomes ready
+        cpu = time.process_time()
+        yield from co.sleep(CASE_QUIET)
+        cpu = time.process_time() - cpu
+        ended = True
+        try:  # the late cleanup of the old task: it ended with an error, or still waits
+            yield from co.timeout_after(SAFETY, co.cancel(old_task))
+        except TimeoutError:
+            ended = False
+        except (Exception, co.CancelledError):
+            pass
+        if new == "a writer":
+            drain(c)
+            yield from co.timeout_after(SAFETY, co.join(new_task))
+            got = yield from co.timeout_after(SAFETY, co.recv(c, 100))
+        else:
+            yield from co.sendall(c, b"fresh")
+            if new_task is None:  # the finished reader reads again
+                new_task = yield from co.spawn(co.recv(d, 100))
+            got = yield from co.timeout_after(SAFETY, co.join(new_task))
+        for sock in a, c, d:
+            sock.close()
+        os.close(kept)
+        seen[f"old {old}, new {new}"] = _case_verdict(cpu, ended, got)
+    return seen
+
+
+@test_a_socket_closed_behind_a_dup_then_its_number_reused_fools_nobody.coroutines
+async def _(co):
+    seen = {}
+    for i, (old, new) in enumerate(REUSED_CASES):
+        a, b = nonblocking_pair()
+        if old == "a writer":
+            fill_send_buffer(b)
+            old_task = await co.spawn(co.sendall(b, b"x" * 65536))
+        else:
+            old_task = await co.spawn(co.recv(b, 100))
+        await co.sleep(0.01)  # the old task waits on its socket
+        if old == "a finished reader":  # woken by its data, it reads and ends
+            a.send(b"x")
+            await co.timeout_after(SAFETY, co.join(old_task))
+        number = b.fileno()
+        kept = _keep_alive(b, NUMBER_FREEING_DUPS[i % 2])
+        c, d = _pair_on(number)
+        if new == "a writer":
+            fill_send_buffer(d)
+            new_task = await co.spawn(co.sendall(d, b"fresh"))
+        else:
+            new_task = await co.spawn(co.recv(d, 100))
+        await co.sleep(0.01)  # the new task waits on the new socket
+        if new == "a finished reader":  # woken by its data, it reads and ends
+            c.send(b"x")
+            await co.timeout_after(SAFETY, co.join(new_task))
+            new_task = None
+        _wake_up(a, old)  # the ghost becomes ready
+        cpu = time.process_time()
+        await co.sleep(CASE_QUIET)
+        cpu = time.process_time() - cpu
+        ended = True
+        try:  # the late cleanup of the old task: it ended with an error, or still waits
+            await co.timeout_after(SAFETY, co.cancel(old_task))
+        except TimeoutError:
+            ended = False
+        except (Exception, co.CancelledError):
+            pass
+        if new == "a writer":
+            drain(c)
+            await co.timeout_after(SAFETY, co.join(new_task))
+            got = await co.timeout_after(SAFETY, co.recv(c, 100))
+        else:
+            await co.sendall(c, b"fresh")
+            if new_task is None:  # the finished reader reads again
+                new_task = await co.spawn(co.recv(d, 100))
+            got = await co.timeout_after(SAFETY, co.join(new_task))
+        for sock in a, c, d:
+            sock.close()
+        os.close(kept)
+        seen[f"old {old}, new {new}"] = _case_verdict(cpu, ended, got)
     return seen

@@ -15,7 +15,8 @@ subclass for a loop), where the one observation the protection is about must fai
 - a ``cancel()`` that a timeout cannot interrupt waits for a task that swallows its
   cancellation, so the run ends without the timeout's error;
 - an epoll loop that ignores readiness for an fd it no longer knows (a closed socket's file
-  kept open by a dup) spins through the 0.5 s sleep;
+  kept open by a dup) spins through the 0.5 s sleep; one that never rebuilds its epoll also
+  takes such a ghost's readiness for that of a new socket reusing its number, and spins;
 - a ``call_at`` that trusts its deadline accepts ``None`` and NaN, and the heap is broken;
 - a ``timeout_after`` that runs the work as a child task and cancels it there lets a sleep
   due after the deadline act first.
@@ -171,6 +172,12 @@ LOOP_CASES = {
     ),
     "epoll-keeps-a-ghost": (
         test_faults_fds.test_a_socket_closed_behind_a_dup_neither_crashes_nor_spins_the_loop,
+        "callbacks",
+        loops.get("callbacks"),
+        _variant("ghost-blind-callbacks", callbacks=GhostBlindCallbacksLoop),
+    ),
+    "epoll-keeps-a-ghost-under-a-reused-number": (
+        test_faults_fds.test_a_socket_closed_behind_a_dup_then_its_number_reused_fools_nobody,
         "callbacks",
         loops.get("callbacks"),
         _variant("ghost-blind-callbacks", callbacks=GhostBlindCallbacksLoop),

@@ -110,8 +110,12 @@ class Readiness:
         record = self.records.get(fd)
         if record is not None and _closed_since(record.fileobj, fd):
             # Closed without remove_reader/remove_writer, and the number now belongs to a
-            # new file: the old handles must never run for it.
-            self._forget(fd)
+            # new file: the old handles must never run for it. If a dup keeps the old file
+            # open, epoll holds it under this number still, and would report its readiness
+            # as the new socket's (a handle run for nothing, at once, forever): rebuilt
+            # without it. Only a program that closed a watched socket gets here, so the
+            # rebuild (an epoll_ctl per live fd) stays off the common path.
+            self.drop_ghosts()
             record = None
         if record is None:
             self.poller.register(fd, event)  # first: a refused fd leaves nothing behind
@@ -121,8 +125,9 @@ class Readiness:
                 self.poller.modify(fd, record.events | event)
             except FileNotFoundError:
                 # The same story for an fd registered as a bare int: only epoll can tell,
-                # having dropped the closed file by itself.
+                # having dropped the closed file by itself (or kept it, behind a dup).
                 self._forget(fd)
+                self.drop_ghosts()
                 self.poller.register(fd, event)
                 record = self.records[fd] = IORecord(fileobj, fd, event)
             else:

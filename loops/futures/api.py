@@ -14,7 +14,6 @@ addresses (as the lab's workloads do) or accept a blocking DNS lookup.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import types
@@ -230,12 +229,34 @@ def _retry(sock: socket.socket, event: int, call: Any, *args: Any) -> Generator[
     """call(*args) on non-blocking sock, waiting for it to be ready for event after each
     BlockingIOError (the call is tried first: most of the time it just succeeds)."""
     check_nonblocking(sock)
+    idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
     while True:
         try:
             return call(*args)
         except BlockingIOError:
-            pass
+            idle = _woken_for_nothing(idle) if idle >= 0 else 0
         yield from get_running_loop().wait(sock, event)
+
+
+# The rare path, fenced here: a socket call that fails with EAGAIN right after the loop woke
+# it for that socket was woken for nothing. Level-triggered readiness that is real cannot do
+# that twice in a row (the data or the room is there until someone takes it; only another
+# process sharing the socket can), but a ghost can, forever: a socket closed behind a dup,
+# whose number a new socket reuses, stays in epoll under that number (see Loop._drop_ghost),
+# and its readiness looks like the new socket's. So the second wake-up for nothing in one call
+# has the loop rebuild its selector from its live registrations, which drops the ghost; once
+# per call, so a socket shared with another process costs one rebuild per contested call, not
+# one per wake-up. Costs nothing on the common path: the count lives in the calling frame and
+# moves only after an EAGAIN that followed a wait.
+WAKEUPS_FOR_NOTHING_BEFORE_REBUILD = 2
+
+
+def _woken_for_nothing(idle: int) -> int:
+    """Count one more wake-up that found nothing; at the limit, drop ghosts (see above)."""
+    idle += 1
+    if idle == WAKEUPS_FOR_NOTHING_BEFORE_REBUILD:
+        get_running_loop().drop_ghosts()
+    return idle
 
 
 # Speed trick, fenced here: the fds whose last recv came back short. A short read means the
@@ -257,12 +278,15 @@ def recv(sock: socket.socket, n: int) -> Generator[Any, Any, bytes]:
     check_nonblocking(sock)
     fd = sock.fileno()
     drained = _drained.get(fd)
+    idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
     if drained is not None and drained() is sock:  # emptied last time: wait first (_drained)
         yield from get_running_loop().wait(sock, EVENT_READ)
+        idle = 0
     while True:
         try:
             data = sock.recv(n)
         except BlockingIOError:
+            idle = _woken_for_nothing(idle) if idle >= 0 else 0
             yield from get_running_loop().wait(sock, EVENT_READ)
             continue
         if len(data) < n:
@@ -300,11 +324,14 @@ def sendall(sock: socket.socket, data: bytes) -> Generator[Any, Any, None]:
         sent = 0
     if sent == (len(data) if isinstance(data, bytes | bytearray) else memoryview(data).nbytes):
         return
+    idle = 0  # wake-ups that found no room (see _woken_for_nothing)
     with memoryview(data) as view, view.cast("B") as octets:
         while sent < len(octets):
             yield from get_running_loop().wait(sock, EVENT_WRITE)
-            with contextlib.suppress(BlockingIOError):
+            try:
                 sent += sock.send(octets[sent:])
+            except BlockingIOError:  # woken for nothing: wait again
+                idle = _woken_for_nothing(idle)
 
 
 @types.coroutine

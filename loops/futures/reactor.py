@@ -162,7 +162,10 @@ class Loop:
             timeout = None
         else:
             raise _deadlock()
-        for key, events in self._selector.select(timeout):
+        reported = self._selector.select(timeout)
+        if not reported and timeout != 0.0 and self._woken_for_nothing(timeout):
+            self.drop_ghosts()
+        for key, events in reported:
             record = key.data
             if record is None:
                 self._drain_wakeups()
@@ -186,6 +189,8 @@ class Loop:
             unwanted &= record.events
             if unwanted:
                 self._unwatch(record, unwanted)
+            elif not events & record.events:  # bits it never asked for: a ghost's (drop_ghosts)
+                self.drop_ghosts()
 
         # Stage 2: expire timers: complete every timer future whose deadline has passed.
         if timers:
@@ -297,6 +302,16 @@ class Loop:
         if self._io.get(record.fd) is not record:
             return  # dropped by a rebuild earlier in this batch of events
         del self._io[record.fd]
+        self.drop_ghosts()
+
+    def drop_ghosts(self) -> None:
+        """Move every live registration to a fresh selector (see _drop_ghost), and close the old.
+
+        Also called when a ghost shares its number with a live socket: a closed socket's file,
+        kept open by a dup, whose number a new socket reuses, is reported under that number,
+        as bits the new socket never asked for (above, in _run_once) or as wake-ups for
+        nothing (api.py's _woken_for_nothing).
+        """
         old, self._selector = self._selector, selectors.DefaultSelector()
         old.close()
         self._selector.register(self._wake_reader.fileno(), _READ, None)
@@ -309,6 +324,18 @@ class Loop:
                 for waiter in live.reader, live.writer:
                     if waiter is not None and waiter._state is _PENDING:
                         waiter.set_result(None)
+
+    def _woken_for_nothing(self, timeout: float | None) -> bool:
+        """True if select() just returned nothing, early: a ghost the selector hid from us.
+
+        selectors drops the events of an fd it has no key for, so a ghost whose number the
+        loop stopped watching (a new socket that reused it, narrowed after the ghost's
+        readiness reached it with nobody waiting) wakes select() with an empty list, at once,
+        forever. Checked only after an empty select() that was allowed to block: epoll never
+        returns before its timeout (selectors rounds it up, PEP 475 resumes after a signal),
+        so an empty return before the next timer is due, or with none due, woke for nothing.
+        """
+        return timeout is None or (timeout > 0 and monotonic() < self._timers[0][0])
 
     def _forget(self, record: IORecord) -> None:
         del self._io[record.fd]

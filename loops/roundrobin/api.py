@@ -182,11 +182,34 @@ def _arm(deadline: Deadline, seconds: float):
 def _io(direction: str, sock, call, *args):
     check_nonblocking(sock)
     yield _NEXT_TICK
+    idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
     while True:
         try:
             return call(*args)
         except BlockingIOError:
+            idle = _woken_for_nothing(idle) if idle >= 0 else 0
             yield (direction, sock)
+
+
+# The rare path, fenced here: a socket call that fails with EAGAIN right after the loop woke
+# it for that socket was woken for nothing. Level-triggered readiness that is real cannot do
+# that twice in a row (the data or the room is there until someone takes it; only another
+# process sharing the socket can), but a ghost can, forever: a socket closed behind a dup,
+# whose number a new socket reuses, stays in epoll under that number (see Loop._drop_ghost),
+# and its readiness looks like the new socket's. So the second wake-up for nothing in one call
+# has the loop rebuild its selector from its live registrations, which drops the ghost; once
+# per call, so a socket shared with another process costs one rebuild per contested call, not
+# one per wake-up. Costs nothing on the common path: the count lives in the calling frame and
+# moves only after an EAGAIN that followed a wait.
+WAKEUPS_FOR_NOTHING_BEFORE_REBUILD = 2
+
+
+def _woken_for_nothing(idle: int) -> int:
+    """Count one more wake-up that found nothing; at the limit, drop ghosts (see above)."""
+    idle += 1
+    if idle == WAKEUPS_FOR_NOTHING_BEFORE_REBUILD:
+        running_loop().drop_ghosts()
+    return idle
 
 
 # Speed trick, fenced here: the fds whose last recv came back short. A short read means the
@@ -210,14 +233,17 @@ def recv(sock, n: int):
     check_nonblocking(sock)
     fd = sock.fileno()
     drained = _drained.get(fd)
+    idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
     if drained is not None and drained() is sock:  # emptied last time: wait first (_drained)
         yield ("read", sock)
+        idle = 0
     else:
         yield _NEXT_TICK
     while True:
         try:
             data = sock.recv(n)
         except BlockingIOError:
+            idle = _woken_for_nothing(idle) if idle >= 0 else 0
             yield ("read", sock)
             continue
         if len(data) < n:
@@ -251,10 +277,12 @@ def sendall(sock, data: bytes):
     check_nonblocking(sock)
     yield _NEXT_TICK
     remaining = memoryview(data).cast("B")
+    idle = -1  # wake-ups in this call that found no room (-1: not woken yet): _woken_for_nothing
     while remaining:
         try:
             remaining = remaining[sock.send(remaining) :]
         except BlockingIOError:
+            idle = _woken_for_nothing(idle) if idle >= 0 else 0
             yield ("write", sock)
 
 

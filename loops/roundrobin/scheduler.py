@@ -249,7 +249,10 @@ class Loop:
                 timeout = min(max(timers[0][0] - monotonic(), 0), MAX_BLOCK) if timers else None
                 if timeout is None and not self._io and not self._threads_running:
                     raise _deadlock()
-            for key, events in self._selector.select(timeout):  # (a new one after a ghost)
+            reported = self._selector.select(timeout)  # (a new selector after a ghost)
+            if not reported and timeout != 0 and self._woken_for_nothing(timeout):
+                self.drop_ghosts()
+            for key, events in reported:
                 if key.data is None:
                     self._drain_wakeups()
                 else:
@@ -480,6 +483,9 @@ class Loop:
                 return
             else:  # its task is busy elsewhere: stop the selector reporting it over and over
                 self._narrow(record, READ)
+        elif not events & WRITE:  # bits it never asked for: a ghost's (see drop_ghosts)
+            self.drop_ghosts()
+            return
         if events & WRITE:
             task = record.writer
             if task is not None:
@@ -534,6 +540,16 @@ class Loop:
         if self._io.get(record.fd) is not record:
             return  # dropped by a rebuild earlier in this batch of events
         del self._io[record.fd]
+        self.drop_ghosts()
+
+    def drop_ghosts(self) -> None:
+        """Move every live registration to a fresh selector (see _drop_ghost), and close the old.
+
+        Also called when a ghost shares its number with a live socket: a closed socket's file,
+        kept open by a dup, whose number a new socket reuses, is reported under that number,
+        as bits the new socket never asked for (_io_ready) or as wake-ups for nothing
+        (api.py's _woken_for_nothing).
+        """
         old, self._selector = self._selector, selectors.DefaultSelector()
         old.close()
         self._selector.register(self._wake_reader, READ, None)
@@ -545,6 +561,21 @@ class Loop:
             for task in live.reader, live.writer:
                 if task is not None:
                     self._resume(task, None)
+
+    def _woken_for_nothing(self, timeout: float | None) -> bool:
+        """True if select() just returned nothing, early: a ghost the selector hid from us.
+
+        selectors drops the events of an fd it has no key for, so a ghost whose number the
+        loop stopped watching (a new socket that reused it, narrowed after the ghost's
+        readiness reached it with nobody waiting) wakes select() with an empty list, at once,
+        forever. Checked only after an empty select() that was allowed to block: epoll never
+        returns before its timeout (selectors rounds it up, PEP 475 resumes after a signal),
+        so an empty return before the next timer is due, or with none due, woke for nothing.
+        A wait cut short at MAX_BLOCK is not early.
+        """
+        if timeout is None:
+            return True
+        return 0 < timeout < MAX_BLOCK and monotonic() < self._timers[0][0]
 
     def _forget(self, record: IORecord) -> None:
         self._selector.unregister(record.fd)  # the selector ignores an fd closed meanwhile

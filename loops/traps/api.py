@@ -17,7 +17,6 @@ and exact enough, since only a task that never waits can run the count up.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import weakref
@@ -32,6 +31,7 @@ from loops.traps.traps import (
     call_in_thread,
     cancel,
     clear_timer,
+    drop_ghosts,
     join,
     set_timer,
     sleep,
@@ -54,6 +54,18 @@ _fast_calls = 0  # socket calls completed without waiting since a call last wait
 # 100 connections): one failed recv per request before, none after; the folder README has
 # the figures and the command.
 _drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came back short
+
+# The rare path, fenced here: a socket call that fails with EAGAIN right after the kernel woke
+# it for that socket was woken for nothing. Level-triggered readiness that is real cannot do
+# that twice in a row (the data or the room is there until someone takes it; only another
+# process sharing the socket can), but a ghost can, forever: a socket closed behind a dup,
+# whose number a new socket reuses, stays in epoll under that number (see Loop._drop_ghosts),
+# and its readiness looks like the new socket's. So the second wake-up for nothing in one call
+# has the kernel rebuild its epoll from its live registrations, which drops the ghost; once
+# per call, so a socket shared with another process costs one rebuild per contested call, not
+# one per wake-up. Costs nothing on the common path: the count lives in the calling frame and
+# moves only after an EAGAIN that followed a wait.
+WAKEUPS_FOR_NOTHING_BEFORE_REBUILD = 2
 
 __all__ = [
     "CancelledError",
@@ -115,14 +127,17 @@ async def recv(sock: socket.socket, n: int) -> bytes:
         await _yield_turn()
     fd = sock.fileno()
     drained = _drained.get(fd)
+    idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
     if drained is not None and drained() is sock:  # emptied last time: wait first (_drained)
         _fast_calls = 0
         await wait_readable(sock)
+        idle = 0
     while True:
         try:
             data = sock.recv(n)
         except BlockingIOError:
             _fast_calls = 0
+            idle = await _woken_for_nothing(idle) if idle >= 0 else 0
             await wait_readable(sock)
         else:
             _fast_calls += 1
@@ -150,11 +165,14 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
         _fast_calls += 1
         return
     _fast_calls = 0
+    idle = 0  # wake-ups that found no room (see _woken_for_nothing)
     with memoryview(data) as view, view.cast("B") as remaining:
         while sent < len(remaining):
             await wait_writable(sock)
-            with contextlib.suppress(BlockingIOError):  # a spurious wake-up: wait again
+            try:
                 sent += sock.send(remaining[sent:])
+            except BlockingIOError:  # woken for nothing: wait again
+                idle = await _woken_for_nothing(idle)
 
 
 async def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
@@ -164,11 +182,13 @@ async def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
         check_nonblocking(sock)
     if _fast_calls >= FAST_CALLS_PER_TURN:
         await _yield_turn()
+    idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
     while True:
         try:
             conn, address = sock.accept()
         except BlockingIOError:
             _fast_calls = 0
+            idle = await _woken_for_nothing(idle) if idle >= 0 else 0
             await wait_readable(sock)
         else:
             _fast_calls += 1
@@ -198,11 +218,13 @@ async def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
         check_nonblocking(sock)
     if _fast_calls >= FAST_CALLS_PER_TURN:
         await _yield_turn()
+    idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
     while True:
         try:
             received = sock.recvfrom(n)
         except BlockingIOError:
             _fast_calls = 0
+            idle = await _woken_for_nothing(idle) if idle >= 0 else 0
             await wait_readable(sock)
         else:
             _fast_calls += 1
@@ -216,15 +238,25 @@ async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
         check_nonblocking(sock)
     if _fast_calls >= FAST_CALLS_PER_TURN:
         await _yield_turn()
+    idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
     while True:
         try:
             sent = sock.sendto(data, address)
         except BlockingIOError:
             _fast_calls = 0
+            idle = await _woken_for_nothing(idle) if idle >= 0 else 0
             await wait_writable(sock)
         else:
             _fast_calls += 1
             return sent
+
+
+async def _woken_for_nothing(idle: int) -> int:
+    """Count one more wake-up that found nothing; at the limit, drop ghosts (see above)."""
+    idle += 1
+    if idle == WAKEUPS_FOR_NOTHING_BEFORE_REBUILD:
+        await drop_ghosts()
+    return idle
 
 
 async def _yield_turn() -> None:

@@ -142,6 +142,7 @@ class Loop:
             "wake": self._trap_wake,
             "set_timer": self._trap_set_timer,
             "clear_timer": self._trap_clear_timer,
+            "drop_ghosts": self._trap_drop_ghosts,
         }
         # How to undo each kind of wait when a task is cancelled or times out.
         self._unwait = {
@@ -234,38 +235,54 @@ class Loop:
 
         while main.state is not done:
             # ---- stage 1: wait for I/O, blocking only while nothing is ready
-            if ready:  # just poll, and only if there is something to poll
-                ready_fds = poll(0) if watched else ()
-            elif timers:
-                ready_fds = poll(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
-            elif watched:
-                ready_fds = poll()
-            else:
-                raise _deadlock(main)
+            try:
+                if ready:  # just poll, and only if there is something to poll
+                    ready_fds = poll(0) if watched else ()
+                elif timers:
+                    ready_fds = poll(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
+                elif watched:
+                    ready_fds = poll()
+                else:
+                    raise _deadlock(main)
+            except ValueError:  # a task's drop_ghosts trap closed this poller: poll the new one
+                poll = self._poller.poll
+                continue
             for fd, bits in ready_fds:
                 record = watched.get(fd)
-                if record is None:  # a closed fd's file, kept open by a dup: see _drop_ghosts
+                # A ghost (see _drop_ghosts) shows as readiness for an fd nobody watches, or,
+                # when a new socket reuses its number, as bits that socket never asked for,
+                # or as wake-ups for nothing (api.py's _woken_for_nothing asks for the rebuild).
+                if record is None:
                     self._drop_ghosts()
                     poll = self._poller.poll
                     continue
-                if bits & WAKES_READER and record.events & IN:
-                    task = record.reader
-                    if task is not None:
-                        record.reader = None
-                        task.state = ready_state
-                        ready_push(task)
-                    elif record is self._wake_record:
-                        self._collect_thread_results()
-                    else:  # nobody reads this fd any more: stop watching it
-                        self._unwatch(record, IN)
-                if bits & WAKES_WRITER and record.events & OUT:
-                    task = record.writer
-                    if task is not None:
-                        record.writer = None
-                        task.state = ready_state
-                        ready_push(task)
-                    else:
-                        self._unwatch(record, OUT)
+                if bits & WAKES_READER:
+                    if record.events & IN:
+                        task = record.reader
+                        if task is not None:
+                            record.reader = None
+                            task.state = ready_state
+                            ready_push(task)
+                        elif record is self._wake_record:
+                            self._collect_thread_results()
+                        else:  # nobody reads this fd any more: stop watching it
+                            self._unwatch(record, IN)
+                    elif not bits & WAKES_WRITER:  # "readable" where it was never asked
+                        self._drop_ghosts()
+                        poll = self._poller.poll
+                        continue
+                if bits & WAKES_WRITER:
+                    if record.events & OUT:
+                        task = record.writer
+                        if task is not None:
+                            record.writer = None
+                            task.state = ready_state
+                            ready_push(task)
+                        else:
+                            self._unwatch(record, OUT)
+                    elif not bits & WAKES_READER:  # "writable" where it was never asked
+                        self._drop_ghosts()
+                        poll = self._poller.poll
 
             # ---- stage 2: expire timers
             if timers:
@@ -396,6 +413,9 @@ class Loop:
             task.state = WRITING
         task.waiting_on = record
         return SUSPEND
+
+    def _trap_drop_ghosts(self, task: Task, request: tuple) -> None:
+        self._drop_ghosts()  # answered at once; the caller then waits as usual
 
     def _trap_thread(self, task: Task, request: tuple) -> Any:
         _, fn, args = request
@@ -562,6 +582,8 @@ class Loop:
     def _unwatch(self, record: IORecord, bit: int) -> None:
         """Stop watching record's fd for bit (nobody waits for it), unregistering if idle."""
         fd = record.fd
+        if self._io.get(fd) is not record:
+            return  # a closed socket's record, its number reused since: not ours to touch
         record.events &= ~bit
         # OSError: the socket was closed under us, and epoll dropped it by itself.
         with contextlib.suppress(OSError):
