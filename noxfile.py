@@ -41,6 +41,8 @@ def bench(session: nox.Session) -> None:
     """Measure the quick matrix (-- --full, --loop NAME, --workload NAME) and render reports/."""
     _install(session, "bench")
     session.run("python", "-m", "bench", "run", *session.posargs)
+    # The cost anatomy (syscalls and user/system CPU per echo request); about 4 s per row.
+    session.run("python", "-m", "bench", "anatomy", success_codes=[0, 1])
     session.run("python", "-m", "bench", "report")
 
 
@@ -49,6 +51,20 @@ def report(session: nox.Session) -> None:
     """Render reports/bench.md and its charts from stored results only (runs no workload)."""
     _install(session, "bench")
     session.run("python", "-m", "bench", "report", *session.posargs)
+
+
+@nox.session
+def timeline(session: nox.Session) -> None:
+    """Trace every variant on the same small programs; write reports/timelines.md and charts.
+
+    `-- --report` re-renders from the stored records only; `-- --loop NAME` (and --style,
+    --scenario) re-records just those runs before rendering.
+    """
+    _install(session, "timeline")
+    args = list(session.posargs)
+    if "--report" not in args:
+        session.run("python", "-m", "timeline", "--all", *args)
+    session.run("python", "-m", "timeline", "--report")
 
 
 @nox.session

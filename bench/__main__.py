@@ -39,6 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--redo", action="store_true", help="measure again what is stored")
     run.add_argument("--results", type=Path, default=RESULTS)
 
+    anatomy = commands.add_parser(
+        "anatomy", help="count syscalls and user/system CPU per echo request (untimed)"
+    )
+    anatomy.add_argument("--loop", action="append", metavar="NAME", help="only this loop")
+    anatomy.add_argument("--counter", choices=("perf", "strace"), help="default: the first usable")
+    anatomy.add_argument("--results", type=Path, default=RESULTS)
+
     report = commands.add_parser("report", help="render reports/ from stored results only")
     report.add_argument("--results", type=Path, default=RESULTS)
 
@@ -69,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("\ninterrupted: finished points are stored; run again to resume", file=sys.stderr)
             return 130
+    if args.command == "anatomy":
+        from bench.anatomy import run as run_anatomy
+
+        return run_anatomy(args.loop, args.results, args.counter)
     from bench.report import render_all
 
     for path in render_all(args.results):

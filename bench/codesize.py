@@ -2,7 +2,8 @@
 
 Counted from the source tree when the report is rendered (sizes are not measurements). Two
 figures per file: all lines, and code lines, which leave out blank lines, comments and
-docstrings, so a well-documented loop is not charged for its explanations.
+docstrings, so a well-documented loop is not charged for its explanations. A loop's
+``essence.py`` (its idea alone, the file to read first) is not counted in the loop's size.
 """
 
 from __future__ import annotations
@@ -71,10 +72,12 @@ def loop_rows(root: Path = ROOT) -> list[list]:
     rows = []
     for variant in loops.discover().values():
         folder = root / "loops" / variant.name
-        files, lines, code = count_tree(python_files(folder))
+        # essence.py is the idea alone, written to be read first: not part of the loop's size.
+        paths = [p for p in python_files(folder) if p.name != "essence.py"]
+        files, lines, code = count_tree(paths)
         kind = "reference adapter" if variant.reference else "home-made loop"
         rows.append([f"`loops/{variant.name}/`", kind, files, lines, code])
-    shared = sorted((root / "loops").glob("*.py"))
+    shared = sorted(p for p in (root / "loops").glob("*.py") if p.name != "primer.py")
     files, lines, code = count_tree(shared)
     rows.append(["`loops/*.py`", "contract, discovery, shared adapters", files, lines, code])
     return rows
@@ -131,3 +134,7 @@ def section(root: Path = ROOT) -> list[str]:
         )
         lines.append("")
     return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(section()))

@@ -22,11 +22,11 @@ Two measures at every size and connection count:
   nearly as much per request as the fastest servers; a repetition in which the generator
   saturated its core is invalid, and the report gives both costs per request.
 
-The rate is chosen from data: :func:`offered_rate` is about half of the slowest row's
-closed-loop throughput in the stored quick run of this machine (asyncio · coroutines,
-~15 500 requests/s at 1 KiB × 100 connections; ~10 000 at 1 connection), so every loop and
-anchor can sustain it with room for a noisy neighbour; each table says what fraction of the
-slowest row's closed-loop figure from the same store it is.
+The rate is chosen from data, per session (:func:`prepare`): half the slowest valid row's
+closed-loop median at the same size and connection count, measured just before (the
+closed-loop points come first), so every loop and anchor can sustain it under the machine's
+load of the moment, with room for a noisy neighbour. Each table says the rate and where it
+came from; without a closed-loop figure a default applies (:func:`default_rate`).
 """
 
 from __future__ import annotations
@@ -58,12 +58,17 @@ TIMING = {  # seconds: (warm-up load, measured load)
 # A paced run needs enough requests for the server's CPU time to be read to 1%.
 PACED_TIMING = {False: (0.2, 2.0), True: (1.0, 3.0)}
 PACED = "paced"
+# A server that fell behind while using less than this share of its core was not too slow but
+# kept waiting (by other processes on a shared machine): its row says so.
+IDLE_SHARE = 0.5
 
 METRICS = (
     Metric("requests_per_s", "requests/s", higher_is_better=True),
     # the fixed-offered-load figures
     Metric("server_cpu_us", "server CPU (µs / request)", higher_is_better=False, digits=1),
-    Metric("server_cpu_share", "server CPU (% of a core)", higher_is_better=False, scale=100),
+    Metric(
+        "server_cpu_share", "server CPU (% of a core)", higher_is_better=False, scale=100, digits=1
+    ),
     Metric("latency_p999_ms", "p99.9 (ms)", higher_is_better=False, digits=3),
     Metric("rate_achieved", "achieved (req/s)", higher_is_better=True, ratio=False),
     Metric("mib_per_s", "MiB/s", higher_is_better=True, digits=2),
@@ -86,7 +91,7 @@ CLOSED_COLUMNS = (
     "mib_per_s",
     "latency_p50_ms",
     "latency_p99_ms",
-    "server_cpu_per_100k",
+    "server_cpu_us",
     "server_rss_mib",
     "peer_cpu_share",
     "peer_cpu_us",
@@ -124,18 +129,66 @@ CHARTS = (
 DETAIL = "generator"  # the column naming which load generator measured a row
 
 
-def offered_rate(size: int, connections: int) -> int:
-    """Requests/s offered at a point: about half the slowest row's closed-loop throughput.
+RATE_SHARE = 0.5  # the offered rate, as a share of the slowest row's closed-loop throughput
+# Where no closed-loop figure is stored: about half the slowest rows of a quiet quick run
+# (asyncio · coroutines, ~10 000 requests/s over one connection, ~15 500 over 100 at 1 KiB).
+DEFAULT_RATE = {1: 4000, "more": 8000}
+RATES: dict[str, tuple[int, str]] = {}  # paced point key -> (rate, why), set by prepare()
 
-    From the stored quick run (see the module docstring): the slowest rows serve ~10 000
-    requests/s over one connection and ~15 500 over 100 at 1 KiB. Bigger messages cost the
-    kernel more per request, so the rate comes down with the size (copying 100 KiB each way is
-    about 50 µs of memory traffic alone).
+
+def default_rate(size: int, connections: int) -> int:
+    """The offered rate without data: bigger messages cost the kernel more per request."""
+    base = DEFAULT_RATE[1] if connections == 1 else DEFAULT_RATE["more"]
+    return base if size <= 1024 else base // 2 if size <= 16384 else base // 5
+
+
+def slowest_closed(params: dict, stored_points: dict) -> tuple[float, str] | None:
+    """The slowest valid row's closed-loop median at this size and connection count."""
+    slowest = None
+    for point in stored_points.values():
+        other = point["params"]
+        if other.get("measure") is not None or (other["size"], other["connections"]) != (
+            params["size"],
+            params["connections"],
+        ):
+            continue
+        for entry in point["rows"].values():
+            summary = summarize(entry["reps"], METRICS)
+            stat = summary.stats.get("requests_per_s") if summary.status == "ok" else None
+            if stat is not None and (slowest is None or stat.median < slowest[0]):
+                label = entry["variant"] + (
+                    " (anchor)" if entry.get("anchor") else f" · {entry['style']}"
+                )
+                slowest = (stat.median, label)
+    return slowest
+
+
+def two_digits(value: float) -> int:
+    """Rounded down to two significant digits (2 437 -> 2 400)."""
+    step = 10 ** max(0, len(str(int(value))) - 2)
+    return max(1, int(value) // step * step)
+
+
+def prepare(point: Point, store) -> None:
+    """Before a paced point is measured: choose its rate from the closed-loop data stored.
+
+    The closed-loop points come first in the matrix, so in a full session the figures are
+    this session's, on this machine, under its present load: the rate is RATE_SHARE of the
+    slowest valid row's median, so every loop and anchor should sustain it.
     """
-    base = 4000 if connections == 1 else 8000
-    if size <= 1024:
-        return base
-    return base // 2 if size <= 16384 else base // 5
+    if point.args.get("measure") != PACED:
+        return
+    slowest = slowest_closed(point.args, store.data["points"])
+    if slowest is None:
+        rate = default_rate(point.args["size"], point.args["connections"])
+        why = "the default for this size and connection count: no closed-loop figure was stored"
+    else:
+        rate = two_digits(slowest[0] * RATE_SHARE)
+        why = (
+            f"{RATE_SHARE:.0%} of the slowest row's closed-loop median at this size and "
+            f"connection count when it was measured ({slowest[1]}, {slowest[0]:,.0f} requests/s)"
+        )
+    RATES[point.key] = (rate, why)
 
 
 DESCRIPTION = f"""\
@@ -219,7 +272,6 @@ def points(full: bool) -> list[Point]:
                 ("measure", PACED),
                 ("size", size),
                 ("connections", connections),
-                ("rate", offered_rate(size, connections)),
                 ("warmup_s", warmup),
                 ("duration_s", duration),
             ),
@@ -253,7 +305,7 @@ def point_title(params: dict) -> str:
     count = params["connections"]
     title = f"{size_text(params['size'])} messages, {count:,} connection{'s' * (count != 1)}"
     if params.get("measure") == PACED:
-        return f"Fixed offered load, {params['rate']:,} requests/s: {title}"
+        return f"Fixed offered load: {title}"
     return f"Closed loop, maximum throughput: {title}"
 
 
@@ -265,6 +317,27 @@ def observations(params: dict, rendered: list) -> list[str]:
     """Where the best home-made loop stands against the pure-Python floor."""
     if params.get("measure") == PACED:
         return paced_observations(rendered)
+    costs = [(r.label, *r.summary.costs) for r in rendered if r.summary.costs]
+    lines = []
+    if costs:
+        cheaper = [label for label, server, peer in costs if server <= peer]
+        close = [label for label, server, peer in costs if peer < server <= 1.5 * peer]
+        said = []
+        if cheaper:
+            said.append(f"{', '.join(cheaper)} cost less per request than the generator")
+        if close:
+            said.append(f"{', '.join(close)} less than 1.5× what it costs")
+        if said:
+            lines.append(
+                f"Where the generator saturated, {'; '.join(said)}: on loopback the client "
+                "pays the kernel's TCP work too, so on two cores such a server outruns a "
+                "one-core client. Their cost is in the fixed-offered-load table."
+            )
+    return lines + floor_observations(rendered)
+
+
+def floor_observations(rendered: list) -> list[str]:
+    """Closed loop: where the best home-made loop stands against the pure-Python floor."""
     figures = {
         r.row.variant if r.row.anchor else r.label: r.summary.stats["requests_per_s"].median
         for r in rendered
@@ -312,43 +385,31 @@ def paced_observations(rendered: list) -> list[str]:
 
 
 def point_notes(params: dict, stored_points: dict) -> list[str]:
-    """How a paced point's rate compares with the closed-loop figures stored beside it."""
+    """A paced point: the rate offered, and how it was chosen (from its repetitions)."""
     if params.get("measure") != PACED:
         return []
-    closed = next(
-        (
-            point
-            for point in stored_points.values()
-            if point["params"].get("measure") is None
-            and point["params"]["size"] == params["size"]
-            and point["params"]["connections"] == params["connections"]
-        ),
-        None,
+    point = next((p for p in stored_points.values() if p["params"] == params), None)
+    reps = [rep for entry in (point or {"rows": {}})["rows"].values() for rep in entry["reps"]]
+    chosen = sorted({(rep["rate"], rep.get("rate_basis", "")) for rep in reps if rep.get("rate")})
+    count = params["connections"]
+    spread = f"over {count:,} connection{'s' * (count != 1)}"
+    if not chosen:
+        return []
+    rates = "; ".join(
+        f"{rate:,.0f} requests/s {spread}" + (f", chosen as {basis}" if basis else "")
+        for rate, basis in chosen
     )
-    slowest = None
-    for entry in (closed or {"rows": {}})["rows"].values():
-        summary = summarize(entry["reps"], METRICS)
-        stat = summary.stats.get("requests_per_s") if summary.status == "ok" else None
-        if stat is not None and (slowest is None or stat.median < slowest[0]):
-            label = entry["variant"] + (
-                " (anchor)" if entry.get("anchor") else f" · {entry['style']}"
-            )
-            slowest = (stat.median, label)
-    how = (
-        f"*Offered load:* {params['rate']:,} requests/s over {params['connections']:,} "
-        f"connection{'s' * (params['connections'] != 1)}, every request scheduled and its "
-        "latency counted from its scheduled time; "
+    mixed = (
+        " Rows measured in different sessions were offered different rates; each ratio is "
+        "to asyncio at the same rate."
+        if len(chosen) > 1
+        else ""
     )
-    if slowest is None:
-        how += "no valid closed-loop figure is stored at this size and connection count to compare."
-    else:
-        how += (
-            f"that is {params['rate'] / slowest[0]:.0%} of the slowest valid row's closed-loop "
-            f"throughput stored at this size and connection count ({slowest[1]}, "
-            f"{slowest[0]:,.0f} requests/s). A row that completed fewer than 95% of the "
-            "scheduled requests could not keep the rate and has no figure."
-        )
-    return [how]
+    return [
+        f"*Offered load:* {rates}. Every request is scheduled and its latency counted from its "
+        "scheduled time; a row whose server completed fewer than 95% of the scheduled requests "
+        f"could not keep the rate and has no figure.{mixed}"
+    ]
 
 
 def server_argv(row: Row) -> list[str]:
@@ -375,7 +436,7 @@ def load_argv(port: int, params: dict, duration: float, out: Path, server_pid: i
         str(out),
         "--server-pid",
         str(server_pid),
-        *(("--rate", str(params["rate"])) if params.get("measure") == PACED else ()),
+        *(("--rate", str(params["rate"])) if "rate" in params else ()),
     )
 
 
@@ -428,6 +489,12 @@ def end_server(server: Child) -> None:
 def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
     """One repetition: fresh server, warm-up load, measured load, clean stop."""
     params = point.args
+    if params.get("measure") == PACED:
+        rate, basis = RATES.get(point.key) or (
+            default_rate(params["size"], params["connections"]),
+            "the default for this size and connection count",
+        )
+        params = params | {"rate": rate}
     warmup, duration = params["warmup_s"], params["duration_s"]
     timeout = duration + 60
     server = Child(
@@ -475,14 +542,20 @@ def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
     if params.get("measure") == PACED:
         figures |= {
             "rate": record["rate"],
+            "rate_basis": basis,
             "scheduled": record["scheduled"],
             "rate_achieved": record["rate_achieved"],
         }
         if not record["kept_rate"]:
             figures["invalid"] = (
-                f"server did not keep the offered rate ({requests:,} of "
-                f"{record['scheduled']:,} scheduled requests)"
+                f"server could not keep the rate ({requests:,} of {record['scheduled']:,} "
+                "scheduled requests"
             )
+            share = record.get("server_cpu_share")
+            if share is not None and share < IDLE_SHARE:
+                # Not too slow, it waited: on a shared machine, other processes held a core.
+                figures["invalid"] += f", busy {share:.0%} of the time: a stall, not a slow server"
+            figures["invalid"] += ")"
     return figures | {
         "requests_per_s": record["requests_per_s"],
         "mib_per_s": record["mib_per_s"],

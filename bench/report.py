@@ -18,7 +18,7 @@ from types import ModuleType
 
 from tabulate import tabulate
 
-from bench import charts, codesize, glance, scale
+from bench import anatomy, charts, codesize, glance, scale
 from bench.environment import ROOT
 from bench.plan import BASELINE, Metric, Row, baseline_key, columns
 from bench.runner import WORKLOADS, results_path, workload_module
@@ -521,7 +521,12 @@ def stored_points(
     return points_of
 
 
-def render(mode: str, stores: dict[str, ResultStore | None], out: Path) -> list[Path]:
+def render(
+    mode: str,
+    stores: dict[str, ResultStore | None],
+    out: Path,
+    anatomy_data: dict | None = None,
+) -> list[Path]:
     """Write one report (and its charts); return the files written."""
     chart_dir = out.parent / "charts"
     points_of = stored_points(stores, mode)
@@ -546,6 +551,7 @@ def render(mode: str, stores: dict[str, ResultStore | None], out: Path) -> list[
     ]
     for name in WORKLOADS:
         lines += section(workload_module(name), stores.get(name), mode, chart_dir, out)
+    lines += anatomy.section(anatomy_data)  # the echo rows' cost anatomy, its own section
     lines += scale.section(points_of, mode, chart_dir, out)
     lines += codesize.section()
     conformance = out.parent / "conformance.md"
@@ -574,7 +580,7 @@ def render_all(results: Path, reports: Path | None = None) -> list[Path]:
             path = results_path(results, mode, name)
             stores[name] = ResultStore.load(path, name, mode) if path.exists() else None
         if any(stores.values()):
-            written += render(mode, stores, reports / filename)
+            written += render(mode, stores, reports / filename, anatomy.load(results))
     if not written:
         raise SystemExit(f"no stored results under {results}: run `nox -s bench` first")
     return written

@@ -121,6 +121,8 @@ def measure_point(job: Job, session: str, cores: Cores, full: bool, progress, ta
     resumed = job.resumed or {}
     reps: dict[Row, list[dict]] = {row: list(resumed.get(row, [])) for row in job.rows}
     total = point.repetitions
+    if hasattr(job.module, "prepare"):  # a workload settles a point's settings from data
+        job.module.prepare(point, job.store)
 
     def done(row: Row) -> bool:
         return complete(reps[row], total, point.min_repetitions, job.headline)

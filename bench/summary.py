@@ -62,6 +62,8 @@ class RowSummary:
     errors: dict[str, str] = field(default_factory=dict)  # figure -> why it is missing
     warned: set[str] = field(default_factory=set)  # figures the harness (pyperf) called unstable
     detail: str = ""  # a workload's note on the row (echo: which load generator measured it)
+    # Invalid because the peer saturated: (server, peer) CPU µs per request, where recorded.
+    costs: tuple[float, float] | None = None
 
 
 def peer_saturated(rep: dict) -> bool:
@@ -78,18 +80,21 @@ def _median_of(reps: Sequence[dict], key: str) -> float | None:
     return statistics.median(values) if values else None
 
 
-def invalid_reason(reps: Sequence[dict], peer_share: float | None) -> str:
+def invalid_summary(reps: Sequence[dict], peer_share: float | None, valid: int) -> RowSummary:
     """Why most repetitions are invalid: the peer saturated, or what the workload said."""
     saturated = [rep for rep in reps if peer_saturated(rep)]
     told = [rep["invalid"] for rep in reps if rep.get("invalid") and not peer_saturated(rep)]
+    summary = RowSummary("invalid", valid=valid, total=len(reps), peer_share=peer_share)
     if told and len(told) >= len(saturated):
-        return told[0]
+        summary.reason = told[0]
+        return summary
     peer = reps[0].get("peer", "peer")
-    reason = f"{peer} saturated its core ({peer_share:.0%} CPU)"
+    summary.reason = f"{peer} saturated its core ({peer_share:.0%} CPU)"
     server, own = _median_of(saturated, "server_cpu_us"), _median_of(saturated, "peer_cpu_us")
     if server is not None and own is not None:
-        reason += f": server {server:.1f} µs per request, {peer} {own:.1f} µs"
-    return reason
+        summary.reason += f": server {server:.1f} µs per request, {peer} {own:.1f} µs"
+        summary.costs = (server, own)
+    return summary
 
 
 def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
@@ -116,13 +121,7 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
         return RowSummary("failed", first["error"], total=total, peer_share=peer_share)
     valid = [rep for rep in reps if not invalid(rep)]
     if len(valid) * 2 < total:
-        return RowSummary(
-            "invalid",
-            invalid_reason(reps, peer_share),
-            valid=len(valid),
-            total=total,
-            peer_share=peer_share,
-        )
+        return invalid_summary(reps, peer_share, len(valid))
     stats, errors = {}, {}
     for metric in metrics:
         values = [rep[metric.name] for rep in valid if rep.get(metric.name) is not None]

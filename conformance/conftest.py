@@ -1,7 +1,10 @@
 """Parametrizes every property over discovered (variant, style) pairs and writes the matrix.
 
 Options: ``--loop NAME`` (repeatable) narrows to variants; ``--matrix PATH`` writes the
-properties-by-variant table (``nox -s conformance`` passes ``reports/conformance.md``).
+properties-by-variant table (``nox -s conformance`` passes ``reports/conformance.md``);
+``--soak full`` runs the soak at full size (a million echoes, 100 000 tasks per case).
+``--trace-tasks`` plays every scenario with the timelines' tracer wrapping each task and
+callback (timeline/tracer.py), which must change nothing: the suite passes the same.
 """
 
 from __future__ import annotations
@@ -25,10 +28,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run only this variant (repeatable); an unknown name is an error",
     )
     group.addoption(
+        "--soak",
+        choices=("ci", "full"),
+        default="ci",
+        help="soak size (conformance/test_faults_soak.py): ci (default) or full, a million "
+        "echo requests and 100 000 tasks per case",
+    )
+    group.addoption(
         "--matrix",
         metavar="PATH",
         default=None,
         help="write the conformance matrix (markdown) to PATH",
+    )
+    group.addoption(
+        "--trace-tasks",
+        action="store_true",
+        help="wrap every task and callback in the timelines' tracer (it must change nothing)",
     )
 
 
@@ -42,8 +57,18 @@ def _selected(config: pytest.Config) -> list[loops.Variant]:
         raise pytest.UsageError(str(error)) from None
 
 
+def _traced(variants: list[loops.Variant]) -> list[loops.Variant]:
+    from timeline.tracer import Tracer, traced  # imported only when asked: no cost when off
+
+    # A ring of slices: bounded memory, so the heap-growth properties measure the loop.
+    tracer = Tracer(limit=64)
+    return [traced(variant, tracer) for variant in variants]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.lab_variants = _selected(config)  # type: ignore[attr-defined]
+    if config.getoption("--trace-tasks"):
+        config.lab_variants = _traced(config.lab_variants)  # type: ignore[attr-defined]
     problems = deviation_problems(config.lab_variants)  # type: ignore[attr-defined]
     if problems:
         raise pytest.UsageError("stale known deviations:\n  " + "\n  ".join(problems))

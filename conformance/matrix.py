@@ -25,7 +25,9 @@ FAULTS_INTRO = [
     "",
     "The fault suite (`conformance/test_faults_*.py`): peers that reset, half-close, never read "
     "or crowd in; a server out of descriptors; a hostile site; code that raises, a task that "
-    "will not be cancelled, an fd closed behind the loop's back, Ctrl-C; bad command lines. "
+    "will not be cancelled, an fd closed behind the loop's back, Ctrl-C; bad command lines; "
+    "sockets closed behind a dup or reused while watched; bad arguments to every public call; "
+    "a soak (its figures below). "
     "Most cases drive the real workload processes for each variant and style.",
     "",
 ]
@@ -47,6 +49,7 @@ class MatrixRecorder:
         self.outcomes: dict[tuple[str, str, str], str] = {}
         self.reasons: dict[tuple[str, str, str], str] = {}
         self.keys: dict[str, tuple[str, str, str]] = {}
+        self.soak: dict[tuple[str, str], dict] = defaultdict(dict)  # (variant, style) -> figures
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -62,6 +65,9 @@ class MatrixRecorder:
         key = self.keys.get(report.nodeid)
         if key is None:
             return
+        for name, value in report.user_properties:
+            if name == "soak":  # figures a soak recorded (test_faults_soak.py)
+                self.soak[key[1], key[2]].update(value)
         if report.failed:
             self.outcomes[key] = "fail"
         elif hasattr(report, "wasxfail"):  # xfailed, or a non-strict deviation that passed
@@ -127,6 +133,30 @@ class MatrixRecorder:
         parts = [f"{c[o]}{SYMBOL[o]}" for o in ("pass", "fail", "deviation", "not claimed") if c[o]]
         return "**" + " ".join(parts) + "**" if parts else "—"
 
+    def _soak_lines(self, variants: list[loops.Variant]) -> list[str]:
+        """The soak's figures, a row per variant and style (conformance/test_faults_soak.py)."""
+        if not self.soak:
+            return []
+        columns = sorted({name for figures in self.soak.values() for name in figures})
+        rows = [
+            [f"{variant.name} {STYLE_ABBREV[style]}", *[figures.get(c, "—") for c in columns]]
+            for variant in variants
+            for style in variant.styles
+            if (figures := self.soak.get((variant.name, style)))
+        ]
+        size = self.config.getoption("--soak")
+        return [
+            "## Soak figures",
+            "",
+            f"Size `--soak {size}` (`nox -s conformance -- --soak full`: a million echo "
+            "requests over 100 connections and 100 000 tasks per case). RSS growth is the "
+            "process's resident memory at the end minus after warm-up (bound: 8 MiB); fds left "
+            "counts descriptors open at the end that were not open after warm-up.",
+            "",
+            tabulate(rows, headers=["loop", *columns], tablefmt="github"),
+            "",
+        ]
+
     def render(self) -> str:
         variants = list(self.config.lab_variants)  # type: ignore[attr-defined]
         # The fault suite's topics (test_faults_*.py) after the loop properties.
@@ -159,6 +189,7 @@ class MatrixRecorder:
                 [f"**{topic}: cases**", *[self._topic_summary(set(pids), v) for v in variants]]
             )
             lines += [f"## {topic}", "", tabulate(rows, headers=headers, tablefmt="github"), ""]
+        lines += self._soak_lines(variants)
         lines += [
             "## Summary by variant",
             "",

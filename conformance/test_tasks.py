@@ -300,6 +300,12 @@ async def _(co):
     return "no timeout", seen
 
 
+# A timeout the work beats by far: 1 ms of work against UNEXPIRED seconds. It was 0.02 s, and a
+# loaded machine that did not run the loop for 19 ms made it expire (both in one poll: then
+# TimeoutError is right, see test_deadlines.py); the suite's other deadlines leave 0.1 s too.
+UNEXPIRED = 0.1
+
+
 @prop("timeouts")
 def test_a_timeout_that_did_not_expire_leaves_no_trace(play):
     # The result comes back, and the disarmed timeout does not strike later.
@@ -312,8 +318,8 @@ def _(co):
         yield from co.sleep(0.001)
         return "in time"
 
-    result = yield from co.timeout_after(0.02, quick())
-    yield from co.sleep(0.04)
+    result = yield from co.timeout_after(UNEXPIRED, quick())
+    yield from co.sleep(UNEXPIRED + 0.02)
     return result, "slept past the old deadline"
 
 
@@ -323,8 +329,8 @@ async def _(co):
         await co.sleep(0.001)
         return "in time"
 
-    result = await co.timeout_after(0.02, quick())
-    await co.sleep(0.04)
+    result = await co.timeout_after(UNEXPIRED, quick())
+    await co.sleep(UNEXPIRED + 0.02)
     return result, "slept past the old deadline"
 
 

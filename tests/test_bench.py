@@ -75,6 +75,7 @@ def paced_rep(server_us: float, kept: bool = True, share: float = 0.2) -> dict:
         "latency_p99_ms": 0.2,
         "latency_p999_ms": 0.5,
         "rate": 8000,
+        "rate_basis": "50% of the slowest row's closed-loop median (asyncio · coroutines)",
         "scheduled": 16000,
         "rate_achieved": 8000.0 if kept else 5000.0,
         "requests_per_s": 8000.0 if kept else 5000.0,
@@ -85,9 +86,7 @@ def paced_rep(server_us: float, kept: bool = True, share: float = 0.2) -> dict:
         "generator": "native",
     }
     if not kept:
-        rep["invalid"] = (
-            "server did not keep the offered rate (10,000 of 16,000 scheduled requests)"
-        )
+        rep["invalid"] = "server could not keep the rate (10,000 of 16,000 scheduled requests)"
     return rep
 
 
@@ -244,6 +243,7 @@ def test_a_saturated_load_generator_makes_the_row_invalid_not_a_number(results, 
     assert "saturated its core" in text
     # ... and the report gives both costs per request, the server's and the generator's
     assert "uvloop · coroutines (server 4.0 µs per request, load generator 5.0 µs)" in text
+    assert "the generator saturated, uvloop · coroutines cost less per request than the" in text
     capped = next(ln for ln in text.splitlines() if ln.startswith("| uvloop · callbacks"))
     assert "1,550 [1,500–1,600]" in capped and "2/3 §" in capped
     assert "§ uvloop · callbacks: some repetitions saturated the peer" in text
@@ -253,21 +253,42 @@ def test_fixed_offered_load_tables_show_cost_the_rate_and_who_could_not_keep_it(
     reports = tmp_path / "reports"
     report.render_all(results, reports)
     echo = (reports / "bench.md").read_text().split("## Echo")[1].split("## Sleep")[0]
-    paced = echo.split("### Fixed offered load, 8,000 requests/s: 1 KiB messages, 100 connections")
+    paced = echo.split("### Fixed offered load: 1 KiB messages, 100 connections")
     assert len(paced) == 2, "a fixed-offered-load section at 1 KiB x 100 connections"
     section = paced[1].split("\n### ")[0]
     assert "server CPU (µs / request) median [min–max]" in section
-    assert "of the slowest valid row's closed-loop throughput stored at this size" in section
+    assert (
+        "*Offered load:* 8,000 requests/s over 100 connections, chosen as 50% of the slowest "
+        "row's closed-loop median (asyncio · coroutines). Every request is scheduled" in section
+    )
     callbacks = next(ln for ln in section.splitlines() if ln.startswith("| callbacks · callbacks"))
     assert "10.5 [10.0–11.0]" in callbacks and "×0.50" in callbacks and "native" in callbacks
     trio = next(ln for ln in section.splitlines() if ln.startswith("| trio · coroutines"))
-    assert "**invalid**" in trio and "did not keep the offered rate" in trio
-    assert "No figure for trio · coroutines: server did not keep the offered rate" in section
+    assert "**invalid**" in trio and "could not keep the rate" in trio
+    assert "No figure for trio · coroutines: server could not keep the rate" in section
     # Closed-loop rows stored before the generator was recorded were measured by the Python one.
     closed = echo.split("### Closed loop, maximum throughput: 1 KiB messages, 100 connections")[1]
     asyncio_row = next(ln for ln in closed.splitlines() if ln.startswith("| asyncio · callbacks"))
     assert asyncio_row.rstrip(" |").rsplit("|", 2)[1].strip() == "python"
     assert "(charts/quick-echo-cost.png)" in echo
+
+
+def test_the_offered_rate_is_half_the_slowest_closed_loop_row_measured_before_it(results):
+    store = ResultStore.load(runner.results_path(results, "quick", "echo"), "echo", "quick")
+    paced = [p for p in echo.points(full=False) if p.args.get("measure") == "paced"]
+    assert paced and all("rate" not in p.args for p in paced), "the rate is chosen, not fixed"
+    for point in paced:
+        echo.prepare(point, store)
+        rate, why = echo.RATES[point.key]
+        # the fixture's slowest valid closed-loop row is the floor at 4 requests/s
+        assert rate == 2 and "(selectors-floor (anchor), 4 requests/s)" in why
+    empty = ResultStore.empty(results / "none.json", "echo", "quick")
+    echo.prepare(paced[-1], empty)
+    assert echo.RATES[paced[-1].key] == (
+        echo.default_rate(1024, 100),
+        "the default for this size and connection count: no closed-loop figure was stored",
+    )
+    assert [echo.two_digits(v) for v in (2437.9, 99.5, 7.2, 15562.1)] == [2400, 99, 7, 15000]
 
 
 def test_saturation_rule_uses_valid_repetitions_only():

@@ -8,6 +8,7 @@ The load generator's own checks are tested against deliberately broken servers.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import select
@@ -206,7 +207,8 @@ def broken_server(mangle):
             conn, _ = listener.accept()
         except OSError:
             return
-        with conn:
+        # The generator aborts (RST) a connection it caught misbehaving: the end of this one.
+        with conn, contextlib.suppress(ConnectionResetError):
             while data := conn.recv(65536):
                 answer = mangle(data)
                 if answer is None:

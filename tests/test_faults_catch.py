@@ -13,19 +13,26 @@ subclass for a loop), where the one observation the protection is about must fai
   hostile site's 50 MiB page: its memory balloons (and it may not end in time);
 - a select() loop that does not drop an fd closed behind its back fails on every iteration;
 - a ``cancel()`` that a timeout cannot interrupt waits for a task that swallows its
-  cancellation, so the run ends without the timeout's error.
+  cancellation, so the run ends without the timeout's error;
+- an epoll loop that ignores readiness for an fd it no longer knows (a closed socket's file
+  kept open by a dup) spins through the 0.5 s sleep; one that never rebuilds its epoll also
+  takes such a ghost's readiness for that of a new socket reusing its number, and spins;
+- a ``call_at`` that trusts its deadline accepts ``None`` and NaN, and the heap is broken;
+- a ``timeout_after`` that runs the work as a child task and cancels it there lets a sleep
+  due after the deadline act first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import sys
 from types import SimpleNamespace
 
 import pytest
 
 import loops
-from conformance import test_faults_loop
+from conformance import test_deadlines, test_faults_arguments, test_faults_fds, test_faults_loop
 from conformance.harness import Case, check_property
 from conformance.processes import ECHO_READY, echo_command, running
 from conformance.test_faults_accept import RECOVERED, exhausted_server_pauses_and_recovers
@@ -36,7 +43,9 @@ from conformance.test_faults_crawler import (  # noqa: F401 (hostile_site is a f
 )
 from conformance.test_faults_echo import STALLED_ONLY_ITSELF, a_non_reader_stalls_only_itself
 from loops._aio import coroutines_namespace
+from loops.callbacks.reactor import Loop as CallbacksLoop
 from loops.handlers.loop import Loop as HandlersLoop
+from loops.handlers.loop import TimerHandle as HandlersTimer
 
 ASYNCIO = loops.get("asyncio")
 CONTROL = Case(ASYNCIO, "coroutines")
@@ -92,6 +101,42 @@ class BlindHandlersLoop(HandlersLoop):
         return False
 
 
+class GhostBlindCallbacksLoop(CallbacksLoop):
+    """The callbacks reactor that skips readiness for an fd it no longer knows, as it once did,
+    instead of moving its registrations to a fresh epoll."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._readiness.drop_ghosts = lambda: None
+
+
+class TrustingHandlersLoop(HandlersLoop):
+    """The handlers loop with the call_at it was built with: no check of the deadline."""
+
+    def call_at(self, when, callback, *args):
+        self._timer_seq += 1
+        timer = HandlersTimer(when, self._timer_seq, callback, args, self)
+        heapq.heappush(self._timers, timer)
+        return timer
+
+
+def _child_task_timeout_namespace() -> SimpleNamespace:
+    """asyncio's coroutines style whose timeout_after runs the work as a child task and
+    cancels it on expiry (roundrobin's first design): the TimeoutError comes hops late."""
+    namespace = coroutines_namespace(asyncio.new_event_loop)
+
+    async def timeout_after(seconds, coro):
+        child = asyncio.ensure_future(coro)
+        done, _ = await asyncio.wait({child}, timeout=seconds)
+        if not done:
+            child.cancel()
+            await asyncio.wait({child})
+            raise TimeoutError(f"timed out after {seconds} s")
+        return child.result()
+
+    return SimpleNamespace(**{**vars(namespace), "timeout_after": timeout_after})
+
+
 def _variant(name: str, **entries) -> loops.Variant:
     return loops.Variant(
         name=name,
@@ -124,6 +169,30 @@ LOOP_CASES = {
         "callbacks",
         loops.get("handlers"),
         _variant("blind-handlers", callbacks=BlindHandlersLoop),
+    ),
+    "epoll-keeps-a-ghost": (
+        test_faults_fds.test_a_socket_closed_behind_a_dup_neither_crashes_nor_spins_the_loop,
+        "callbacks",
+        loops.get("callbacks"),
+        _variant("ghost-blind-callbacks", callbacks=GhostBlindCallbacksLoop),
+    ),
+    "epoll-keeps-a-ghost-under-a-reused-number": (
+        test_faults_fds.test_a_socket_closed_behind_a_dup_then_its_number_reused_fools_nobody,
+        "callbacks",
+        loops.get("callbacks"),
+        _variant("ghost-blind-callbacks", callbacks=GhostBlindCallbacksLoop),
+    ),
+    "call_at-trusts-its-deadline": (
+        test_faults_arguments.test_bad_arguments_are_refused_clearly_and_the_loop_goes_on,
+        "callbacks",
+        loops.get("handlers"),
+        _variant("trusting-handlers", callbacks=TrustingHandlersLoop),
+    ),
+    "timeout-through-a-child-task": (
+        test_deadlines.test_waits_of_every_kind_that_expire_together_act_in_deadline_order,
+        "coroutines",
+        ASYNCIO,
+        _variant("child-task-timeout", coroutines=_child_task_timeout_namespace()),
     ),
     "cancel-ignores-timeouts": (
         test_faults_loop.test_a_task_that_swallows_cancellation_cannot_keep_a_timeout_from_ending_the_run,

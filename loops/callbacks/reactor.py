@@ -114,8 +114,9 @@ class Loop:
         for fd, events in self._readiness.poller.poll(timeout, len(records)):
             try:
                 record = records[fd]
-            except KeyError:
-                continue  # a closed fd whose file lives on in a dup: epoll still reports it
+            except KeyError:  # a closed fd whose file lives on in a dup: epoll still reports it
+                self._readiness.drop_ghosts()
+                continue
             reader = record.reader
             if reader is not None and events & WAKES_READER:
                 ready.append(reader)

@@ -110,8 +110,12 @@ class Readiness:
         record = self.records.get(fd)
         if record is not None and _closed_since(record.fileobj, fd):
             # Closed without remove_reader/remove_writer, and the number now belongs to a
-            # new file: the old handles must never run for it.
-            self._forget(fd)
+            # new file: the old handles must never run for it. If a dup keeps the old file
+            # open, epoll holds it under this number still, and would report its readiness
+            # as the new socket's (a handle run for nothing, at once, forever): rebuilt
+            # without it. Only a program that closed a watched socket gets here, so the
+            # rebuild (an epoll_ctl per live fd) stays off the common path.
+            self.drop_ghosts()
             record = None
         if record is None:
             self.poller.register(fd, event)  # first: a refused fd leaves nothing behind
@@ -121,8 +125,9 @@ class Readiness:
                 self.poller.modify(fd, record.events | event)
             except FileNotFoundError:
                 # The same story for an fd registered as a bare int: only epoll can tell,
-                # having dropped the closed file by itself.
+                # having dropped the closed file by itself (or kept it, behind a dup).
                 self._forget(fd)
+                self.drop_ghosts()
                 self.poller.register(fd, event)
                 record = self.records[fd] = IORecord(fileobj, fd, event)
             else:
@@ -155,6 +160,28 @@ class Readiness:
                 self.poller.modify(fd, record.events)
         handle.cancel()  # it may already be in the ready queue for this iteration
         return True
+
+    def drop_ghosts(self) -> None:
+        """Move every live registration to a fresh poller, and close the old one.
+
+        epoll registers a *file* under an fd number. Once the number is closed while a dup
+        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
+        reporting it under the dead number, and nothing can unregister it: ``epoll_ctl`` takes
+        a live number. Readiness reported for an fd nobody watches is that ghost; left alone it
+        wakes every poll at once, forever (100 % CPU). Only closing the epoll instance drops
+        it. Rare (a program closed a watched fd behind a dup), so rebuilding costs one
+        ``epoll_ctl`` per live fd, once. Registrations whose file was closed too are dropped.
+        """
+        old, self.poller = self.poller, new_poller()
+        for fd, record in list(self.records.items()):
+            if _closed_since(record.fileobj, fd):
+                _cancel_handles(self.records.pop(fd))
+                continue
+            try:
+                self.poller.register(fd, record.events)
+            except OSError:  # a bare fd number, closed as well
+                _cancel_handles(self.records.pop(fd))
+        old.close()
 
     def close(self) -> None:
         """Close the poller; the records (and their handles) are dropped."""

@@ -6,17 +6,18 @@ coroutines style); either way the Future it finally yields reaches the Task that
 outermost generator or coroutine, which is all the loop needs. So ``VARIANT.generators`` and
 ``VARIANT.coroutines`` are this same module.
 
-Socket calls try the operation first and wait for readiness only on BlockingIOError.
+Socket calls try the operation first and wait for readiness only on BlockingIOError (except a
+recv after a short read: see ``_drained``).
 Addresses given to ``connect`` and ``sendto`` are not resolved asynchronously: pass IP
 addresses (as the lab's workloads do) or accept a blocking DNS lookup.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import types
+import weakref
 from collections.abc import Coroutine, Generator
 from selectors import EVENT_READ, EVENT_WRITE
 from typing import Any
@@ -164,7 +165,7 @@ def timeout_after(seconds: float, coro: Any) -> Generator[Any, Any, Any]:
     loop = get_running_loop()
     task = loop._current
     deadline = _Deadline(task)
-    timer = loop.timer(seconds)
+    timer = loop.timer(seconds, deadline=True)  # acts in deadline order with every sleep
     timer.add_done_callback(deadline)
     try:
         return (yield from coro)
@@ -228,17 +229,71 @@ def _retry(sock: socket.socket, event: int, call: Any, *args: Any) -> Generator[
     """call(*args) on non-blocking sock, waiting for it to be ready for event after each
     BlockingIOError (the call is tried first: most of the time it just succeeds)."""
     check_nonblocking(sock)
+    idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
     while True:
         try:
             return call(*args)
         except BlockingIOError:
-            pass
+            idle = _woken_for_nothing(idle) if idle >= 0 else 0
         yield from get_running_loop().wait(sock, event)
 
 
+# The rare path, fenced here: a socket call that fails with EAGAIN right after the loop woke
+# it for that socket was woken for nothing. Level-triggered readiness that is real cannot do
+# that twice in a row (the data or the room is there until someone takes it; only another
+# process sharing the socket can), but a ghost can, forever: a socket closed behind a dup,
+# whose number a new socket reuses, stays in epoll under that number (see Loop._drop_ghost),
+# and its readiness looks like the new socket's. So the second wake-up for nothing in one call
+# has the loop rebuild its selector from its live registrations, which drops the ghost; once
+# per call, so a socket shared with another process costs one rebuild per contested call, not
+# one per wake-up. Costs nothing on the common path: the count lives in the calling frame and
+# moves only after an EAGAIN that followed a wait.
+WAKEUPS_FOR_NOTHING_BEFORE_REBUILD = 2
+
+
+def _woken_for_nothing(idle: int) -> int:
+    """Count one more wake-up that found nothing; at the limit, drop ghosts (see above)."""
+    idle += 1
+    if idle == WAKEUPS_FOR_NOTHING_BEFORE_REBUILD:
+        get_running_loop().drop_ghosts()
+    return idle
+
+
+# Speed trick, fenced here: the fds whose last recv came back short. A short read means the
+# kernel handed over everything it had, so the next recv on that socket would most likely fail
+# with EAGAIN (a request/response peer answers only after our reply): that costs a syscall and
+# a BlockingIOError per request. A drained socket waits for readiness first instead; a recv that
+# fills its buffer puts the socket back on the optimistic path (a stream has more queued).
+# Waiting first is always correct (level-triggered readiness: data already there wakes us at
+# once). Keyed by fd for a cheap lookup, holding a weak reference so that a socket reusing a
+# closed socket's fd starts optimistic and no socket is kept alive. Measured (echo, 1 KiB x
+# 100 connections): one failed recv per request before, none after; the folder README has
+# the figures and the command.
+_drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came back short
+
+
+@types.coroutine
 def recv(sock: socket.socket, n: int) -> Generator[Any, Any, bytes]:
     """Receive up to n bytes; b'' at end of stream."""
-    return _retry(sock, EVENT_READ, sock.recv, n)
+    check_nonblocking(sock)
+    fd = sock.fileno()
+    drained = _drained.get(fd)
+    idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
+    if drained is not None and drained() is sock:  # emptied last time: wait first (_drained)
+        yield from get_running_loop().wait(sock, EVENT_READ)
+        idle = 0
+    while True:
+        try:
+            data = sock.recv(n)
+        except BlockingIOError:
+            idle = _woken_for_nothing(idle) if idle >= 0 else 0
+            yield from get_running_loop().wait(sock, EVENT_READ)
+            continue
+        if len(data) < n:
+            _drained[fd] = weakref.ref(sock)
+        elif drained is not None:
+            _drained.pop(fd, None)
+        return data
 
 
 def recvfrom(sock: socket.socket, n: int) -> Generator[Any, Any, tuple[bytes, Any]]:
@@ -269,11 +324,14 @@ def sendall(sock: socket.socket, data: bytes) -> Generator[Any, Any, None]:
         sent = 0
     if sent == (len(data) if isinstance(data, bytes | bytearray) else memoryview(data).nbytes):
         return
+    idle = 0  # wake-ups that found no room (see _woken_for_nothing)
     with memoryview(data) as view, view.cast("B") as octets:
         while sent < len(octets):
             yield from get_running_loop().wait(sock, EVENT_WRITE)
-            with contextlib.suppress(BlockingIOError):
+            try:
                 sent += sock.send(octets[sent:])
+            except BlockingIOError:  # woken for nothing: wait again
+                idle = _woken_for_nothing(idle)
 
 
 @types.coroutine

@@ -217,61 +217,80 @@ class Task(Future):
         return self._coro
 
     def step(self, fut: Future | None = None) -> None:
-        """Run the generator to its next suspension.
+        """Run the generator to its next suspension: send in the outcome of the future it
+        waited on, and wait on the future it yields next.
 
-        ``fut`` is the future the task was waiting on (None to start, or after a bare
-        ``yield``): its result is sent in, its exception (or a CancelledError if it was
-        cancelled) is thrown in at the ``yield`` where the generator stopped.
+        ``fut`` is that finished future (None to start, or after a bare ``yield``): its result
+        is sent in; its exception, or a CancelledError, is thrown in at the ``yield`` where
+        the generator stopped (``_error_for``).
         """
         if self._state is not _PENDING:
             return  # finished while this wake-up was queued (e.g. cancelled before starting)
-        exception = None
-        value = None
-        if self._must_cancel:
-            self._must_cancel = False
-            exception = CancelledError()
-        elif fut is not None:
-            if fut._state is _FINISHED:
-                exception = fut._exception
-                if exception is None:
-                    value = fut._result
-                else:
-                    fut._mark_retrieved()
-            else:
-                exception = CancelledError()  # the future it waited on was cancelled
+        error = self._error_for(fut)
         self._waiting_on = None
         loop = self._loop
         loop._current = self
         try:
-            yielded = self._coro.send(value) if exception is None else self._coro.throw(exception)
-        except StopIteration as stop:
-            self._finish(_FINISHED, stop.value, None)
-        except CancelledError:
-            self._finish(_CANCELLED, None, None)
-        except (KeyboardInterrupt, SystemExit) as error:
-            self._finish(_FINISHED, None, error)
-            raise
-        except BaseException as error:
-            self._finish(_FINISHED, None, error)
-            self._reporter = _Unretrieved(loop, error, repr(self))
-        else:
-            if isinstance(yielded, Future) and yielded._loop is loop and yielded is not self:
-                self._waiting_on = yielded
-                if yielded._state is _PENDING:
-                    yielded._callbacks.append(self)
-                else:
-                    loop._ready.append((self, yielded))
-                if self._must_cancel and self._withdraw_wait():
-                    # cancel() was called during this very step: the new wait ends at once.
-                    self._must_cancel = False
-            elif yielded is None:
-                loop._ready.append((self, None))  # a bare yield: let the others run first
+            if error is None:
+                yielded = self._coro.send(None if fut is None else fut._result)
             else:
-                self._reject(yielded)
+                yielded = self._coro.throw(error)
+        except StopIteration as returned:
+            self._finish(_FINISHED, returned.value, None)
+        except BaseException as raised:
+            self._fail(raised)  # cancelled, or failed
+        else:
+            self._wait_on(yielded)
         finally:
             loop._current = None
 
     __call__ = step
+
+    def _error_for(self, fut: Future | None) -> BaseException | None:
+        """What to throw in instead of sending a value: None (send ``fut``'s result), the
+        exception ``fut`` failed with, or a CancelledError (this task was cancelled, or the
+        future it waited on was)."""
+        if self._must_cancel:
+            self._must_cancel = False
+            return CancelledError()
+        if fut is None:
+            return None
+        if fut._state is not _FINISHED:
+            return CancelledError()  # the future it waited on was cancelled
+        error = fut._exception
+        if error is not None:
+            fut._mark_retrieved()
+        return error
+
+    def _wait_on(self, yielded: Any) -> None:
+        """What the generator yielded: a future of this loop to wait on, None (a bare
+        ``yield``) to step again after the others, anything else a TypeError thrown in."""
+        loop = self._loop
+        if yielded is None:
+            loop._ready.append((self, None))  # a bare yield: let the others run first
+        elif isinstance(yielded, Future) and yielded._loop is loop and yielded is not self:
+            self._waiting_on = yielded
+            if yielded._state is _PENDING:
+                yielded._callbacks.append(self)  # step again once that future is done
+            else:
+                loop._ready.append((self, yielded))
+            if self._must_cancel and self._withdraw_wait():
+                # cancel() was called during this very step: the new wait ends at once.
+                self._must_cancel = False
+        else:
+            self._reject(yielded)
+
+    def _fail(self, error: BaseException) -> None:
+        """The generator raised: a CancelledError it let through cancels the task; anything
+        else fails it. KeyboardInterrupt and SystemExit go on up to run()'s caller; any other
+        failure is reported if nobody retrieves it (``_Unretrieved``)."""
+        if isinstance(error, CancelledError):
+            self._finish(_CANCELLED, None, None)
+            return
+        self._finish(_FINISHED, None, error)
+        if isinstance(error, KeyboardInterrupt | SystemExit):
+            raise error
+        self._reporter = _Unretrieved(self._loop, error, repr(self))
 
     def _reject(self, yielded: Any) -> None:
         """The generator yielded something that is not a future of this loop: a TypeError."""

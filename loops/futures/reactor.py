@@ -75,6 +75,26 @@ class _Timer(Future):
         return False
 
 
+class _DeadlineTimer(_Timer):
+    """A timeout's timer: at its deadline it calls its callbacks at once, from the loop's
+    timer stage, instead of queueing them.
+
+    A timeout's callback cancels a task, which queues that task's wake-up; queued through the
+    ready queue first, the wake-up would come one iteration late, after any sleeper whose
+    deadline passed in the same poll, even a later one. Called from the timer stage, it
+    queues the wake-up in deadline order with the sleepers' (asyncio's timeout handle does
+    the same from its heap). The callbacks are the loop's own (api._Deadline), never a user's.
+    """
+
+    __slots__ = ()
+
+    def _schedule_callbacks(self) -> None:
+        callbacks = self._callbacks
+        self._callbacks = []
+        for callback in callbacks:
+            callback(self)
+
+
 class IORecord:
     """One registered socket: the events the selector watches and the futures waiting on them.
 
@@ -104,6 +124,7 @@ class Loop:
         self._tasks: dict[Task, None] = {}  # unfinished tasks, in spawn order
         self._current: Task | None = None  # the task whose step is running
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
+        self._threads_running = 0  # run_in_thread calls whose outcome has not come back yet
         self._wake_reader, self._wake_writer = socket.socketpair()  # threads wake select()
         self._wake_reader.setblocking(False)
         self._wake_writer.setblocking(False)
@@ -137,9 +158,14 @@ class Loop:
             timeout = 0.0
         elif timers:
             timeout = timers[0][0] - monotonic()  # the selector treats <= 0 as a poll
-        else:
+        elif self._io or self._threads_running:
             timeout = None
-        for key, events in self._selector.select(timeout):
+        else:
+            raise _deadlock()
+        reported = self._selector.select(timeout)
+        if not reported and timeout != 0.0 and self._woken_for_nothing(timeout):
+            self.drop_ghosts()
+        for key, events in reported:
             record = key.data
             if record is None:
                 self._drain_wakeups()
@@ -163,6 +189,8 @@ class Loop:
             unwanted &= record.events
             if unwanted:
                 self._unwatch(record, unwanted)
+            elif not events & record.events:  # bits it never asked for: a ghost's (drop_ghosts)
+                self.drop_ghosts()
 
         # Stage 2: expire timers: complete every timer future whose deadline has passed.
         if timers:
@@ -197,11 +225,15 @@ class Loop:
     def time(self) -> float:
         return monotonic()
 
-    def timer(self, delay: float) -> Future:
-        """A future completed (with None) no earlier than delay seconds from now."""
+    def timer(self, delay: float, deadline: bool = False) -> Future:
+        """A future completed (with None) no earlier than delay seconds from now.
+
+        deadline=True: a timeout's timer, whose callbacks run from the timer stage (see
+        _DeadlineTimer).
+        """
         if delay != delay:
             raise ValueError("the delay is NaN: it would never fire, and break the heap's order")
-        timer = _Timer(self)
+        timer = _DeadlineTimer(self) if deadline else _Timer(self)
         heappush(self._timers, [monotonic() + delay, next(self._timer_seq), timer])
         return timer
 
@@ -246,11 +278,64 @@ class Loop:
 
     def _unwatch(self, record: IORecord, events: int) -> None:
         """Stop watching for events that were reported with nobody waiting for them."""
+        sock = record.fileobj()
+        if sock is None or sock.fileno() != record.fd:
+            self._drop_ghost(record)
+            return
         record.events &= ~events
         if record.events:
             self._selector.modify(record.fd, record.events, record)
         else:
             self._forget(record)
+
+    def _drop_ghost(self, record: IORecord) -> None:
+        """Readiness for a socket closed since: drop it, on a fresh selector.
+
+        epoll registers a *file* under an fd number. When the number is closed while a dup
+        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
+        reporting it under the dead number, and no ``epoll_ctl`` can remove it any more (it
+        takes a live number; the selector swallows the error). Left alone it wakes every
+        select() at once, forever: 100 % CPU. Only a new epoll instance drops it: every live
+        registration moves over (one ``epoll_ctl`` each, once: this happens only when a
+        program closes a socket the loop still watches, behind a dup).
+        """
+        if self._io.get(record.fd) is not record:
+            return  # dropped by a rebuild earlier in this batch of events
+        del self._io[record.fd]
+        self.drop_ghosts()
+
+    def drop_ghosts(self) -> None:
+        """Move every live registration to a fresh selector (see _drop_ghost), and close the old.
+
+        Also called when a ghost shares its number with a live socket: a closed socket's file,
+        kept open by a dup, whose number a new socket reuses, is reported under that number,
+        as bits the new socket never asked for (above, in _run_once) or as wake-ups for
+        nothing (api.py's _woken_for_nothing).
+        """
+        old, self._selector = self._selector, selectors.DefaultSelector()
+        old.close()
+        self._selector.register(self._wake_reader.fileno(), _READ, None)
+        for fd, live in list(self._io.items()):
+            sock = live.fileobj()
+            if sock is not None and sock.fileno() == fd:
+                self._selector.register(fd, live.events, live)
+            else:  # closed as well: whoever waits learns so from the next call
+                del self._io[fd]
+                for waiter in live.reader, live.writer:
+                    if waiter is not None and waiter._state is _PENDING:
+                        waiter.set_result(None)
+
+    def _woken_for_nothing(self, timeout: float | None) -> bool:
+        """True if select() just returned nothing, early: a ghost the selector hid from us.
+
+        selectors drops the events of an fd it has no key for, so a ghost whose number the
+        loop stopped watching (a new socket that reused it, narrowed after the ghost's
+        readiness reached it with nobody waiting) wakes select() with an empty list, at once,
+        forever. Checked only after an empty select() that was allowed to block: epoll never
+        returns before its timeout (selectors rounds it up, PEP 475 resumes after a signal),
+        so an empty return before the next timer is due, or with none due, woke for nothing.
+        """
+        return timeout is None or (timeout > 0 and monotonic() < self._timers[0][0])
 
     def _forget(self, record: IORecord) -> None:
         del self._io[record.fd]
@@ -284,10 +369,15 @@ class Loop:
         work = self._executor.submit(fn, *args)
         # Cancelling the wait drops the work if no thread has started it yet.
         result.add_done_callback(lambda result: result.cancelled() and work.cancel())
+        self._threads_running += 1
         work.add_done_callback(
-            lambda work: self.call_soon_threadsafe(_copy_outcome, (work, result))
+            lambda work: self.call_soon_threadsafe(self._thread_finished, (work, result))
         )
         return result
+
+    def _thread_finished(self, pair: tuple[concurrent.futures.Future, Future]) -> None:
+        self._threads_running -= 1
+        _copy_outcome(pair)
 
     # -- errors ---------------------------------------------------------------------------
 
@@ -355,3 +445,12 @@ def _copy_outcome(pair: tuple[concurrent.futures.Future, Future]) -> None:
         result.set_result(work.result())
     else:
         result.set_exception(error)
+
+
+def _deadlock() -> RuntimeError:
+    """Nothing ready, no timer, no socket watched, no thread at work: no task can ever wake
+    (the traps kernel's rule). Waiting in select() would hang the program."""
+    return RuntimeError(
+        "deadlock: every task waits, and nothing can wake one: no timer is set, no socket is "
+        "watched and no thread is working (a join or Queue wait that no task will end?)"
+    )

@@ -107,11 +107,12 @@ class EventHandler:
 class CallbackHandler(EventHandler):
     """A file descriptor watched through add_reader / add_writer."""
 
-    __slots__ = ("fd", "loop", "reader", "writer")
+    __slots__ = ("fd", "fileobj", "loop", "reader", "writer")
 
     def __init__(self, loop, fd):
         self.loop = loop
         self.fd = fd
+        self.fileobj = fd  # what the user passed (a socket, or the number itself)
         self.reader: Handle | None = None
         self.writer: Handle | None = None
 
@@ -183,10 +184,52 @@ def _is_open(fd):
 
 
 def _fileno(fd):
-    fd = fd if isinstance(fd, int) else fd.fileno()
+    if not isinstance(fd, int):
+        try:
+            fd = int(fd.fileno())
+        except (AttributeError, TypeError, ValueError):
+            raise ValueError(f"invalid file object {fd!r}: not an int, no fileno()") from None
     if fd < 0:
         raise ValueError(f"invalid file descriptor {fd}")
     return fd
+
+
+def _watchable(fileobj):
+    """The fd of fileobj, or a clear ValueError if select() cannot watch it."""
+    fd = _fileno(fileobj)
+    if fd >= FD_SETSIZE:
+        raise ValueError(
+            f"fd {fd} is beyond select()'s ceiling of {FD_SETSIZE}: "
+            "the handlers loop cannot watch it (this is the lesson of this variant)"
+        )
+    return fd
+
+
+def _check_callable(callback, caller):
+    # Refused here, where the mistake is made, not when the loop calls it much later.
+    if not callable(callback):
+        raise TypeError(f"{caller}() needs a callable, got {callback!r}")
+
+
+def _check_when(when, caller):
+    # A deadline that is not a number would break the heap's comparisons on every later
+    # iteration, and a NaN one would compare false with everything: refuse both up front.
+    try:
+        when + 0.0
+    except TypeError:
+        raise TypeError(f"{caller}() needs a number of seconds, got {when!r}") from None
+    if when != when:
+        raise ValueError(f"{caller}() got NaN, a time that never comes")
+
+
+def _closed_since(fileobj, fd):
+    """True if the object watched under fd was closed since (its number may be reused)."""
+    if isinstance(fileobj, int):
+        return False
+    try:
+        return fileobj.fileno() != fd
+    except (OSError, ValueError):
+        return True
 
 
 class Loop:
@@ -212,15 +255,19 @@ class Loop:
 
     def call_soon(self, callback, *args):
         self._check_open()
+        _check_callable(callback, "call_soon")
         handle = Handle(callback, args)
         self._ready.append(handle)
         return handle
 
     def call_later(self, delay, callback, *args):
+        _check_when(delay, "call_later")
         return self.call_at(self.time() + delay, callback, *args)
 
     def call_at(self, when, callback, *args):
         self._check_open()
+        _check_when(when, "call_at")
+        _check_callable(callback, "call_at")
         self._timer_seq += 1
         timer = TimerHandle(when, self._timer_seq, callback, args, self)
         heapq.heappush(self._timers, timer)
@@ -228,6 +275,7 @@ class Loop:
 
     def call_soon_threadsafe(self, callback, *args):
         self._check_open()
+        _check_callable(callback, "call_soon_threadsafe")
         handle = Handle(callback, args)
         self._ready.append(handle)  # deque.append is atomic; the byte wakes select()
         self._wakeup.wake()
@@ -235,32 +283,75 @@ class Loop:
 
     def run_in_thread(self, fn, *args, callback):
         self._check_open()
+        _check_callable(fn, "run_in_thread")
+        _check_callable(callback, "run_in_thread")
         self._wakeup.run(fn, args, callback)
 
     # -- handlers -----------------------------------------------------------------------------
 
-    def _handler_for(self, fd):
-        fd = _fileno(fd)
-        if fd >= FD_SETSIZE:
-            raise ValueError(
-                f"fd {fd} is beyond select()'s ceiling of {FD_SETSIZE}: "
-                "the handlers loop cannot watch it (this is the lesson of this variant)"
-            )
+    def add_handler(self, handler):
+        """Watch an application handler (the recipe's own way): asked every iteration.
+
+        The handler needs ``fileno()`` and the four methods of :class:`EventHandler`; its own
+        state answers ``wants_to_receive``/``wants_to_send``. Beyond the lab's contract: the
+        contract's add_reader/add_writer are this, through the :class:`CallbackHandler` adapter.
+        """
+        self._check_open()
+        fd = _watchable(handler)
+        watched = self._handlers.get(fd)
+        if watched is not None:
+            owner = watched.fileobj if isinstance(watched, CallbackHandler) else watched
+            if not _closed_since(owner, fd):  # else: closed without remove_*, number reused
+                raise RuntimeError(f"fd {fd} is already watched by {watched!r}")
+        self._handlers[fd] = handler
+
+    def remove_handler(self, handler):
+        """Stop asking handler; True if it was watched. Works on a closed socket's handler."""
+        with contextlib.suppress(OSError, ValueError):
+            fd = handler.fileno()
+            if self._handlers.get(fd) is handler:
+                del self._handlers[fd]
+                return True
+        for fd, watched in self._handlers.items():  # closed already: find it by identity
+            if watched is handler:
+                del self._handlers[fd]
+                return True
+        return False
+
+    def _handler_for(self, fileobj):
+        fd = _watchable(fileobj)
         handler = self._handlers.get(fd)
+        if isinstance(handler, CallbackHandler) and _closed_since(handler.fileobj, fd):
+            handler = None  # closed without remove_*: the number now names another file
         if handler is None:
             handler = self._handlers[fd] = CallbackHandler(self, fd)
+        elif not isinstance(handler, CallbackHandler):
+            raise RuntimeError(f"fd {fd} is watched by {handler!r}: remove_handler() it first")
+        handler.fileobj = fileobj
         return handler
 
     def add_reader(self, fd, callback, *args):
         self._check_open()
+        _check_callable(callback, "add_reader")
         self._handler_for(fd).reader = Handle(callback, args)
 
     def add_writer(self, fd, callback, *args):
         self._check_open()
+        _check_callable(callback, "add_writer")
         self._handler_for(fd).writer = Handle(callback, args)
 
+    def _find(self, fileobj):
+        try:
+            return _fileno(fileobj)
+        except ValueError:
+            # A socket closed before remove_reader has fileno() -1: find it by identity.
+            for fd, handler in self._handlers.items():
+                if getattr(handler, "fileobj", None) is fileobj:
+                    return fd
+            raise
+
     def _remove(self, fd, side):
-        handler = self._handlers.get(_fileno(fd))
+        handler = self._handlers.get(self._find(fd))
         if not isinstance(handler, CallbackHandler) or getattr(handler, side) is None:
             return False
         setattr(handler, side, None)
@@ -356,9 +447,19 @@ class Loop:
                 raise
             can_receive = can_send = []
         for handler in can_receive:
-            handler.handle_receive()
+            try:
+                handler.handle_receive()
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as error:  # an application handler's (callbacks are caught)
+                self._handler_failed(handler, error)
         for handler in can_send:
-            handler.handle_send()
+            try:
+                handler.handle_send()
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as error:
+                self._handler_failed(handler, error)
 
         # Stage 2: move due timers to the ready queue; compact when cancellations dominate.
         timers = self._timers
@@ -383,6 +484,11 @@ class Loop:
             handle = ready.popleft()
             if not handle._cancelled:
                 self._run(handle)
+
+    def _handler_failed(self, handler, error):
+        self.call_exception_handler(
+            {"message": f"exception in handler {handler!r}", "exception": error, "handler": handler}
+        )
 
     def _forget_closed(self, error):
         """Stop watching fds that were closed while watched; True if there were any."""

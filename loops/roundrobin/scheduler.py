@@ -21,6 +21,8 @@ back into the task at the point where it yielded):
   ("park", waiters, seconds)  wait in the deque waiters until woken (True) or timed out (False)
   ("read", sock), ("write", sock)   wait until sock is readable / writable
   ("thread", fn, args)        run fn(*args) in a worker thread; get its result or its exception
+  ("deadline", seconds, d)    arm Deadline d on this task (it runs on next tick): when it
+                              passes, Expired(d) is thrown in wherever the task then waits
 
 What it builds on: ``selectors.DefaultSelector`` (epoll here) with registrations kept between
 waits, ``heapq`` for timers (cancelled lazily, compacted by asyncio's rule), a socketpair that
@@ -66,6 +68,29 @@ class CancelledError(BaseException):
 
     A BaseException (as asyncio's is), so that ``except Exception`` does not swallow it.
     """
+
+
+class Expired(CancelledError):
+    """Thrown into a task, where it waits, when a deadline it set has passed.
+
+    A CancelledError, so the work inside the timeout unwinds as if cancelled; ``deadline``
+    tells the ``timeout_after`` that armed it from an outer one's (see :mod:`.api`).
+    """
+
+    def __init__(self, deadline: Deadline) -> None:
+        super().__init__("deadline passed")
+        self.deadline = deadline
+
+
+class Deadline:
+    """A deadline a task armed on itself (``("deadline", seconds)``): its entry in the timer
+    heap, beside sleepers, so that it fires in deadline order with every other timer."""
+
+    __slots__ = ("entry", "task")
+
+    def __init__(self) -> None:
+        self.task: Task | None = None  # the task that armed it
+        self.entry: list | None = None  # [when, seq, self] while pending in the heap
 
 
 def running_loop() -> Loop:
@@ -156,6 +181,7 @@ class Loop:
         self._selector.register(self._wake_reader, READ, None)
         self._threads_done: deque = deque()  # (task, future) pairs, appended by worker threads
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
+        self._threads_running = 0  # run_in_thread calls whose outcome has not come back yet
         self._closed = False
         self._handlers = {
             "yield": self._next_tick,
@@ -166,6 +192,7 @@ class Loop:
             "read": self._wait_io,
             "write": self._wait_io,
             "thread": self._thread,
+            "deadline": self._deadline,
         }
 
     time = staticmethod(monotonic)
@@ -208,7 +235,7 @@ class Loop:
 
     def _run_until(self, finished) -> None:
         """The outer loop: one turn per tick until finished() says so."""
-        selector_select, timers, heappop = self._selector.select, self._timers, heapq.heappop
+        timers, heappop = self._timers, heapq.heappop
         handlers, refuse, finish = self._handlers, self._refuse, self._finish
         while not finished():
             # 1. Wait for I/O. Poll when something is runnable; otherwise block until the next
@@ -220,7 +247,12 @@ class Loop:
                     heappop(timers)
                     self._cancelled_timers -= 1
                 timeout = min(max(timers[0][0] - monotonic(), 0), MAX_BLOCK) if timers else None
-            for key, events in selector_select(timeout):
+                if timeout is None and not self._io and not self._threads_running:
+                    raise _deadlock()
+            reported = self._selector.select(timeout)  # (a new selector after a ghost)
+            if not reported and timeout != 0 and self._woken_for_nothing(timeout):
+                self.drop_ghosts()
+            for key, events in reported:
                 if key.data is None:
                     self._drain_wakeups()
                 else:
@@ -234,6 +266,9 @@ class Loop:
                 task = heappop(timers)[2]
                 if task is None:
                     self._cancelled_timers -= 1
+                    continue
+                if type(task) is Deadline:  # a timeout_after's: in deadline order with sleeps
+                    self._expire(task)
                     continue
                 task.timer = None
                 if task.waiting[0] == "park":  # a wait with a deadline: it timed out
@@ -322,6 +357,7 @@ class Loop:
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="roundrobin")
         future = self._pool.submit(request[1], *request[2])
+        self._threads_running += 1
         task.waiting = request
         task.waited_on = future
         future.add_done_callback(lambda done: self._thread_finished(task, done))
@@ -387,9 +423,29 @@ class Loop:
         for _ in range(len(waiters) if count is None else min(count, len(waiters))):
             self._resume(waiters.popleft(), True)
 
-    def _deliver_cancel(self, target: Task) -> None:
-        """CancelledError for target at its suspension point: unblock it if it is blocked."""
-        target.throw = CancelledError()
+    def _deadline(self, task: Task, request: tuple) -> None:
+        _, seconds, deadline = request
+        deadline.task = task
+        deadline.entry = [monotonic() + seconds, next(self._timer_seq), deadline]
+        heapq.heappush(self._timers, deadline.entry)
+        self._runnable.append(task)
+
+    def clear_deadline(self, deadline: Deadline) -> None:
+        """Disarm a deadline that has not passed (lazily: its heap entry is skipped later)."""
+        if deadline.entry is not None:
+            deadline.entry[2] = None
+            deadline.entry = None
+            self._cancelled_timers += 1
+
+    def _expire(self, deadline: Deadline) -> None:
+        deadline.entry = None
+        task = deadline.task
+        if not task.done and task.throw is None:  # a cancellation on its way wins
+            self._deliver_cancel(task, Expired(deadline))
+
+    def _deliver_cancel(self, target: Task, error: CancelledError | None = None) -> None:
+        """CancelledError (or Expired) for target at its suspension point: unblock it."""
+        target.throw = CancelledError() if error is None else error
         if target.waiting is None:
             return  # runnable (or running): the error goes in at its next resume
         kind, waited_on = target.waiting[0], target.waited_on
@@ -422,13 +478,21 @@ class Loop:
             if task is not None:
                 record.reader = None
                 self._resume(task, None)
+            elif record.fileobj.fileno() != record.fd:  # reported although closed: a ghost
+                self._drop_ghost(record)
+                return
             else:  # its task is busy elsewhere: stop the selector reporting it over and over
                 self._narrow(record, READ)
+        elif not events & WRITE:  # bits it never asked for: a ghost's (see drop_ghosts)
+            self.drop_ghosts()
+            return
         if events & WRITE:
             task = record.writer
             if task is not None:
                 record.writer = None
                 self._resume(task, None)
+            elif record.fileobj.fileno() != record.fd:
+                self._drop_ghost(record)
             else:
                 self._narrow(record, WRITE)
 
@@ -444,6 +508,12 @@ class Loop:
         waiter = record.reader if event == READ else record.writer
         # Unless the fd went to a new socket, someone else waits, or it was narrowed already.
         if self._io.get(record.fd) is record and record.events & event and not waiter:
+            if record.fileobj.fileno() != record.fd:
+                # Closed by its task: left as it is, so that if a dup keeps the file open,
+                # its readiness still reaches _io_ready (and _drop_ghost) instead of being
+                # swallowed by the selector. Otherwise the kernel forgot it already, and the
+                # fd's next socket replaces the record.
+                return
             self._narrow(record, event)
 
     def _narrow(self, record: IORecord, event: int) -> None:
@@ -455,6 +525,57 @@ class Loop:
             self._selector.modify(record.fd, record.events, record)
         except OSError:  # the socket was closed under us; the selector has dropped it
             del self._io[record.fd]
+
+    def _drop_ghost(self, record: IORecord) -> None:
+        """Readiness for a socket closed since: drop it, on a fresh selector.
+
+        epoll registers a *file* under an fd number. When the number is closed while a dup
+        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
+        reporting it under the dead number, and no ``epoll_ctl`` can remove it any more (it
+        takes a live number; the selector swallows the error). Left alone it wakes every
+        select() at once, forever: 100 % CPU. Only a new epoll instance drops it: every live
+        registration moves over (one ``epoll_ctl`` each, once: this happens only when a
+        program closes a socket the loop still watches, behind a dup).
+        """
+        if self._io.get(record.fd) is not record:
+            return  # dropped by a rebuild earlier in this batch of events
+        del self._io[record.fd]
+        self.drop_ghosts()
+
+    def drop_ghosts(self) -> None:
+        """Move every live registration to a fresh selector (see _drop_ghost), and close the old.
+
+        Also called when a ghost shares its number with a live socket: a closed socket's file,
+        kept open by a dup, whose number a new socket reuses, is reported under that number,
+        as bits the new socket never asked for (_io_ready) or as wake-ups for nothing
+        (api.py's _woken_for_nothing).
+        """
+        old, self._selector = self._selector, selectors.DefaultSelector()
+        old.close()
+        self._selector.register(self._wake_reader, READ, None)
+        for fd, live in list(self._io.items()):
+            if live.fileobj.fileno() == fd:
+                self._selector.register(fd, live.events, live)
+                continue
+            del self._io[fd]  # closed as well: whoever waits learns so from the next call
+            for task in live.reader, live.writer:
+                if task is not None:
+                    self._resume(task, None)
+
+    def _woken_for_nothing(self, timeout: float | None) -> bool:
+        """True if select() just returned nothing, early: a ghost the selector hid from us.
+
+        selectors drops the events of an fd it has no key for, so a ghost whose number the
+        loop stopped watching (a new socket that reused it, narrowed after the ghost's
+        readiness reached it with nobody waiting) wakes select() with an empty list, at once,
+        forever. Checked only after an empty select() that was allowed to block: epoll never
+        returns before its timeout (selectors rounds it up, PEP 475 resumes after a signal),
+        so an empty return before the next timer is due, or with none due, woke for nothing.
+        A wait cut short at MAX_BLOCK is not early.
+        """
+        if timeout is None:
+            return True
+        return 0 < timeout < MAX_BLOCK and monotonic() < self._timers[0][0]
 
     def _forget(self, record: IORecord) -> None:
         self._selector.unregister(record.fd)  # the selector ignores an fd closed meanwhile
@@ -477,6 +598,7 @@ class Loop:
     def _collect_threads(self) -> None:
         while self._threads_done:
             task, future = self._threads_done.popleft()
+            self._threads_running -= 1
             if task.waited_on is not future:
                 continue  # cancelled while the thread ran: nobody wants the outcome
             error = future.exception()
@@ -509,3 +631,12 @@ class Loop:
         self._wake_writer.close()
         self._io.clear()
         self._timers.clear()
+
+
+def _deadlock() -> RuntimeError:
+    """Nothing runnable, no timer, no socket watched, no thread at work: no task can ever wake
+    (the traps kernel's rule). Waiting in select() would hang the program."""
+    return RuntimeError(
+        "deadlock: every task waits, and nothing can wake one: no timer is set, no socket is "
+        "watched and no thread is working (a join or Queue wait that no task will end?)"
+    )

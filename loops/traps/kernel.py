@@ -142,6 +142,7 @@ class Loop:
             "wake": self._trap_wake,
             "set_timer": self._trap_set_timer,
             "clear_timer": self._trap_clear_timer,
+            "drop_ghosts": self._trap_drop_ghosts,
         }
         # How to undo each kind of wait when a task is cancelled or times out.
         self._unwait = {
@@ -234,34 +235,54 @@ class Loop:
 
         while main.state is not done:
             # ---- stage 1: wait for I/O, blocking only while nothing is ready
-            if ready:  # just poll, and only if there is something to poll
-                ready_fds = poll(0) if watched else ()
-            elif timers:
-                ready_fds = poll(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
-            elif watched:
-                ready_fds = poll()
-            else:
-                raise _deadlock(main)
+            try:
+                if ready:  # just poll, and only if there is something to poll
+                    ready_fds = poll(0) if watched else ()
+                elif timers:
+                    ready_fds = poll(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
+                elif watched:
+                    ready_fds = poll()
+                else:
+                    raise _deadlock(main)
+            except ValueError:  # a task's drop_ghosts trap closed this poller: poll the new one
+                poll = self._poller.poll
+                continue
             for fd, bits in ready_fds:
-                record = watched[fd]
-                if bits & WAKES_READER and record.events & IN:
-                    task = record.reader
-                    if task is not None:
-                        record.reader = None
-                        task.state = ready_state
-                        ready_push(task)
-                    elif record is self._wake_record:
-                        self._collect_thread_results()
-                    else:  # nobody reads this fd any more: stop watching it
-                        self._unwatch(record, IN)
-                if bits & WAKES_WRITER and record.events & OUT:
-                    task = record.writer
-                    if task is not None:
-                        record.writer = None
-                        task.state = ready_state
-                        ready_push(task)
-                    else:
-                        self._unwatch(record, OUT)
+                record = watched.get(fd)
+                # A ghost (see _drop_ghosts) shows as readiness for an fd nobody watches, or,
+                # when a new socket reuses its number, as bits that socket never asked for,
+                # or as wake-ups for nothing (api.py's _woken_for_nothing asks for the rebuild).
+                if record is None:
+                    self._drop_ghosts()
+                    poll = self._poller.poll
+                    continue
+                if bits & WAKES_READER:
+                    if record.events & IN:
+                        task = record.reader
+                        if task is not None:
+                            record.reader = None
+                            task.state = ready_state
+                            ready_push(task)
+                        elif record is self._wake_record:
+                            self._collect_thread_results()
+                        else:  # nobody reads this fd any more: stop watching it
+                            self._unwatch(record, IN)
+                    elif not bits & WAKES_WRITER:  # "readable" where it was never asked
+                        self._drop_ghosts()
+                        poll = self._poller.poll
+                        continue
+                if bits & WAKES_WRITER:
+                    if record.events & OUT:
+                        task = record.writer
+                        if task is not None:
+                            record.writer = None
+                            task.state = ready_state
+                            ready_push(task)
+                        else:
+                            self._unwatch(record, OUT)
+                    elif not bits & WAKES_READER:  # "writable" where it was never asked
+                        self._drop_ghosts()
+                        poll = self._poller.poll
 
             # ---- stage 2: expire timers
             if timers:
@@ -337,13 +358,7 @@ class Loop:
         return SUSPEND
 
     def _trap_spawn(self, task: Task, request: tuple) -> Task:
-        coro = request[1]
-        if type(coro) is not CoroutineType:  # the checks and messages live in _spawn
-            return self._spawn(coro)
-        child = Task(coro)
-        self._tasks.add(child)
-        self._ready.append(child)
-        return child
+        return self._spawn(request[1])  # answered at once: the spawner runs on, no switch
 
     def _trap_join(self, task: Task, request: tuple) -> Any:
         target = request[1]
@@ -357,6 +372,8 @@ class Loop:
             return target.result
         if target is task:
             raise RuntimeError(f"{task!r} cannot join itself: it would wait forever")
+        if target not in self._tasks:
+            raise _not_ours(target, "join")
         self._wait_for_end(task, target, JOINING)
         return SUSPEND
 
@@ -368,6 +385,8 @@ class Loop:
             return None
         if target is task:  # cancelling oneself: the cancellation arrives right here
             raise CancelledError()
+        if target not in self._tasks:
+            raise _not_ours(target, "cancel")
         if type(target.throw) is not CancelledError:  # unless a cancel is on its way already
             self._interrupt(target, CancelledError())
         self._wait_for_end(task, target, CANCELLING)
@@ -394,6 +413,9 @@ class Loop:
             task.state = WRITING
         task.waiting_on = record
         return SUSPEND
+
+    def _trap_drop_ghosts(self, task: Task, request: tuple) -> None:
+        self._drop_ghosts()  # answered at once; the caller then waits as usual
 
     def _trap_thread(self, task: Task, request: tuple) -> Any:
         _, fn, args = request
@@ -535,9 +557,33 @@ class Loop:
         record = self._io[fd] = IORecord(sock, fd, bit)
         return record
 
+    def _drop_ghosts(self) -> None:
+        """Move every live registration to a fresh epoll instance, and close the old one.
+
+        epoll registers a *file* under an fd number. Once the number is closed while a dup
+        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
+        reporting it under the dead number, and nothing can unregister it: ``epoll_ctl`` takes
+        a live number. A readiness event for an fd the kernel no longer watches is that ghost;
+        left alone it wakes the poll at once, forever (100 % CPU). Only closing the epoll
+        instance drops it. Rare (a user closed a socket the kernel was watching, behind a
+        dup), so rebuilding costs one ``epoll_ctl`` per live fd, once.
+        """
+        old, self._poller = self._poller, new_poller()
+        for fd, record in list(self._io.items()):
+            if record.fileobj.fileno() == fd:
+                self._poller.register(fd, record.events)
+                continue
+            del self._io[fd]  # closed as well: its waiters learn so from their next call
+            for task in record.reader, record.writer:
+                if task is not None:
+                    self._make_ready(task)
+        old.close()
+
     def _unwatch(self, record: IORecord, bit: int) -> None:
         """Stop watching record's fd for bit (nobody waits for it), unregistering if idle."""
         fd = record.fd
+        if self._io.get(fd) is not record:
+            return  # a closed socket's record, its number reused since: not ours to touch
         record.events &= ~bit
         # OSError: the socket was closed under us, and epoll dropped it by itself.
         with contextlib.suppress(OSError):
@@ -597,6 +643,11 @@ def _check_not_running() -> None:
 
 def _not_a_task(obj: Any, verb: str) -> TypeError:
     return TypeError(f"{verb}() needs a task returned by spawn(), got {obj!r}")
+
+
+def _not_ours(task: Task, verb: str) -> RuntimeError:
+    # Its wake-ups would go to another kernel's ready queue, from another thread: refuse.
+    return RuntimeError(f"{verb}(): {task!r} belongs to another loop (spawned by another run)")
 
 
 def _deadlock(main: Task) -> RuntimeError:

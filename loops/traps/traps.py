@@ -53,6 +53,11 @@ async def wait_writable(sock: Any) -> None:
     return await _trap("write", sock)
 
 
+async def drop_ghosts() -> None:
+    """Rebuild the kernel's epoll from its live registrations (a suspected ghost: api.py)."""
+    return await _trap("drop_ghosts")
+
+
 async def call_in_thread(fn: Callable[..., Any], args: tuple) -> Any:
     """Run fn(*args) in a worker thread; return its result or re-raise its exception."""
     return await _trap("thread", fn, args)

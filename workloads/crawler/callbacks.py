@@ -105,7 +105,7 @@ def fetch(loop, books, pool, url, then):
     request = books.request(url)
 
     def acquired(connection):
-        Exchange(loop, books, connection, request, then=exchanged)
+        exchange(loop, books, connection, request, then=exchanged)
 
     def exchanged(connection, response, error):
         if error is not None:
@@ -120,8 +120,38 @@ def fetch(loop, books, pool, url, then):
     pool.acquire(acquired)
 
 
-class Exchange:
+def exchange(loop, books, connection, request, then):
     """Send the request and read the whole response, connecting first if the slot is empty."""
+    state = Exchange(loop, books, connection, request, then)
+    if connection.sock is None:
+        connect(loop, books, connection, then=state.connected)
+    else:
+        state.send()
+
+
+def connect(loop, books, connection, then):
+    sock = connection.open(books.family)
+
+    def writable():
+        loop.remove_writer(sock)
+        code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            then(error_for_os(OSError(code, os.strerror(code)), connecting=True))
+        else:
+            then(None)
+
+    try:
+        sock.connect(books.address)
+    except BlockingIOError:
+        loop.add_writer(sock, writable)
+    except OSError as error:
+        then(error_for_os(error, connecting=True))
+    else:
+        then(None)
+
+
+class Exchange:
+    """The state exchange() keeps across its callbacks, where a coroutine keeps its locals."""
 
     def __init__(self, loop, books, connection, request, then):
         self.loop, self.books, self.connection, self.then = loop, books, connection, then
@@ -129,29 +159,10 @@ class Exchange:
         self.parser = ResponseParser(books.options.max_bytes)
         self.finished = False
         self.deadline = loop.call_later(books.options.timeout, self.timed_out)
-        if connection.sock is None:
-            self.connect()
-        else:
-            self.send()
 
-    def connect(self):
-        sock = self.connection.open(self.books.family)
-        try:
-            sock.connect(self.books.address)
-        except BlockingIOError:
-            self.loop.add_writer(sock, self.connected)
-        except OSError as error:
-            self.finish(error=error_for_os(error, connecting=True))
-        else:
-            self.send()
-
-    def connected(self):
-        sock = self.connection.sock
-        self.loop.remove_writer(sock)
-        code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-        if code:
-            error = OSError(code, os.strerror(code))
-            self.finish(error=error_for_os(error, connecting=True))
+    def connected(self, error):
+        if error is not None:
+            self.finish(error=error)
         else:
             self.send()
 

@@ -84,7 +84,9 @@ async def fetch(co, books, pool, url):
     try:
         while True:
             try:
-                return await co.timeout_after(timeout, exchange(co, books, connection, request))
+                attempt = exchange(co, books, connection, request)
+                response = await co.timeout_after(timeout, attempt)
+                return response
             except TimeoutError:
                 error = FetchError("timeout", f"no full response in {timeout} s")
             except FetchError as caught:

@@ -86,9 +86,9 @@ def fetch(co, books, pool, url):
     try:
         while True:
             try:
-                return (
-                    yield from co.timeout_after(timeout, exchange(co, books, connection, request))
-                )
+                attempt = exchange(co, books, connection, request)
+                response = yield from co.timeout_after(timeout, attempt)
+                return response
             except TimeoutError:
                 error = FetchError("timeout", f"no full response in {timeout} s")
             except FetchError as caught:

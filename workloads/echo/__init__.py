@@ -10,9 +10,15 @@ socket and exits 0 (1 if a socket was still open at exit, listing them). ``callb
 ``generators.py`` and ``coroutines.py`` are the same server in each style, written to be
 diffed; ``common.py`` holds what they share.
 
-Load generator (its own process or processes, on uvloop; see :mod:`workloads.echo.load` for
-its options and JSON fields)::
+Load generator (its own process or processes: C on epoll where the machine has a C compiler,
+``loadgen.c`` built on first use by :mod:`workloads.echo.loadgen`, else Python on uvloop; see
+:mod:`workloads.echo.load` for its options and JSON fields)::
 
     python -m workloads.echo.load --port P --connections N --size BYTES --duration S \\
-        [--udp] [--processes K] [--json FILE] [--server-pid PID]
+        [--rate R] [--generator auto|native|python] [--udp] [--processes K] [--json FILE]
+        [--server-pid PID]
+
+How much the generator itself costs per request, against a minimal C ping-pong client::
+
+    python -m workloads.echo.loadgen --serve
 """

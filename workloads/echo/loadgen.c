@@ -421,7 +421,10 @@ int main(int argc, char **argv) {
         int64_t now = loop_now = now_ns();
         while (heap_len > 0 && heap[0]->next_ns <= now) {
             conn_t *c = heap_pop();
-            send_message(c, c->next_ns);
+            if (now >= deadline_ns) /* woke up late, past the window: send nothing more */
+                finish(c);
+            else
+                send_message(c, c->next_ns);
         }
         if (now >= next_check) {
             timeout_check(now, limit_ns);

@@ -11,11 +11,14 @@ rows of the comparison, each as its library's documentation would have it:
 - ``trio-streams``: ``trio.serve_tcp`` with ``receive_some``/``send_all``;
 - ``curio-sockets``: curio's socket wrappers, ``recv``/``sendall``, one task per client;
 - ``selectors-floor``: no abstraction at all, one ``selectors`` loop with a callback per
-  ready socket: the pure-Python floor any loop written in Python pays at least.
+  ready socket: the pure-Python floor any loop written in Python pays at least;
+- ``handlers-cookbook``: the lab's own ``handlers`` loop in its own idiom (the Python
+  Cookbook's application handlers, recipe 11.12), beside the same loop through the contract.
 
 These are the only workload files that import a production loop directly: naming the loop
-and using its own API is what an anchor is. Every server echoes bytes as they come, applies
-backpressure (a client that does not read stalls only its own connection), prints
+and using its own API is what an anchor is (``handlers-cookbook`` gets its loop by discovery,
+as every workload must, and then uses its ``add_handler``). Every server echoes bytes as they
+come, applies backpressure (a client that does not read stalls only its own connection), prints
 ``listening on HOST:PORT`` once it accepts, and on SIGTERM or SIGINT closes every socket and
 exits 0.
 """
@@ -34,6 +37,7 @@ SERVERS: dict[str, tuple[str, str]] = {
     "trio-streams": ("trio_streams", "serve"),
     "curio-sockets": ("curio_sockets", "serve"),
     "selectors-floor": ("floor", "serve"),
+    "handlers-cookbook": ("handlers_cookbook", "serve"),
 }
 
 READ_SIZE = 65536  # bytes asked for per read, as the libraries' own examples do

@@ -1,0 +1,511 @@
+"""Cost anatomy of echo: where each request's microseconds go, counted in an untimed repetition.
+
+For every echo row at 1 KiB x 100 connections, one extra repetition (never mixed with the
+timed ones) records, per request served:
+
+- **syscalls by kind**: waits (``epoll_wait``, ``select``, ``poll`` and their variants), receives
+  (``recv*``, and ``read``: libuv reads sockets with it), sends (``send*``, ``write``),
+  ``epoll_ctl``, the receives that failed with EAGAIN (an optimistic read that found nothing),
+  and everything else;
+- **user and system CPU** of the server process (``/proc/PID/stat``), over a load window with no
+  counter attached. User time is the interpreter running the loop's Python (and the C it calls
+  in-process); system time is the kernel's socket work. Their split is the Python share.
+
+Two counters, the first that works here:
+
+- ``perf`` counts the kernel's syscall tracepoints in the kernel. The server runs at its usual
+  speed, so the counts describe the same regime (batch sizes, how often a read finds nothing)
+  as the timed runs.
+- ``strace`` (``apt-get install strace``) stops the server at every syscall, which slows it
+  several-fold: the load generator then finds it busier, ready sockets pile up, and waits and
+  failed reads become rarer than in the timed runs. Its counts are exact for the run it
+  watched; the report names the counter so a reader knows which regime that was.
+
+Why no function-level profile: cProfile's per-call hook costs about as much as the calls it
+times, and the loops differ precisely in how many small calls they make per request, so it
+would inflate the call-heavy loops most and misstate the shares it is asked for. The user/system
+split is free of that distortion; ``python -X perf`` with ``perf record`` is the tool for a
+function breakdown, by hand.
+
+``python -m bench anatomy`` measures and stores ``reports/results/anatomy.json``; the report
+renders it as its own section (see :func:`section`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.plan import Row
+
+SIZE, CONNECTIONS = 1024, 100  # the point the issue asks about: 1 KiB x 100 connections
+# Seconds of warm-up load, of the plain window (long: the kernel splits CPU time into user and
+# system by 10 ms ticks, so 3 s at the offered load is ~40 ticks for the cheapest server), and
+# of the counted window (counts are exact: a shorter window serves).
+WARMUP_S, PLAIN_S, COUNTED_S = 0.3, 3.0, 1.0
+BASELINE = "uvloop-protocol"  # the yardstick the targets are set against
+FLOOR = "selectors-floor"  # the bare selectors loop: the pure-Python floor
+INSTALL_HINT = "install strace (`apt-get install strace`) or perf (`apt-get install linux-perf`)"
+
+# Syscall kinds, by name. Anything counted but not listed is "other" (accept4, close, ...).
+KINDS = {
+    "wait": ("epoll_wait", "epoll_pwait", "epoll_pwait2", "select", "pselect6", "poll", "ppoll"),
+    "recv": ("recvfrom", "recvmsg", "recvmmsg", "read", "readv"),
+    "send": ("sendto", "sendmsg", "sendmmsg", "write", "writev"),
+    "epoll_ctl": ("epoll_ctl",),
+}
+EAGAIN = 11  # errno EAGAIN (== EWOULDBLOCK) on Linux
+COLUMNS = ("wait", "recv", "recv_eagain", "send", "epoll_ctl", "other", "total")
+
+
+@dataclass
+class Counts:
+    """Syscalls seen, by name, and how many of each failed with EAGAIN."""
+
+    calls: Counter = field(default_factory=Counter)
+    eagain: Counter = field(default_factory=Counter)
+
+    def per_request(self, requests: int) -> dict[str, float]:
+        """Calls per request by kind (see KINDS), with failed receives and the total."""
+        kinds = {kind: sum(self.calls[name] for name in names) for kind, names in KINDS.items()}
+        total = sum(self.calls.values())
+        kinds["recv_eagain"] = sum(self.eagain[name] for name in KINDS["recv"])
+        kinds["other"] = total - sum(kinds[kind] for kind in KINDS)
+        kinds["total"] = total
+        return {kind: kinds[kind] / requests for kind in COLUMNS}
+
+
+# ---------------------------------------------------------------------------- strace
+
+# One line of `strace -f -o FILE`: an optional pid, then a call, an unfinished call or the
+# resumption of one; a finished call ends with "= RESULT [ERRNAME (text)]".
+_STRACE_LINE = re.compile(
+    r"^(?:\[pid\s+\d+\]\s+|\d+\s+)?(?:<\.\.\. (?P<resumed>\w+) resumed>|(?P<name>\w+)\()"
+)
+_STRACE_RESULT = re.compile(r"=\s+(-?\d+|\?)(?:\s+(E[A-Z0-9]+))?(?:\s+\([^)]*\))?\s*$")
+
+
+def parse_strace(text: str) -> Counts:
+    """Count the calls of an ``strace -f -o`` log, and those that failed with EAGAIN.
+
+    A call interrupted by another thread's is logged twice (``name(... <unfinished ...>`` and
+    ``<... name resumed> ...) = R``): it is counted once, where it starts, and its result is
+    read where it resumes. Signals and exits (``---``, ``+++``) are not calls.
+    """
+    counts = Counts()
+    for line in text.splitlines():
+        match = _STRACE_LINE.match(line)
+        if not match:
+            continue
+        if match["name"]:
+            counts.calls[match["name"]] += 1
+            if line.endswith("<unfinished ...>"):
+                continue
+        name = match["name"] or match["resumed"]
+        result = _STRACE_RESULT.search(line)
+        if result and result[2] in ("EAGAIN", "EWOULDBLOCK"):
+            counts.eagain[name] += 1
+    return counts
+
+
+# ---------------------------------------------------------------------------- perf
+
+_TRACEFS = (Path("/sys/kernel/tracing/events/syscalls"), Path("/sys/kernel/debug/tracing/events"))
+
+
+def _traced_syscalls() -> list[str]:
+    """The syscalls of KINDS that this kernel has tracepoints for."""
+    for root in _TRACEFS:
+        if root.name != "syscalls":
+            root = root / "syscalls"
+        if root.is_dir():
+            return [
+                name
+                for names in KINDS.values()
+                for name in names
+                if (root / f"sys_enter_{name}").is_dir()
+            ]
+    return []
+
+
+def perf_argv(pid: int, out: Path) -> list[str]:
+    """``perf stat`` counting KINDS' syscalls, EAGAIN exits of receives, and every syscall."""
+    names = _traced_syscalls()
+    argv = ["perf", "stat", "-x,", "-o", str(out), "-p", str(pid)]
+    argv += ["-e", ",".join(f"syscalls:sys_enter_{name}" for name in names)]
+    for name in names:
+        if name in KINDS["recv"]:
+            argv += ["-e", f"syscalls:sys_exit_{name}", "--filter", f"ret == -{EAGAIN}"]
+    return [*argv, "-e", "raw_syscalls:sys_enter"]
+
+
+def parse_perf(text: str) -> Counts:
+    """Counts from ``perf stat -x,`` output of :func:`perf_argv`'s events.
+
+    ``raw_syscalls:sys_enter`` (every syscall) becomes the calls not named, under "other".
+    """
+    counts = Counts()
+    every = 0
+    for line in text.splitlines():
+        fields = line.split(",")
+        if len(fields) < 3 or not fields[0].strip().isdigit():
+            continue  # comments, and "<not counted>" / "<not supported>" events
+        value, event = int(fields[0]), fields[2].strip()
+        if event == "raw_syscalls:sys_enter":
+            every = value
+        elif event.startswith("syscalls:sys_enter_"):
+            counts.calls[event.removeprefix("syscalls:sys_enter_")] += value
+        elif event.startswith("syscalls:sys_exit_"):
+            counts.eagain[event.removeprefix("syscalls:sys_exit_")] += value
+    named = sum(counts.calls.values())
+    if every > named:
+        counts.calls["(other)"] = every - named
+    return counts
+
+
+# ---------------------------------------------------------------------------- counting
+
+
+def _works(argv: list[str]) -> bool:
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def available_counter(prefer: str | None = None) -> tuple[str | None, str]:
+    """The counter that works here ("perf" or "strace", or None) and why the others do not."""
+    reasons = []
+    for tool in [prefer] if prefer else ["perf", "strace"]:
+        if shutil.which(tool) is None:
+            reasons.append(f"{tool} is not installed")
+        elif tool == "perf" and not _traced_syscalls():
+            reasons.append("perf cannot read syscall tracepoints here (no tracefs access)")
+        elif tool == "perf" and not _works(
+            ["perf", "stat", "-e", "raw_syscalls:sys_enter", "true"]
+        ):
+            reasons.append("perf stat cannot count syscall tracepoints here (permissions?)")
+        elif tool == "strace" and not _works(["strace", "-f", "-qq", "-o", os.devnull, "true"]):
+            reasons.append("strace cannot trace here (ptrace not permitted?)")
+        else:
+            return tool, ""
+    return None, "; ".join(reasons) + f": {INSTALL_HINT}"
+
+
+class Counting:
+    """Count a running process's syscalls while the ``with`` block runs."""
+
+    def __init__(self, tool: str, pid: int, workdir: Path) -> None:
+        self.tool = tool
+        self.out = workdir / f"syscalls.{tool}"
+        if tool == "perf":
+            argv = perf_argv(pid, self.out)
+        else:  # every thread, every call, to a file parsed afterwards
+            argv = ["strace", "-f", "-o", str(self.out), "-p", str(pid)]
+        self.argv = argv
+        self.counts: Counts | None = None
+
+    def __enter__(self) -> Counting:
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if self.tool == "strace":  # it says "Process N attached" once the server is traced
+            ready, _, _ = select.select([self.proc.stderr], [], [], 10)
+            said = self.proc.stderr.readline().decode(errors="replace") if ready else ""
+            if "attached" not in said:
+                self.proc.kill()
+                raise RuntimeError(f"strace did not attach: {said.strip() or 'no answer'}")
+        else:  # perf says nothing until it ends: give it time to set its counters up
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(0.5)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{self.tool} ended at once: {self.proc.stderr.read().decode()}")
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.proc.send_signal(signal.SIGINT)  # both detach and write what they have
+        try:
+            _, err = self.proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        text = self.out.read_text(errors="replace") if self.out.exists() else ""
+        if not text:
+            raise RuntimeError(f"{self.tool} wrote nothing: {err.decode(errors='replace')}")
+        self.counts = parse_perf(text) if self.tool == "perf" else parse_strace(text)
+
+
+def cpu_times(pid: int) -> tuple[float, int, int]:
+    """A live process's CPU seconds so far (exact, from the scheduler), and its user and system
+    ticks (the kernel samples which of the two a tick lands in: a ratio, not a clock).
+
+    Threads included: ``/proc/PID/stat`` sums them; the scheduler's figure is summed over
+    ``/proc/PID/task/*/schedstat``.
+    """
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    on_cpu = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that just ended
+            on_cpu += int((task / "schedstat").read_text().split()[0])
+    return on_cpu / 1e9, int(fields[11]), int(fields[12])
+
+
+def user_system(before: tuple, after: tuple) -> tuple[float, float]:
+    """User and system CPU seconds between two cpu_times() readings."""
+    seconds = after[0] - before[0]
+    user, system = after[1] - before[1], after[2] - before[2]
+    share = user / (user + system) if user + system else 0.0
+    return seconds * share, seconds * (1 - share)
+
+
+# ---------------------------------------------------------------------------- one row
+
+
+def load_params(results: Path | None = None) -> dict:
+    """The load of the echo bench's fixed-offered-load point at SIZE x CONNECTIONS.
+
+    Its rate is the one the stored quick echo results last offered at that point (the bench
+    chooses it from closed-loop data), else the bench's default.
+    """
+    from bench.echo import PACED, default_rate
+
+    rate = default_rate(SIZE, CONNECTIONS)
+    path = (results or Path()) / "quick" / "echo.json"
+    if results is not None and path.exists():
+        for point in json.loads(path.read_text()).get("points", {}).values():
+            params = point.get("params", {})
+            if params.get("measure") == PACED and (params["size"], params["connections"]) == (
+                SIZE,
+                CONNECTIONS,
+            ):
+                offered = [
+                    rep["rate"]
+                    for entry in point.get("rows", {}).values()
+                    for rep in entry.get("reps", [])
+                    if rep.get("rate")
+                ]
+                rate = offered[-1] if offered else rate
+    return {"size": SIZE, "connections": CONNECTIONS, "measure": PACED, "rate": rate}
+
+
+def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict:
+    """One untimed repetition: fresh server, warm-up, a plain window, then a counted window."""
+    from bench.echo import load_argv, run_load, server_argv
+    from bench.procs import Child
+
+    server = Child(
+        server_argv(row), cores.subject, stdout=subprocess.PIPE, stderr_path=workdir / "server.err"
+    )
+    try:
+        port = server.read_port(timeout=30)
+
+        def load(name: str, seconds: float) -> dict:
+            argv = load_argv(port, params, seconds, workdir / f"{name}.json", server.pid)
+            return run_load(argv, cores.peer, workdir, name, seconds + 60)
+
+        load("warm-up", WARMUP_S)
+        before = cpu_times(server.pid)
+        plain = load("plain", PLAIN_S)
+        user, system = user_system(before, cpu_times(server.pid))
+        with Counting(tool, server.pid, workdir) as counting:
+            counted = load("counted", COUNTED_S)
+        server.check(server.stop(timeout=30))
+    finally:
+        server.kill()
+    served = plain["requests"]
+    return {
+        "label": row.label if not row.anchor else row.variant,
+        "kind": row.kind,
+        "requests_plain": served,
+        "user_us": user / served * 1e6,
+        "system_us": system / served * 1e6,
+        "requests_counted": counted["requests"],
+        "syscalls": counting.counts.per_request(counted["requests"]),
+        "generator": plain.get("generator"),
+        "kept_rate": plain.get("kept_rate"),
+    }
+
+
+def rows(loop_names: list[str] | None = None) -> list[Row]:
+    from bench.echo import rows as echo_rows
+
+    every = echo_rows()
+    if loop_names:
+        every = [r for r in every if r.variant in loop_names]
+    return every
+
+
+def run(loop_names: list[str] | None, results: Path, prefer: str | None = None) -> int:
+    """Measure the anatomy of every (selected) echo row; store it beside the bench's results."""
+    import tempfile
+
+    from bench import environment
+    from bench.procs import ChildFailed, Cores
+
+    path = results / "anatomy.json"
+    tool, why = available_counter(prefer)
+    stored = json.loads(path.read_text()) if path.exists() else {}
+    env = environment.capture()
+    machine = json.loads(json.dumps(environment.machine_key(env)))  # as stored: lists
+    params = load_params(results)
+    if (
+        stored.get("machine") != machine
+        or stored.get("counter") != tool
+        or stored.get("point", {}).get("rate") != params["rate"]
+    ):
+        stored = {}  # another machine, counter or offered rate: do not mix
+    stored.update(
+        machine=machine,
+        environment=env,
+        counter=tool,
+        unavailable=why,
+        point={**params, "window_s": PLAIN_S},
+    )
+    measured = stored.setdefault("rows", {})
+    if tool is not None:
+        cores = Cores.plan()
+        for row in rows(loop_names):
+            with tempfile.TemporaryDirectory(prefix="anatomy-") as tmp:
+                try:
+                    measured[row.key] = measure_row(row, tool, cores, Path(tmp), params)
+                except (ChildFailed, RuntimeError, OSError) as error:
+                    measured[row.key] = {"label": row.label, "kind": row.kind, "error": str(error)}
+            print(f"anatomy: {measured[row.key].get('label')}: {_one_line(measured[row.key])}")
+    else:
+        print(f"anatomy: no syscall counter: {why}")
+    stored["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
+    return 0 if tool is not None else 1
+
+
+def _one_line(entry: dict) -> str:
+    if "error" in entry:
+        return f"failed: {entry['error']}"
+    s = entry["syscalls"]
+    return (
+        f"{entry['user_us'] + entry['system_us']:.2f} µs/request "
+        f"(user {entry['user_us']:.2f}), {s['total']:.2f} syscalls/request "
+        f"({s['recv_eagain']:.2f} failed recvs, {s['epoll_ctl']:.2f} epoll_ctl)"
+    )
+
+
+# ---------------------------------------------------------------------------- the report
+
+
+def load(results: Path) -> dict | None:
+    path = results / "anatomy.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:
+    """What the figures of one row say, written from the figures alone."""
+    s = entry["syscalls"]
+    said = []
+    if s["recv_eagain"] >= 0.05:
+        said.append(
+            f"{s['recv_eagain']:.2f} receives per request failed with EAGAIN (optimistic reads "
+            "that found nothing: a syscall and, in Python, an exception each)"
+        )
+    if s["epoll_ctl"] >= 0.05:
+        said.append(f"{s['epoll_ctl']:.2f} epoll_ctl per request (registration churn)")
+    ref_wait = reference["syscalls"]["wait"] if reference and "syscalls" in reference else None
+    if s["wait"] >= 0.5 or (ref_wait is not None and s["wait"] > max(2 * ref_wait, ref_wait + 0.1)):
+        said.append(
+            f"{s['wait']:.2f} waits per request"
+            + (f" against {ref_wait:.2f} for {BASELINE}" if ref_wait is not None else "")
+            + f" (about {1 / s['wait']:.1f} requests served per wake-up)"
+        )
+    if not said:
+        said.append(f"{s['total']:.2f} syscalls per request")
+        if floor and "syscalls" in floor:
+            said[-1] += (
+                f", {s['total'] - floor['syscalls']['total']:+.2f} against the selectors floor"
+            )
+    if reference and "user_us" in reference:
+        python = entry["user_us"] - reference["user_us"]
+        said.append(
+            f"user CPU {entry['user_us']:.2f} µs per request against "
+            f"{reference['user_us']:.2f} for {BASELINE} ({python:+.2f} µs of Python), "
+            f"system {entry['system_us']:.2f} against {reference['system_us']:.2f}"
+        )
+    return "; ".join(said) + "."
+
+
+def section(data: dict | None) -> list[str]:
+    """The report's "Cost anatomy" section, rendered from anatomy.json alone."""
+    lines = ["## Cost anatomy", ""]
+    command = "`python -m bench anatomy` (then `python -m bench report`)"
+    if not data:
+        return [*lines, f"Not measured in this tree yet: {command}.", ""]
+    point = data["point"]
+    tool = data.get("counter")
+    lines += [
+        f"Where each echo request's microseconds go, at {point['size'] // 1024} KiB × "
+        f"{point['connections']} connections and the fixed offered load of the echo section "
+        f"({point.get('rate', 0):,} requests/s), measured by {command} on {data['date']} in an "
+        "untimed repetition per row: the server's user and system CPU per request over a "
+        f"{point['window_s']:g} s load window with nothing attached (user is the Python the "
+        "loop runs, system the kernel's socket work), then syscalls per request by kind over "
+        "a second window. The user/system split is the kernel's tick sampling over that window "
+        "(read it to about ±10%); their sum is the scheduler's exact figure. No function-level "
+        "profile: cProfile's per-call hook costs about as much as the small calls these loops "
+        "differ by, so it would inflate the call-heavy loops most (`python -X perf` with "
+        "`perf record`, Python 3.12+, gives one by hand). The CPU columns come from this one "
+        "repetition per row, on a machine others may share: the echo section's medians rank "
+        "the loops; this table says where their microseconds go.",
+        "",
+    ]
+    if tool is None:
+        return [*lines, f"No syscall counter ran: {data.get('unavailable')}.", ""]
+    lines += [
+        {
+            "perf": "Counted by `perf stat` on the kernel's syscall tracepoints: the server ran "
+            "at full speed, in the regime of the timed runs.",
+            "strace": "Counted by `strace -f` (ptrace): the server ran several times slower "
+            "than in the timed runs, so ready sockets piled up and waits and failed receives "
+            "are rarer here than there.",
+        }[tool],
+        "",
+        "| row | CPU µs/req | user µs | system µs | user share | × "
+        + BASELINE
+        + " | syscalls/req | waits | recv | EAGAIN recv | send | epoll_ctl | other |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    rows = data.get("rows", {})
+    reference = next((e for e in rows.values() if e.get("label") == BASELINE), None)
+    floor = next((e for e in rows.values() if e.get("label") == FLOOR), None)
+    base = None
+    if reference and "user_us" in reference:
+        base = reference["user_us"] + reference["system_us"]
+    notes = []
+    for entry in rows.values():
+        if "error" in entry:
+            lines.append(f"| {entry['label']} | failed: {entry['error'][:80]} |" + " |" * 11)
+            continue
+        s = entry["syscalls"]
+        cpu = entry["user_us"] + entry["system_us"]
+        mark = " †" if entry.get("kept_rate") is False else ""
+        lines.append(
+            f"| {entry['label']}{mark} | {cpu:.2f} | {entry['user_us']:.2f} "
+            f"| {entry['system_us']:.2f} "
+            f"| {entry['user_us'] / cpu:.0%} | {f'{cpu / base:.2f}' if base else '–'} "
+            f"| {s['total']:.2f} | {s['wait']:.3f} | {s['recv']:.2f} | {s['recv_eagain']:.2f} "
+            f"| {s['send']:.2f} | {s['epoll_ctl']:.3f} | {s['other']:.3f} |"
+        )
+        if entry["kind"] == "home-made":
+            notes.append(f"- **{entry['label']}**: {explain(entry, reference, floor)}")
+    if any(e.get("kept_rate") is False for e in rows.values()):
+        lines += ["", "† the server did not keep the offered rate: its figures are at saturation."]
+    if notes:
+        lines += ["", "What the figures say, loop by loop:", "", *notes]
+    return [*lines, ""]

@@ -1,0 +1,187 @@
+"""A primer on the machinery every loop here rests on: generators driven from outside.
+
+Every home-made loop drives coroutines with three calls (``send``, ``throw``, ``close``) and
+reads one exception (``StopIteration``, whose ``value`` is the return value). ``yield from``
+and ``await`` pass those calls straight through to the innermost generator, so whatever a
+task yields deep inside nested calls reaches the loop, and whatever the loop sends comes back
+at that very ``yield``. ``types.coroutine`` and ``__await__`` let plain generators take part
+in ``async def`` code. Read the sections in order; each example runs as written::
+
+    python -m loops.primer           # runs every example, says how many held
+    python -m doctest -v loops/primer.py
+
+The last section is a complete (tiny) loop; ``loops/README.md`` says where to go next.
+"""
+
+
+def generators_are_paused_functions():
+    """A generator function returns a generator; ``send`` runs it to its next ``yield``.
+
+    >>> def echo_twice():
+    ...     received = yield "ready"        # pauses here; send(x) makes x the value
+    ...     received = yield f"got {received}"
+    ...     return f"done after {received}"  # the return value rides on StopIteration
+    >>> gen = echo_twice()
+    >>> gen.send(None)                        # start it (the same as next(gen))
+    'ready'
+    >>> gen.send("a")
+    'got a'
+    >>> try:
+    ...     gen.send("b")
+    ... except StopIteration as stop:
+    ...     print("returned:", stop.value)
+    returned: done after b
+
+    A loop's step is exactly this: send a value in, get the next request out, and treat
+    StopIteration as "the task finished, with stop.value as its result".
+    """
+
+
+def throw_and_close():
+    """``throw`` raises an exception *at* the paused ``yield``; ``close`` raises GeneratorExit.
+
+    >>> def careful():
+    ...     try:
+    ...         yield "waiting"
+    ...     except TimeoutError:
+    ...         yield "handled the timeout"   # it may catch it and go on
+    ...     finally:
+    ...         print("cleanup runs")
+    >>> gen = careful()
+    >>> next(gen)
+    'waiting'
+    >>> gen.throw(TimeoutError())             # as if the yield itself raised
+    'handled the timeout'
+    >>> gen.close()                           # GeneratorExit at the yield: finally runs
+    cleanup runs
+
+    This is how a loop cancels a task: it throws CancelledError in at the suspension point,
+    so the task's own ``try``/``finally`` blocks unwind it. A loop that abandons tasks at
+    shutdown closes them, so their ``finally`` blocks still run.
+    """
+
+
+def yield_from_delegates():
+    """``yield from inner`` passes send/throw through to inner, and evaluates to its return.
+
+    >>> def inner():
+    ...     value = yield "request from deep inside"
+    ...     return value * 2
+    >>> def outer():
+    ...     doubled = yield from inner()     # outer is suspended while inner runs
+    ...     return f"outer got {doubled}"
+    >>> gen = outer()
+    >>> gen.send(None)                         # the inner yield comes straight out
+    'request from deep inside'
+    >>> try:
+    ...     gen.send(21)                       # ...and the value goes straight in
+    ... except StopIteration as stop:
+    ...     print(stop.value)
+    outer got 42
+
+    However deep the nesting, the driver talks only to the outermost generator, and each
+    request reaches it unchanged: the whole reason a loop can schedule tasks and not frames.
+    """
+
+
+def types_coroutine_bridges_to_await():
+    """``@types.coroutine`` makes a generator awaitable, so ``async def`` code can reach a yield.
+
+    An ``async def`` function cannot ``yield`` to its driver itself; it can only ``await``.
+    The one place where async code and the loop meet is a generator marked this way:
+
+    >>> import types
+    >>> @types.coroutine
+    ... def request(*what):
+    ...     return (yield what)                # the single yield (traps calls it _trap)
+    >>> async def task():
+    ...     answer = await request("sleep", 0.1)
+    ...     return f"the loop answered {answer!r}"
+    >>> coro = task()
+    >>> coro.send(None)                         # a coroutine has send/throw/close too
+    ('sleep', 0.1)
+    >>> try:
+    ...     coro.send("woken")
+    ... except StopIteration as stop:
+    ...     print(stop.value)
+    the loop answered 'woken'
+    """
+
+
+def dunder_await_makes_objects_awaitable():
+    """An object is awaitable if ``__await__`` returns an iterator; ``await`` delegates to it.
+
+    >>> class Future:
+    ...     def __init__(self):
+    ...         self.done, self.result = False, None
+    ...     def __iter__(self):                 # `yield from future` (generators)
+    ...         if not self.done:
+    ...             yield self                  # hand the future itself to the driver
+    ...         return self.result
+    ...     __await__ = __iter__                # `await future` (coroutines): asyncio's trick
+    >>> async def waiter(fut):
+    ...     return await fut
+    >>> fut = Future()
+    >>> coro = waiter(fut)
+    >>> coro.send(None) is fut                  # the driver receives the future
+    True
+    >>> fut.done, fut.result = True, "filled in"
+    >>> try:
+    ...     coro.send(None)                     # resumed once the future is done
+    ... except StopIteration as stop:
+    ...     print(stop.value)
+    filled in
+
+    This is how loops.futures speaks both styles with one Future.
+    """
+
+
+def a_loop_drives_coroutines():
+    """All of it together: a loop that runs tasks until they return (no I/O, no clock).
+
+    >>> import types
+    >>> from collections import deque
+    >>> @types.coroutine
+    ... def switch():
+    ...     yield "switch"                      # the only request this loop knows
+    >>> async def worker(name, steps, log):
+    ...     for step in range(steps):
+    ...         log.append(f"{name}{step}")
+    ...         await switch()                  # let the others run
+    ...     return f"{name} finished"
+    >>> def run(*coros):
+    ...     ready, results = deque(coros), []
+    ...     while ready:
+    ...         coro = ready.popleft()
+    ...         try:
+    ...             request = coro.send(None)   # run it to its next yield
+    ...         except StopIteration as stop:
+    ...             results.append(stop.value)  # it returned
+    ...             continue
+    ...         if request != "switch":         # a loop rejects what it does not know
+    ...             coro.throw(TypeError(f"unknown request {request!r}"))
+    ...         ready.append(coro)              # back of the queue: round robin
+    ...     return results
+    >>> log = []
+    >>> run(worker("a", 2, log), worker("b", 3, log))
+    ['a finished', 'b finished']
+    >>> log
+    ['a0', 'b0', 'a1', 'b1', 'b2']
+
+    Every loop in loops/ is this, plus a clock (timers), a selector (waiting for sockets),
+    a way to wait for another task, and a way to cancel one. loops/README.md says where each
+    of those lives.
+    """
+
+
+def main() -> int:
+    import doctest
+    import sys
+
+    failed, attempted = doctest.testmod(sys.modules[__name__])
+    print(f"loops.primer: {attempted - failed} of {attempted} examples hold")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

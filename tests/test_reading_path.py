@@ -1,0 +1,198 @@
+"""The reading path: every essence and the primer run, and stay what the README promises.
+
+An essence (``loops/<name>/essence.py``) is a home-made loop's idea alone: at most 80 non-blank
+lines, the standard library only, the same names as the full loop, ending in a demo that
+``python -m loops.<name>.essence`` runs. The primer (``loops/primer.py``) is a set of examples
+that must hold. These tests run them as a reader would, in a fresh interpreter.
+"""
+
+import ast
+import builtins
+import doctest
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import loops
+import loops.primer
+
+ROOT = Path(__file__).resolve().parent.parent
+HOME_MADE = sorted(name for name, variant in loops.discover().items() if not variant.reference)
+ESSENCES = sorted(name for name in HOME_MADE if (ROOT / "loops" / name / "essence.py").is_file())
+MAX_LINES = 80
+
+# What each demo must print: evidence that the idea ran, not just that nothing crashed.
+DEMO_SAYS = {
+    "callbacks": ["call_soon: first", "timer: 0.05 s", "reader: b'ping' arrived"],
+    "futures": ["main: got b'ping'", "returned 4"],
+    "traps": ["answered Task at once", "main returned b'ping'"],
+    "roundrobin": ["main read b'ping'", "a0 b0 a1 b1 a2 b2"],
+    "handlers": ["('EchoConnection', False, True)", "got b'ping' back", "closed: ['EchoServer']"],
+}
+# Names an essence defines that the full loop need not: the handlers essence's application
+# handlers live in the handler-style echo anchor instead.
+ELSEWHERE = {"handlers": ROOT / "workloads/echo/native/handlers_cookbook.py"}
+
+
+def essence(name: str) -> Path:
+    return ROOT / "loops" / name / "essence.py"
+
+
+def test_the_five_home_made_loops_have_an_essence():
+    # A variant added later (nox -s new) is welcome to one: the tests below then run it too.
+    assert set(DEMO_SAYS) <= set(HOME_MADE)
+    for name in DEMO_SAYS:
+        assert essence(name).is_file(), f"loops/{name}/essence.py is missing"
+
+
+@pytest.mark.parametrize("name", ESSENCES)
+def test_the_essence_demo_runs_and_shows_the_idea(name):
+    done = subprocess.run(
+        [sys.executable, "-m", f"loops.{name}.essence"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not done.stderr, done.stderr  # no warnings either (an un-awaited coroutine, say)
+    assert done.stdout.strip(), "the demo says nothing"
+    for words in DEMO_SAYS.get(name, []):
+        assert words in done.stdout
+
+
+@pytest.mark.parametrize("name", ESSENCES)
+def test_the_essence_is_short_and_standard_library_only(name):
+    source = essence(name).read_text()
+    lines = [line for line in source.splitlines() if line.strip()]
+    assert len(lines) <= MAX_LINES, f"{name}'s essence has {len(lines)} non-blank lines"
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            modules = [node.module or ""]
+        else:
+            continue
+        for module in modules:
+            assert module.split(".")[0] in sys.stdlib_module_names, f"{name} imports {module}"
+
+
+@pytest.mark.parametrize("name", ESSENCES)
+def test_the_essence_uses_the_full_loops_names(name):
+    """Every class and function the essence defines is found, by that name, in the full loop."""
+    tree = ast.parse(essence(name).read_text())
+    defined = {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    defined |= {
+        f"{cls.name}.{node.name}"
+        for cls in tree.body
+        if isinstance(cls, ast.ClassDef)
+        for node in cls.body
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("__")
+    }
+    full = [p for p in (ROOT / "loops" / name).glob("*.py") if p.name != "essence.py"]
+    if name in ELSEWHERE:
+        full.append(ELSEWHERE[name])
+    found: set[str] = set()
+    for path in full:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                found.add(node.name)
+                found |= {
+                    f"{node.name}.{item.name}"
+                    for item in node.body
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                }
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found.add(node.name)
+    # A method the essence defines on a subclass may live on its base in the full loop.
+    methods = {n.split(".")[1] for n in found if "." in n}
+    missing = {n for n in defined - found if "." not in n or n.split(".")[1] not in methods}
+    assert not missing, f"{name}'s essence names what its full loop does not: {sorted(missing)}"
+
+
+def test_essences_are_not_variants():
+    for name in HOME_MADE:
+        assert loops.get(name).name == name
+    assert not any("essence" in name for name in loops.discover())
+
+
+def test_the_primer_examples_hold():
+    failed, attempted = doctest.testmod(loops.primer, verbose=False)
+    assert attempted >= 30 and failed == 0
+
+
+def test_the_primer_runs_as_a_script():
+    done = subprocess.run(
+        [sys.executable, "-m", "loops.primer"], cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "examples hold" in done.stdout
+
+
+# -- loops/README.md: the reading order and the concept table ------------------------------
+
+
+def concept_table() -> tuple[list[str], list[list[str]]]:
+    """The loops named in the table's header, and its rows of cells."""
+    text = (ROOT / "loops" / "README.md").read_text()
+    body = text.split("<!-- concepts:start -->")[1].split("<!-- concepts:end -->")[0]
+    lines = [line.strip().strip("|") for line in body.strip().splitlines()]
+    header, *rows = [[cell.strip() for cell in line.split("|")] for line in lines]
+    return header[1:], rows[1:]  # rows[0] is the |---| line
+
+
+def test_the_reading_order_names_every_home_made_loop_and_the_top_readme_points_to_it():
+    text = (ROOT / "loops" / "README.md").read_text()
+    order = text.split("## The order")[1].split("## One concept")[0]
+    for name in DEMO_SAYS:
+        assert f"[`{name}`]({name}/)" in order
+    assert "floor.py" in order and "primer.py" in order
+    top = (ROOT / "README.md").read_text()
+    start_here = top.split("## Start here")[1].split("\n## ")[0]
+    assert "loops/README.md" in start_here
+    for name in DEMO_SAYS:
+        assert f"`{name}`" in start_here
+
+
+def test_every_name_in_the_concept_table_is_in_that_loops_code():
+    columns, rows = concept_table()
+    assert sorted(columns) == sorted(DEMO_SAYS)
+    for concept, *cells in rows:
+        assert len(cells) == len(columns), f"row {concept!r} has {len(cells)} cells"
+        for name, cell in zip(columns, cells, strict=True):
+            folder = ROOT / "loops" / name
+            essence_row = concept.startswith("essence")
+            files = [p for p in folder.glob("*.py") if essence_row or p.name != "essence.py"]
+            source = "\n".join(path.read_text() for path in files)
+            for ref in re.findall(r"`([^`]+)`", cell):
+                if ref.endswith(".py"):
+                    assert (folder / ref).is_file(), f"{concept}, {name}: no file {ref}"
+                    continue
+                for word in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", ref):
+                    assert re.search(rf"\b{word}\b", source), f"{concept}, {name}: no {word}"
+
+
+@pytest.mark.parametrize("name", sorted(DEMO_SAYS))
+def test_the_folder_readme_starts_from_the_essence_and_names_real_things(name):
+    """Each README opens with its essence, then lists what the full loop adds, naming where."""
+    folder = ROOT / "loops" / name
+    text = (folder / "README.md").read_text()
+    _title, opening, *_ = text.split("\n\n")
+    assert opening.startswith("**Start with [`essence.py`](essence.py)**")
+    assert "**What the full loop adds, and why:**" in text
+    adds = text.split("**What the full loop adds, and why:**")[1].split("\n\n")[0]
+    source = "\n".join(p.read_text() for p in folder.glob("*.py") if p.name != "essence.py")
+    for ref in re.findall(r"`([^`]+)`", adds):
+        if ref.endswith((".py", ".toml")):
+            path = ROOT / ref if "/" in ref else folder / ref
+            assert path.is_file(), f"{name}/README.md names a missing {ref}"
+        elif re.fullmatch(r"[A-Za-z_][\w.]*(\(\))?", ref) and ref not in dir(builtins):
+            for word in re.findall(r"\w+", ref):
+                assert re.search(rf"\b{word}\b", source), f"{name}/README.md: no {word}"

@@ -1,0 +1,327 @@
+"""Charts and reports/timelines.md, rendered from stored records alone (no loop runs here).
+
+Per record, a chart: one row per task, callback or thread's work (in the order they first ran),
+a bar per run slice (drawn at least a few pixels wide: most slices last microseconds in a
+span of milliseconds), and at each bar's end a mark coloured by what the task then waited on
+(for a callback, at its start: what woke it). Per scenario and style, an order chart: one line
+per loop, one cell per slice coloured by task, in the order the slices ran, so interleavings
+can be compared at a glance whatever the clocks said.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from loops import STYLES
+from timeline.record import metrics, on_loop, order
+from timeline.scenarios import SCENARIOS
+
+# What a mark means, coarsely, so that one colour says the same thing on every loop.
+CATEGORIES = {
+    "yield": "#4c9be8",  # sleep(0) / call_soon: back to the ready queue
+    "timer": "#f0a030",  # a timer: sleep(t), call_later
+    "io": "#2ca02c",  # socket readiness
+    "thread": "#9467bd",  # work in a thread, or waiting for it
+    "task": "#8c564b",  # spawn, join, cancel: waiting on another task
+    "returned": "#222222",  # the task ended
+    "raised": "#d62728",  # the task ended with an exception (a cancelled one: its CancelledError)
+}
+_IO_CALLS = {"recv", "sendall", "accept", "connect", "recvfrom", "sendto"}
+
+
+def category(piece: dict[str, Any]) -> str:
+    """The coarse kind of one slice's mark."""
+    mark, call = piece["mark"], piece["call"]
+    if mark == "returned" or mark.startswith("raised"):
+        return "returned" if mark == "returned" else "raised"
+    if mark in ("call_soon", "call_soon_threadsafe"):
+        return "yield"
+    if mark in ("readable", "writable") or call in _IO_CALLS:
+        return "io"
+    if mark in ("thread", "thread done") or call == "run_in_thread":
+        return "thread"
+    if call in ("spawn", "join", "cancel"):
+        return "task"
+    if mark == "yield" or call == "sleep(0)":
+        return "yield"
+    if call == "sleep":
+        return "timer"
+    return "timer" if mark == "timer" else "task"
+
+
+def _rows_in_order(record: dict[str, Any]) -> list[dict[str, Any]]:
+    first = {}
+    for piece in record["slices"]:
+        first.setdefault(piece["row"], piece["start"])
+    rows = [row for row in record["rows"] if row["id"] in first]
+    return sorted(rows, key=lambda row: first[row["id"]])
+
+
+def chart(record: dict[str, Any], path: Path) -> None:
+    """The timeline of one record as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    rows = _rows_in_order(record)
+    index = {row["id"]: i for i, row in enumerate(rows)}
+    span = max((p["end"] for p in record["slices"]), default=1.0)
+    start0 = min((p["start"] for p in record["slices"]), default=0.0)
+    scale = 1000.0  # milliseconds on the axis
+    least = (span - start0) * scale / 400  # narrowest bar: a visible tick
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 2.2))
+    for piece in record["slices"]:
+        y = index[piece["row"]]
+        x = (piece["start"] - start0) * scale
+        width = max((piece["end"] - piece["start"]) * scale, least)
+        kind = next(r["kind"] for r in rows if r["id"] == piece["row"])
+        ax.broken_barh(
+            [(x, width)], (y - 0.3, 0.6), color="#bbbbbb" if kind == "thread" else "#555555"
+        )
+        at = x if kind == "callback" else x + width
+        ax.plot(
+            at,
+            y,
+            marker="D" if kind == "callback" else "o",
+            markersize=7,
+            color=CATEGORIES[category(piece)],
+            zorder=3,
+        )
+    ax.set_yticks(range(len(rows)), [f"{r['name']} ({r['kind']})" for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("milliseconds since the first slice")
+    ax.set_title(f"{record['scenario']}: {record['loop']}, {record['style']}")
+    ax.legend(
+        handles=[
+            Line2D([], [], marker="o", linestyle="", color=c, label=k)
+            for k, c in CATEGORIES.items()
+        ],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.1 - 0.4 / max(len(rows), 1)),
+        fontsize=7,
+        ncols=len(CATEGORIES),
+        title="what it waited on next (tasks: at a slice's end; callbacks ◆: what woke it)",
+        title_fontsize=7,
+    )
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def order_chart(records: list[dict[str, Any]], path: Path) -> None:
+    """Several loops' schedules of one scenario and style: a line of cells per loop."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    names: list[str] = []
+    for record in records:
+        for name in order(record):
+            if name not in names:
+                names.append(name)
+    palette = plt.get_cmap("tab10")
+    colour = {name: palette(i % 10) for i, name in enumerate(names)}
+    longest = max(len(order(r)) for r in records)
+    fig, ax = plt.subplots(figsize=(min(2 + longest * 0.22, 16), 0.45 * len(records) + 1.8))
+    for y, record in enumerate(records):
+        for x, name in enumerate(order(record)):
+            ax.add_patch(plt.Rectangle((x, y - 0.4), 0.95, 0.8, color=colour[name]))
+    ax.set_xlim(0, longest)
+    ax.set_ylim(len(records) - 0.5, -0.5)
+    ax.set_yticks(range(len(records)), [r["loop"] for r in records])
+    ax.set_xlabel("slice, in the order they ran")
+    ax.set_title(f"{records[0]['scenario']}, {records[0]['style']}: who ran next")
+    ax.legend(
+        handles=[Patch(color=colour[n], label=n) for n in names],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.22),
+        ncols=min(len(names), 8),
+        fontsize=7,
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _letters(record: dict[str, Any]) -> str:
+    """The schedule as a string of initials (m = the main task), for the side-by-side table."""
+    main = record["scenario"] + "_"
+    return " ".join("M" if n.startswith(main) or n == "main" else n[:2] for n in order(record))
+
+
+def report(
+    records: Iterable[dict[str, Any]],
+    charts: Path,
+    out: Path,
+    failures: dict[str, str] | None = None,
+) -> None:
+    """Write charts for every record and the markdown report that shows them."""
+    programs, styles = list(SCENARIOS), list(STYLES)
+    records = sorted(
+        records,
+        key=lambda r: (
+            programs.index(r["scenario"]) if r["scenario"] in programs else len(programs),
+            r["scenario"],
+            styles.index(r["style"]),
+            r["loop"],
+        ),
+    )
+    rel = Path(os.path.relpath(charts, out.parent))
+    lines = [
+        "# Timelines: every loop scheduling the same programs",
+        "",
+        "Generated by `nox -s timeline` (run: `python -m timeline --all`; render: "
+        "`python -m timeline --report`), from the records in "
+        f"`{rel}/*.json`. Each record is the least disturbed (least time inside slices) of "
+        f"{_repeats(records)} traced runs after an untraced warm-up: the *order* of slices is the "
+        "loop's design; the microseconds come from a shared, noisy machine and are indicative "
+        "only (the bench measures costs).",
+        "",
+        "How to read a chart: one row per task (or callback, or thread's work), a bar per run "
+        "slice (widened to stay visible), a mark where it suspended, coloured by what it then "
+        "waited on: " + ", ".join(f"{k}" for k in CATEGORIES) + ". The programs are in "
+        "[`timeline/scenarios.py`](../timeline/scenarios.py); the tracer (a driver around each "
+        "task, a proxy around each callbacks loop, no loop edited) in "
+        "[`timeline/tracer.py`](../timeline/tracer.py).",
+        "",
+        "Table columns: *slices* and *switches* (consecutive slices of different rows) on the "
+        "loop's thread; *longest* slice; *median gap* between one slice's end and the next "
+        "one's start (a switch's cost, when nothing is waited for); *loop share*: the part of "
+        "the span in which no task or callback ran (the loop's own work plus its waiting on "
+        "timers, sockets and the thread).",
+        "",
+    ]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault((record["scenario"], record["style"]), []).append(record)
+    commits = sorted({r["commit"] for r in records})
+    pythons = sorted({r["python"] for r in records})
+    cpus = sorted({r.get("cpu", "unknown") for r in records})
+    libraries = sorted(
+        {f"{k} {v}" for r in records for k, v in r.get("libraries", {}).items() if v}
+    )
+    lines += [
+        f"Commit {', '.join(commits)}; Python {', '.join(pythons)}; {', '.join(cpus)}; "
+        f"{', '.join(libraries)}.",
+        "",
+    ]
+    if failures:
+        lines += ["Not recorded (the run failed; the rest of the report is unaffected):", ""]
+        lines += [f"- `{name}`: {reason}" for name, reason in sorted(failures.items())]
+        lines.append("")
+    for (scenario, style), group in groups.items():
+        lines += [f"## {scenario}, {style}", ""]
+        order_png = charts / f"{scenario}-{style}-order.png"
+        order_chart(group, order_png)
+        lines += [
+            f"![who ran next, {scenario}, {style}]({rel}/{order_png.name})",
+            "",
+            "| loop | slices | switches | longest (µs) | median gap (µs) | loop share | "
+            "schedule (initials, M = main) |",
+            "|---|---:|---:|---:|---:|---:|---|",
+        ]
+        for record in group:
+            m = metrics(record)
+            lines.append(
+                f"| `{record['loop']}` | {m['slices']} | {m['switches']} | "
+                f"{m['longest'] * 1e6:.0f} | {m['median_gap'] * 1e6:.0f} | "
+                f"{m['loop_share']:.0%} | {_letters(record)} |"
+            )
+        lines += ["", _differences(group), ""]
+        for record in group:
+            png = charts / f"{scenario}-{record['loop']}-{style}.png"
+            chart(record, png)
+            lines += [
+                "<details>",
+                f"<summary>{record['loop']}: the timeline, and what each task waited on</summary>",
+                "",
+                f"![{scenario} on {record['loop']}, {style}]({rel}/{png.name})",
+                "",
+                _waits(record),
+                "</details>",
+                "",
+            ]
+    out.write_text("\n".join(lines).rstrip() + "\n")
+
+
+def _repeats(records: list[dict[str, Any]]) -> str:
+    counts = sorted({str(r.get("repeats", 1)) for r in records})
+    return " or ".join(counts)
+
+
+def _main_name(record: dict[str, Any]) -> str:
+    """The row that ran first: the main task (or the callback that starts the program)."""
+    return order(record)[0] if order(record) else ""
+
+
+def _differences(group: list[dict[str, Any]]) -> str:
+    """What differs between the loops on one program and style, computed from the records."""
+    by_schedule: dict[tuple[str, ...], list[str]] = {}
+    for record in group:
+        by_schedule.setdefault(tuple(order(record)), []).append(f"`{record['loop']}`")
+    if len(by_schedule) == 1:
+        return "Every loop ran the slices in the same order."
+    lines = [f"{len(by_schedule)} different schedules among {len(group)} loops:"]
+    shared = [names for names in by_schedule.values() if len(names) > 1]
+    if shared:
+        lines.append(
+            "- the same schedule: " + "; ".join(", ".join(names) for names in shared) + "."
+        )
+    # 1. Does the program's first task keep running after starting the others, or is it
+    # suspended by each start (spawn as a request to a kernel)?
+    before: dict[int, list[str]] = {}
+    for record in group:
+        ran, main = order(record), _main_name(record)
+        leading = next((i for i, name in enumerate(ran) if name != main), len(ran))
+        before.setdefault(leading, []).append(f"`{record['loop']}`")
+    if len(before) > 1:
+        parts = [f"{', '.join(names)}: {n}" for n, names in sorted(before.items())]
+        lines.append(
+            "- slices of the first task before any other ran (more than one: starting a task "
+            "suspended it): " + "; ".join(parts) + "."
+        )
+    # 2. Do the others take turns in the order they first ran (a FIFO ready queue)?
+    fifo, other = [], []
+    for record in group:
+        ran = [n for n in order(record) if n != _main_name(record)]
+        firsts = list(dict.fromkeys(ran))
+        turns = [firsts[i % len(firsts)] for i in range(len(ran))] if firsts else []
+        (fifo if ran[: len(turns)] == turns else other).append(f"`{record['loop']}`")
+    if fifo and other:
+        lines.append(
+            f"- strict turns in first-run order: {', '.join(fifo)}; another order: "
+            f"{', '.join(other)}."
+        )
+    # 3. How many slices the same program took.
+    counts: dict[int, list[str]] = {}
+    for record in group:
+        counts.setdefault(len(order(record)), []).append(f"`{record['loop']}`")
+    if len(counts) > 1:
+        parts = [f"{', '.join(names)}: {n}" for n, names in sorted(counts.items())]
+        lines.append("- slices on the loop's thread: " + "; ".join(parts) + ".")
+    return "\n".join(lines)
+
+
+def _waits(record: dict[str, Any]) -> str:
+    """What each row's slices ended on (tasks) or were started by (callbacks), with counts."""
+    names = {row["id"]: (row["name"], row["kind"]) for row in record["rows"]}
+    seen: dict[str, dict[str, int]] = {}
+    for piece in on_loop(record):
+        name, _ = names[piece["row"]]
+        label = piece["mark"] + (f" in {piece['call']}" if piece["call"] else "")
+        counts = seen.setdefault(name, {})
+        counts[label] = counts.get(label, 0) + 1
+    lines = ["| row | marks (count) |", "|---|---|"]
+    for name, counts in seen.items():
+        lines.append(f"| {name} | " + ", ".join(f"{k} ×{v}" for k, v in counts.items()) + " |")
+    return "\n".join(lines) + "\n"
