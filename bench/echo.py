@@ -31,11 +31,8 @@ came from; without a closed-loop figure a default applies (:func:`default_rate`)
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
-import os
-import signal
 import subprocess
 from pathlib import Path
 
@@ -472,20 +469,6 @@ def stated_limit(server: Child) -> str:
     return ""
 
 
-def end_server(server: Child) -> None:
-    """Make sure a server is gone and reaped, also one that already died on its own.
-
-    ``Child.kill`` goes through ``Popen.kill``, whose ``poll()`` reaps a dead child before
-    ``Child.wait`` can (``pidfd_open`` then fails with ProcessLookupError); a server that
-    crashed (handlers at 10 000 connections) must still end its repetition with its reason.
-    """
-    if server.usage is None and server.proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(server.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildFailed):
-            server.wait(5)
-
-
 def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
     """One repetition: fresh server, warm-up load, measured load, clean stop."""
     params = point.args
@@ -522,10 +505,10 @@ def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
         server.check(usage)
     except ChildFailed as error:
         # The server's own words say why (a stated limit such as select()'s ceiling, a crash).
-        end_server(server)
+        server.kill()
         raise ChildFailed(f"{error}{stated_limit(server)}{server.stderr_tail(2000)}") from error
     finally:
-        end_server(server)
+        server.kill()
     server_cpu = record.get("server_cpu_s")
     if server_cpu is None and before is not None and after is not None:
         server_cpu = after - before

@@ -180,10 +180,17 @@ class Child:
         return self.wait(timeout)
 
     def kill(self) -> None:
-        """Make sure the child is gone (cleanup after a failure)."""
-        if self.usage is None:
+        """Make sure the child is gone and reaped (cleanup after a failure), also one that
+        already died on its own.
+
+        A plain ``os.kill``, not ``Popen.kill``: its ``poll()`` would reap a dead child before
+        ``wait`` can read its usage (``pidfd_open`` then fails with ProcessLookupError), and a
+        server that crashed must still end its repetition with its reason. A dead child not
+        yet reaped keeps its pid, so the signal cannot reach another process.
+        """
+        if self.usage is None and self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
+                os.kill(self.pid, signal.SIGKILL)
             with contextlib.suppress(ChildFailed):
                 self.wait(5)
 
