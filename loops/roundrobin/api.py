@@ -224,6 +224,7 @@ def recv(sock, n: int):
             _drained[fd] = weakref.ref(sock)
         elif drained is not None:
             _drained.pop(fd, None)
+        _turn_began[0] = sock  # this recv yielded first: a reply may skip its checkpoint
         return data
 
 
@@ -245,11 +246,34 @@ def accept(sock):
     return conn, address
 
 
+# Speed trick, fenced here: a reply skips its checkpoint. recv always yields (a checkpoint or a
+# readiness wait), so a sendall on the same socket right after it is still in the turn that
+# recv's yield began; a second checkpoint there only sends an echo task round the loop once
+# more per request (a resume, a request dispatch, a place in the next tick). The credit is one
+# slot, granted by every recv and taken by the next sendall on that socket whatever it holds,
+# so a turn still does at most a recv and a sendall: a task that only sends, or sends twice,
+# checkpoints as before, and no task can starve the others (the fairness property in
+# conformance). A cancellation still arrives at recv's yield, before anything was received.
+# One slot for every loop in the process: loops in other threads can only take it away (then
+# the send checkpoints as before), never grant it for a socket they do not hold.
+# Measured (echo, 1 KiB x 100 connections): the folder README has the command.
+_turn_began: list = [None]  # the socket whose recv began the running turn, until a send on it
+
+
+def _reply_in_turn(sock) -> bool:
+    """True if sock's last recv began this turn (and take that credit): skip the checkpoint."""
+    if _turn_began[0] is sock:
+        _turn_began[0] = None
+        return True
+    return False
+
+
 @types.coroutine
 def sendall(sock, data: bytes):
     """Send all of data, waiting for the socket to drain as often as needed."""
     check_nonblocking(sock)
-    yield _NEXT_TICK
+    if not _reply_in_turn(sock):
+        yield _NEXT_TICK
     remaining = memoryview(data).cast("B")
     while remaining:
         try:
