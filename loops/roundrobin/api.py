@@ -210,7 +210,8 @@ def recv(sock, n: int):
     check_nonblocking(sock)
     fd = sock.fileno()
     drained = _drained.get(fd)
-    if drained is not None and drained() is sock:  # emptied last time: wait first (_drained)
+    was_drained = drained is not None and drained() is sock
+    if was_drained:  # emptied last time: wait first (_drained)
         yield ("read", sock)
     else:
         yield _NEXT_TICK
@@ -221,7 +222,8 @@ def recv(sock, n: int):
             yield ("read", sock)
             continue
         if len(data) < n:
-            _drained[fd] = weakref.ref(sock)
+            if not was_drained:  # else the mark is in place: no new weak reference per read
+                _drained[fd] = weakref.ref(sock)
         elif drained is not None:
             _drained.pop(fd, None)
         _turn_began[0] = sock  # this recv yielded first: a reply may skip its checkpoint
