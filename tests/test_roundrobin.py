@@ -5,6 +5,7 @@ Properties every loop shares live in conformance/; these are the ones issue 7 as
 show, checked on counts and CPU ratios rather than wall-clock bounds.
 """
 
+import contextlib
 import gc
 import math
 import os
@@ -122,6 +123,66 @@ def test_a_connection_that_always_has_data_cannot_starve_another():
     data, flooded_reads_meanwhile = co.run(main())
     assert data == b"hello"
     assert flooded_reads_meanwhile <= 3
+
+
+def _ticks_per_step(flooded_step, sink: socket.socket, steps: int = 1_000) -> float:
+    """Run flooded_step() steps times beside a task that counts ticks; ticks per step.
+
+    The ticker also empties sink, where the steps' sends arrive, so no send ever waits.
+    """
+
+    async def main():
+        ticks = 0
+        done = False
+
+        async def ticker():
+            nonlocal ticks
+            while not done:
+                ticks += 1
+                with contextlib.suppress(BlockingIOError):
+                    sink.recv(65536)
+                await co.sleep(0)
+
+        ticker_task = await co.spawn(ticker())
+        await co.sleep(0)  # the ticker has started
+        started_at = ticks
+        for _ in range(steps):
+            await flooded_step()
+        done = True
+        await co.join(ticker_task)
+        return (ticks - started_at) / steps
+
+    return co.run(main())
+
+
+def test_an_echo_that_always_has_data_takes_a_tick_per_request():
+    """A reply skips its checkpoint after recv (_reply_in_turn), yet every request yields."""
+    flooded, peer = _pair()
+    peer.send(b"x" * 1_000)  # data is always there: no call ever waits for readiness
+
+    async def echo_one_byte():
+        await co.sendall(flooded, await co.recv(flooded, 1))
+
+    try:
+        assert _ticks_per_step(echo_one_byte, peer) >= 1
+    finally:
+        flooded.close()
+        peer.close()
+
+
+def test_a_task_that_only_sends_still_checkpoints_every_call():
+    """The skipped checkpoint is recv's credit: a send with no recv before it takes a tick."""
+    sender, sink = _pair()
+
+    async def send_twice():
+        await co.sendall(sender, b"y")
+        await co.sendall(sender, b"y")
+
+    try:
+        assert _ticks_per_step(send_twice, sink) >= 2
+    finally:
+        sender.close()
+        sink.close()
 
 
 # -- idle: nothing runnable means blocked in the selector ---------------------------------

@@ -175,6 +175,21 @@ class ThreadPoolHandler(EventHandler):
         self.done_sock.close()
 
 
+def _ask_every_handler(handlers):
+    """The recipe's question, put to every handler: {fd: handler} that want to receive, send.
+
+    Speed trick, fenced here: select() is given the fds (the dicts' keys), not the handler
+    objects. Given objects, select() calls each one's fileno(), a Python method call per
+    watched handler per iteration, on top of the two questions the idea needs; the fds are
+    the handlers' keys already. The handlers asked are kept with their fds, so what select()
+    reports maps back to the handler that asked, even if a callback replaces it meanwhile.
+    Measured (echo, 1 KiB x 100 connections): the folder README has the command.
+    """
+    receivers = {fd: h for fd, h in handlers.items() if h.wants_to_receive()}
+    senders = {fd: h for fd, h in handlers.items() if h.wants_to_send()}
+    return receivers, senders
+
+
 def _is_open(fd):
     try:
         os.fstat(fd)
@@ -435,9 +450,7 @@ class Loop:
             timeout = max(0.0, self._timers[0]._when - self.time())
         else:
             timeout = None
-        handlers = self._handlers.values()
-        receivers = [h for h in handlers if h.wants_to_receive()]
-        senders = [h for h in handlers if h.wants_to_send()]
+        receivers, senders = _ask_every_handler(self._handlers)
         try:
             can_receive, can_send, _ = select.select(receivers, senders, [], timeout)
         except OSError as error:
@@ -446,14 +459,16 @@ class Loop:
             if error.errno != errno.EBADF or not self._forget_closed(error):
                 raise
             can_receive = can_send = []
-        for handler in can_receive:
+        for fd in can_receive:
+            handler = receivers[fd]
             try:
                 handler.handle_receive()
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as error:  # an application handler's (callbacks are caught)
                 self._handler_failed(handler, error)
-        for handler in can_send:
+        for fd in can_send:
+            handler = senders[fd]
             try:
                 handler.handle_send()
             except (KeyboardInterrupt, SystemExit):

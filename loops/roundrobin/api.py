@@ -10,7 +10,10 @@ Two choices follow from the idea that every task gets exactly one turn per tick:
 - every socket call starts with a checkpoint (one tick) before it tries the call, so a
   connection that always has data cannot starve the others; the call is then tried at once
   and the task waits for readiness only on BlockingIOError. A cancellation delivered at the
-  checkpoint or the readiness wait never loses data: nothing has been received yet.
+  checkpoint or the readiness wait never loses data: nothing has been received yet. Two
+  fenced exceptions keep the turn without adding work: a recv after a short read waits for
+  readiness at once (``_drained``), and a sendall right after its recv is still in the turn
+  that recv's yield began (``_reply_in_turn``).
 - ``timeout_after`` arms a deadline on the calling task, in the timer heap beside the sleeps;
   when it passes, the loop throws Expired (a CancelledError) into the work where it waits, and
   ``timeout_after`` turns it into the builtin TimeoutError. (It once ran the work as a child
@@ -234,7 +237,8 @@ def recv(sock, n: int):
     fd = sock.fileno()
     drained = _drained.get(fd)
     idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
-    if drained is not None and drained() is sock:  # emptied last time: wait first (_drained)
+    was_drained = drained is not None and drained() is sock
+    if was_drained:  # emptied last time: wait first (_drained)
         yield ("read", sock)
         idle = 0
     else:
@@ -247,9 +251,11 @@ def recv(sock, n: int):
             yield ("read", sock)
             continue
         if len(data) < n:
-            _drained[fd] = weakref.ref(sock)
+            if not was_drained:  # else the mark is in place: no new weak reference per read
+                _drained[fd] = weakref.ref(sock)
         elif drained is not None:
             _drained.pop(fd, None)
+        _turn_began[0] = sock  # this recv yielded first: a reply may skip its checkpoint
         return data
 
 
@@ -271,11 +277,34 @@ def accept(sock):
     return conn, address
 
 
+# Speed trick, fenced here: a reply skips its checkpoint. recv always yields (a checkpoint or a
+# readiness wait), so a sendall on the same socket right after it is still in the turn that
+# recv's yield began; a second checkpoint there only sends an echo task round the loop once
+# more per request (a resume, a request dispatch, a place in the next tick). The credit is one
+# slot, granted by every recv and taken by the next sendall on that socket whatever it holds,
+# so a turn still does at most a recv and a sendall: a task that only sends, or sends twice,
+# checkpoints as before, and no task can starve the others (the fairness property in
+# conformance). A cancellation still arrives at recv's yield, before anything was received.
+# One slot for every loop in the process: loops in other threads can only take it away (then
+# the send checkpoints as before), never grant it for a socket they do not hold.
+# Measured (echo, 1 KiB x 100 connections): the folder README has the command.
+_turn_began: list = [None]  # the socket whose recv began the running turn, until a send on it
+
+
+def _reply_in_turn(sock) -> bool:
+    """True if sock's last recv began this turn (and take that credit): skip the checkpoint."""
+    if _turn_began[0] is sock:
+        _turn_began[0] = None
+        return True
+    return False
+
+
 @types.coroutine
 def sendall(sock, data: bytes):
     """Send all of data, waiting for the socket to drain as often as needed."""
     check_nonblocking(sock)
-    yield _NEXT_TICK
+    if not _reply_in_turn(sock):
+        yield _NEXT_TICK
     remaining = memoryview(data).cast("B")
     idle = -1  # wake-ups in this call that found no room (-1: not woken yet): _woken_for_nothing
     while remaining:
