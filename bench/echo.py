@@ -245,39 +245,28 @@ def points(full: bool) -> list[Point]:
     every_row = tuple(rows())
     repetitions = 5 if full else 3
     least = 3 if full else None  # full: stop at 3 where the spread allows (bench.summary)
-    warmup, duration = TIMING[full]
-    closed = [
-        Point(
-            NAME,
-            (
-                ("size", size),
-                ("connections", connections),
-                ("warmup_s", warmup),
-                ("duration_s", duration),
-            ),
-            every_row,
-            repetitions,
-            least,
-        )
-        for size, connections in pairs
-    ]
-    warmup, duration = PACED_TIMING[full]
-    paced = [
-        Point(
-            NAME,
-            (
-                ("measure", PACED),
-                ("size", size),
-                ("connections", connections),
-                ("warmup_s", warmup),
-                ("duration_s", duration),
-            ),
-            every_row,
-            repetitions,
-            least,
-        )
-        for size, connections in pairs
-    ]
+
+    def at(measure: tuple, timing: tuple[float, float]) -> list[Point]:
+        warmup, duration = timing
+        return [
+            Point(
+                NAME,
+                (
+                    *measure,
+                    ("size", size),
+                    ("connections", connections),
+                    ("warmup_s", warmup),
+                    ("duration_s", duration),
+                ),
+                every_row,
+                repetitions,
+                least,
+            )
+            for size, connections in pairs
+        ]
+
+    closed = at((), TIMING[full])  # no "measure" parameter: the keys stay as they were
+    paced = at((("measure", PACED),), PACED_TIMING[full])
     return closed + paced
 
 

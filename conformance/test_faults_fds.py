@@ -80,19 +80,7 @@ def test_a_socket_closed_behind_a_dup_neither_crashes_nor_spins_the_loop(play):
 def _(loop):
     pairs, kept = [], []
 
-    def reader(sock):  # a user's reader: reads, and cleans up once the socket fails it
-        try:
-            sock.recv(100)
-        except OSError:
-            loop.remove_reader(sock)
-
-    def writer(sock):
-        try:
-            sock.send(b"more")
-        except BlockingIOError:
-            pass
-        except OSError:
-            loop.remove_writer(sock)
+    reader, writer = _user_callbacks(loop)
 
     for _ in DUPS:
         for waiter in WAITERS:
@@ -423,19 +411,7 @@ def test_a_socket_closed_behind_a_dup_then_its_number_reused_fools_nobody(play):
 
 @test_a_socket_closed_behind_a_dup_then_its_number_reused_fools_nobody.callbacks
 def _(loop):
-    def old_reader(sock):
-        try:
-            sock.recv(100)
-        except OSError:
-            loop.remove_reader(sock)
-
-    def old_writer(sock):
-        try:
-            sock.send(b"more")
-        except BlockingIOError:
-            pass
-        except OSError:
-            loop.remove_writer(sock)
+    old_reader, old_writer = _user_callbacks(loop)
 
     def new_reader(sock, got):
         try:
@@ -618,3 +594,23 @@ async def _(co):
         os.close(kept)
         seen[f"old {old}, new {new}"] = _case_verdict(cpu, ended, got)
     return seen
+
+
+def _user_callbacks(loop):
+    """A user's reader and writer: each does its I/O, and cleans up once the socket fails it."""
+
+    def reader(sock):
+        try:
+            sock.recv(100)
+        except OSError:
+            loop.remove_reader(sock)
+
+    def writer(sock):
+        try:
+            sock.send(b"more")
+        except BlockingIOError:
+            pass
+        except OSError:
+            loop.remove_writer(sock)
+
+    return reader, writer
