@@ -54,7 +54,10 @@ def row_fingerprint(workload: str, row: Row, root: Path = ROOT) -> str:
     paths.append(root / "bench" / "procs.py")
     digest = hashlib.sha256()
     for path in sorted(set(paths)):
-        if path.exists() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+        # Code only: a README or any prose beside the code changes nothing a row measured.
+        if path.suffix in {".pyc", ".md"} or "__pycache__" in path.parts:
+            continue
+        if path.exists():
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

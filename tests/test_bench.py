@@ -779,3 +779,17 @@ def test_runner_narrowed_to_points_by_parameter(fake, tmp_path):
     fake.calls.clear()
     run_fake(tmp_path, where={"missing": "1"})
     assert fake.calls == []
+
+
+def test_a_rows_fingerprint_follows_its_code_not_its_prose(tmp_path):
+    folder = tmp_path / "loops" / "zz"
+    folder.mkdir(parents=True)
+    (tmp_path / "workloads" / "echo").mkdir(parents=True)
+    (folder / "loop.py").write_text("x = 1\n")
+    (folder / "README.md").write_text("the idea\n")
+    row = Row("zz", "callbacks")
+    before = row_fingerprint("echo", row, tmp_path)
+    (folder / "README.md").write_text("the idea, told better\n")
+    assert row_fingerprint("echo", row, tmp_path) == before
+    (folder / "loop.py").write_text("x = 2\n")
+    assert row_fingerprint("echo", row, tmp_path) != before
