@@ -312,7 +312,9 @@ def observations(params: dict, rendered: list) -> list[str]:
         if cheaper:
             said.append(f"{', '.join(cheaper)} cost less per request than the generator")
         if close:
-            said.append(f"{', '.join(close)} less than 1.5× what it costs")
+            said.append(
+                f"{', '.join(close)} cost less than 1.5× what the generator costs per request"
+            )
         if said:
             lines.append(
                 f"Where the generator saturated, {'; '.join(said)}: on loopback the client "
