@@ -39,6 +39,28 @@ def nonblocking_pair() -> tuple[socket.socket, socket.socket]:
     return a, b
 
 
+def new_sockets_work(loop) -> bytes | None:
+    """On a callbacks loop after a fault: do new sockets (most likely reusing the numbers the
+    fault freed) still carry data? What a reader of them received, or None."""
+    c, d = nonblocking_pair()
+    got = []
+
+    def on_readable():
+        got.append(d.recv(100))
+        loop.stop()
+
+    loop.add_reader(d, on_readable)
+    c.send(b"fresh")
+    loop.call_later(SAFETY, loop.stop)
+    try:
+        loop.run_forever()
+    finally:
+        loop.remove_reader(d)
+        c.close()
+        d.close()
+    return got[0] if got else None
+
+
 def nonblocking_socket(kind: int = socket.SOCK_STREAM) -> socket.socket:
     """A fresh non-blocking IPv4 socket."""
     sock = socket.socket(socket.AF_INET, kind)

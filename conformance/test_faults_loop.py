@@ -28,7 +28,7 @@ from conformance.processes import (
     until,
     waiting_in_selector,
 )
-from conformance.support import SAFETY, nonblocking_pair, outcome
+from conformance.support import SAFETY, new_sockets_work, nonblocking_pair, outcome
 
 RAISERS = 20
 MESSAGES = [b"message %02d;" % n for n in range(20)]
@@ -268,27 +268,11 @@ def _(loop):
     loop.call_later(0.05, loop.stop)
     ran = outcome(loop.run_forever)
     cleanup = outcome(loop.remove_reader, stale)[0]  # the program notices, and cleans up late
-    c, d = nonblocking_pair()  # new sockets, most likely reusing the numbers just freed
-    got = []
-
-    def on_readable():
-        got.append(d.recv(100))
-        loop.stop()
-
-    loop.add_reader(d, on_readable)
-    c.send(b"fresh")
-    loop.call_later(SAFETY, loop.stop)
-    try:
-        loop.run_forever()
-    finally:
-        loop.remove_reader(d)
-        c.close()
-        d.close()
     return {
         "the loop ran on": (ran[0], ran[1] if ran[0] == "returned" else repr(ran[1])),
         "its timer fired": fired == ["timer"],
         "the late cleanup": cleanup,
-        "new sockets work": got[0] if got else None,
+        "new sockets work": new_sockets_work(loop),
     }
 
 
