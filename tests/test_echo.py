@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import loops
+from tests.client_storm import storm
 from workloads.echo import __main__ as echo_cli
 from workloads.echo import load
 
@@ -85,6 +86,7 @@ class Server:
         out, err = self.process.communicate(timeout=15)
         assert self.process.returncode == 0, out + err
         assert "every socket closed" in out, out + err
+        assert "Traceback" not in err, err
         kind = socket.SOCK_DGRAM if self.udp else socket.SOCK_STREAM
         with socket.socket(socket.AF_INET, kind) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -194,6 +196,20 @@ def test_echo_serves_a_verified_load_and_stops_cleanly(variant, style, tmp_path)
         assert idle.recv(1) == b""
         if udp is not None:
             udp.stop_cleanly()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("variant", "style"), CASES)
+def test_sigterm_amid_a_storm_of_clients_coming_and_going_stops_cleanly(variant, style):
+    """As the bench stops a server just as its load generator drops every connection at once.
+
+    The same storm is played on the anchors in test_echo_native.py, where it caught
+    curio-sockets exiting 1 ("Task not terminated") from a KeyboardInterrupt inside its kernel.
+    """
+    _needs(variant, "io")
+    with closing(Server(variant, style)) as server:
+        storm(server.port)
+        server.stop_cleanly()
 
 
 @contextmanager

@@ -1,19 +1,23 @@
 """curio's native echo server: its socket wrappers, one task per client, in a TaskGroup.
 
-curio 1.x has no signal API of its own; SIGTERM is turned into KeyboardInterrupt, which
-curio delivers out of ``run()``, whose kernel shutdown cancels every client task (closing its
-socket on the way out of ``async with``).
+curio 1.x has no signal API of its own. SIGTERM and SIGINT arrive as a byte on a socket
+(:class:`workloads.common.StopSignals`) that the main task waits on like any other socket;
+it then cancels the serving task, whose TaskGroup cancels every client task (closing its
+socket on the way out of ``async with``). A handler that raised KeyboardInterrupt instead
+would land at an arbitrary point inside curio's kernel: with thousands of clients it
+interrupted the kernel between spawning a task and starting it, and the server exited 1 with
+"Task not terminated" (see ``tests/test_echo_native.py``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import signal
 from collections.abc import Callable
 
 import curio
 from curio import socket
+from curio.io import Socket
 
+from workloads.common import StopSignals
 from workloads.echo.native import READ_SIZE
 
 
@@ -26,26 +30,27 @@ async def _echo(client: socket.socket) -> None:
             pass
 
 
-async def _main(host: str, port: int, ready: Callable[[int], None]) -> None:
+async def _serve_clients(listener: socket.socket) -> None:
+    async with curio.TaskGroup() as clients:
+        while True:
+            client, _ = await listener.accept()
+            # Nagle off, as asyncio, uvloop and trio set it by default on TCP streams.
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            await clients.spawn(_echo, client)
+
+
+async def _main(host: str, port: int, ready: Callable[[int], None], stop: StopSignals) -> None:
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
     listener.listen(1024)
     async with listener:
+        serving = await curio.spawn(_serve_clients, listener)
         ready(listener.getsockname()[1])
-        async with curio.TaskGroup() as clients:
-            while True:
-                client, _ = await listener.accept()
-                # Nagle off, as asyncio, uvloop and trio set it by default on TCP streams.
-                client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                await clients.spawn(_echo, client)
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
+        await Socket(stop.reader).recv(1)
+        await serving.cancel()
 
 
 def serve(host: str, port: int, ready: Callable[[int], None]) -> None:
-    signal.signal(signal.SIGTERM, _interrupt)
-    with contextlib.suppress(KeyboardInterrupt):
-        curio.run(_main, host, port, ready)
+    with StopSignals() as stop:
+        curio.run(_main, host, port, ready, stop)

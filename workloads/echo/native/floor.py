@@ -10,19 +10,11 @@ the buffer drains.
 from __future__ import annotations
 
 import selectors
-import signal
 import socket
 from collections.abc import Callable
 
+from workloads.common import StopSignals
 from workloads.echo.native import READ_SIZE
-
-
-class Shutdown(Exception):
-    """Raised by the SIGTERM/SIGINT handler out of the selector wait."""
-
-
-def _raise_shutdown(signum, frame) -> None:
-    raise Shutdown
 
 
 def serve(host: str, port: int, ready: Callable[[int], None]) -> None:
@@ -84,17 +76,23 @@ def serve(host: str, port: int, ready: Callable[[int], None]) -> None:
         client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         selector.register(client, selectors.EVENT_READ, readable)
 
-    signal.signal(signal.SIGTERM, _raise_shutdown)
-    signal.signal(signal.SIGINT, _raise_shutdown)
-    selector.register(listener, selectors.EVENT_READ, accept)
-    ready(listener.getsockname()[1])
-    try:
-        while True:
-            for key, _events in selector.select():
-                key.data(key.fileobj)
-    except Shutdown:
-        pass
-    finally:
-        for key in list(selector.get_map().values()):
-            key.fileobj.close()
-        selector.close()
+    stopping = False
+
+    def stop(_: socket.socket) -> None:
+        nonlocal stopping
+        stopping = True
+
+    # SIGTERM and SIGINT arrive as a readable socket, between two callbacks, never inside one.
+    with StopSignals() as signals:
+        selector.register(signals.reader, selectors.EVENT_READ, stop)
+        selector.register(listener, selectors.EVENT_READ, accept)
+        ready(listener.getsockname()[1])
+        try:
+            while not stopping:
+                for key, _events in selector.select():
+                    key.data(key.fileobj)
+        finally:
+            selector.unregister(signals.reader)
+            for key in list(selector.get_map().values()):
+                key.fileobj.close()
+            selector.close()
