@@ -494,8 +494,9 @@ continues where it stopped (`nox -s bench -- --full`); a repetition over its poi
 is stopped and its row reads "did not finish in N s" (a result: cost grew past the cap); a
 failure that is a loop's stated limit (`select()` cannot watch a descriptor numbered 1 024 or
 more) reads "limit"; and a row stops after 3 repetitions when its headline's spread,
-(max − min) / median, is within {tolerance:.0%}, otherwise it runs up to 5 (2 and 3 where one
-repetition takes minutes: a million sleepers, a crawl one page at a time).
+(max − min) / median, is within {tolerance:.0%}, otherwise it runs up to 5 (4 for an echo
+row, whose matrix is the largest; 2 and 3 where one repetition takes minutes: a million
+sleepers, a crawl one page at a time).
 """
 
 
