@@ -68,13 +68,19 @@ def python_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
 
 
+def loop_files(folder: Path) -> list[Path]:
+    """A loop's own code: its folder's Python files but ``essence.py``.
+
+    essence.py is the idea alone, written to be read first: not part of the loop's size.
+    """
+    return [p for p in python_files(folder) if p.name != "essence.py"]
+
+
 def loop_rows(root: Path = ROOT) -> list[list]:
     rows = []
     for variant in loops.discover().values():
         folder = root / "loops" / variant.name
-        # essence.py is the idea alone, written to be read first: not part of the loop's size.
-        paths = [p for p in python_files(folder) if p.name != "essence.py"]
-        files, lines, code = count_tree(paths)
+        files, lines, code = count_tree(loop_files(folder))
         kind = "reference adapter" if variant.reference else "home-made loop"
         rows.append([f"`loops/{variant.name}/`", kind, files, lines, code])
     shared = sorted(p for p in (root / "loops").glob("*.py") if p.name != "primer.py")

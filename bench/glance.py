@@ -129,7 +129,7 @@ def code_lines(variant: str, root: Path) -> int | None:
     folder = root / "loops" / variant
     if not folder.is_dir():
         return None
-    return codesize.count_tree(codesize.python_files(folder))[2]
+    return codesize.count_tree(codesize.loop_files(folder))[2]
 
 
 def find(column: Column, points: list[tuple[dict, list]]):

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
+import loops
 from bench import codesize, echo, micro, report, runner
 from bench.plan import Metric, Point, Row
 from bench.procs import ChildFailed, DidNotFinish
@@ -611,6 +612,15 @@ def test_code_lines_leave_out_blanks_comments_and_docstrings(tmp_path):
         "            1)  # trailing comment\n"
     )
     assert codesize.count(source) == (8, 3)
+
+
+def test_the_glance_counts_a_loops_code_lines_as_the_code_size_table_does():
+    """One count: the glance once took essence.py in, the table left it out (915 against 841)."""
+    from bench import glance
+
+    table = {row[0]: row[4] for row in codesize.loop_rows()}
+    for variant in loops.discover().values():
+        assert glance.code_lines(variant.name, codesize.ROOT) == table[f"`loops/{variant.name}/`"]
 
 
 # -- fitting the full matrix to the machine: resume, caps, fewer repetitions --------------------
