@@ -101,6 +101,17 @@ def points(full: bool) -> list[Point]:
     return found
 
 
+def detail_column(params: dict) -> str | None:
+    """Under pyperf, a column with its standard deviation per operation (its own spread)."""
+    return "pyperf std dev (% of mean)" if params.get("harness") == "pyperf" else None
+
+
+def detail(reps: list[dict]) -> str:
+    """pyperf's standard deviation per operation, from the one repetition that holds them."""
+    spreads = next((rep["stdev_pct"] for rep in reps if rep.get("stdev_pct")), {})
+    return ", ".join(f"{op} {pct:.1f}" for op, pct in spreads.items()) or "—"
+
+
 def observations(params: dict, rows: list) -> list[str]:
     """Per operation other than the headline: the cheapest row and its ratio to asyncio.
 

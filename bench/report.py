@@ -162,6 +162,8 @@ def table(metrics: list[Metric], rows: list[RenderedRow], detail: str | None = N
             cells += ["**failed**", ""]
         elif stat is None:
             cells += ["n/a", ""]
+        elif r.summary.valid == 1:  # one repetition (pyperf repeats inside it): no range
+            cells += [number(stat.median, headline), times(r.ratio(headline))]
         else:
             cells += [
                 f"{number(stat.median, headline)} [{number(stat.low, headline)}–"
@@ -332,7 +334,11 @@ def section(
         if hasattr(module, "point_notes"):
             for note in module.point_notes(point["params"], stored):
                 lines += [note, ""]
-        detail = getattr(module, "DETAIL", None)
+        detail = (
+            module.detail_column(point["params"])
+            if hasattr(module, "detail_column")
+            else getattr(module, "DETAIL", None)
+        )
         lines += [table(columns(module, point["params"]), rows, detail), ""]
         lines += [f"*What this shows:* {what_this_shows(module, point['params'], rows)}", ""]
         lines += [f"*Ran in:* {ran_in(store.sessions, point)}", ""]

@@ -179,8 +179,15 @@ def results(tmp_path: Path) -> Path:
         stores["micro"],
         point,
         {
-            Row("asyncio", "callbacks"): [{"switch": 6000.0, "call_soon": 1000.0, "timer": 3000.0}]
-            * 3,
+            # pyperf repeats inside one bench repetition and reports its own spread
+            Row("asyncio", "callbacks"): [
+                {
+                    "switch": 6000.0,
+                    "call_soon": 1000.0,
+                    "timer": 3000.0,
+                    "stdev_pct": {"switch": 2.5, "call_soon": 1.0, "timer": 12.0},
+                }
+            ],
             Row("callbacks", "callbacks"): [
                 {
                     "switch": 3000.0,
@@ -221,6 +228,18 @@ def test_report_has_every_section_with_ratios_and_a_line_under_each_table(result
     # every stored row appears
     for label in ("callbacks · callbacks", "asyncio · coroutines", "selectors-floor (anchor)"):
         assert label in text
+
+
+def test_a_pyperf_row_shows_pyperfs_own_spread_not_a_range_of_one(results, tmp_path):
+    reports = tmp_path / "reports"
+    report.render_all(results, reports)
+    text = (reports / "bench.md").read_text()
+    micro_part = text.split("\n## Micro\n")[1].split("\n## ")[0]
+    assert "pyperf std dev (% of mean)" in micro_part
+    asyncio_row = next(ln for ln in micro_part.splitlines() if ln.startswith("| asyncio · cal"))
+    assert "switch 2.5, call_soon 1.0, timer 12.0" in asyncio_row
+    cells = [cell.strip() for cell in asyncio_row.split("|")[1:-1]]
+    assert cells[1] == "6,000"  # the figure alone: one repetition has no min–max
 
 
 def test_what_this_shows_is_written_from_the_figures(results, tmp_path):
