@@ -91,7 +91,8 @@ def points(full: bool) -> list[Point]:
 
 def point_title(params: dict) -> str:
     latency = f"{params['delay_ms']} ms per answer" if params["delay_ms"] else "no added latency"
-    return f"{params['pages']:,} pages, {latency}, {params['concurrency']} workers"
+    workers = params["concurrency"]
+    return f"{params['pages']:,} pages, {latency}, {workers} worker{'s' * (workers != 1)}"
 
 
 def panel_title(parameter: str, value) -> str:
