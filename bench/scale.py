@@ -25,6 +25,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 FLAT = 0.15  # |k| below this reads as "flat": cost per unit does not depend on N there
+FLOOR = "selectors-floor"  # the echo anchor with no design: growth it shows, every row shares
 NOT_A_FIGURE = ("did not finish", "limit", "failed", "invalid")
 
 
@@ -195,6 +196,7 @@ def sentences(series: Series, found: list[Curve]) -> str:
         flat = [label for k, label in measured if abs(k) < FLAT]
         if flat and len(flat) < len(measured):
             parts.append(f"Flat (|k| < {FLAT}): {len(flat)} of {len(measured)} rows.")
+        parts += against_the_floor(found)
     by_status: dict[str, list[str]] = {}
     for c in sorted(found, key=lambda c: c.label):
         for n, why in sorted(c.stopped.items()):
@@ -203,6 +205,36 @@ def sentences(series: Series, found: list[Curve]) -> str:
     for status, where in by_status.items():
         parts.append(f"No figure ({status}): {', '.join(where)}.")
     return " ".join(parts) or "No row has two finished points yet."
+
+
+def against_the_floor(found: list[Curve]) -> list[str]:
+    """Growth that a bare selector loop shows too is not a design's: say how many share it.
+
+    The floor (an anchor with one callback per ready socket, nothing else) has no design to
+    speak of, so an exponent it shares belongs to what every row has in common (the kernel's
+    sockets, the caches); a row's own design shows only as growth beyond the floor's. Only
+    exponents over the floor's own two N are compared.
+    """
+    floor = next((c for c in found if c.label.startswith(FLOOR)), None)
+    if floor is None or floor.exponent() is None:
+        return []
+    k_floor, n1, n2 = floor.exponent()
+    others = [
+        (c.exponent()[0], c.label)
+        for c in found
+        if c is not floor and c.exponent() is not None and c.exponent()[1:] == (n1, n2)
+    ]
+    if not others:
+        return []
+    near = [label for k, label in others if abs(k - k_floor) < FLAT]
+    beyond = [f"{label} ({k:+.2f})" for k, label in others if k - k_floor >= FLAT]
+    sentence = (
+        f"{FLOOR}, a bare selector loop, has k = {k_floor:+.2f} ({n1:,}→{n2:,}): {len(near)} "
+        f"of the {len(others)} other rows measured there are within {FLAT} of it, so their "
+        "scaling there is the kernel's and the machine's, not their design's"
+    )
+    sentence += f"; beyond it: {', '.join(beyond)}." if beyond else "; none grows beyond it."
+    return [sentence]
 
 
 STYLE = {"home-made": "-", "reference": "--", "anchor": ":"}

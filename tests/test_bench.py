@@ -769,6 +769,23 @@ def scale_rows(costs: dict[str, dict[int, float | str]]):
     ]
 
 
+def test_scale_compares_each_exponent_with_the_floors_over_the_same_two_n():
+    from bench.scale import Curve, against_the_floor
+
+    def curve(label, costs):
+        return Curve(label, "anchor", costs, {})
+
+    floor = curve("selectors-floor (anchor)", {1000: 10.0, 10_000: 10.0 * 10**0.44})
+    near = curve("traps · coroutines", {1000: 20.0, 10_000: 20.0 * 10**0.50})
+    beyond = curve("asyncio · callbacks", {1000: 20.0, 10_000: 20.0 * 10**0.62})
+    elsewhere = curve("handlers · callbacks", {100: 5.0, 1000: 50.0})  # another N range
+    (sentence,) = against_the_floor([floor, near, beyond, elsewhere])
+    assert "has k = +0.44 (1,000→10,000): 1 of the 2 other rows" in sentence
+    assert "beyond it: asyncio · callbacks (+0.62)." in sentence
+    assert "handlers" not in sentence
+    assert against_the_floor([near, beyond]) == []  # no floor, nothing to say
+
+
 def test_scale_exponents_come_from_the_two_largest_finished_points(tmp_path):
     from bench import scale
 
