@@ -125,7 +125,6 @@ CHARTS = (
         x_label="connections",
     ),
 )
-DETAIL = "generator"  # the column naming which load generator measured a row
 
 
 RATE_SHARE = 0.5  # the offered rate, as a share of the slowest row's closed-loop throughput
@@ -277,6 +276,11 @@ def columns(params: dict) -> list[Metric]:
     names = PACED_COLUMNS if params.get("measure") == PACED else CLOSED_COLUMNS
     by_name = {m.name: m for m in METRICS}
     return [by_name[name] for name in names]
+
+
+def detail_column(params: dict) -> str:
+    """Every echo table has a column naming which load generator measured each row."""
+    return "generator"
 
 
 def detail(reps: list[dict]) -> str:

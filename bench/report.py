@@ -122,7 +122,7 @@ def times(value: float | None) -> str:
 def table(metrics: list[Metric], rows: list[RenderedRow], detail: str | None = None) -> str:
     """The markdown table of one point: the headline with min-max, then every other figure.
 
-    With `detail` (a workload's DETAIL, e.g. echo's "generator"), a column of that name holds
+    With `detail` (a workload's detail_column, e.g. echo's "generator"), a column of that name holds
     each row's detail note.
     """
     headline, *others = metrics
@@ -334,11 +334,7 @@ def section(
         if hasattr(module, "point_notes"):
             for note in module.point_notes(point["params"], stored):
                 lines += [note, ""]
-        detail = (
-            module.detail_column(point["params"])
-            if hasattr(module, "detail_column")
-            else getattr(module, "DETAIL", None)
-        )
+        detail = module.detail_column(point["params"]) if hasattr(module, "detail_column") else None
         lines += [table(columns(module, point["params"]), rows, detail), ""]
         lines += [f"*What this shows:* {what_this_shows(module, point['params'], rows)}", ""]
         lines += [f"*Ran in:* {ran_in(store.sessions, point)}", ""]
