@@ -116,3 +116,30 @@ def test_remove_handler_finds_a_handler_whose_socket_is_closed(loop):
     assert loop.remove_handler(echo) is True
     b.close()
     run_turns(loop, 1)  # nothing left to select on but the wake-up handler
+
+
+def test_a_loop_made_while_a_thousand_fds_are_open_refuses_clearly_and_leaks_nothing():
+    """Its own wake-up socket would land past select()'s ceiling: say so at creation.
+
+    It once took the socket without the check every other registration has, and the first
+    run failed inside select() with "filedescriptor out of range", naming nothing.
+    """
+    import os
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the hard open-file limit ({hard}) is below what this needs")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = []
+    try:
+        while not held or held[-1] < 1030:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        before = len(os.listdir("/proc/self/fd"))
+        with pytest.raises(ValueError, match="beyond select\\(\\)'s ceiling"):
+            loops.get("handlers").callbacks()
+        assert len(os.listdir("/proc/self/fd")) == before  # its socketpair is closed again
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -261,7 +261,13 @@ class Loop:
         self._closed = False
         self._exception_handler = None
         self._wakeup = ThreadPoolHandler(self)
-        self._handlers[self._wakeup.fileno()] = self._wakeup
+        try:
+            # Its own socket too: made while a thousand others are open, it would be past the
+            # ceiling, and select() would fail later with no word of why.
+            self._handlers[_watchable(self._wakeup)] = self._wakeup
+        except ValueError:
+            self._wakeup.close()
+            raise
 
     # -- time and scheduling ----------------------------------------------------------------
 

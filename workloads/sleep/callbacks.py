@@ -12,7 +12,7 @@ throughout (they never become readable).
 from __future__ import annotations
 
 from workloads.common import run_until_stopped
-from workloads.sleep.common import BATCH, measure_tick
+from workloads.sleep.common import BATCH, SETTLE, measure_tick
 
 
 def run(new_loop, plan, tally, sockets):
@@ -61,7 +61,10 @@ def main(loop, plan, tally, sockets):
             cancel()
         loop.stop()
 
-    start_batch()
+    if watchers:
+        loop.call_later(SETTLE, start_batch)  # the idle window opens when every watcher waits
+    else:
+        start_batch()
 
 
 def sleeper(loop, index, delay, tally, on_wake):

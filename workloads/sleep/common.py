@@ -22,6 +22,12 @@ from workloads.common import percentile
 # cancellation reaches a sleeper that is already asleep (and a big run does not start with one
 # enormous burst that no real program makes).
 BATCH = 1000
+# With idle sockets, the sleepers start this long after their watchers: the idle window must
+# open when every watcher is waiting. A loop whose recv takes a turn before it registers
+# (roundrobin checkpoints first) would otherwise register thousands of sockets inside the
+# window and read as if waiting cost CPU. Any loop runs every runnable task before it blocks
+# on this timer, so by the time it fires every watcher is waiting.
+SETTLE = 0.05
 
 
 @dataclass(frozen=True)

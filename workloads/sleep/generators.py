@@ -10,7 +10,7 @@ task each (they never become readable).
 
 from __future__ import annotations
 
-from workloads.sleep.common import BATCH, measure_tick
+from workloads.sleep.common import BATCH, SETTLE, measure_tick
 
 
 def run(co, plan, tally, sockets):
@@ -24,6 +24,8 @@ def main(co, plan, tally, sockets):
     for sock in sockets:
         task = yield from co.spawn(watch(co, sock, tally))
         watchers.append(task)
+    if watchers:
+        yield from co.sleep(SETTLE)  # the idle window opens when every watcher waits
     sleepers = []
     for first in range(0, len(plan), BATCH):
         batch = range(first, min(first + BATCH, len(plan)))
