@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
 from pathlib import Path
 
@@ -15,6 +17,43 @@ def known_row_names() -> list[str]:
     from bench import echo
 
     return sorted({*loops.discover(), *echo.anchor_names()})
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM, raised where the bench is, so every ``finally`` stops the children it started."""
+
+
+def stop_on_sigterm() -> None:
+    """Unwind on SIGTERM instead of dying with servers and generators left running.
+
+    Python's default for SIGTERM ends the process at once, skipping the ``finally`` blocks that
+    stop a repetition's server; a SIGTERM ignored by whoever started the bench stays ignored.
+    """
+
+    def stop(signum: int, frame) -> None:
+        raise Stopped(signal.Signals(signum).name)
+
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, stop)
+
+
+def interrupted(stop: KeyboardInterrupt, resume: str) -> int:
+    """End a stopped run: no process it started outlives it, and the user knows what is kept.
+
+    The ``finally`` blocks have stopped the current repetition's server and generators; this
+    sweep catches one started in the instant the signal came, before anything held it.
+    """
+    import psutil
+
+    left = psutil.Process().children(recursive=True)
+    for child in left:
+        with contextlib.suppress(psutil.Error):
+            child.terminate()
+    for child in psutil.wait_procs(left, timeout=5)[1]:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    print(f"\ninterrupted: {resume}", file=sys.stderr)
+    return 128 + (signal.SIGTERM if isinstance(stop, Stopped) else signal.SIGINT)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("--results", type=Path, default=RESULTS)
 
     args = parser.parse_args(argv)
+    stop_on_sigterm()
     if args.command == "run":
         from bench.runner import run as run_bench
 
@@ -73,13 +113,17 @@ def main(argv: list[str] | None = None) -> int:
                 args.results,
                 where=where,
             )
-        except KeyboardInterrupt:
-            print("\ninterrupted: finished points are stored; run again to resume", file=sys.stderr)
-            return 130
+        except KeyboardInterrupt as stop:
+            return interrupted(stop, "finished points are stored; run again to resume")
     if args.command == "anatomy":
         from bench.anatomy import run as run_anatomy
 
-        return run_anatomy(args.loop, args.results, args.counter)
+        try:
+            return run_anatomy(args.loop, args.results, args.counter)
+        except KeyboardInterrupt as stop:
+            return interrupted(
+                stop, "the anatomy stores its rows at the end: none of this run is kept"
+            )
     from bench.report import render_all
 
     for path in render_all(args.results):

@@ -7,6 +7,7 @@ workload whose measurements are counters, so what is checked is which rows get m
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import subprocess
@@ -559,6 +560,46 @@ def test_unknown_loop_is_a_usage_error_naming_the_known_ones():
     )
     assert result.returncode == 2
     assert "unknown loop nope" in result.stderr and "asyncio" in result.stderr
+
+
+def test_a_bench_stopped_by_sigterm_stops_every_process_it_started(tmp_path):
+    """SIGTERM mid-repetition: the bench unwinds, says how to resume, and leaves no server."""
+    import signal
+    import time
+
+    import psutil
+
+    command_line = ["run", "--workload", "echo", "--loop", "callbacks", "--results", str(tmp_path)]
+    bench = subprocess.Popen(
+        [sys.executable, "-m", "bench", *command_line],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def command(process: psutil.Process) -> str:
+        with contextlib.suppress(psutil.Error):
+            return " ".join(process.cmdline())
+        return ""  # it has already ended
+
+    try:
+        deadline = time.monotonic() + 120  # a fresh clone compiles the load generator first
+        started: list[psutil.Process] = []
+        while not any("workloads.echo" in command(p) for p in started):
+            assert bench.poll() is None, bench.stderr.read()
+            assert time.monotonic() < deadline, "the bench never started a server"
+            with contextlib.suppress(psutil.Error):
+                started = psutil.Process(bench.pid).children(recursive=True)
+            time.sleep(0.05)  # polling for a condition, not waiting out a race
+        bench.send_signal(signal.SIGTERM)
+        _, stderr = bench.communicate(timeout=60)
+    finally:
+        bench.kill()
+    assert bench.returncode == 128 + signal.SIGTERM, stderr
+    assert "run again to resume" in stderr
+    _, alive = psutil.wait_procs(started, timeout=10)
+    assert not alive, [p.cmdline() for p in alive]
 
 
 # -- micro: the program runs every operation of a style; a failing one is reported --------
