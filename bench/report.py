@@ -338,6 +338,8 @@ def section(
         lines += [table(columns(module, point["params"]), rows, detail), ""]
         lines += [f"*What this shows:* {what_this_shows(module, point['params'], rows)}", ""]
         lines += [f"*Ran in:* {ran_in(store.sessions, point)}", ""]
+    if hasattr(module, "section_end"):  # what the workload reads across its points
+        lines += module.section_end({key: stored[key] for key in order})
     for path, caption in charts.draw(module, mode, points, chart_dir):
         lines += [
             f"![{caption}]({path.relative_to(out.parent).as_posix()})",

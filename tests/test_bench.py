@@ -243,6 +243,32 @@ def test_a_pyperf_row_shows_pyperfs_own_spread_not_a_range_of_one(results, tmp_p
     assert cells[1] == "6,000"  # the figure alone: one repetition has no min–max
 
 
+def test_the_two_micro_harnesses_are_compared_pair_by_pair_steady_apart_from_noisy(
+    results, tmp_path
+):
+    def point(params: dict, reps: list[dict]) -> dict:
+        entry = {"variant": "asyncio", "style": "callbacks", "reps": reps}
+        return {"params": params, "rows": {"asyncio/callbacks": entry}}
+
+    pyperf = point(
+        {"harness": "pyperf", "processes": 20, "values": 3},
+        [{"switch": 1000.0, "timer": 2000.0, "stdev_pct": {"switch": 2.0, "timer": 12.0}}],
+    )
+    lab = point(
+        {"min_time_s": 0.1, "runs": 7},
+        [{"switch": s, "timer": t} for s, t in ((1000, 1000), (1100, 1200), (1300, 1400))],
+    )
+    lines = micro.section_end({"pyperf": pyperf, "lab": lab})
+    text = "\n".join(lines)
+    assert "| asyncio · callbacks | switch | 1,000 (2.0%) | 1,100 [1,000–1,300] | 1.10 |" in text
+    assert "| asyncio · callbacks | timer | 2,000 (12.0%) | 1,200 [1,000–1,400] | 0.60 |" in text
+    assert "the 1 steady pairs lab / pyperf runs from 1.10 to 1.10" in text
+    assert "the 1 noisier pairs lab / pyperf runs from 0.60 to 0.60" in text
+    assert micro.section_end({"pyperf": pyperf}) == []  # the quick run: pyperf alone
+    report.render_all(results, tmp_path / "reports")
+    assert "two harnesses" not in (tmp_path / "reports" / "bench.md").read_text()
+
+
 def test_what_this_shows_is_written_from_the_figures(results, tmp_path):
     reports = tmp_path / "reports"
     report.render_all(results, reports)
