@@ -7,7 +7,10 @@ load generator process, then SIGTERM (the server must exit 0, with every socket 
 load generator (``python -m workloads.echo.load``, native: C on epoll where the machine has a
 C compiler, else Python on uvloop, and each row says which) verifies every byte and reports
 requests/s, MiB/s and latency percentiles from its histogram, the server's CPU seconds over the
-load window, and its own CPU.
+load window, and its own CPU. The window holds the load alone: before it opens, one byte has
+gone each way on every connection (the server has accepted and is watching each one), and the
+connections close only after the server's CPU has been read, so neither accepting nor
+teardown, which grow with the connection count, is counted as the requests' cost.
 
 Two measures at every size and connection count:
 
@@ -48,7 +51,7 @@ PEER = "load generator"
 # the generator); handlers' select() ceiling shows there as its stated limit.
 FULL = {"sizes": (64, 1024, 16384, 102400), "connections": (1, 10, 100, 1000, 10_000)}
 QUICK_POINTS = ((1024, 1), (1024, 100))
-# The full matrix is 40 points × 19 rows: its timing is what lets it run in a few sessions.
+# The full matrix is 40 points × 20 rows: its timing is what lets it run in a few sessions.
 # 2 s holds thousands of requests even at 100 KiB × 10 000 connections (a full round each).
 TIMING = {  # seconds: (warm-up load, measured load)
     False: (0.2, 0.6),

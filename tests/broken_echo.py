@@ -10,7 +10,9 @@ the lab's) except the first one accepted, which after ``--after`` bytes echoed:
 - ``drop``: closes the connection without echoing what it just received (FIN);
 - ``reset``: resets it (RST) without echoing;
 - ``slow``: (every connection, from the start) sleeps ``--delay`` seconds before each echo,
-  a server that cannot keep a rate above 1/delay per connection.
+  a server that cannot keep a rate above 1/delay per connection;
+- ``costly``: (every connection) echoes faithfully but burns ``--delay`` seconds of CPU as it
+  accepts a connection and again as it closes one: work a load window must leave out.
 
 It prints ``listening on 127.0.0.1:PORT`` when ready and runs until killed.
 """
@@ -24,13 +26,23 @@ import sys
 import threading
 import time
 
-MODES = ("flip", "extra", "drop", "reset", "slow")
+MODES = ("flip", "extra", "drop", "reset", "slow", "costly")
+
+
+def burn(seconds: float) -> None:
+    """Use `seconds` of this process's CPU (not wall time: other threads may hold the GIL)."""
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
 
 
 def serve_one(conn: socket.socket, mode: str | None, after: int, delay: float) -> None:
     echoed = 0
     with conn:
         while data := conn.recv(65536):
+            if mode == "costly":
+                conn.sendall(data)
+                continue
             if mode == "slow":
                 time.sleep(delay)
             elif mode is not None and echoed + len(data) > after:
@@ -47,6 +59,8 @@ def serve_one(conn: socket.socket, mode: str | None, after: int, delay: float) -
                 mode = None  # one fault, then faithful again (the generator must still fail)
             conn.sendall(data)
             echoed += len(data)
+    if mode == "costly":
+        burn(delay)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     first = True
     while True:
         conn, _ = listener.accept()
-        mode = args.mode if first or args.mode == "slow" else None
+        if args.mode == "costly":
+            burn(args.delay)
+        mode = args.mode if first or args.mode in ("slow", "costly") else None
         first = False
         threading.Thread(
             target=serve_one, args=(conn, mode, args.after, args.delay), daemon=True

@@ -28,19 +28,26 @@ GENERATORS = (pytest.param("native", marks=needs_cc), "python")
 
 
 @contextmanager
-def server(*command: str):
-    """A server process printing 'listening on HOST:PORT'; yields the port, kills it after."""
+def served(*command: str):
+    """A server process printing 'listening on HOST:PORT'; yields (port, pid), kills it after."""
     process = subprocess.Popen(
         [sys.executable, "-m", *command], cwd=ROOT, stdout=subprocess.PIPE, text=True
     )
     try:
         line = process.stdout.readline()
         assert line.startswith("listening on "), line
-        yield int(line.split()[-1].rsplit(":", 1)[1])
+        yield int(line.split()[-1].rsplit(":", 1)[1]), process.pid
     finally:
         process.kill()
         process.wait(timeout=10)
         process.stdout.close()
+
+
+@contextmanager
+def server(*command: str):
+    """As :func:`served`, yielding the port alone."""
+    with served(*command) as (port, _):
+        yield port
 
 
 def load(port: int, tmp_path: Path, *args: str, env: dict | None = None) -> dict:
@@ -82,6 +89,23 @@ def test_a_broken_server_fails_the_run(generator, mode, kind, tmp_path):
     assert record[kind] == 1 and record["errors"] == 1, record
     assert record["requests"] >= 5, "the other connections went on being served"
     assert "FAILED" in record["stdout"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("processes", [1, 2])
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_the_server_cpu_window_leaves_out_accepting_and_closing(generator, processes, tmp_path):
+    """A server that burns 0.1 s of CPU per connection as it accepts it and again as it closes
+    it: ten connections cost 1 s each way, none of it load. The window's server CPU must not
+    hold it (a slow accept used to spill in after "ready"; a close, before the sample)."""
+    with served("tests.broken_echo", "costly", "--delay", "0.1") as (port, pid):
+        args = ("--connections", "10", "--size", "100", "--duration", "0.5", "--rate", "100")
+        args += ("--processes", str(processes), "--server-pid", str(pid))
+        record = load(port, tmp_path, *args, "--generator", generator)
+    assert record["returncode"] == 0 and record["ok"], record["stdout"] + record["stderr"]
+    assert record["generator"] == generator and record["requests"] == record["scheduled"] == 50
+    # Fifty 100-byte echoes cost milliseconds; one connection's accept or close alone, 0.1 s.
+    assert record["server_cpu_s"] < 0.1, record
 
 
 @pytest.mark.timeout(60)

@@ -9,7 +9,11 @@ among them), never on the loop under test. Each connection sends a ``size``-byte
 from a seeded random buffer at an offset that changes with every request (so a stale or
 misrouted echo cannot pass), reads until the whole echo is back, compares every byte, records
 the round trip in an HdrHistogram (microseconds), and sends the next, until ``duration``
-seconds have passed; then it finishes its request in flight and closes. ``--udp`` does the
+seconds have passed; then it finishes its request in flight. The server's CPU
+(``--server-pid``) is read over exactly that window: before it opens, one byte has gone each
+way on every connection, so the server has accepted and is watching each one (its accept work
+is not counted), and the connections close only after the window's CPU has been read (nor is
+its teardown). ``--udp`` does the
 same with one datagram per request (``size`` at most 65507) on a connected UDP socket per
 "connection".
 
@@ -168,9 +172,29 @@ class Client(abc.ABC):
         self.started_ns = 0
         self.transport = None
         self.waiting: asyncio.TimerHandle | None = None  # open loop: the next send's timer
+        self.priming: asyncio.Future | None = None  # the first byte's echo, before the load
 
     def connection_made(self, transport) -> None:
         self.transport = transport
+
+    def prime(self) -> asyncio.Future:
+        """Send one byte before the load; the future is done when its echo is back."""
+        self.priming = asyncio.get_running_loop().create_future()
+        self.in_flight = True
+        self.write_bytes(self.run.payload[:1])
+        return self.priming
+
+    def primed(self, data: bytes) -> None:
+        """The first byte's echo arrived (or something else did)."""
+        if data != self.run.payload[:1]:
+            return self.fail("corrupt", f"connection {self.index}: wrong echo of its first byte")
+        self.in_flight = False
+        self.priming.set_result(None)
+        self.priming = None
+
+    @abc.abstractmethod
+    def write_bytes(self, data: bytes) -> None:
+        """Put bytes on the wire (TCP: the stream; UDP: one datagram)."""
 
     def start(self) -> None:
         self.send_next()
@@ -199,14 +223,22 @@ class Client(abc.ABC):
         if not self.done.done():
             self.run.outcome.error(kind, text)
             self.done.set_result(None)
+        if self.priming is not None and not self.priming.done():
+            self.priming.set_result(None)
         if self.waiting is not None:
             self.waiting.cancel()
         self.transport.abort()
 
     def finish(self) -> None:
+        """This connection's load is over; it stays open until the server's CPU is read."""
         if not self.done.done():
             self.done.set_result(None)
-        self.transport.close()
+
+    def close(self) -> None:
+        if self.waiting is not None:
+            self.waiting.cancel()
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
 
 
 class TcpClient(Client, asyncio.Protocol):
@@ -231,7 +263,12 @@ class TcpClient(Client, asyncio.Protocol):
         self.started_ns = started_ns
         self.transport.write(message)
 
+    def write_bytes(self, data: bytes) -> None:
+        self.transport.write(data)
+
     def data_received(self, data: bytes) -> None:
+        if self.priming is not None:
+            return self.primed(data)
         start = self.offset + self.received
         end = start + len(data)
         if not self.in_flight or self.received + len(data) > self.run.size:
@@ -274,7 +311,12 @@ class UdpClient(Client, asyncio.DatagramProtocol):
         self.started_ns = started_ns
         self.transport.sendto(self.expected)
 
+    def write_bytes(self, data: bytes) -> None:
+        self.transport.sendto(data)
+
     def datagram_received(self, data: bytes, addr: Any) -> None:
+        if self.priming is not None:
+            return self.primed(data)
         if not self.in_flight or data != self.expected:
             return self.fail("corrupt", f"socket {self.index}: echo differs from what it sent")
         self.in_flight = False
@@ -292,8 +334,12 @@ class UdpClient(Client, asyncio.DatagramProtocol):
         self.fail("missing", f"socket {self.index}: datagram lost, no echo in {self.run.timeout} s")
 
 
-async def _load(run: Run, config: dict, indices: list[int], ready) -> None:
-    """Connect this process's share, wait for every process to be ready, then load."""
+async def _load(run: Run, config: dict, indices: list[int], ready, ended) -> None:
+    """Connect and prime this process's share, wait for every process, load, then close.
+
+    ``ended(outcome)`` runs between the last echo and the first close (it blocks: a barrier
+    across processes, or the server's CPU sample).
+    """
     loop = asyncio.get_running_loop()
     address = (config["host"], config["port"])
     clients = []
@@ -312,12 +358,21 @@ async def _load(run: Run, config: dict, indices: list[int], ready) -> None:
             run.outcome.error("failed", f"connection {index}: cannot connect: {error}")
             continue
         clients.append(client)
+    if clients:
+        # The server accepts and watches every connection before the window opens.
+        primes = [client.prime() for client in clients]
+        _, unprimed = await asyncio.wait(primes, timeout=run.timeout)
+        for client in clients:
+            if client.priming is not None and client.priming in unprimed:
+                text = f"connection {client.index}: no echo of its first byte in {run.timeout} s"
+                client.fail("missing", text)
     await loop.run_in_executor(None, ready)  # a barrier across processes: block off the loop
 
     cpu_start, wall_start = time.process_time(), time.perf_counter()
     run.schedule(indices)
     for client in clients:
-        client.start()
+        if not client.done.done():
+            client.start()
     pending = {client.done for client in clients}
     # A request still in flight when the time is up gets `timeout` seconds to come back; a
     # request that hangs mid-run is caught the same way, just later.
@@ -331,26 +386,41 @@ async def _load(run: Run, config: dict, indices: list[int], ready) -> None:
             break
     run.outcome.wall_s = time.perf_counter() - wall_start
     run.outcome.cpu_s = time.process_time() - cpu_start
+    run.outcome.histogram = run.histogram.encode()
+    await loop.run_in_executor(None, ended, run.outcome)
+    for client in clients:
+        client.close()
 
 
-def generate(config: dict, indices: list[int], ready) -> Outcome:
+def generate(config: dict, indices: list[int], ready, ended=lambda outcome: None) -> Outcome:
     """One process's share of the load, on uvloop; returns what it measured."""
     import uvloop
 
     run = Run(config)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        runner.run(_load(run, config, indices, ready))
-    run.outcome.histogram = run.histogram.encode()
+        runner.run(_load(run, config, indices, ready, ended))
     return run.outcome
 
 
-def _child(config: dict, indices: list[int], barrier, results) -> None:
+def _child(config: dict, indices: list[int], barriers, results) -> None:
+    """One generator process: its outcome goes to the parent, which reads the server's CPU
+    once every process has reported, before any closes (the second barrier)."""
+    start, close = barriers
+    reported = False
+
+    def report(outcome: Outcome) -> None:
+        nonlocal reported
+        results.put(asdict(outcome))
+        reported = True
+        close.wait(timeout=60)
+
     try:
-        outcome = generate(config, indices, barrier.wait)
+        generate(config, indices, start.wait, report)
     except BaseException as error:  # report instead of leaving the parent waiting
-        outcome = Outcome(failed=1, first_error=f"generator process: {error!r}")
-        barrier.abort()
-    results.put(asdict(outcome))
+        start.abort()
+        close.abort()
+        if not reported:
+            results.put(asdict(Outcome(failed=1, first_error=f"generator process: {error!r}")))
 
 
 class ServerCpu:
@@ -421,12 +491,14 @@ class GeneratorUnavailable(RuntimeError):
     """``--generator native`` was asked for and cannot be built here."""
 
 
-def native_outcomes(binary: Any, config: dict, shares: list[list[int]], started) -> list[dict]:
+def native_outcomes(
+    binary: Any, config: dict, shares: list[list[int]], started, ended
+) -> list[dict]:
     """Run the C generator and turn each process's report into an Outcome record."""
     from workloads.echo import loadgen
 
     try:
-        reports = loadgen.generate(binary, config, shares, started)
+        reports = loadgen.generate(binary, config, shares, started, ended=ended)
     except (OSError, RuntimeError, subprocess.TimeoutExpired) as error:
         return [asdict(Outcome(failed=1, first_error=str(error)))]
     outcomes = []
@@ -459,31 +531,33 @@ def run_load(config: dict) -> dict:
     shares = [list(range(k, config["connections"], processes)) for k in range(processes)]
     server = ServerCpu(config["server_pid"])
     if generator == "native":
-        outcomes = native_outcomes(binary, config, shares, server.begin)
+        outcomes = native_outcomes(binary, config, shares, server.begin, server.finish)
     elif processes == 1:
-        outcomes = [asdict(generate(config, shares[0], server.begin))]
+        outcomes = [asdict(generate(config, shares[0], server.begin, lambda _: server.finish()))]
     else:
         outcomes = _run_processes(config, shares, server)
-    server.finish()
     return summarize(config, outcomes, server.seconds, generator, note)
 
 
 def _run_processes(config: dict, shares: list[list[int]], server: ServerCpu) -> list[dict]:
     context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(len(shares) + 1)
+    barriers = (context.Barrier(len(shares) + 1), context.Barrier(len(shares) + 1))
     results = context.Queue()
     children = [
-        context.Process(target=_child, args=(config, share, barrier, results), daemon=True)
+        context.Process(target=_child, args=(config, share, barriers, results), daemon=True)
         for share in shares
     ]
     for child in children:
         child.start()
     # A child that failed before the start breaks the barrier; its outcome says why.
     with contextlib.suppress(threading.BrokenBarrierError):
-        barrier.wait(timeout=60)
+        barriers[0].wait(timeout=60)
     server.begin()
     limit = config["duration"] + config["timeout"] + 60
     outcomes = [results.get(timeout=limit) for _ in children]
+    server.finish()  # every process has reported; none has closed a connection yet
+    with contextlib.suppress(threading.BrokenBarrierError):
+        barriers[1].wait(timeout=60)
     for child in children:
         child.join(timeout=10)
     return outcomes

@@ -18,9 +18,13 @@
  * the comparison client: same loop, no verification, no clock, no histogram (what a bare
  * ping-pong client costs, the yardstick for this one's overhead).
  *
- * Protocol with the wrapper (stdout, one record per line): after connecting, "ready"; then it
- * waits for a line on stdin (so several processes and the server's CPU sample start together);
- * after the load, "key value" lines and "h <µs> <count>" histogram lines, then "end".
+ * Protocol with the wrapper (stdout, one record per line): after connecting, and after one
+ * byte has gone each way on every connection (so the server has accepted and is watching each
+ * one: its accept work stays out of the measured window), "ready"; then it waits for a line on
+ * stdin (so several processes and the server's CPU sample start together); after the load,
+ * "key value" lines and "h <µs> <count>" histogram lines, then "end"; then it waits for a
+ * second line (or the end of stdin) before it closes its connections, so the wrapper reads
+ * the server's CPU before the server's teardown work begins.
  * Exit status: 0 when the load ran (errors are counted in the record), 2 on bad arguments.
  */
 #define _GNU_SOURCE
@@ -52,7 +56,7 @@ typedef struct {
     int fd;
     int index;           /* global connection index (names the connection in errors) */
     int in_flight;       /* a message is out and its echo is not complete */
-    int done;            /* finished, cleanly or with an error */
+    int done;            /* finished, cleanly or with an error (closed at once only on error) */
     int want_out;        /* EPOLLOUT is registered (a partial write is pending) */
     uint64_t seq;        /* messages sent so far */
     int offset;          /* where the current message starts in the payload */
@@ -159,13 +163,18 @@ static void heap_remove(conn_t *c) {
     free(rest);
 }
 
+/* A connection's load is over. It stays open until the wrapper says (see the protocol). */
 static void finish(conn_t *c) {
     if (c->done) return;
     c->done = 1;
     active--;
     heap_remove(c);
     epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
-    close(c->fd);
+}
+
+static void close_now(conn_t *c) {
+    if (c->fd >= 0) close(c->fd);
+    c->fd = -1;
 }
 
 __attribute__((format(printf, 3, 4)))
@@ -182,6 +191,7 @@ static void fail(conn_t *c, uint64_t *kind, const char *fmt, ...) {
     struct linger lg = {1, 0};
     setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
     finish(c);
+    close_now(c);
 }
 
 static void set_out(conn_t *c, int want) {
@@ -319,7 +329,7 @@ static int connect_all(void) {
             if (!first_error[0])
                 snprintf(first_error, sizeof first_error, "connection %d: cannot connect: %s",
                          c->index, strerror(errno));
-            if (c->fd >= 0) close(c->fd);
+            close_now(c);
             c->done = 1;
             continue;
         }
@@ -331,6 +341,55 @@ static int connect_all(void) {
         active++;
     }
     return 0;
+}
+
+/* One byte each way on every connection, before the window: the server has accepted and is
+ * watching every connection when the load starts. A connection that cannot echo it fails. */
+static void prime_all(void) {
+    int waiting = 0;
+    for (int i = 0; i < cfg.connections; i++) {
+        conn_t *c = &conns[i];
+        if (c->done) continue;
+        ssize_t n = send(c->fd, payload, 1, MSG_NOSIGNAL);
+        if (n != 1) {
+            fail(c, &failed, "connection %d: cannot send its first byte (%s)", c->index,
+                 n < 0 ? strerror(errno) : "nothing sent");
+            continue;
+        }
+        c->in_flight = 1;
+        waiting++;
+    }
+    int64_t limit = now_ns() + (int64_t)(cfg.timeout * 1e9);
+    struct epoll_event events[256];
+    while (waiting > 0) {
+        if (now_ns() >= limit) {
+            for (int i = 0; i < cfg.connections; i++)
+                if (!conns[i].done && conns[i].in_flight)
+                    fail(&conns[i], &missing, "connection %d: no echo of its first byte within %g s",
+                         conns[i].index, cfg.timeout);
+            return;
+        }
+        int n = wait_events(events, 256, limit);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            perror("loadgen: epoll_wait");
+            return;
+        }
+        for (int i = 0; i < n; i++) {
+            conn_t *c = events[i].data.ptr;
+            if (c->done || !c->in_flight) continue;
+            ssize_t got = recv(c->fd, readbuf, 2, 0);
+            if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+            waiting--;
+            c->in_flight = 0;
+            if (got == 1 && readbuf[0] == payload[0]) continue;
+            if (got > 0)
+                fail(c, &corrupt, "connection %d: wrong echo of its first byte", c->index);
+            else /* its echo was due: the same fault as an echo cut short in the load */
+                fail(c, &missing, "connection %d: %s before the echo of its first byte",
+                     c->index, got == 0 ? "EOF" : strerror(errno));
+        }
+    }
 }
 
 static double cpu_seconds(void) {
@@ -398,6 +457,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (connect_all() < 0) return 2;
+    prime_all();
     printf("ready\n");
     fflush(stdout);
     char go[16];
@@ -463,7 +523,9 @@ int main(int argc, char **argv) {
     for (uint32_t ms = 0; ms < HIGH_MS; ms++)
         if (high_counts[ms]) printf("h %llu %u\n", (unsigned long long)ms * 1000, high_counts[ms]);
     printf("end\n");
-    for (int i = 0; i < cfg.connections; i++)
-        if (!conns[i].done) close(conns[i].fd);
+    fflush(stdout);
+    /* Close only once the wrapper has read the server's CPU (a line, or stdin's end). */
+    if (!fgets(go, sizeof go, stdin)) go[0] = 0;
+    for (int i = 0; i < cfg.connections; i++) close_now(&conns[i]);
     return 0;
 }

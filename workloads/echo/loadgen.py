@@ -126,9 +126,13 @@ def generate(
     started: Callable[[], None],
     minimal: bool = False,
     prefix: tuple[str, ...] = (),
+    ended: Callable[[], None] = lambda: None,
 ) -> list[dict]:
     """Run the load, one C process per share; `started()` is called as the load begins.
 
+    `ended()` is called once every process has reported, while every connection is still
+    open: a server's CPU read there leaves out its accept work (every connection has echoed a
+    byte before "ready") and its teardown (the processes close only after it returns).
     `prefix` goes before each command line (``taskset -c N`` to pin it).
 
     Returns one report per process: requests, scheduled, corrupt, missing, failed, first_error,
@@ -158,6 +162,11 @@ def generate(
             process.stdin.write("go\n")
             process.stdin.flush()
         reports = [_read_report(process) for process in processes]
+        ended()
+        for process in processes:
+            with contextlib.suppress(OSError):  # one that already exited reads no "close"
+                process.stdin.write("close\n")
+                process.stdin.flush()
         for process, report in zip(processes, reports, strict=True):
             if process.wait(timeout=30) != 0 or "requests" not in report:
                 raise RuntimeError(
