@@ -10,6 +10,7 @@ stored) to ``bench-full.md``.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -571,7 +572,14 @@ def render(
         "",
     ]
     lines += environment_section([s for s in stores.values() if s is not None])
-    out.write_text("\n".join(lines).rstrip() + "\n")
+    text = "\n".join(lines).rstrip() + "\n"
+    out.write_text(text)
+    # A chart of this mode the report no longer shows (its results were dropped) is removed,
+    # so reports/charts/ holds nothing that the stored results do not draw.
+    shown = set(re.findall(r"\]\(charts/([^)]+\.png)\)", text))
+    for chart in chart_dir.glob(f"{mode}-*.png"):
+        if chart.name not in shown:
+            chart.unlink()
     return [out, *sorted(chart_dir.glob(f"{mode}-*.png"))]
 
 

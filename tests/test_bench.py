@@ -231,6 +231,20 @@ def test_report_has_every_section_with_ratios_and_a_line_under_each_table(result
         assert label in text
 
 
+def test_a_chart_the_report_no_longer_shows_is_removed(results, tmp_path):
+    reports = tmp_path / "reports"
+    report.render_all(results, reports)
+    left_over = reports / "charts" / "quick-echo-dropped.png"
+    left_over.write_bytes(b"a chart from results since dropped")
+    other_mode = reports / "charts" / "full-echo-requests.png"
+    other_mode.write_bytes(b"the full report's: not this render's to judge")
+    written = report.render_all(results, reports)
+    assert not left_over.exists() and other_mode.exists()
+    text = (reports / "bench.md").read_text()
+    for chart in (p for p in written if p.suffix == ".png"):
+        assert f"(charts/{chart.name})" in text
+
+
 def test_a_pyperf_row_shows_pyperfs_own_spread_not_a_range_of_one(results, tmp_path):
     reports = tmp_path / "reports"
     report.render_all(results, reports)
