@@ -41,6 +41,9 @@ class StoredRow:
     reps: list[dict]
 
 
+NOT_MEASURED = {"deviations.toml"}  # files in a loop's folder no measurement depends on
+
+
 def row_fingerprint(workload: str, row: Row, root: Path = ROOT) -> str:
     """A hash of the code one row's measurement depends on."""
     paths: list[Path] = []
@@ -54,8 +57,13 @@ def row_fingerprint(workload: str, row: Row, root: Path = ROOT) -> str:
     paths.append(root / "bench" / "procs.py")
     digest = hashlib.sha256()
     for path in sorted(set(paths)):
-        # Code only: a README or any prose beside the code changes nothing a row measured.
-        if path.suffix in {".pyc", ".md"} or "__pycache__" in path.parts:
+        # Code only: a README or any prose beside the code changes nothing a row measured,
+        # nor does a loop's deviations.toml (what conformance expects of it).
+        if (
+            path.suffix in {".pyc", ".md"}
+            or path.name in NOT_MEASURED
+            or "__pycache__" in path.parts
+        ):
             continue
         if path.exists():
             digest.update(str(path.relative_to(root)).encode())

@@ -334,6 +334,47 @@ def waiting_in_selector(pid: int, fds: int = 0) -> bool:
     return held >= fds and ("poll" in wchan or "select" in wchan)
 
 
+def settled_in_selector(pid: int, fds: int, quiet: float) -> Callable[[], bool]:
+    """A condition: process pid waits in its selector holding `fds` descriptors, and has not
+    woken once (/proc/PID/status voluntary switches) over the last `quiet` seconds or more.
+
+    A wait longer than any of the program's short waits (a settling sleep, a sleep(0)) is its
+    long one, so a signal sent then lands in that wait, not in the bookkeeping around it.
+    """
+    seen: list[tuple[int, float]] = []  # (wake-ups so far, when first seen at that count)
+
+    def settled() -> bool:
+        if not waiting_in_selector(pid, fds):
+            seen.clear()
+            return False
+        wakeups = voluntary_switches(pid)
+        if not seen or seen[0][0] != wakeups:
+            seen[:] = [(wakeups, time.monotonic())]
+            return False
+        return time.monotonic() - seen[0][1] >= quiet
+
+    return settled
+
+
+def voluntary_switches(pid: int) -> int:
+    """How many times process pid's main thread has gone to sleep (-1 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("voluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
+
+
+def cpu_seconds_of(pid: int) -> float:
+    """CPU seconds process pid has run so far, every thread (0 once it is gone)."""
+    with contextlib.suppress(OSError):
+        return _schedstat(pid)[0]
+    return 0.0
+
+
 def peak_rss(pid: int) -> int:
     """Process pid's peak resident set size since it exec'd (VmHWM), bytes; 0 once it is gone.
 

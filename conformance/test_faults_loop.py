@@ -4,7 +4,9 @@ closed behind the loop's back, and Ctrl-C during a workload.
 The first three are ordinary properties (one scenario per style, played in-process). Ctrl-C
 drives the real workload processes: it is a process-level fault by nature (a signal arriving
 while the loop sits in its selector), judged by what a user sees: how the command ends, what
-it says, and that every socket was closed.
+it says, and that every socket was closed. A signal lands between any two lines, so Ctrl-C
+is sent twice over: once in a wait (the loop asleep in its selector) and, at several moments,
+while thousands of sleepers start and wake, where it lands in the loop's own bookkeeping too.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import select
 import signal
 import socket
 import subprocess
+import time
+from collections.abc import Callable
 
 from conformance.harness import prop
 from conformance.processes import (
@@ -24,6 +28,7 @@ from conformance.processes import (
     loop_args,
     module_command,
     running,
+    settled_in_selector,
     spawn,
     until,
     waiting_in_selector,
@@ -353,25 +358,29 @@ def ctrl_c_ends_workloads_cleanly(case, tmp_path) -> dict:
         "echo exit status": stopped.returncode,
         "echo says": "stopped by SIGINT; every socket closed" in stopped.out or stopped.out,
     }
-    # Its 1 000 idle sockets open and the process asleep in its selector: in the loop.
+    # Its 1 000 idle sockets open and the process asleep in its selector, for longer than the
+    # workload's short settling sleep: in its idle wait. (A signal in the bookkeeping around
+    # a wait is the next property's case.)
     sleep = module_command("workloads.sleep", *loop_args(case), "--idle", "60")
-    seen |= _interrupt("sleep", sleep, lambda pid: waiting_in_selector(pid, 1000))
+    seen |= _interrupt("sleep", sleep, lambda pid: settled_in_selector(pid, 1000, quiet=0.25))
     with socket.create_server(("127.0.0.1", 0)) as mute:  # the kernel accepts; nobody answers
         url = f"http://127.0.0.1:{mute.getsockname()[1]}/"
         crawl = module_command("workloads.crawler", *loop_args(case), url, "--timeout", "60")
 
-        def connected_and_waiting(pid: int) -> bool:
-            return bool(select.select([mute], [], [], 0)[0]) and waiting_in_selector(pid)
+        def connected_and_waiting(pid: int) -> Callable[[], bool]:
+            return lambda: bool(select.select([mute], [], [], 0)[0]) and waiting_in_selector(pid)
 
         seen |= _interrupt("crawler", crawl, connected_and_waiting)
     return seen
 
 
 def _interrupt(name: str, command: list[str], in_the_loop) -> dict:
-    """Start command, wait until in_the_loop(pid), send SIGINT: what the user sees."""
+    """Start command, wait until the condition in_the_loop(pid) holds, send SIGINT: what the
+    user sees."""
     process = spawn(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        until(lambda: process.poll() is not None or in_the_loop(process.pid))
+        ready = in_the_loop(process.pid)
+        until(lambda: process.poll() is not None or ready())
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=PATIENCE)
     finally:
@@ -400,3 +409,34 @@ ENDED_CLEANLY = {
 @case_prop("io", timeout=60)
 def test_ctrl_c_ends_a_workload_cleanly(case, tmp_path):
     assert ctrl_c_ends_workloads_cleanly(case, tmp_path) == ENDED_CLEANLY
+
+
+# The sleep workload's sleepers wake throughout its run, so at each of these moments (seconds
+# after it starts, past its start-up) the loop is as likely to be in its own bookkeeping (a
+# queue half updated, a task half made, a timer half popped) as in a task or its selector.
+BUSY_MOMENTS = (0.5, 0.9, 1.3, 1.7)
+BUSY_SLEEPERS = ("--tasks", "200000", "--max-delay", "5")
+
+
+def ctrl_c_while_busy(case) -> list[dict]:
+    """SIGINT to the sleep workload at BUSY_MOMENTS (a run each) while 200 000 sleepers start
+    and wake: what the user sees each time."""
+    command = module_command("workloads.sleep", *loop_args(case), *BUSY_SLEEPERS)
+    return [_interrupt("sleep", command, _seconds_after_start(moment)) for moment in BUSY_MOMENTS]
+
+
+def _seconds_after_start(seconds: float):
+    """A condition factory for _interrupt: true once `seconds` have passed since the start."""
+
+    def since_start(pid: int) -> Callable[[], bool]:
+        started = time.monotonic()
+        return lambda: time.monotonic() - started >= seconds
+
+    return since_start
+
+
+@case_prop("io", timeout=90)
+def test_ctrl_c_in_the_loops_own_bookkeeping_ends_it_cleanly(case):
+    assert ctrl_c_while_busy(case) == [
+        {"sleep exit status": INTERRUPTED, "sleep says": True, "sleep prints no traceback": True}
+    ] * len(BUSY_MOMENTS)

@@ -918,5 +918,7 @@ def test_a_rows_fingerprint_follows_its_code_not_its_prose(tmp_path):
     before = row_fingerprint("echo", row, tmp_path)
     (folder / "README.md").write_text("the idea, told better\n")
     assert row_fingerprint("echo", row, tmp_path) == before
+    (folder / "deviations.toml").write_text("# what conformance expects of it\n")
+    assert row_fingerprint("echo", row, tmp_path) == before
     (folder / "loop.py").write_text("x = 2\n")
     assert row_fingerprint("echo", row, tmp_path) != before

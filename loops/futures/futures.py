@@ -171,11 +171,13 @@ class _Unretrieved:
 
     def __init__(self, loop: Any, exception: BaseException, task: str) -> None:
         self.loop = loop
-        self.exception: BaseException | None = exception  # None once retrieved
         self.task = task  # the task's repr (not the task: that would make a cycle)
+        self.exception: BaseException | None = exception  # None once retrieved (set last)
 
     def __del__(self) -> None:
-        if self.exception is not None:
+        # getattr: a KeyboardInterrupt can cut __init__ short, and this still runs; exception
+        # is set last, so with it every field is there.
+        if getattr(self, "exception", None) is not None:
             self.loop.call_exception_handler(
                 {
                     "message": f"Task exception was never retrieved: {self.task}",

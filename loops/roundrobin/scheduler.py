@@ -139,7 +139,9 @@ class Task:
 
     def __del__(self) -> None:
         # Like asyncio's "Task exception was never retrieved": a failure nobody joined is said.
-        error = self.error
+        # getattr: a KeyboardInterrupt can cut __init__ short, and this still runs (an error
+        # is only ever set on a whole task).
+        error = getattr(self, "error", None)
         if error is not None and not self.joined and not isinstance(error, CancelledError):
             report = "".join(traceback.format_exception(error))
             sys.stderr.write(f"roundrobin: {self!r} failed and nobody joined it:\n{report}")

@@ -129,6 +129,7 @@ class Loop:
         self._wake_record: IORecord | None = None  # the wake-up socket's read end
         self._thread_results: collections.deque = collections.deque()  # (task, future) done
         self._closed = False
+        self._raised_by_a_task: BaseException | None = None  # see run()
         # The trap table: request name -> handler(task, request) -> answer or SUSPEND.
         self._traps = {
             "sleep": self._trap_sleep,
@@ -164,7 +165,19 @@ class Loop:
         _check_not_running()
         main = self._spawn(coro)
         main.joined = True  # its outcome is run()'s to report
-        self._run_until(main)
+        try:
+            self._run_until(main)
+        except BaseException as error:
+            if not isinstance(error, Exception) and error is not self._raised_by_a_task:
+                # A KeyboardInterrupt from a signal lands between any two lines of the
+                # kernel's own bookkeeping: a task popped from the ready queue and not yet
+                # run, a finish half done. Another tick could wait forever on what that step
+                # left behind (close() cancelling a task no queue holds), so the tasks are
+                # closed here, untouched by the kernel: their finally blocks run.
+                self._abandon_tasks()
+            raise
+        finally:
+            self._raised_by_a_task = None
         if main.exception is not None:
             raise main.exception
         return main.result
@@ -198,6 +211,19 @@ class Loop:
                     sock.close()
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
+
+    def _abandon_tasks(self) -> None:
+        """Close every task's coroutine without the kernel, and forget every wait."""
+        for task in self._tasks:
+            task.state = DONE
+            # RuntimeError: it awaited in a finally block; it cannot run any further anyway.
+            with contextlib.suppress(RuntimeError):
+                task.coro.close()
+        self._tasks.clear()
+        self._ready.clear()
+        self._timers.clear()
+        self._sleepers.clear()
+        self._timeouts.clear()
 
     def wake_all(self, waiters: collections.deque) -> None:
         """Make every task parked in `waiters` ready (for synchronous callers: task_done)."""
@@ -326,7 +352,11 @@ class Loop:
                     except BaseException as error:
                         finish(task, None, error)
                         if not isinstance(error, Exception | CancelledError):
-                            raise  # KeyboardInterrupt, SystemExit: out of run()
+                            # KeyboardInterrupt, SystemExit: out of run(), the kernel whole;
+                            # that is where the user sees it, not as an unjoined failure too
+                            self._unseen_failures.pop(task, None)
+                            self._raised_by_a_task = error
+                            raise
                         break
                     try:
                         handler = traps[request[0]]
