@@ -341,17 +341,15 @@ def settled_in_selector(pid: int, fds: int, quiet: float) -> Callable[[], bool]:
     A wait longer than any of the program's short waits (a settling sleep, a sleep(0)) is its
     long one, so a signal sent then lands in that wait, not in the bookkeeping around it.
     """
-    seen: list[tuple[int, float]] = []  # (wake-ups so far, when first seen at that count)
+    wakeups, since = None, 0.0  # the wake-up count last seen, and when it was first seen
 
     def settled() -> bool:
-        if not waiting_in_selector(pid, fds):
-            seen.clear()
+        nonlocal wakeups, since
+        now_wakeups = voluntary_switches(pid) if waiting_in_selector(pid, fds) else None
+        if now_wakeups is None or now_wakeups != wakeups:
+            wakeups, since = now_wakeups, time.monotonic()
             return False
-        wakeups = voluntary_switches(pid)
-        if not seen or seen[0][0] != wakeups:
-            seen[:] = [(wakeups, time.monotonic())]
-            return False
-        return time.monotonic() - seen[0][1] >= quiet
+        return time.monotonic() - since >= quiet
 
     return settled
 
@@ -366,13 +364,6 @@ def voluntary_switches(pid: int) -> int:
     except OSError:
         pass
     return -1
-
-
-def cpu_seconds_of(pid: int) -> float:
-    """CPU seconds process pid has run so far, every thread (0 once it is gone)."""
-    with contextlib.suppress(OSError):
-        return _schedstat(pid)[0]
-    return 0.0
 
 
 def peak_rss(pid: int) -> int:

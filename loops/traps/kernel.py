@@ -352,9 +352,7 @@ class Loop:
                     except BaseException as error:
                         finish(task, None, error)
                         if not isinstance(error, Exception | CancelledError):
-                            # KeyboardInterrupt, SystemExit: out of run(), the kernel whole;
-                            # that is where the user sees it, not as an unjoined failure too
-                            self._unseen_failures.pop(task, None)
+                            # KeyboardInterrupt, SystemExit: out of run(), the kernel whole
                             self._raised_by_a_task = error
                             raise
                         break
@@ -516,9 +514,9 @@ class Loop:
                     else:
                         joiner.throw = exception
                 self._make_ready(joiner)
-        elif (
-            exception is not None and not task.joined and not isinstance(exception, CancelledError)
-        ):
+        elif isinstance(exception, Exception) and not task.joined:
+            # A cancellation is no failure; a KeyboardInterrupt or SystemExit goes out of run(),
+            # where the user sees it.
             self._unseen_failures[task] = None
 
     def _wait_for_end(self, task: Task, target: Task, state: str) -> None:
