@@ -359,6 +359,37 @@ def test_keyboard_interrupt_escapes_run_closes_everything_and_run_works_again():
     assert co.run(co.timeout_after(1, co.sleep(0))) is None
 
 
+def test_an_interrupt_between_a_pop_and_its_step_closes_the_tasks_instead_of_deadlocking():
+    """A signal's KeyboardInterrupt can land after the loop popped a task's wake-up and before
+    the step ran: the wake-up is lost. Shutting down by running the loop again would then wait
+    forever for that task; run() must raise the KeyboardInterrupt and close the tasks."""
+    events = []
+
+    def waiter(gate):
+        try:
+            yield from gate
+        finally:
+            events.append("waiter cleaned up")
+
+    def interrupt(fut):
+        raise KeyboardInterrupt  # as a signal would, between two lines of the loop
+
+    def main():
+        loop = co.get_running_loop()
+        gate = Future(loop)
+        task = yield from co.spawn(waiter(gate))
+        yield from co.sleep(0)  # the waiter now waits on gate
+        gate.set_result(None)  # queues the waiter's wake-up...
+        assert loop._ready.pop() == (task, gate)  # ...which the interrupted turn popped
+        loop._ready.append((interrupt, None))
+        yield from co.sleep(1)
+
+    with pytest.raises(KeyboardInterrupt):
+        co.run(main())
+    assert events == ["waiter cleaned up"]
+    assert co.run(co.timeout_after(1, co.sleep(0))) is None
+
+
 def test_run_leaves_no_fd_or_thread_behind():
     threads_before = threading.active_count()
     fds_before = _open_fds()

@@ -291,6 +291,9 @@ class Task(Future):
             return
         self._finish(_FINISHED, None, error)
         if isinstance(error, KeyboardInterrupt | SystemExit):
+            # Out of run(), the loop whole (it came out of this step, not between two lines of
+            # the loop's bookkeeping): run() may still cancel the other tasks.
+            self._loop._raised_by_a_task = error
             raise error
         self._reporter = _Unretrieved(self._loop, error, repr(self))
 

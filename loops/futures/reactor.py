@@ -33,7 +33,7 @@ from heapq import heapify, heappop, heappush
 from time import monotonic
 from typing import Any
 
-from loops.futures.futures import _PENDING, Future, Task, logger
+from loops.futures.futures import _CANCELLED, _PENDING, Future, Task, logger
 
 _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
@@ -131,6 +131,7 @@ class Loop:
         self._selector.register(self._wake_reader.fileno(), _READ, None)
         self._exception_handler: Any = None  # handler(loop, context), None for logging
         self._closed = False
+        self._raised_by_a_task: BaseException | None = None  # see run_until_complete()
 
     # -- the run loop ---------------------------------------------------------------------
 
@@ -145,7 +146,17 @@ class Loop:
         try:
             while main._state is _PENDING:
                 self._run_once()
+        except BaseException as error:
+            if not isinstance(error, Exception) and error is not self._raised_by_a_task:
+                # A KeyboardInterrupt from a signal lands between any two lines of the loop's
+                # own bookkeeping: a wake-up popped from the ready queue and not yet run, a
+                # wait half registered. Running the loop again to cancel the tasks could wait
+                # forever on what that step lost, so they are closed here, untouched by the
+                # loop: their finally blocks run.
+                self._abandon_tasks()
+            raise
         finally:
+            self._raised_by_a_task = None
             _running.loop = None
         return main.result()
 
@@ -413,6 +424,18 @@ class Loop:
                 self._run_once()
         finally:
             _running.loop = None
+
+    def _abandon_tasks(self) -> None:
+        """Close every task's coroutine without the loop, and forget every wake-up."""
+        for task in self._tasks:
+            task._state = _CANCELLED
+            # RuntimeError: it awaited in a finally block; it cannot run any further anyway.
+            with contextlib.suppress(RuntimeError):
+                task._coro.close()
+        self._tasks.clear()
+        self._ready.clear()
+        self._timers.clear()
+        self._cancelled_timers = 0
 
     def close(self) -> None:
         """Release the worker threads, the selector and the wake-up sockets; idempotent."""
