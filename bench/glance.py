@@ -148,7 +148,8 @@ def cell(column: Column, rendered) -> str:
     stat = rendered.summary.stats.get(column.metric)
     if stat is None:
         return "n/a"
-    value = f"{stat.median * column.factor:,.{column.digits}f}"
+    mark = ("†" if rendered.earlier else "") + ("‡" if rendered.stale else "")
+    value = f"{stat.median * column.factor:,.{column.digits}f}{mark}"
     metric = next((m for m in _metrics(column.workload) if m.name == column.metric), None)
     share = rendered.ratio(metric) if metric is not None else None
     return f"{value} (×{share:.2f})" if share is not None else value
@@ -196,6 +197,10 @@ def sentence(column: Column, rows: list | None) -> str:
             text += f", level with the next, {runner_up.label} (within 3%)"
         else:
             text += f", {gap:.2f}× better than the next, {runner_up.label}"
+        if runner_up.session != lead.session:
+            # Absolute figures from two sessions on a shared machine compare less well than
+            # ratios to a same-session asyncio: say so rather than let the gap pass as exact.
+            text += " (the two measured in different sessions: the gap is less sure)"
     unfigured = [r for r in rows if not r.row.anchor and r.summary.status != "ok"]
     if unfigured:
         text += f"; {len(unfigured)} row(s) without a valid figure"
@@ -238,7 +243,8 @@ def section(
         "",
         "Each loop's headline figures, each with its ratio to asyncio from the same session "
         "(×1.00 = asyncio; above 1 is more, which is better for throughput and worse for cost). "
-        "A word instead of a figure says why there is none (see the workload's table). "
+        "A word instead of a figure says why there is none (see the workload's table); "
+        "† and ‡ mark a figure as in those tables (an earlier session; code changed since). "
         "Conformance counts the properties that pass over those claimed in that style "
         "([conformance.md](conformance.md)); code lines leave out comments and docstrings.",
         "",

@@ -828,6 +828,31 @@ def test_the_report_opens_with_the_glance_table_and_a_sentence_per_workload(resu
     assert any("every claimed property holds in 1 of 3" in ln for ln in sentences)
 
 
+def test_the_glance_marks_a_figure_from_another_session_and_says_so_of_the_gap():
+    """Absolute figures from two sessions of a shared machine are not a same-run comparison:
+    the glance carries the tables' † and ‡, and its sentence says when the two it compares
+    come from different sessions."""
+    from bench import glance
+    from bench.report import RenderedRow
+    from bench.summary import RowSummary, Stat
+
+    column = next(c for c in glance.COLUMNS if c.metric == "requests_per_s")
+
+    def rendered(variant, rate, session, earlier=False, stale=False):
+        summary = RowSummary("ok", stats={"requests_per_s": Stat(rate, rate, rate)})
+        return RenderedRow(
+            Row(variant, "callbacks"), "home-made", session, summary, None, stale, earlier
+        )
+
+    old = rendered("callbacks", 2000.0, "s1", earlier=True, stale=True)
+    assert glance.cell(column, old) == "2,000†‡"
+    new = rendered("uvloop", 1000.0, "s2")
+    assert glance.cell(column, new) == "1,000"
+    assert "different sessions" in glance.sentence(column, [old, new])
+    same = rendered("uvloop", 1000.0, "s1", earlier=True)
+    assert "different sessions" not in glance.sentence(column, [old, same])
+
+
 def scale_rows(costs: dict[str, dict[int, float | str]]):
     """Rendered rows of a synthetic sleep series: per label, cost per sleeper (or a status)."""
     from bench.report import RenderedRow
