@@ -390,6 +390,37 @@ def test_an_interrupt_between_a_pop_and_its_step_closes_the_tasks_instead_of_dea
     assert co.run(co.timeout_after(1, co.sleep(0))) is None
 
 
+def test_a_finally_block_that_spawns_while_an_interrupt_closes_the_tasks():
+    """Closing the tasks runs their finally blocks, and one may spawn: the spawned coroutine
+    is closed too, and the KeyboardInterrupt (not a changed-size error) leaves run()."""
+    late = []
+
+    def cleanup():
+        yield from co.sleep(0)
+
+    def waiter(gate):
+        try:
+            yield from gate
+        finally:
+            late.append(cleanup())
+            yield from co.spawn(late[-1])
+
+    def interrupt(fut):
+        raise KeyboardInterrupt  # as a signal would, between two lines of the loop
+
+    def main():
+        loop = co.get_running_loop()
+        gate = Future(loop)
+        yield from co.spawn(waiter(gate))
+        yield from co.sleep(0)
+        loop._ready.append((interrupt, None))
+        yield from co.sleep(1)
+
+    with pytest.raises(KeyboardInterrupt):
+        co.run(main())
+    assert len(late) == 1 and late[0].gi_frame is None  # closed, never left to the collector
+
+
 def test_run_leaves_no_fd_or_thread_behind():
     threads_before = threading.active_count()
     fds_before = _open_fds()

@@ -539,6 +539,38 @@ def test_keyboard_interrupt_escapes_run_after_finally_blocks_ran():
     assert co.run(co.sleep(0)) is None  # the next run() starts clean
 
 
+def test_a_finally_block_that_spawns_while_an_interrupt_closes_the_tasks():
+    """Closing the tasks runs their finally blocks, and one may spawn: the spawned coroutine
+    is closed too, and the KeyboardInterrupt (not a changed-size error) leaves run()."""
+    late = []
+
+    async def cleanup():
+        await co.sleep(0)
+
+    async def main():
+        try:
+            await co.sleep(0.01)
+            raise KeyboardInterrupt
+        finally:
+            pass
+
+    async def bystander():
+        try:
+            await co.sleep(3600)
+        finally:
+            coro = cleanup()
+            late.append(coro)
+            await co.spawn(coro)
+
+    async def both():
+        await co.spawn(bystander())
+        await main()
+
+    with pytest.raises(KeyboardInterrupt):
+        co.run(both())
+    assert len(late) == 1 and late[0].cr_frame is None  # closed, never left to the collector
+
+
 @pytest.mark.timeout(10)
 def test_a_signal_caught_by_another_thread_wakes_the_blocked_loop():
     async def main():

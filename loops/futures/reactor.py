@@ -427,12 +427,13 @@ class Loop:
 
     def _abandon_tasks(self) -> None:
         """Close every task's coroutine without the loop, and forget every wake-up."""
-        for task in self._tasks:
+        while self._tasks:  # drained, not iterated: a finally block may spawn one more
+            task = next(iter(self._tasks))
+            del self._tasks[task]
             task._state = _CANCELLED
             # RuntimeError: it awaited in a finally block; it cannot run any further anyway.
             with contextlib.suppress(RuntimeError):
                 task._coro.close()
-        self._tasks.clear()
         self._ready.clear()
         self._timers.clear()
         self._cancelled_timers = 0

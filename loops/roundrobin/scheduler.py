@@ -613,11 +613,12 @@ class Loop:
     # -- shutdown ---------------------------------------------------------------------------
 
     def _abandon_tasks(self) -> None:
-        for task in self._tasks:
+        while self._tasks:  # drained, not iterated: a finally block may spawn one more
+            task = next(iter(self._tasks))
+            del self._tasks[task]
             # RuntimeError: it awaited in a finally block; it cannot run any further here anyway.
             with contextlib.suppress(RuntimeError):
                 task.coro.close()
-        self._tasks.clear()
         self._runnable.clear()
 
     def close(self) -> None:
