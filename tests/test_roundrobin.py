@@ -548,11 +548,8 @@ def test_a_finally_block_that_spawns_while_an_interrupt_closes_the_tasks():
         await co.sleep(0)
 
     async def main():
-        try:
-            await co.sleep(0.01)
-            raise KeyboardInterrupt
-        finally:
-            pass
+        await co.sleep(0.01)
+        raise KeyboardInterrupt
 
     async def bystander():
         try:
