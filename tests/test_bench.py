@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -970,3 +971,40 @@ def test_a_rows_fingerprint_follows_its_code_not_its_prose(tmp_path):
     assert row_fingerprint("echo", row, tmp_path) == before
     (folder / "loop.py").write_text("x = 2\n")
     assert row_fingerprint("echo", row, tmp_path) != before
+
+
+# -- the workload protocol: a registered workload is measured, stored and rendered -------------
+
+
+def test_a_registered_workload_is_measured_stored_and_rendered(monkeypatch, tmp_path):
+    """A workload made for the test, registered and nothing else: the run measures it (real
+    processes), the store keeps it, the report renders its section, table and chart."""
+    from tests import tiny_workload
+
+    monkeypatch.setattr(matrix, "WORKLOADS", (*matrix.WORKLOADS, tiny_workload.WORKLOAD))
+    results, reports = tmp_path / "results", tmp_path / "reports"
+    console = Console(file=io.StringIO())
+    assert runner.run(["tiny"], False, None, False, results, console=console) == 0
+    stored = json.loads(results_path(results, "quick", "tiny").read_text())
+    assert set(stored["points"]) == {"sleep_ms=1", "sleep_ms=2"}
+    for point in stored["points"].values():
+        assert set(point["rows"]) == {"asyncio/coroutines", "traps/coroutines"}
+        for entry in point["rows"].values():
+            assert "error" not in entry["reps"][0], entry["reps"][0]
+            assert entry["reps"][0]["wall_ms"] > 0
+    written = report.render_all(results, reports)
+    text = (reports / "bench.md").read_text()
+    assert "## Tiny" in text and "[Tiny](#tiny)" in text
+    assert "### One sleep of 2 ms" in text
+    assert re.search(r"\| traps · coroutines\s*\|\s*[\d.]+ \|\s*×[\d.]+ \|", text), text
+    assert reports / "charts" / "quick-tiny-wall.png" in written
+
+
+def test_the_bench_readme_names_every_module_and_the_recipes():
+    readme = (ROOT / "bench" / "README.md").read_text()
+    for path in sorted((ROOT / "bench").rglob("*.py")):
+        relative = path.relative_to(ROOT / "bench")
+        named = {relative.as_posix(), path.name}
+        assert any(f"`{name}`" in readme or f"{name}`" in readme for name in named), relative
+    for recipe in ("Add a workload", "Add a metric", "Add a column", "Add a chart"):
+        assert f"**{recipe}.**" in readme
