@@ -120,6 +120,16 @@ def variant_rows(styles: Iterable[str] | None = None) -> list[Row]:
     ]
 
 
+def unavailable_variants() -> dict[str, str]:
+    """Variants discovered but unable to run on this interpreter, by name, each with the
+    sentence every report shows in place of its rows ("unavailable on Python 3.12: ...")."""
+    return {
+        variant.name: f"unavailable on Python {loops.PYTHON}: {variant.unavailable}"
+        for variant in loops.discover().values()
+        if not variant.available
+    }
+
+
 def implemented_styles(package: str) -> list[str]:
     """The styles a workload package is written in: one module per style."""
     return [s for s in loops.STYLES if importlib.util.find_spec(f"{package}.{s}") is not None]

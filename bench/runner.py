@@ -34,7 +34,7 @@ from rich.progress import (
 )
 
 from bench import environment, matrix
-from bench.plan import BASELINE, Point, Row, narrow
+from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
 from bench.procs import ChildFailed, Cores, DidNotFinish
 from bench.store import RESULTS, ResultStore, results_path, row_fingerprint
 from bench.summary import complete, summarize
@@ -189,6 +189,9 @@ def run(
         f"({cores.describe()}) · Python {env['python']} · load average "
         f"{', '.join(f'{x:.2f}' for x in env['load_average'] or [])}"
     )
+    for name, why in unavailable_variants().items():  # discovery keeps it; the plan has no row
+        if not loop_names or name in loop_names:
+            console.print(f"[yellow]skipping {name}[/]: {why}")
     jobs: list[Job] = []
     stores: list[ResultStore] = []
     for name in workloads:

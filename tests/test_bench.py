@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -1008,3 +1009,59 @@ def test_the_bench_readme_names_every_module_and_the_recipes():
         assert any(f"`{name}`" in readme or f"{name}`" in readme for name in named), relative
     for recipe in ("Add a workload", "Add a metric", "Add a column", "Add a chart"):
         assert f"**{recipe}.**" in readme
+
+
+# -- a variant unavailable on this interpreter: skipped by the run, named by the report ------
+
+UNAVAILABLE_VARIANT = """
+from loops import Variant, requires
+
+with requires("no_such_frobnicator"):
+    import no_such_frobnicator
+
+VARIANT = Variant(
+    name="zz_unavailable",
+    summary="never seen: the import above fails first",
+    lineage="tests/test_bench.py",
+    capabilities=frozenset({"core"}),
+    coroutines=no_such_frobnicator,
+)
+"""
+
+
+def test_an_unavailable_variant_is_skipped_and_each_report_section_says_why(results, tmp_path):
+    extra = tmp_path / "extra" / "zz_unavailable"
+    extra.mkdir(parents=True)
+    (extra / "__init__.py").write_text(UNAVAILABLE_VARIANT)
+    env = {**os.environ, "LAB_EXTRA_LOOPS": str(extra.parent), "PYTHONDONTWRITEBYTECODE": "1"}
+    (results / "anatomy.json").write_text((ROOT / "reports/results/anatomy.json").read_text())
+    said = f"unavailable on Python {loops.PYTHON}: no_such_frobnicator does not load"
+
+    def bench(*args: str, stored: Path = results) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "bench", *args, "--results", str(stored)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    # Narrowed to no point at all, so that nothing runs: the skip is said before planning.
+    run = bench("run", "--loop", "zz_unavailable", "--where", "tasks=0", stored=tmp_path / "none")
+    assert run.returncode == 0, run.stderr
+    assert "skipping zz_unavailable" in run.stderr and said in " ".join(run.stderr.split())
+    assert "nothing to measure" in run.stderr
+    done = bench("report")
+    assert done.returncode == 0, done.stderr
+    text = (results.parent / "bench.md").read_text()
+    glance = text.split("## At a glance", 1)[1].split("\n## ", 1)[0]
+    assert re.search(rf"\| zz_unavailable +\| {re.escape(said)}", glance), glance
+    for title in ("Echo", "Sleep", "Crawler", "Micro"):
+        section = text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+        tables = section.count("| variant · style")
+        assert tables and section.count("| zz_unavailable ") == tables, title
+        assert section.count(said) == tables, title
+        assert "Not run on this interpreter: zz_unavailable" in section
+    anatomy = text.split("## Cost anatomy", 1)[1].split("\n## ", 1)[0]
+    assert f"| zz_unavailable | {said}" in anatomy

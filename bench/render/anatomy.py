@@ -8,7 +8,7 @@ and writes the table and, for each home-made loop, what its figures say against
 
 from __future__ import annotations
 
-from bench.plan import FLOOR, YARDSTICK
+from bench.plan import FLOOR, YARDSTICK, unavailable_variants
 
 
 def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:
@@ -75,6 +75,8 @@ def section(data: dict | None) -> list[str]:
     rows = data.get("rows", {})
     table, notes = table_rows(rows)
     lines += table
+    for name, why in unavailable_variants().items():  # it would have a row: say why it has none
+        lines.append(f"| {name} | {why} |" + " |" * 11)
     if any(e.get("kept_rate") is False for e in rows.values()):
         lines += ["", "† the server did not keep the offered rate: its figures are at saturation."]
     if notes:

@@ -22,7 +22,7 @@ from tabulate import tabulate
 import loops
 from bench import matrix
 from bench.matrix import crawler, echo, sleep
-from bench.plan import BASELINE, Row
+from bench.plan import BASELINE, Row, unavailable_variants
 
 # Where echo's two columns are read, in words: "1 KiB × 100 connections".
 ECHO_AT = (
@@ -237,6 +237,8 @@ def section(
             cells.append(f"{passing}/{claimed}" if claimed else "—")
             cells.append(f"{lines:,}" if lines is not None else "—")
             body.append(cells)
+    for name, why in unavailable_variants().items():  # no figure, no style: the reason instead
+        body.append([name, why, *("—" for _ in COLUMNS[1:]), "—", "—"])
     body.sort(key=lambda cells: (not cells[0].startswith(BASELINE + " "), cells[0]))
     headers = [
         "variant · style",

@@ -19,7 +19,7 @@ from tabulate import tabulate
 from bench import matrix
 from bench.environment import ROOT
 from bench.render import anatomy, charts, codesize, glance, scale
-from bench.render.rows import current_matrix, rendered_rows, stored_points
+from bench.render.rows import current_matrix, rendered_rows, stored_points, unavailable_rows
 from bench.render.tables import table, what_this_shows
 from bench.store import ResultStore, load_anatomy, load_mode
 from bench.summary import SATURATION, SPREAD_TOLERANCE
@@ -69,7 +69,8 @@ def section(
     for key in order:
         point = by_key[key]
         rows = rendered_rows(workload, point, current.get(key))
-        points.append((key, point["params"], rows))
+        points.append((key, point["params"], rows))  # figures only: for the charts
+        rows = rows + unavailable_rows()
         aside = "" if key in current else " (not in the current matrix)"
         lines += [f"### {workload.point_title(point['params'])}{aside}", ""]
         lines += point_lines(workload, stored, point, rows)

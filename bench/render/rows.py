@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench import matrix
-from bench.plan import BASELINE, Metric, Row, baseline_key
+from bench.plan import BASELINE, Metric, Row, baseline_key, unavailable_variants
 from bench.store import ResultStore, row_fingerprint
 from bench.summary import RowSummary, ratio, summarize
 from bench.workload import Workload
@@ -33,6 +33,8 @@ class RenderedRow:
 
     @property
     def label(self) -> str:
+        if self.summary.status == "unavailable":  # no style: it speaks none here
+            return self.row.variant
         if self.row.anchor:
             return f"{self.row.variant} (anchor)"
         return self.row.label
@@ -97,6 +99,20 @@ def rendered_rows(
         )
     )
     return rows
+
+
+def unavailable_rows() -> list[RenderedRow]:
+    """A row per variant that cannot run on this interpreter, saying so in place of figures.
+
+    Shown in every workload table (each would hold the variant's rows), after the others; not
+    handed to the glance, the charts or the scale section, which read figures only.
+    """
+    return [
+        RenderedRow(
+            Row(name, ""), "unavailable", "", RowSummary("unavailable", why), None, False, False
+        )
+        for name, why in unavailable_variants().items()
+    ]
 
 
 def current_matrix(workload: Workload, mode: str) -> dict[str, tuple[Row, ...]]:
