@@ -21,7 +21,7 @@ from tabulate import tabulate
 
 import loops
 from bench import matrix
-from bench.matrix import crawler, echo, sleep
+from bench.matrix import crawler, echo, micro, sleep
 from bench.plan import BASELINE, Row, unavailable_variants
 
 # Where echo's two columns are read, in words: "1 KiB × 100 connections".
@@ -72,7 +72,7 @@ COLUMNS = (
     Column(
         "switch (ns)",
         "micro",
-        (("harness", "pyperf"),),
+        tuple(micro.HEADLINE_POINT.items()),
         "switch",
         1.0,
         0,
