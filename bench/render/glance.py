@@ -237,8 +237,12 @@ def section(
             cells.append(f"{passing}/{claimed}" if claimed else "—")
             cells.append(f"{lines:,}" if lines is not None else "—")
             body.append(cells)
-    for name, why in unavailable_variants().items():  # no figure, no style: the reason instead
-        body.append([name, why, *("—" for _ in COLUMNS[1:]), "—", "—"])
+    unavailable = unavailable_variants()
+    for name in unavailable:  # no style, no figure: a word here, the reason under the table
+        size = code_lines(name, root)
+        body.append(
+            [name, *("unavailable" for _ in COLUMNS), "—", f"{size:,}" if size is not None else "—"]
+        )
     body.sort(key=lambda cells: (not cells[0].startswith(BASELINE + " "), cells[0]))
     headers = [
         "variant · style",
@@ -270,5 +274,6 @@ def section(
             f"- **Conformance**: every claimed property holds in {len(holding)} of "
             f"{len(conformance)} variant·style rows (a known deviation counts as not holding)."
         )
+    text += [f"- **{name}**: {why}." for name, why in unavailable.items()]
     text.append("")
     return text

@@ -60,9 +60,10 @@ def table_row(
         reps += " §"  # some repetitions saturated the peer: the figure may understate
     if r.summary.status != "ok":
         why = r.summary.reason.splitlines()[0] if r.summary.reason else r.summary.status
-        why = why.replace("|", "/")
-        # An unavailable variant's sentence is whole ("unavailable on Python 3.12: ...").
-        said = why if r.summary.status == "unavailable" else f"**{r.summary.status}**: {why[:120]}"
+        why = why.replace("|", "/")[:120]
+        said = f"**{r.summary.status}**: {why}"
+        if r.summary.status == "unavailable":  # "unavailable on Python 3.12"; why: under the table
+            said, reps = f"**{r.summary.reason.partition(': ')[0]}**", "—"
         return [
             label,
             said,
@@ -216,11 +217,9 @@ def stopped_rows(rows: list[RenderedRow]) -> list[str]:
     unmeasured = [r.label for r in rows if r.summary.status == "not measured"]
     if unmeasured:
         sentences.append(f"Not measured yet: {', '.join(unmeasured)}.")
-    unavailable = [r.label for r in rows if r.summary.status == "unavailable"]
-    if unavailable:
-        sentences.append(
-            f"Not run on this interpreter: {', '.join(unavailable)} (why in the table)."
-        )
+    for r in rows:
+        if r.summary.status == "unavailable":
+            sentences.append(f"{r.label}: {r.summary.reason}.")
     for r in rows:
         for name, why in r.summary.errors.items():
             sentences.append(f"{r.label}: {name} failed: {why}.")
