@@ -3,6 +3,7 @@
 Read ``reactor.py`` first (``Loop._run_once`` is the whole loop), then ``handles.py``.
 """
 
+from loops.callbacks.dropin import new_event_loop
 from loops.callbacks.reactor import Loop
 from loops.contract import EVERY_CAPABILITY, TASK_CAPABILITIES, Variant
 
@@ -16,4 +17,5 @@ VARIANT = Variant(
     # The callbacks style has no tasks, so the task properties have nothing to play.
     capabilities=EVERY_CAPABILITY - TASK_CAPABILITIES,
     callbacks=Loop,
+    asyncio_loop=new_event_loop,  # the same reactor as asyncio's event loop (dropin.py)
 )
