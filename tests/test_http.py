@@ -48,7 +48,8 @@ def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 
 
 def test_the_asyncio_loops_come_from_discovery():
-    assert {"asyncio", "callbacks", "uvloop"} <= set(ASYNCIO_LOOPS)
+    assert {"asyncio", "callbacks"} <= set(ASYNCIO_LOOPS)
+    assert ("uvloop" in ASYNCIO_LOOPS) == loops.discover()["uvloop"].available
     assert "traps" not in ASYNCIO_LOOPS
 
 
@@ -67,10 +68,10 @@ def test_a_short_run_is_valid_and_complete(name, tmp_path):
 
 @NEEDS_WRK
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="asyncio.eager_task_factory is 3.12+")
-def test_eager_tasks_on_the_callbacks_loop(tmp_path):
-    done = cli("--loop", "callbacks", "--eager-tasks", "--seconds", "1", "--path", "/json")
+def test_asyncio_eager_serves_with_eager_tasks(tmp_path):
+    assert "asyncio_eager" in ASYNCIO_LOOPS
+    done = cli("--loop", "asyncio_eager", "--seconds", "1", "--path", "/json", "--warmup", "0")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "with eager tasks" in done.stdout
 
 
 def test_an_unknown_loop_is_a_usage_error():

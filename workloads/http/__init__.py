@@ -1,6 +1,6 @@
 """The http workload: a real server (uvicorn) on each loop that speaks asyncio, loaded by wrk.
 
-    python -m workloads.http --loop NAME [--eager-tasks] [--path /plaintext|/json]
+    python -m workloads.http --loop NAME [--path /plaintext|/json]
         [--seconds S] [--connections N] [--threads T] [--warmup S] [--http IMPL] [--json FILE]
 
 Nothing on the request path was written in the lab but the loop: the ASGI app
@@ -9,7 +9,7 @@ httptools parser, on the variant's ``asyncio_loop`` factory (``loops/contract.py
 lists the variants that have one when it names one that does not), and loaded by wrk (Debian's
 ``wrk``) in its own process. Unlike echo, sleep and crawler, it is written once, not per
 style: the style here is asyncio's own API, and the loop under test must provide it.
-``--eager-tasks`` (Python 3.12+) sets ``asyncio.eager_task_factory`` on the loop.
+asyncio's eager tasks are measured as the ``asyncio_eager`` variant (Python 3.12+).
 
 The run: the server starts in its own process, pinned to one core (wrk to the other, where the
 machine has two); each path is fetched once and its body compared; ``--warmup`` seconds of load
@@ -22,7 +22,7 @@ died makes the run invalid (``valid`` false, ``invalid_reason`` says why, exit s
 
 JSON record (``--json FILE``, ``-`` for stdout; one flat object):
 
-- ``workload`` "http", ``loop``, ``eager_tasks``, ``http`` (uvicorn's parser), ``path``,
+- ``workload`` "http", ``loop``, ``http`` (uvicorn's parser), ``path``,
   ``connections``, ``threads``, ``duration_s`` (asked, whole seconds), ``python``, ``uvicorn``
   (version), ``pinned`` (server and wrk on two different cores), ``server_pid``
 - ``wall_s`` (wrk's measured duration), ``requests``, ``requests_per_s``

@@ -50,7 +50,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     option("--json", metavar="FILE", help="write the result record as JSON ('-': stdout)")
     args = parser.parse_args(argv)
-    loop_factory(parser, args.loop, args.eager_tasks)  # a usage error now, not in the child
+    loop_factory(parser, args.loop)  # a usage error now, not in the child
     if args.threads > args.connections:
         parser.error("--threads must not exceed --connections (wrk needs one per thread)")
     try:
@@ -70,7 +70,7 @@ def cores() -> tuple[int | None, int | None]:
 def server(args: argparse.Namespace, core: int | None):
     """The uvicorn process: yields (process, port); stopped with SIGTERM on the way out."""
     argv = [sys.executable, "-m", "workloads.http.serve", "--loop", args.loop, "--port", "0"]
-    argv += ["--http", args.http] + (["--eager-tasks"] if args.eager_tasks else [])
+    argv += ["--http", args.http]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     try:
         if core is not None:
@@ -128,7 +128,6 @@ def run(args: argparse.Namespace) -> dict:
     record = {
         "workload": "http",
         "loop": args.loop,
-        "eager_tasks": args.eager_tasks,
         "http": args.http,
         "path": args.path,
         "connections": args.connections,
@@ -190,10 +189,9 @@ def _nonzero(errors: dict) -> str:
 
 
 def summary_text(record: dict) -> str:
-    eager = " with eager tasks" if record["eager_tasks"] else ""
     verdict = "valid" if record["valid"] else f"INVALID: {record['invalid_reason']}"
     return (
-        f"http {record['path']} on {record['loop']}{eager} (uvicorn {record['uvicorn']}, "
+        f"http {record['path']} on {record['loop']} (uvicorn {record['uvicorn']}, "
         f"{record['http']}), {record['connections']} connections: "
         f"{record['requests_per_s']:.0f} requests/s, latency p50 {record['latency_us_p50']} µs "
         f"p99 {record['latency_us_p99']} µs, server CPU {record['server_cpu_us_per_request']} µs "

@@ -1,12 +1,11 @@
 """``python -m workloads.http.serve``: uvicorn serving the workload's app on one loop.
 
-    python -m workloads.http.serve --loop NAME [--eager-tasks] [--host H] --port P
+    python -m workloads.http.serve --loop NAME [--host H] --port P
         [--http auto|httptools|h11]
 
 The loop comes from discovery: the variant's ``asyncio_loop`` factory (``loops/contract.py``),
 handed to ``asyncio.Runner`` exactly as ``uvicorn --loop module:factory`` would hand it to
-``asyncio.run``. ``--eager-tasks`` sets ``asyncio.eager_task_factory`` on that loop (Python
-3.12+), so asyncio's eager tasks can be measured on any loop that speaks asyncio. The socket
+``asyncio.run`` (asyncio's eager tasks are the ``asyncio_eager`` variant, 3.12+). The socket
 is bound here (``--port 0`` picks a free one) and the ready line says where:
 ``listening on HOST:PORT (loop NAME, pid PID)``. SIGINT or SIGTERM stops uvicorn gracefully.
 """
@@ -32,40 +31,23 @@ def asyncio_variants() -> list[str]:
     return [name for name, v in loops.discover().items() if v.asyncio_loop is not None]
 
 
-def loop_factory(
-    parser: argparse.ArgumentParser, name: str, eager_tasks: bool
-) -> Callable[[], asyncio.AbstractEventLoop]:
+def loop_factory(parser: argparse.ArgumentParser, name: str) -> Callable[[], Any]:
     """The variant's asyncio loop factory, or a usage error saying which loops have one."""
     try:
         variant = loops.get(name)
-    except loops.UnknownVariantError as error:
+    except loops.VariantLookupError as error:  # unknown, or unavailable on this interpreter
         parser.error(str(error))
     if variant.asyncio_loop is None:
         parser.error(
             f"loop {name!r} does not speak asyncio (no asyncio_loop in its VARIANT); "
             f"loops that do: {', '.join(asyncio_variants())}"
         )
-    if not eager_tasks:
-        return variant.asyncio_loop
-    if not hasattr(asyncio, "eager_task_factory"):
-        parser.error("--eager-tasks needs Python 3.12 or later (asyncio.eager_task_factory)")
-
-    def eager_loop() -> asyncio.AbstractEventLoop:
-        loop = variant.asyncio_loop()
-        loop.set_task_factory(asyncio.eager_task_factory)
-        return loop
-
-    return eager_loop
+    return variant.asyncio_loop
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     """The options the server and the workload's CLI share."""
     parser.add_argument("--loop", required=True, metavar="NAME", help="a loop that speaks asyncio")
-    parser.add_argument(
-        "--eager-tasks",
-        action="store_true",
-        help="set asyncio.eager_task_factory on the loop (Python 3.12+)",
-    )
     parser.add_argument(
         "--http",
         choices=HTTP_IMPLEMENTATIONS,
@@ -116,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
     parser.add_argument("--port", type=port_number, required=True, help="0 picks a free one")
     args = parser.parse_args(argv)
-    factory = loop_factory(parser, args.loop, args.eager_tasks)
+    factory = loop_factory(parser, args.loop)
     sock = listener(args.host, args.port)
     host, port = sock.getsockname()[:2]
     print(f"listening on {host}:{port} (loop {args.loop}, pid {os.getpid()})", flush=True)
