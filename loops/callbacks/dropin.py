@@ -79,9 +79,9 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
         self._debug = False
         self.slow_callback_duration = 0.1  # read by asyncio's debug tools; kept for them
         self._task_factory: Callable[..., Any] | None = None
-        self._default_executor: concurrent.futures.ThreadPoolExecutor | None = (
-            None  # the default one
-        )
+        # run_in_executor(None, ...)'s pool, made on first use (asyncio's name for it, which
+        # CPython's test helpers read).
+        self._default_executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._executor_shutdown_called = False
         self._asyncgens: weakref.WeakSet = weakref.WeakSet()  # started, not yet finalized
         self._asyncgens_shutdown_called = False
@@ -101,6 +101,8 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
         sys.set_asyncgen_hooks(
             firstiter=self._asyncgen_firstiter, finalizer=self._asyncgen_finalize
         )
+        # The hook asyncio gives loop implementations (in asyncio.events.__all__; uvloop calls
+        # it too): get_running_loop(), Future and Task find this loop through it.
         asyncio._set_running_loop(self)
         try:
             super().run_forever()
@@ -544,13 +546,7 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
                 raise ValueError(f"A Stream Socket was expected, got {sock!r}")
             sockets = [sock]
         else:
-            hosts = (
-                [None]
-                if host in (None, "")
-                else [host]
-                if isinstance(host, str) or not isinstance(host, collections.abc.Iterable)
-                else list(host)
-            )
+            hosts = _hosts(host)
             infos = set()
             for one in hosts:
                 infos.update(await self._resolve(one, port, family, socket.SOCK_STREAM, 0, flags))
@@ -965,6 +961,15 @@ def _raise_blocking_once(check: Callable[[], None]) -> Callable[[], None]:
         check()
 
     return call
+
+
+def _hosts(host: Any) -> list[Any]:
+    """create_server's host: None or "" (every interface), one name, or a sequence of names."""
+    if host in (None, ""):
+        return [None]
+    if isinstance(host, str) or not isinstance(host, collections.abc.Iterable):
+        return [host]
+    return list(host)
 
 
 def _check_socket(sock: socket.socket) -> None:
