@@ -14,14 +14,14 @@ only what asyncio's *high-level* API asks for on top, each part under its own ba
 - sockets: the ``sock_*`` coroutines (try the call, wait for readiness on
   ``BlockingIOError``, try again: the lab's rule);
 - connections and servers: ``create_connection``, ``create_server`` (a :class:`Server`),
-  ``create_unix_*``, ``connect_accepted_socket``, ``create_datagram_endpoint``, with the
-  transports of ``transports.py``;
+  ``create_unix_*``, ``connect_accepted_socket``, ``create_datagram_endpoint``,
+  ``connect_read_pipe``/``connect_write_pipe``, with the transports of ``transports.py``;
 - signals: ``add_signal_handler`` over ``signal.set_wakeup_fd`` and a socketpair.
 
 The boundary is uvloop's: asyncio's own ``Future`` and ``Task`` (the C ones), the lab's loop.
 Nothing here touches the reactor's run loop (``Loop._run_once``): the variant's callbacks
 rows cost what they cost before. Not provided (``NotImplementedError`` naming it): SSL,
-subprocesses, pipes, ``sendfile``. Importing asyncio's names is fine (``asyncio.Future``,
+subprocesses, ``sendfile``. Importing asyncio's names is fine (``asyncio.Future``,
 ``asyncio.AbstractServer``, the documented ``asyncio._set_running_loop`` that uvloop uses
 too); no private class of asyncio (``BaseEventLoop``, ``selector_events``) is reused.
 """
@@ -48,7 +48,12 @@ from typing import Any
 from loops.callbacks.handles import Handle
 from loops.callbacks.reactor import Loop
 from loops.callbacks.readiness import READ, WRITE
-from loops.callbacks.transports import DatagramTransport, StreamTransport
+from loops.callbacks.transports import (
+    DatagramTransport,
+    PipeReadTransport,
+    PipeWriteTransport,
+    StreamTransport,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -664,6 +669,27 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
                 continue
             StreamTransport(self, conn, protocol, extra={"peername": address}, server=server)
 
+    # -- pipes --------------------------------------------------------------------------------
+
+    async def connect_read_pipe(self, protocol_factory: Callable[[], Any], pipe: Any) -> tuple:
+        """A read transport on a pipe, a pty or a socket (a file object with fileno())."""
+        return await self._pipe(PipeReadTransport, protocol_factory, pipe)
+
+    async def connect_write_pipe(self, protocol_factory: Callable[[], Any], pipe: Any) -> tuple:
+        """A write transport on a pipe, a pty or a socket (a file object with fileno())."""
+        return await self._pipe(PipeWriteTransport, protocol_factory, pipe)
+
+    async def _pipe(self, kind: type, protocol_factory: Callable[[], Any], pipe: Any) -> tuple:
+        protocol = protocol_factory()
+        waiter = self.create_future()
+        transport = kind(self, pipe, protocol, waiter)
+        try:
+            await waiter
+        except BaseException:
+            transport.close()
+            raise
+        return transport, protocol
+
     # -- datagrams --------------------------------------------------------------------------
 
     async def create_datagram_endpoint(
@@ -814,8 +840,6 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
 
     subprocess_exec = _not_provided("subprocess_exec")
     subprocess_shell = _not_provided("subprocess_shell")
-    connect_read_pipe = _not_provided("connect_read_pipe")
-    connect_write_pipe = _not_provided("connect_write_pipe")
     sendfile = _not_provided("sendfile")
     start_tls = _not_provided("start_tls")
 

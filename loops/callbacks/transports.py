@@ -19,8 +19,13 @@ Closing: ``close`` flushes the buffer first, then calls ``connection_lost(None)`
 drops the buffer; an error calls ``connection_lost(exc)``. ``connection_lost`` is always
 scheduled with ``call_soon``, never called inside the caller's stack, as asyncio does.
 
+Four transports: ``StreamTransport`` (TCP and Unix sockets), ``DatagramTransport`` (UDP),
+``PipeReadTransport`` and ``PipeWriteTransport`` (pipes and ptys, for ``connect_read_pipe``/
+``connect_write_pipe``), sharing ``_Transport`` (extra info, closing, errors, flow control).
+
 Not asyncio's ``_SelectorSocketTransport``: the same contract (its docs, not its code), in
-about a third of the lines, without SSL, sendfile or Windows. No private asyncio class is used.
+about a third of the lines, without SSL, sendfile or Windows. The one piece of asyncio
+reused is the public ``asyncio.trsock.TransportSocket`` (see ``dropin.Server.sockets``).
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import os
 import socket
+import stat
 import warnings
 from typing import Any
 
@@ -39,24 +46,25 @@ HIGH_WATER = 64 * 1024  # default write-buffer high-water mark (asyncio's)
 _CONNECTION_LOST_WARN_AFTER = 5  # writes after the connection died, before a warning
 
 
+def _socket_extra(sock: socket.socket, extra: dict | None) -> dict:
+    """get_extra_info's entries for a socket: the socket, its own and its peer's address."""
+    info = {"socket": asyncio.trsock.TransportSocket(sock)}  # see dropin.Server.sockets
+    for key, call in (("sockname", sock.getsockname), ("peername", sock.getpeername)):
+        try:
+            info[key] = call()
+        except OSError:
+            info[key] = None
+    return info | (extra or {})
+
+
 class _Transport(asyncio.BaseTransport):
     """What both transports share: extra info, closing, errors and write flow control."""
 
-    def __init__(self, loop: Any, sock: socket.socket, protocol: Any, extra: dict | None) -> None:
+    def __init__(self, loop: Any, sock: Any, protocol: Any, extra: dict) -> None:
         self._loop = loop
-        self._sock = sock
+        self._sock = sock  # a socket, or a pipe's file object (anything with fileno and close)
         self._protocol = protocol
-        self._extra = {"socket": asyncio.trsock.TransportSocket(sock)}  # see Server.sockets
-        try:
-            self._extra["sockname"] = sock.getsockname()
-        except OSError:
-            self._extra["sockname"] = None
-        if "peername" not in (extra or {}):
-            try:
-                self._extra["peername"] = sock.getpeername()
-            except OSError:
-                self._extra["peername"] = None
-        self._extra.update(extra or {})
+        self._extra = extra
         self._closing = False  # close() or abort() was called, or an error happened
         self._conn_lost = 0  # > 0 once connection_lost is scheduled
         self._protocol_paused = False  # we called pause_writing and not yet resume_writing
@@ -172,17 +180,17 @@ class _Transport(asyncio.BaseTransport):
                 server._detach(self)
 
     def __del__(self) -> None:
-        # Dropped while open: say so (asyncio's ResourceWarning) and free the socket.
-        sock = getattr(self, "_sock", None)
-        if sock is not None and sock.fileno() != -1:
+        # Dropped while open: say so (asyncio's ResourceWarning) and free the socket or pipe.
+        if _fileno(getattr(self, "_sock", None)) != -1:
             warnings.warn(
                 f"unclosed transport {self!r}", ResourceWarning, stacklevel=2, source=self
             )
-            sock.close()
+            self._sock.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._sock.fileno() < 0 else "closing" if self._closing else "open"
-        return f"<{type(self).__name__} fd={self._sock.fileno()} {state}>"
+        fd = _fileno(self._sock)
+        state = "closed" if fd < 0 else "closing" if self._closing else "open"
+        return f"<{type(self).__name__} fd={fd} {state}>"
 
 
 class StreamTransport(_Transport, asyncio.Transport):
@@ -197,7 +205,7 @@ class StreamTransport(_Transport, asyncio.Transport):
         extra: dict | None = None,
         server: Any = None,
     ) -> None:
-        super().__init__(loop, sock, protocol, extra)
+        super().__init__(loop, sock, protocol, _socket_extra(sock, extra))
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             # Small writes go out at once: request/response protocols would wait 40 ms otherwise.
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -379,7 +387,7 @@ class DatagramTransport(_Transport, asyncio.DatagramTransport, asyncio.Transport
         waiter: Any = None,
         extra: dict | None = None,
     ) -> None:
-        super().__init__(loop, sock, protocol, extra)
+        super().__init__(loop, sock, protocol, _socket_extra(sock, extra))
         self._address = address  # the connected peer (remote_addr), else None
         self._buffer: collections.deque[tuple[bytes, Any]] = collections.deque()
         self._buffered_bytes = 0
@@ -466,6 +474,157 @@ class DatagramTransport(_Transport, asyncio.DatagramTransport, asyncio.Transport
     def _clear_buffer(self) -> None:
         self._buffer.clear()
         self._buffered_bytes = 0
+
+
+class PipeReadTransport(_Transport, asyncio.ReadTransport):
+    """The read end of a pipe (or a pty, or a socket): connect_read_pipe's transport."""
+
+    def __init__(self, loop: Any, pipe: Any, protocol: Any, waiter: Any = None) -> None:
+        super().__init__(loop, pipe, protocol, {"pipe": pipe})
+        self._fd = _pipe_fd(pipe)
+        self._paused = False
+        loop.call_soon(protocol.connection_made, self)
+        loop.call_soon(self._start_reading)
+        if waiter is not None:
+            loop.call_soon(_set_result_unless_done, waiter)
+
+    _start_reading = StreamTransport._start_reading
+    pause_reading = StreamTransport.pause_reading
+    resume_reading = StreamTransport.resume_reading
+    is_reading = StreamTransport.is_reading
+
+    def _read_ready(self) -> None:
+        try:
+            data = os.read(self._fd, MAX_READ)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:  # EIO: a pty whose other side closed
+            return self._fatal_error(exc, "Fatal read error on pipe transport")
+        if data:
+            self._protocol.data_received(data)
+            return
+        self._closing = True  # EOF: the writer closed; a pipe ends there
+        self._loop.remove_reader(self._fd)
+        self._conn_lost += 1
+        self._loop.call_soon(self._protocol.eof_received)
+        self._loop.call_soon(self._call_connection_lost, None)
+
+    def _buffer_size(self) -> int:
+        return 0
+
+    def _clear_buffer(self) -> None:
+        pass
+
+
+class PipeWriteTransport(_Transport, asyncio.WriteTransport):
+    """The write end of a pipe (or a pty, or a socket): connect_write_pipe's transport.
+
+    A pipe's write end becomes *readable* when its read end closes: watching that is how the
+    transport learns the reader went away (asyncio's trick), with nothing to read."""
+
+    def __init__(self, loop: Any, pipe: Any, protocol: Any, waiter: Any = None) -> None:
+        super().__init__(loop, pipe, protocol, {"pipe": pipe})
+        self._fd = _pipe_fd(pipe)
+        self._buffer = bytearray()
+        loop.call_soon(protocol.connection_made, self)
+        mode = os.fstat(self._fd).st_mode
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            loop.call_soon(loop.add_reader, self._fd, self._reader_gone)
+        if waiter is not None:
+            loop.call_soon(_set_result_unless_done, waiter)
+
+    def _reader_gone(self) -> None:
+        self._force_close(BrokenPipeError() if self._buffer else None)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(
+                f"data argument must be a bytes-like object, not {type(data).__name__!r}"
+            )
+        if not data:
+            return
+        if self._conn_lost or self._closing:
+            self._conn_lost += 1
+            return
+        if not self._buffer:
+            try:
+                sent = os.write(self._fd, data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:
+                return self._fatal_error(exc, "Fatal write error on pipe transport")
+            if sent == len(data):
+                return
+            data = memoryview(data)[sent:]
+            self._loop.add_writer(self._fd, self._write_ready)
+        self._buffer += data
+        self._maybe_pause_protocol()
+
+    def _write_ready(self) -> None:
+        try:
+            sent = os.write(self._fd, self._buffer)
+        except (BlockingIOError, InterruptedError):
+            return
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._buffer.clear()
+            return self._fatal_error(exc, "Fatal write error on pipe transport")
+        del self._buffer[:sent]
+        self._maybe_resume_protocol()
+        if self._buffer:
+            return
+        self._loop.remove_writer(self._fd)
+        if self._closing:
+            self._loop.remove_reader(self._fd)
+            self._conn_lost += 1
+            self._call_connection_lost(None)
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def write_eof(self) -> None:
+        """A pipe has no half-close: EOF is closing it, once the buffer is out."""
+        if self._closing:
+            return
+        self._closing = True
+        if not self._buffer:
+            self._loop.remove_reader(self._fd)
+            self._conn_lost += 1
+            self._loop.call_soon(self._call_connection_lost, None)
+
+    def close(self) -> None:
+        self.write_eof()
+
+    def _buffer_size(self) -> int:
+        return len(self._buffer)
+
+    def _clear_buffer(self) -> None:
+        self._buffer.clear()
+
+    def _force_close(self, exc: BaseException | None) -> None:
+        self._loop.remove_reader(self._fd)  # the reader-gone watch, which _Transport leaves
+        super()._force_close(exc)
+
+
+def _pipe_fd(pipe: Any) -> int:
+    """The pipe's fd, made non-blocking; ValueError for a regular file (always "ready")."""
+    fd = pipe.fileno()
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        raise ValueError("Pipe transport is only for pipes, sockets and character devices")
+    os.set_blocking(fd, False)
+    return fd
+
+
+def _fileno(fileobj: Any) -> int:
+    """fileobj's fd, or -1 if it is None or closed (a closed file raises, a socket says -1)."""
+    try:
+        return fileobj.fileno()
+    except (AttributeError, ValueError, OSError):
+        return -1
 
 
 def _set_result_unless_done(future: Any) -> None:
