@@ -85,6 +85,20 @@ def test_a_loop_without_asyncio_is_a_usage_error_naming_those_with_it():
     assert "does not speak asyncio" in done.stderr and "callbacks" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--connections", "0"], "must be positive, got 0"),
+        (["--seconds", "-1"], "argument --seconds: -1 is outside"),
+        (["--connections", "2", "--threads", "3"], "--threads must not exceed --connections"),
+        (["--path", "/nope"], "invalid choice: '/nope'"),
+    ],
+)
+def test_bad_arguments_are_usage_errors(args, says):
+    done = cli("--loop", "callbacks", *args)
+    assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
+
+
 def test_any_failure_makes_the_run_invalid():
     base = {"body_error": "", "server_alive": True}
     result = {

@@ -54,9 +54,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.threads > args.connections:
         parser.error("--threads must not exceed --connections (wrk needs one per thread)")
     try:
+        import uvicorn  # noqa: F401 (only asked whether it is there)
+    except ImportError:
+        parser.error("uvicorn is not installed (the dependency group 'http' has it)")
+    try:
         wrk.command("http://x/", 1, 1, 1, 1)
     except wrk.WrkMissing as error:
-        parser.exit(2, f"{parser.prog}: error: {error}\n")
+        parser.error(str(error))
     return args
 
 
