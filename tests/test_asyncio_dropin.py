@@ -155,3 +155,19 @@ def test_write_flow_control_pauses_and_resumes_the_protocol():
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
         runner.run(main())
     assert events == ["pause", "resume"]
+
+
+def test_a_subprocess_talks_through_its_pipes_and_exits():
+    async def main():
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            "import sys; sys.stdout.write(sys.stdin.read().upper()); sys.exit(3)",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        out, _ = await child.communicate(b"hello")
+        return out, child.returncode
+
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        assert runner.run(main()) == (b"HELLO", 3)

@@ -16,14 +16,16 @@ only what asyncio's *high-level* API asks for on top, each part under its own ba
 - connections and servers: ``create_connection``, ``create_server`` (a :class:`Server`),
   ``create_unix_*``, ``connect_accepted_socket``, ``create_datagram_endpoint``,
   ``connect_read_pipe``/``connect_write_pipe``, with the transports of ``transports.py``;
+- subprocesses: ``subprocess_exec``/``subprocess_shell`` (``subprocesses.py``);
 - signals: ``add_signal_handler`` over ``signal.set_wakeup_fd`` and a socketpair.
 
 The boundary is uvloop's: asyncio's own ``Future`` and ``Task`` (the C ones), the lab's loop.
 Nothing here touches the reactor's run loop (``Loop._run_once``): the variant's callbacks
-rows cost what they cost before. Not provided (``NotImplementedError`` naming it): SSL,
-subprocesses, ``sendfile``. Importing asyncio's names is fine (``asyncio.Future``,
-``asyncio.AbstractServer``, the documented ``asyncio._set_running_loop`` that uvloop uses
-too); no private class of asyncio (``BaseEventLoop``, ``selector_events``) is reused.
+rows cost what they cost before. Not provided (``NotImplementedError`` naming it): SSL and
+``sendfile``; subprocesses (``subprocesses.py``) need Linux's pidfd. asyncio's public names
+are used (``asyncio.Future``, ``asyncio.AbstractServer``, ``asyncio._set_running_loop``, the
+hook asyncio gives loop implementations, which uvloop calls too); no private class of
+asyncio (``BaseEventLoop``, ``selector_events``, ``base_subprocess``) is reused.
 """
 
 from __future__ import annotations
@@ -43,8 +45,10 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable
+from subprocess import PIPE
 from typing import Any
 
+from loops.callbacks import subprocesses
 from loops.callbacks.handles import Handle
 from loops.callbacks.reactor import Loop
 from loops.callbacks.readiness import READ, WRITE
@@ -690,6 +694,49 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
             raise
         return transport, protocol
 
+    # -- subprocesses ---------------------------------------------------------------------------
+
+    async def subprocess_exec(
+        self, protocol_factory: Callable[[], Any], program: Any, *args: Any, **kwargs: Any
+    ) -> tuple[Any, Any]:
+        """Start program with args; its pipes and its exit reach the protocol."""
+        if kwargs.pop("shell", False):
+            raise ValueError("shell must be False")
+        return await self._subprocess(protocol_factory, (program, *args), False, kwargs)
+
+    async def subprocess_shell(
+        self, protocol_factory: Callable[[], Any], cmd: str | bytes, **kwargs: Any
+    ) -> tuple[Any, Any]:
+        """Start cmd with the shell; its pipes and its exit reach the protocol."""
+        if not isinstance(cmd, str | bytes):
+            raise ValueError("cmd must be a string")
+        if not kwargs.pop("shell", True):
+            raise ValueError("shell must be True")
+        return await self._subprocess(protocol_factory, cmd, True, kwargs)
+
+    async def _subprocess(
+        self, protocol_factory: Callable[[], Any], args: Any, shell: bool, popen: dict
+    ) -> tuple[Any, Any]:
+        if not subprocesses.PIDFD:
+            raise NotImplementedError("subprocesses need pidfd (Linux 5.3+, Python 3.9+)")
+        if popen.pop("universal_newlines", False) or popen.pop("text", False):
+            raise ValueError("universal_newlines must be False")
+        if popen.pop("bufsize", 0) != 0:
+            raise ValueError("bufsize must be 0")
+        for name in ("encoding", "errors"):
+            if popen.pop(name, None) is not None:
+                raise ValueError(f"{name} must be None")
+        popen = {"stdin": PIPE, "stdout": PIPE, "stderr": PIPE} | popen
+        protocol = protocol_factory()
+        transport = subprocesses.SubprocessTransport(self, protocol, args, shell, **popen)
+        try:
+            await transport._start()
+        except BaseException:
+            transport.close()
+            await transport._wait()
+            raise
+        return transport, protocol
+
     # -- datagrams --------------------------------------------------------------------------
 
     async def create_datagram_endpoint(
@@ -838,8 +885,6 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
 
     # -- what this loop does not provide ----------------------------------------------------
 
-    subprocess_exec = _not_provided("subprocess_exec")
-    subprocess_shell = _not_provided("subprocess_shell")
     sendfile = _not_provided("sendfile")
     start_tls = _not_provided("start_tls")
 

@@ -5,7 +5,8 @@ cases, subclassed with a loop factory exactly as uvloop's own test suite does, s
 the interpreter that runs this file are the ones run (they differ from version to version).
 
 - ``test_events.EventLoopTestsMixin``: the event loop API (callbacks, readers/writers,
-  executors, signals, connections, servers, datagrams, close);
+  executors, signals, connections, servers, datagrams, pipes, close), and
+  ``test_events.SubprocessTestsMixin``: subprocesses;
 - ``test_sock_lowlevel.BaseSockTestsMixin``: the ``sock_*`` coroutines;
 - ``test_streams.StreamTests`` and ``test_server.BaseStartServer``: asyncio's streams and
   ``start_server`` over the loop's transports (``new_event_loop()`` is the loop's, through an
@@ -34,7 +35,9 @@ except ImportError as error:  # a Python without its test package (Debian's pyth
     pytest.skip(f"CPython's test package is not installed: {error}", allow_module_level=True)
 
 
-class CallbacksEventLoopTests(test_events.EventLoopTestsMixin, test_utils.TestCase):
+class CallbacksEventLoopTests(
+    test_events.EventLoopTestsMixin, test_events.SubprocessTestsMixin, test_utils.TestCase
+):
     def create_event_loop(self):
         return new_event_loop()
 
