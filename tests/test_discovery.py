@@ -43,7 +43,7 @@ def test_unknown_name_is_an_error_listing_the_known_ones():
 
 
 def test_each_variant_speaks_a_style_and_claims_known_capabilities():
-    for variant in loops.discover().values():
+    for variant in loops.available().values():
         assert variant.styles, f"{variant.name} speaks no style"
         assert variant.capabilities <= loops.CAPABILITIES.keys()
         assert variant.summary and "\n" not in variant.summary
@@ -55,8 +55,15 @@ def test_asking_for_a_style_a_variant_does_not_speak_is_a_clear_error():
 
 
 def test_readme_variants_table_is_current():
+    # The committed table is written where every variant loads (3.11); on an interpreter that
+    # lacks one, that row reads "unavailable" here, and every other row must still match.
+    missing = tuple(f"| `{name}` |" for name, v in loops.discover().items() if not v.available)
+
+    def rows(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not (missing and line.startswith(missing))]
+
     text = README.read_text()
-    assert readme_with_table(text) == text, "run `python -m loops --readme` to refresh it"
+    assert rows(readme_with_table(text)) == rows(text), "run `python -m loops --readme`"
 
 
 def test_a_new_folder_is_a_variant_in_the_conformance_suite():
