@@ -227,7 +227,7 @@ class Ring:
         op_flags: int = 0,
     ) -> None:
         """Write one SQE and publish it (the kernel takes it at the next enter)."""
-        if self.space == 0:
+        if self.pending >= self.sq_entries:  # the kernel takes every SQE at each enter
             self.enter(0)  # hand the queued ones over to make room
         tail = self._tail
         SQE.pack_into(
