@@ -49,8 +49,11 @@ TASK_CAPABILITIES = frozenset({"tasks-scale", "timeouts", "queue"})  # need task
 PYTHON = ".".join(platform.python_version_tuple()[:2])  # "3.13": how reports name it
 
 
-class Unavailable(Exception):
+class Unavailable(ImportError):
     """Raised by a variant folder's ``__init__`` that cannot run here; ``str()`` is the reason.
+
+    An ImportError because the folder does not import here: code that walks packages and
+    skips what does not import (``pkgutil.walk_packages``) skips it too.
 
     Discovery lists such a variant as unavailable, with the reason in one line, instead of
     crashing: a dependency that does not import on this interpreter, a kernel feature the

@@ -113,17 +113,21 @@ def test_the_conformance_matrix_shows_it_and_a_narrowed_run_says_why(extra, tmp_
     assert REASON in narrowed.stdout + narrowed.stderr
 
 
-def test_the_timelines_show_it_in_place_of_stale_records(tmp_path, monkeypatch):
+def test_the_timelines_say_why_it_is_absent_and_keep_records_made_elsewhere(tmp_path, monkeypatch):
     from timeline import __main__ as timeline_main
 
-    unavailable = loops.Variant.unavailable_here(NAME, REASON)
-    stale = tmp_path / f"spin-{NAME}-coroutines.json"
-    stale.write_text("{}")  # recorded on another interpreter: must not be shown as current
-    monkeypatch.setattr(loops, "discover", lambda: {NAME: unavailable})
+    monkeypatch.setattr(
+        loops, "discover", lambda: {NAME: loops.Variant.unavailable_here(NAME, REASON)}
+    )
     assert timeline_main.run_all(tmp_path, None, None, None) == 0
     failures = json.loads((tmp_path / "failures.json").read_text())
     assert failures == {NAME: f"unavailable on Python {loops.PYTHON}: {REASON}"}
-    assert not stale.exists()
+    # Recorded on an interpreter where it runs (each record names its Python): kept, shown.
+    elsewhere = tmp_path / f"spin-{NAME}-coroutines.json"
+    elsewhere.write_text("{}")
+    assert timeline_main.run_all(tmp_path, None, None, None) == 0
+    assert elsewhere.exists()
+    assert json.loads((tmp_path / "failures.json").read_text()) == {}
 
 
 def test_curio_is_unavailable_exactly_where_it_cannot_import():
@@ -137,3 +141,20 @@ def test_curio_is_unavailable_exactly_where_it_cannot_import():
     else:
         assert curio.available, curio.unavailable
         assert curio.styles == ("coroutines",)
+
+
+def test_an_anchor_whose_library_does_not_load_is_left_out_with_its_reason():
+    from bench.echo import anchor_names
+    from workloads.echo.native import SERVERS, unavailable
+
+    reasons = {name: unavailable(name) for name in SERVERS}
+    assert sorted(anchor_names()) == sorted(name for name, why in reasons.items() if why is None)
+    if sys.version_info < (3, 12):
+        assert reasons["curio-sockets"] is None
+        return
+    # curio 1.6 on 3.12+: a usage error with the reason, not a traceback.
+    assert "CHALLENGE" in reasons["curio-sockets"]
+    done = _run(["-m", "workloads.echo.native", "curio-sockets"], dict(os.environ), timeout=60)
+    assert done.returncode == 2
+    assert "anchor 'curio-sockets' is unavailable on Python 3." in done.stderr
+    assert "Traceback" not in done.stderr
