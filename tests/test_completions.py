@@ -67,8 +67,9 @@ def test_the_probe_reports_the_kernels_refusal(monkeypatch):
 
     monkeypatch.setattr(uring, "_syscall", lambda *args: -1)
     monkeypatch.setattr(uring.ctypes, "get_errno", lambda: 1)  # EPERM, as under seccomp
-    with pytest.raises(PermissionError, match="io_uring_setup"):
+    with pytest.raises(PermissionError, match="io_uring_setup") as refused:
         uring.probe()
+    assert "seccomp" in uring.why(refused.value) or "io_uring_disabled" in uring.why(refused.value)
 
 
 # -- the ring ------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from loops.contract import EVERY_CAPABILITY, Unavailable, Variant
 try:
     uring.probe()
 except OSError as error:
-    raise Unavailable(f"io_uring cannot be set up here: {error.strerror or error}") from None
+    raise Unavailable(f"io_uring cannot be set up here: {uring.why(error)}") from None
 
 from loops.completions import tasks  # only once io_uring is known to work
 

@@ -137,6 +137,23 @@ def probe() -> None:
     os.close(setup(2, Params()))
 
 
+def why(error: OSError) -> str:
+    """One line on why io_uring_setup failed, with the usual cause of that errno."""
+    reason = error.strerror or str(error)
+    if error.errno == errno.EPERM:
+        try:
+            with open("/proc/sys/kernel/io_uring_disabled") as setting:
+                disabled = setting.read().strip()
+        except OSError:
+            disabled = "0"
+        if disabled != "0":
+            return f"{reason} (sysctl kernel.io_uring_disabled = {disabled})"
+        return f"{reason} (a seccomp filter, such as a container runtime's default?)"
+    if error.errno == errno.ENOSYS and "io_uring_setup" in reason:
+        return f"{reason} (a kernel before 5.1, or built without CONFIG_IO_URING)"
+    return reason
+
+
 class Ring:
     """One io_uring: queue SQEs with :meth:`prepare`, submit and wait with :meth:`enter`,
     read completions with :meth:`reap`."""
