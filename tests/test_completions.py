@@ -248,3 +248,43 @@ def ctypes_memmove(address: int, data: bytes, n: int) -> None:
     import ctypes
 
     ctypes.memmove(address, data, n)
+
+
+# -- addresses: what the kernel reads and writes as sockaddr -------------------------------------
+
+
+@needs_io_uring
+def test_addresses_cross_the_ring_in_every_family_it_speaks(tmp_path):
+    co = loops.get("completions").coroutines
+
+    async def main():
+        seen = {}
+        if socket.has_ipv6:
+            u1 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+            u2 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+            with u1, u2:
+                for u in (u1, u2):
+                    u.bind(("::1", 0))
+                    u.setblocking(False)
+                await co.sendto(u1, b"six", u2.getsockname())
+                data, sender = await co.recvfrom(u2, 100)
+                seen["inet6"] = (data, sender == u1.getsockname())
+        path = str(tmp_path / "listener.sock")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+            listener.bind(path)
+            listener.listen()
+            listener.setblocking(False)
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.setblocking(False)
+            accepting = await co.spawn(co.accept(listener))
+            await co.connect(client, path)
+            conn, address = await co.join(accepting)
+            with client, conn:
+                await co.sendall(client, b"unix")
+                seen["unix"] = (await co.recv(conn, 100), address, conn.gettimeout())
+        return seen
+
+    seen = co.run(main())
+    if socket.has_ipv6:
+        assert seen["inet6"] == (b"six", True)
+    assert seen["unix"] == (b"unix", "", 0.0)  # an unnamed peer, as Python reports it
