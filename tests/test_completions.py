@@ -288,3 +288,37 @@ def test_addresses_cross_the_ring_in_every_family_it_speaks(tmp_path):
     if socket.has_ipv6:
         assert seen["inet6"] == (b"six", True)
     assert seen["unix"] == (b"unix", "", 0.0)  # an unnamed peer, as Python reports it
+
+
+@needs_io_uring
+def test_more_operations_than_the_rings_hold_are_all_submitted_and_completed(monkeypatch):
+    """SQEs beyond the SQ's slots are handed over early; those the kernel refuses (EBUSY, as a
+    kernel with overflowing completions may) wait in order in a backlog, none overwritten."""
+    import errno
+
+    from loops.completions import uring
+
+    ring = uring.Ring(2, 4)  # two SQ slots, four CQ slots: both overflow below
+    real_enter, refusals = uring._enter, [5]
+
+    def refusing_enter(*args):
+        if refusals[0] > 0:
+            refusals[0] -= 1
+            return -1
+        return real_enter(*args)
+
+    monkeypatch.setattr(uring, "_enter", refusing_enter)
+    monkeypatch.setattr(uring.ctypes, "get_errno", lambda: errno.EBUSY)
+    try:
+        for user_data in range(40):
+            ring.prepare(uring.OP_NOP, -1, 0, 0, user_data)
+        assert len(ring._backlog) == 38  # the first two fill the ring, the kernel refuses
+        got = []
+        for _ in range(1000):
+            if len(got) == 40:
+                break
+            ring.enter(0.01)
+            got += [user_data for user_data, _ in ring.reap()]
+        assert sorted(got) == list(range(40))
+    finally:
+        ring.close()

@@ -186,6 +186,7 @@ class Ring:
             self.close()
             raise OSError(errno.ENOSYS, "io_uring without IORING_FEAT_EXT_ARG (kernel < 5.11)")
         self.pending = 0  # SQEs written and not yet handed to the kernel
+        self._backlog: list[tuple] = []  # SQEs that found the ring full, in order
         # Reused for every enter with a timeout: a timespec and the getevents_arg pointing at it.
         self._timespec = ctypes.create_string_buffer(TIMESPEC.size)
         self._arg = ctypes.create_string_buffer(GETEVENTS_ARG.size)
@@ -244,8 +245,14 @@ class Ring:
         op_flags: int = 0,
     ) -> None:
         """Write one SQE and publish it (the kernel takes it at the next enter)."""
-        if self.pending >= self.sq_entries:  # the kernel takes every SQE at each enter
-            self.enter(0)  # hand the queued ones over to make room
+        if self._backlog:  # behind those already waiting: the kernel sees them in order
+            self._backlog.append((opcode, fd, addr, length, user_data, off, op_flags))
+            return
+        if self.pending >= self.sq_entries:  # every slot holds an SQE the kernel has not taken
+            self.enter(0)  # hand them over to make room
+            if self.pending >= self.sq_entries:  # refused (EBUSY: completions overflowing)
+                self._backlog.append((opcode, fd, addr, length, user_data, off, op_flags))
+                return  # written by enter() once the kernel has taken some
         tail = self._tail
         SQE.pack_into(
             self._sqe_map,
@@ -295,6 +302,10 @@ class Ring:
                 return 0
             raise OSError(code, f"io_uring_enter: {os.strerror(code)}")
         self.pending -= taken
+        if self._backlog:  # SQEs that found the ring full: into the room just made
+            backlog, self._backlog = self._backlog, []
+            for entry in backlog:
+                self.prepare(*entry)  # a full ring again puts the rest back in the backlog
         return taken
 
     def reap(self) -> list[tuple[int, int]]:
