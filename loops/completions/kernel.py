@@ -189,9 +189,9 @@ class Loop:
             for task in self._unseen_failures:
                 log.error("%r failed and nobody joined it", task, exc_info=task.exception)
             self._unseen_failures.clear()
-            self._drain_ring()
-            if self._pool is not None:
+            if self._pool is not None:  # first: no worker may write the eventfd once closed
                 self._pool.shutdown(wait=True)
+            self._drain_ring()
 
     def _drain_ring(self) -> None:
         """Have the kernel cancel whatever is still in flight and wait for every completion,
