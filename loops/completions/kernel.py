@@ -273,7 +273,7 @@ class Loop:
             # ---- stage 1: submit every queued operation, wait for completions only while
             # nothing is ready, and resume each task whose operation completed
             if ready:
-                enter(0)  # submit only (no syscall if nothing is queued); reaping needs none
+                enter(0)  # submit only: no syscall if nothing is queued or due; reaping needs none
             elif timers:
                 enter(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
             elif len(in_flight) > 0 or self._thread_jobs:
