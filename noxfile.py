@@ -5,47 +5,27 @@ or `nox -p 3.13 -s conformance`. Without either, a session runs on the interpret
 runs on, so `python3 -m nox -s conformance` means what it always did.
 """
 
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import nox
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the lab's own modules
+from bench import interpreters  # the lab's interpreters, declared once
+
 nox.options.sessions = ["conformance"]
 nox.options.reuse_venv = "yes"
 
 RUNNING = f"{sys.version_info.major}.{sys.version_info.minor}"  # the interpreter nox runs on
-PYTHONS = sorted({"3.11", "3.12", "3.13", RUNNING}, key=lambda v: tuple(map(int, v.split("."))))
+PYTHONS = sorted({*interpreters.PYTHONS, RUNNING}, key=interpreters.version_key)
 # No interpreter named on the command line (no `-p`, no `session-3.x`): the running one.
 if not any(re.search(r"-3\.\d+$", arg) for arg in sys.argv[1:]):
     nox.options.pythons = [RUNNING]
 
 
-def _runs(command: str) -> bool:
-    try:
-        return subprocess.run([command, "-c", ""], capture_output=True, timeout=30).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-def _version_of(interpreter: Path) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", interpreter.parent.parent.name))
-
-
-def _put_pyenv_interpreters_on_path() -> None:
-    """Let nox find `python3.X` installed by pyenv but not active (pyenv's shim then fails)."""
-    versions = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    for version in PYTHONS:
-        if _runs(f"python{version}"):
-            continue
-        found = sorted(versions.glob(f"{version}.*/bin/python{version}"), key=_version_of)
-        if found:
-            os.environ["PATH"] = f"{found[-1].parent}{os.pathsep}{os.environ['PATH']}"
-
-
-_put_pyenv_interpreters_on_path()
+# The pyenv lookup is the bench's too (`python -m bench run --python 3.13`): one copy.
+interpreters.put_pyenv_interpreters_on_path(PYTHONS)
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 

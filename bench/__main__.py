@@ -82,6 +82,18 @@ def parser() -> argparse.ArgumentParser:
         help="only points with this parameter value, e.g. connections=10000 (repeat: all hold)",
     )
     run.add_argument("--redo", action="store_true", help="measure again what is stored")
+    run.add_argument(
+        "--python",
+        action="append",
+        metavar="X.Y|PATH",
+        help="measure on this interpreter (repeat: rows interleaved across them; default: the "
+        "one running the bench); another version runs from .venvs/bench-X.Y/, made once",
+    )
+    run.add_argument(
+        "--across",
+        action="store_true",
+        help="only the points the report's Interpreters section reads (bench/across.py)",
+    )
     run.add_argument("--results", type=Path, default=RESULTS)
 
     anatomy = commands.add_parser(
@@ -141,6 +153,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             args.redo,
             args.results,
             where=where,
+            pythons=args.python,
+            only_across=args.across,
         )
     except KeyboardInterrupt as stop:
         return interrupted(stop, "finished points are stored; run again to resume")

@@ -233,8 +233,31 @@ def peak_rss_bytes(pid: int) -> int | None:
     return int(match.group(1)) * 1024 if match else None
 
 
+# The interpreter the process under test runs on: this one, unless the runner measures a row on
+# another (``python -m bench run --python 3.13``), for the length of that repetition. Peers (the
+# echo load generator's wrapper, the crawler's site server) stay on this interpreter, so one
+# interpreter's peers serve every interpreter's rows alike.
+_SUBJECT: list[str] = [sys.executable]
+
+
+@contextlib.contextmanager
+def subject_on(executable: str):
+    """Within the block, `python()` starts the process under test on `executable`."""
+    before = _SUBJECT[0]
+    _SUBJECT[0] = executable
+    try:
+        yield
+    finally:
+        _SUBJECT[0] = before
+
+
 def python(*args: str) -> list[str]:
-    """argv running this interpreter on a module or script of the lab."""
+    """argv running the process under test (the loop measured) on a module of the lab."""
+    return [_SUBJECT[0], *args]
+
+
+def peer_python(*args: str) -> list[str]:
+    """argv running a peer (load generator, site server) on the interpreter running the bench."""
     return [sys.executable, *args]
 
 

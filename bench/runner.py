@@ -16,6 +16,7 @@ connections or idle sockets.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import sys
@@ -33,11 +34,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from bench import environment, matrix
+from bench import across, matrix
+from bench.interpreters import RUNNING
 from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
-from bench.procs import ChildFailed, Cores, DidNotFinish
+from bench.procs import ChildFailed, Cores, DidNotFinish, subject_on
 from bench.store import RESULTS, ResultStore, results_path, row_fingerprint
 from bench.summary import complete, summarize
+from bench.venvs import Interpreter, NoInterpreter, interpreter
 from bench.workload import Measuring, Workload
 from workloads.common import raise_open_file_limit
 
@@ -52,6 +55,7 @@ class Job:
     point: Point
     rows: list[Row]
     resumed: dict[Row, list[dict]] | None = None  # stored repetitions a row continues from
+    python: Interpreter | None = None  # the interpreter its rows run on (None: this one)
 
     @property
     def headline(self) -> str:
@@ -70,13 +74,17 @@ def plan_jobs(
     loop_names: list[str] | None,
     redo: bool,
     where: dict[str, str] | None = None,
+    python: Interpreter | None = None,
+    only_across: bool = False,
 ) -> tuple[list[Job], int]:
-    """What to measure for one workload, and how many stored rows are skipped."""
+    """What to measure for one workload (on one interpreter), and how many stored rows are
+    skipped; `only_across`: only the points the Interpreters section reads."""
     jobs, skipped = [], 0
     measuring = workload.measuring()
     for point in workload.points(full):
-        if not matches(point, where):
+        if not matches(point, where) or (only_across and not across.read_at(point)):
             continue
+        point = dataclasses.replace(point, rows=tuple(rows_on(point.rows, python)))
         headline = workload.columns_at(point.args)[0].name
         rows = narrow(point.rows, loop_names)
         todo = [
@@ -95,8 +103,34 @@ def plan_jobs(
                     if reps and row not in baseline:
                         resumed[row] = list(reps)
             todo = [*baseline, *(r for r in todo if r not in baseline)]
-            jobs.append(Job(workload, measuring, store, point, todo, resumed))
+            jobs.append(Job(workload, measuring, store, point, todo, resumed, python))
     return jobs, skipped
+
+
+def rows_on(rows: tuple[Row, ...], python: Interpreter | None) -> list[Row]:
+    """A point's rows on one interpreter: without the variants it cannot run, and with those
+    only it can (unavailable here), in the styles the point measures."""
+    if python is None or python.running:
+        return list(rows)
+    kept = [
+        row
+        for row in rows
+        if (
+            row.variant in python.anchors
+            if row.anchor
+            else row.style in python.styles.get(row.variant, ())
+        )
+    ]
+    styles = {row.style for row in rows if not row.anchor}
+    here_only = unavailable_variants()
+    kept += [
+        Row(name, style)
+        for name, spoken in python.styles.items()
+        if name in here_only
+        for style in spoken
+        if style in styles
+    ]
+    return kept
 
 
 def matches(point: Point, where: dict[str, str] | None) -> bool:
@@ -105,34 +139,42 @@ def matches(point: Point, where: dict[str, str] | None) -> bool:
     return all(name in args and str(args[name]) == value for name, value in (where or {}).items())
 
 
-def measure_point(job: Job, session: str, cores: Cores, full: bool, progress, task) -> None:
-    """Every repetition of every row of one point, interleaved, each stored as it ends."""
-    point = job.point
-    resumed = job.resumed or {}
-    reps: dict[Row, list[dict]] = {row: list(resumed.get(row, [])) for row in job.rows}
+def measure_point(group: list[Job], session: str, cores: Cores, full: bool, progress, task) -> None:
+    """Every repetition of every row of one point on every interpreter, interleaved (the
+    interpreter rotates with the rows), each stored as it ends."""
+    point = group[0].point
+    units = [(job, row) for job in group for row in job.rows]
+    reps = {(id(job), row): list((job.resumed or {}).get(row, [])) for job, row in units}
     total = point.repetitions
-    job.measuring.prepare(point, job.store)  # a workload may settle a point's settings from data
+    # A workload may settle a point's settings from data (echo's fixed offered load): once per
+    # point, from the first interpreter's store, so every interpreter gets the same settings.
+    group[0].measuring.prepare(point, group[0].store)
 
-    def done(row: Row) -> bool:
-        return complete(reps[row], total, point.min_repetitions, job.headline)
+    def done(job: Job, row: Row) -> bool:
+        return complete(reps[id(job), row], total, point.min_repetitions, job.headline)
 
     for rep in range(total):
-        shift = rep % len(job.rows)
-        for row in job.rows[shift:] + job.rows[:shift]:
-            if len(reps[row]) > rep or done(row):
+        shift = rep % len(units)
+        for job, row in units[shift:] + units[:shift]:
+            kept = reps[id(job), row]
+            if len(kept) > rep or done(job, row):
                 continue  # resumed past this round, or complete (failed, capped, steady)
             progress.update(
                 task,
-                description=f"{point.workload} {point.key} · {row.label} "
-                f"(rep {len(reps[row]) + 1}/{total})",
+                description=f"{point.workload} {point.key} · {row.label}{on(job)} "
+                f"(rep {len(kept) + 1}/{total})",
             )
-            reps[row].append(measure_once(job, row, cores, full, session))
+            kept.append(measure_once(job, row, cores, full, session))
             progress.advance(task)
-            if done(row):  # steady after its minimum, or failed: its last rounds are not run
-                progress.advance(task, total - len(reps[row]))
-            code = row_fingerprint(point.workload, row)
-            job.store.put(point, row, session, code, reps[row])
+            if done(job, row):  # steady after its minimum, or failed: its last rounds not run
+                progress.advance(task, total - len(kept))
+            job.store.put(point, row, session, row_fingerprint(point.workload, row), kept)
             job.store.save()
+
+
+def on(job: Job) -> str:
+    """ " on Python 3.13" when the job's rows run on an interpreter other than this one."""
+    return "" if job.python is None or job.python.running else f" on Python {job.python.version}"
 
 
 def measure_once(job: Job, row: Row, cores: Cores, full: bool, session: str) -> dict:
@@ -140,7 +182,8 @@ def measure_once(job: Job, row: Row, cores: Cores, full: bool, session: str) -> 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     with tempfile.TemporaryDirectory(prefix="lab-bench-") as workdir:
         try:
-            record = job.measuring.measure(job.point, row, cores, Path(workdir), full)
+            with subject_on(job.python.executable if job.python else sys.executable):
+                record = job.measuring.measure(job.point, row, cores, Path(workdir), full)
         except DidNotFinish as error:  # over its cap: the row's result is that it did not finish
             record = {"error": str(error), "did_not_finish_s": error.cap_s}
             record["did_not_finish_kind"] = getattr(error, "kind", "wall")  # CPU or wall time
@@ -174,33 +217,39 @@ def run(
     results: Path = RESULTS,
     console: Console | None = None,
     where: dict[str, str] | None = None,
+    pythons: list[str] | None = None,
+    only_across: bool = False,
 ) -> int:
-    """Measure what the selection needs; 0 when every selected row has a result stored."""
+    """Measure what the selection needs on each interpreter asked for (by default this one);
+    0 when every selected row has a result stored, 2 when an interpreter cannot be had."""
     console = console or Console(stderr=True)
     mode = "full" if full else "quick"
     raise_open_file_limit()  # inherited by every child: room for C10k and 10 000 idle sockets
-    env = environment.capture()
     cores = Cores.plan()
-    env["pinning"] = cores.describe()
+    try:
+        targets = [interpreter(spec, console.print) for spec in dict.fromkeys(pythons or [""])]
+    except NoInterpreter as error:
+        console.print(f"[red]{error}[/]")
+        return 2
     # Sortable by time, and distinct even for two runs started within the same second.
     session = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-    console.print(
-        f"[bold]bench[/] {mode} · {env['cpu']} · {len(env['usable_cores'])} cores "
-        f"({cores.describe()}) · Python {env['python']} · load average "
-        f"{', '.join(f'{x:.2f}' for x in env['load_average'] or [])}"
-    )
-    for name, why in unavailable_variants().items():  # discovery keeps it; the plan has no row
-        if not loop_names or name in loop_names:
-            console.print(f"[yellow]skipping {name}[/]: {why}")
+    console.print(header(mode, cores, targets))
     jobs: list[Job] = []
     stores: list[ResultStore] = []
-    for name in workloads:
-        planned = plan_workload(
-            matrix.get(name), mode, env, session, console, results, loop_names, redo, where
-        )
-        if planned is not None:
-            jobs += planned[0]
-            stores.append(planned[1])
+    for python in targets:
+        for name, why in python.unavailable.items():  # discovery keeps it; the plan has no row
+            if not loop_names or name in loop_names:
+                console.print(f"[yellow]skipping {name}[/] on Python {python.version}: {why}")
+        # What the rows ran on, and what could not run there (the report says so).
+        env = {**python.environment, "pinning": cores.describe(), "unavailable": python.unavailable}
+        for name in workloads:
+            planned = plan_workload(
+                matrix.get(name), mode, env, session, console, results, loop_names, redo, where,
+                python, only_across,
+            )  # fmt: skip
+            if planned is not None:
+                jobs += planned[0]
+                stores.append(planned[1])
     total = sum(job.left(row) for job in jobs for row in job.rows)
     if not total:
         console.print("nothing to measure: every selected row is stored and current")
@@ -217,6 +266,16 @@ def run(
     return 0
 
 
+def header(mode: str, cores: Cores, targets: list[Interpreter]) -> str:
+    """The run's first line: what it measures on, and how busy the machine is."""
+    env = targets[0].environment
+    return (
+        f"[bold]bench[/] {mode} · {env['cpu']} · {len(env['usable_cores'])} cores "
+        f"({cores.describe()}) · Python {', '.join(t.environment['python'] for t in targets)}"
+        f" · load average {', '.join(f'{x:.2f}' for x in env['load_average'] or [])}"
+    )
+
+
 def plan_workload(
     workload: Workload,
     mode: str,
@@ -227,21 +286,28 @@ def plan_workload(
     loop_names: list[str] | None = None,
     redo: bool = False,
     where: dict[str, str] | None = None,
+    python: Interpreter | None = None,
+    only_across: bool = False,
 ) -> tuple[list[Job], ResultStore] | None:
-    """One workload's jobs and its store (None: the workload cannot run in this tree)."""
+    """One workload's jobs and its store on one interpreter (None: the workload cannot run in
+    this tree)."""
     missing = workload.unavailable()
     if missing:
         console.print(f"[yellow]skipping {workload.name}[/]: {missing}")
         return None
-    path = results_path(results, mode, workload.name)
+    version = python.version if python else RUNNING
+    path = results_path(results, mode, workload.name, version)
     store = ResultStore.load(path, workload.name, mode)
     if store.sessions and not store.machine_matches(env):
         console.print(f"{path} was measured on another machine or Python: measuring afresh")
         store = ResultStore.empty(path, workload.name, mode)
-    jobs, skipped = plan_jobs(store, workload, mode == "full", loop_names, redo, where)
+    jobs, skipped = plan_jobs(
+        store, workload, mode == "full", loop_names, redo, where, python, only_across
+    )
     if skipped:
         console.print(
-            f"{workload.name}: {skipped} stored rows are current, skipped (--redo measures)"
+            f"{workload.name} on Python {version}: {skipped} stored rows are current, skipped "
+            "(--redo measures)"
         )
     if jobs:
         store.add_session(session, env, sys.argv)
@@ -251,7 +317,8 @@ def plan_workload(
 def measure_jobs(
     jobs: list[Job], session: str, cores: Cores, full: bool, console: Console, total: int
 ) -> None:
-    """Every job in turn under one progress bar, each point's rows printed as it ends."""
+    """Every point in turn under one progress bar, its rows on every interpreter interleaved,
+    each point's rows printed as it ends."""
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -260,11 +327,16 @@ def measure_jobs(
         TextColumn("left"),
         TimeRemainingColumn(),
     )
+    groups: dict[tuple[str, Point], list[Job]] = {}
+    for job in jobs:  # one point's jobs on every interpreter measure together
+        groups.setdefault((job.point.workload, job.point), []).append(job)
     with Progress(*columns, console=console, refresh_per_second=2) as progress:
         task = progress.add_task("starting", total=total)
-        for job in jobs:
-            measure_point(job, session, cores, full, progress, task)
-            progress.console.print(f"[bold]{job.point.workload}[/] {job.point.key}")
-            for row in job.rows:
-                stored = job.store.stored(job.point, row)
-                progress.console.print(console_line(job, row, stored.reps if stored else []))
+        for group in groups.values():
+            measure_point(group, session, cores, full, progress, task)
+            progress.console.print(f"[bold]{group[0].point.workload}[/] {group[0].point.key}")
+            for job in group:
+                for row in job.rows:
+                    stored = job.store.stored(job.point, row)
+                    line = console_line(job, row, stored.reps if stored else [])
+                    progress.console.print(line + on(job))

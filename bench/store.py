@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.environment import ROOT, machine_key
+from bench.interpreters import REFERENCE, results_dir
 from bench.plan import BASELINE, Point, Row
 from bench.summary import complete
 
@@ -35,9 +36,10 @@ RESULTS = ROOT / "reports" / "results"  # where a run stores and a report reads,
 ANATOMY = "anatomy.json"  # the cost anatomy's one file, beside the modes' folders
 
 
-def results_path(results: Path, mode: str, workload: str) -> Path:
-    """The file holding one workload's results in one mode (quick or full)."""
-    return results / mode / f"{workload}.json"
+def results_path(results: Path, mode: str, workload: str, python: str = REFERENCE) -> Path:
+    """The file holding one workload's results in one mode (quick or full) on one interpreter
+    (by default the reference interpreter's, the report's main tables)."""
+    return results_dir(results, mode, python) / f"{workload}.json"
 
 
 @dataclass
@@ -238,11 +240,13 @@ def same_machine(one: dict, other: dict) -> bool:
 # -- what the report and the anatomy read ---------------------------------------------------
 
 
-def load_mode(results: Path, mode: str, workloads: list[str]) -> dict[str, ResultStore | None]:
-    """Each workload's stored results in one mode (None where nothing is stored)."""
+def load_mode(
+    results: Path, mode: str, workloads: list[str], python: str = REFERENCE
+) -> dict[str, ResultStore | None]:
+    """Each workload's stored results in one mode on one interpreter (None: nothing stored)."""
     stores: dict[str, ResultStore | None] = {}
     for name in workloads:
-        path = results_path(results, mode, name)
+        path = results_path(results, mode, name, python)
         stores[name] = ResultStore.load(path, name, mode) if path.exists() else None
     return stores
 

@@ -1,14 +1,16 @@
-"""`python -m loops` prints the variants table; `--readme` rewrites it in README.md.
+"""`python -m loops` prints the variants table; `--readme` rewrites it in README.md; `--json`
+prints what this interpreter can run (the bench asks another interpreter so).
 
 A variant that cannot run on this interpreter is listed with the reason (and the command still
 exits 0: an unavailable reference is a fact about the machine, not an error of the lab).
 """
 
 import argparse
+import json
 import re
 from pathlib import Path
 
-from loops import Variant, discover
+from loops import PYTHON, Variant, discover
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 START, END = "<!-- variants:start -->", "<!-- variants:end -->"
@@ -30,6 +32,17 @@ def variant_row(variant: Variant) -> str:
     return f"| `{variant.name}` | {kind} | {', '.join(variant.styles)} | {variant.summary} |"
 
 
+def availability() -> dict:
+    """This interpreter's version and, per variant, its styles and why it cannot run (or None)."""
+    return {
+        "python": PYTHON,
+        "variants": {
+            name: {"styles": list(variant.styles), "unavailable": variant.unavailable}
+            for name, variant in discover().items()
+        },
+    }
+
+
 def readme_with_table(text: str) -> str:
     """README text with the block between the variants markers replaced by the table."""
     pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.S)
@@ -39,8 +52,11 @@ def readme_with_table(text: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m loops", description=__doc__)
     parser.add_argument("--readme", action="store_true", help="rewrite the table in README.md")
+    parser.add_argument("--json", action="store_true", help="print availability here as JSON")
     args = parser.parse_args()
-    if args.readme:
+    if args.json:
+        print(json.dumps(availability()))
+    elif args.readme:
         README.write_text(readme_with_table(README.read_text()))
         print(f"updated {README}")
     else:

@@ -18,7 +18,7 @@ TITLE = "Sleep"
 # Per matrix (False: quick, True: full): the longest sleep in seconds (delays are uniform in
 # [0, max]), the numbers of sleepers, the idle wait in seconds.
 MAX_DELAY = {False: 0.5, True: 1.0}
-TASKS = {False: (1_000, 10_000), True: (1_000, 10_000, 100_000, 1_000_000)}
+TASKS = {False: (1_000, 10_000, 100_000), True: (1_000, 10_000, 100_000, 1_000_000)}
 IDLE = {False: 0.5, True: 3.0}
 IDLE_SOCKETS = {False: (1_000,), True: (100, 1_000, 10_000)}
 CANCEL = {"tasks": 10_000, "fraction": 0.9}  # the cancel-heavy run

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.matrix.crawler import SEED
 from bench.plan import Point, Row
-from bench.procs import Child, ChildFailed, cpu_seconds, mib, python
+from bench.procs import Child, ChildFailed, cpu_seconds, mib, peer_python, python
 from bench.workload import Measuring
 
 PEER = "site server"
@@ -39,7 +39,7 @@ class SitePool:
         workdir = Path(self.workdir.name)
         truth_path = workdir / "truth.json"
         self.child = Child(
-            python(
+            peer_python(
                 "-m",
                 "workloads.crawler.site",
                 "--port",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench.matrix.echo import METRICS, PACED
 from bench.plan import Point, Row
-from bench.procs import Child, ChildFailed, cpu_seconds, mib, python
+from bench.procs import Child, ChildFailed, cpu_seconds, mib, peer_python, python
 from bench.summary import known_limit, summarize
 from bench.workload import Measuring
 
@@ -94,7 +94,7 @@ def server_argv(row: Row) -> list[str]:
 
 
 def load_argv(port: int, params: dict, duration: float, out: Path, server_pid: int) -> list[str]:
-    return python(
+    return peer_python(
         "-m",
         "workloads.echo.load",
         "--port",

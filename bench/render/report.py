@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from tabulate import tabulate
 
 from bench import matrix
 from bench.environment import ROOT
-from bench.render import anatomy, charts, codesize, glance, scale
+from bench.render import anatomy, charts, codesize, glance, interpreters, scale
 from bench.render.rows import current_matrix, rendered_rows, stored_points, unavailable_rows
 from bench.render.tables import table, what_this_shows
 from bench.store import ResultStore, load_anatomy, load_mode
@@ -248,15 +250,89 @@ sleepers, a crawl one page at a time).
 """
 
 
+@dataclass(frozen=True)
+class Page:
+    """What every section of one report reads."""
+
+    mode: str
+    stores: dict[str, ResultStore | None]  # the reference interpreter's, by workload
+    out: Path
+    chart_dir: Path
+    points_of: Callable
+    anatomy_data: dict | None
+    results: Path | None  # where every interpreter's results are stored (None: only `stores`)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One registered section of the report, in page order: its headings for the index line,
+    and its lines."""
+
+    titles: tuple[str, ...]
+    lines: Callable[[Page], list[str]]
+
+
+def workload_sections(page: Page) -> list[str]:
+    lines = []
+    for workload in matrix.WORKLOADS:
+        stored = page.stores.get(workload.name)
+        lines += section(workload, stored, page.mode, page.chart_dir, page.out)
+    return lines
+
+
+def conformance_section(page: Page) -> list[str]:
+    conformance = page.out.parent / "conformance.md"
+    return [
+        "## Conformance",
+        "",
+        (
+            "What each loop does correctly, property by property: "
+            "[reports/conformance.md](conformance.md) (`nox -s conformance`)."
+        )
+        + ("" if conformance.exists() else " Not generated yet in this tree."),
+        "",
+    ]
+
+
+def method_section(page: Page) -> list[str]:
+    return [
+        "## How these were measured",
+        "",
+        METHOD.format(saturation=SATURATION, tolerance=SPREAD_TOLERANCE).replace("\n", " "),
+        "",
+    ]
+
+
+# The report's sections after its opening, in page order: a new section is one entry here.
+SECTIONS = (
+    Section(tuple(w.title for w in matrix.WORKLOADS), workload_sections),
+    Section((), lambda page: anatomy.section(page.anatomy_data)),
+    Section(
+        ("Scale",), lambda page: scale.section(page.points_of, page.mode, page.chart_dir, page.out)
+    ),
+    Section((interpreters.TITLE,), interpreters.section),
+    Section(("Code size",), lambda page: codesize.section()),
+    Section(("Conformance",), conformance_section),
+    Section(("How these were measured",), method_section),
+    Section(
+        ("Environment",),
+        lambda page: environment_section([s for s in page.stores.values() if s is not None]),
+    ),
+)
+
+
 def render(
     mode: str,
     stores: dict[str, ResultStore | None],
     out: Path,
     anatomy_data: dict | None = None,
+    results: Path | None = None,
 ) -> list[Path]:
     """Write one report (and its charts); return the files written."""
     chart_dir = out.parent / "charts"
     points_of = stored_points(stores, mode)
+    page = Page(mode, stores, out, chart_dir, points_of, anatomy_data, results)
+    titles = [title for entry in SECTIONS for title in entry.titles]
     lines = [
         "# The bench: every loop on the same workloads",
         "",
@@ -267,35 +343,11 @@ def render(
         *coverage(stores, mode),
         f"The {mode} matrix; how it was measured is [below](#how-these-were-measured).",
         "",
-        "Sections: "
-        + ", ".join(f"[{w.title}](#{w.title.lower()})" for w in matrix.WORKLOADS)
-        + ", [Scale](#scale), [Code size](#code-size), [Conformance](#conformance), "
-        "[How these were measured](#how-these-were-measured), [Environment](#environment).",
+        "Sections: " + ", ".join(f"[{t}](#{t.lower().replace(' ', '-')})" for t in titles) + ".",
         "",
     ]
-    for workload in matrix.WORKLOADS:
-        lines += section(workload, stores.get(workload.name), mode, chart_dir, out)
-    lines += anatomy.section(anatomy_data)  # the echo rows' cost anatomy, its own section
-    lines += scale.section(points_of, mode, chart_dir, out)
-    lines += codesize.section()
-    conformance = out.parent / "conformance.md"
-    lines += [
-        "## Conformance",
-        "",
-        (
-            "What each loop does correctly, property by property: "
-            "[reports/conformance.md](conformance.md) (`nox -s conformance`)."
-        )
-        + ("" if conformance.exists() else " Not generated yet in this tree."),
-        "",
-    ]
-    lines += [
-        "## How these were measured",
-        "",
-        METHOD.format(saturation=SATURATION, tolerance=SPREAD_TOLERANCE).replace("\n", " "),
-        "",
-    ]
-    lines += environment_section([s for s in stores.values() if s is not None])
+    for entry in SECTIONS:
+        lines += entry.lines(page)
     text = "\n".join(lines).rstrip() + "\n"
     out.write_text(text)
     # A chart of this mode the report no longer shows (its results were dropped) is removed,
@@ -314,7 +366,7 @@ def render_all(results: Path, reports: Path | None = None) -> list[Path]:
     for mode, filename in MODES.items():
         stores = load_mode(results, mode, matrix.names())
         if any(stores.values()):
-            written += render(mode, stores, reports / filename, load_anatomy(results))
+            written += render(mode, stores, reports / filename, load_anatomy(results), results)
     if not written:
         raise SystemExit(f"no stored results under {results}: run `nox -s bench` first")
     return written

@@ -1,0 +1,266 @@
+"""The "Interpreters" section: the same rows on every CPython measured, read side by side.
+
+For each figure of :mod:`bench.across` (echo server CPU per request closed loop and at a fixed
+offered load, the switch, sleep CPU per sleeper at 100 000, crawler pages/s), a table with a
+row per variant·style (echo's anchors too) and a column per interpreter: the figure, its ratio
+to the same row on the reference interpreter (``bench.interpreters.REFERENCE``) and to asyncio
+measured in the same session on the same interpreter. A chart of the fixed-load cost by
+interpreter, and sentences from the data: does uvloop still pay on each interpreter, which
+design gains most from a newer one, where the order of the loops changes. Each interpreter's
+results are read from its own store (``reports/results/<mode>/python-X.Y/``); an interpreter
+with nothing stored is named, with the command that measures it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tabulate import tabulate
+
+from bench import matrix
+from bench.across import COST, FIGURES, Figure
+from bench.interpreters import PYTHONS, REFERENCE
+from bench.plan import BASELINE, Row
+from bench.render.rows import RenderedRow, stored_points
+from bench.store import load_mode
+
+TITLE = "Interpreters"
+MEASURE = " ".join(["python -m bench run --across", *(f"--python {v}" for v in PYTHONS)])
+Figures = dict[str, dict[Row, tuple[float | None, float | None, str]]]  # python -> row -> ...
+
+
+def read(results: Path | None, mode: str, main: dict, main_points) -> dict[str, Figures]:
+    """Per interpreter (those with results stored), per figure: each row's (median, its
+    same-session asyncio median, status)."""
+    found: dict[str, Figures] = {}
+    for python in PYTHONS:
+        stores = main if python == REFERENCE else _stores(results, mode, python)
+        if not any(stores.values()):
+            continue
+        # The reference's rows are the page's, summarized once.
+        points_of = main_points if python == REFERENCE else stored_points(stores, mode)
+        found[python] = {f.name: _figure(f, points_of(f.workload)) for f in FIGURES}
+    return found
+
+
+def _stores(results: Path | None, mode: str, python: str) -> dict:
+    return load_mode(results, mode, matrix.names(), python) if results else {}
+
+
+def _figure(figure: Figure, points: list[tuple[dict, list[RenderedRow]]]) -> dict:
+    rows = next((rows for params, rows in points if figure.matches(params)), [])
+    found = {}
+    for rendered in rows:
+        summary, base = rendered.summary, rendered.baseline
+        stat = summary.stats.get(figure.metric) if summary.status == "ok" else None
+        base_stat = base.stats.get(figure.metric) if base and base.status == "ok" else None
+        found[rendered.row] = (
+            stat.median if stat else None,
+            base_stat.median if base_stat else None,
+            summary.status if summary.status != "ok" else ("n/a" if stat is None else "ok"),
+        )
+    return found
+
+
+def _cell(value: float | None, status: str, digits: int, *ratios: float | None) -> str:
+    if value is None:
+        return status
+    text = f"{value:,.{digits}f}"
+    marks = [f"{r:.2f}×" if r is not None else "–" for r in ratios]
+    return f"{text} ({' · '.join(marks)})" if ratios else text
+
+
+def table(figure: Figure, data: dict[str, Figures], unavailable: dict[str, dict]) -> str:
+    """One figure: a row per variant·style, a column per interpreter with its ratios."""
+    pythons = list(data)
+    rows = sorted({row for p in pythons for row in data[p][figure.name]}, key=_order)
+    body = []
+    for row in rows:
+        cells = [_label(row)]
+        reference = data.get(REFERENCE, {}).get(figure.name, {}).get(row, (None, None, ""))[0]
+        for python in pythons:
+            value, base, status = data[python][figure.name].get(row, (None, None, "not measured"))
+            if value is None and row.variant in unavailable.get(python, {}):
+                status = "unavailable"
+            vs_base = value / base if value and base else None
+            if python == REFERENCE:
+                cells.append(_cell(value, status, figure.digits, vs_base))
+                continue
+            vs_ref = value / reference if value and reference else None
+            cells.append(_cell(value, status, figure.digits, vs_ref, vs_base))
+        body.append(cells)
+    headers = [
+        "row",
+        *(
+            f"Python {p} (× asyncio)"
+            if p == REFERENCE
+            else f"Python {p} (× {REFERENCE} · × asyncio)"
+            for p in pythons
+        ),
+    ]
+    return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def _order(row: Row) -> tuple:
+    return (row.anchor, row.variant != BASELINE, row.variant, row.style)
+
+
+def _label(row: Row) -> str:
+    return row.variant if row.anchor else row.label
+
+
+def uvloop_sentence(data: dict[str, Figures]) -> str | None:
+    """Does uvloop still pay: uvloop-protocol against asyncio-protocol on each interpreter."""
+    uv, aio = Row("uvloop-protocol", "native", True), Row("asyncio-protocol", "native", True)
+    parts = []
+    for python, figures in data.items():
+        cost = figures[COST.name]
+        if cost.get(uv, (None,))[0] and cost.get(aio, (None,))[0]:
+            ratio = cost[aio][0] / cost[uv][0]
+            verdict = "uvloop pays" if ratio > 1.05 else "uvloop no longer pays (within 5 %)"
+            parts.append(
+                f"on {python} asyncio-protocol costs {ratio:.2f}× uvloop-protocol ({verdict})"
+            )
+    if not parts:
+        return None
+    return f"**Does uvloop still pay?** At a fixed offered load, {'; '.join(parts)}."
+
+
+def gain_sentence(data: dict[str, Figures]) -> str | None:
+    """Which design gains most (and least) from the newest interpreter measured."""
+    newest = list(data)[-1]
+    if newest == REFERENCE or REFERENCE not in data:
+        return None
+    old, new = data[REFERENCE][COST.name], data[newest][COST.name]
+    ratios = {
+        row: new[row][0] / old[row][0]
+        for row in new
+        if not row.anchor and new[row][0] and old.get(row, (None,))[0]
+    }
+    if not ratios:
+        return None
+    best, worst = min(ratios, key=ratios.get), max(ratios, key=ratios.get)
+    return (
+        f"**Who gains most from a newer interpreter:** from {REFERENCE} to {newest}, "
+        f"{best.label}'s cost per request at a fixed load moves {ratios[best]:.2f}×, the largest "
+        f"gain; {worst.label} moves least ({ratios[worst]:.2f}×)."
+    )
+
+
+def order_sentence(data: dict[str, Figures]) -> str | None:
+    """Where the order of the loops (by fixed-load cost, cheapest first) changes."""
+    if REFERENCE not in data or len(data) < 2:
+        return None
+    ranks = {}
+    for python, figures in data.items():
+        cost = {r: v[0] for r, v in figures[COST.name].items() if not r.anchor and v[0]}
+        ranks[python] = {row: i for i, row in enumerate(sorted(cost, key=cost.get), 1)}
+    moves = []
+    for python in data:
+        if python == REFERENCE:
+            continue
+        common = set(ranks[python]) & set(ranks[REFERENCE])
+        before = {r: i for i, r in enumerate(sorted(common, key=ranks[REFERENCE].get), 1)}
+        after = {r: i for i, r in enumerate(sorted(common, key=ranks[python].get), 1)}
+        moved = [
+            f"{r.label} #{before[r]} → #{after[r]}"
+            for r in sorted(common, key=after.get)
+            if before[r] != after[r]
+        ]
+        moves.append(f"on {python}, " + (", ".join(moved) if moved else "the same order"))
+    return (
+        f"**Where the order changes** (fixed-load cost, cheapest first, against {REFERENCE}): "
+        + "; ".join(moves)
+        + "."
+    )
+
+
+def chart(data: dict[str, Figures], path: Path) -> Path | None:
+    """A dot plot of the fixed-load cost: a line per row, a marker per interpreter."""
+    rows = sorted(
+        {r for figures in data.values() for r, v in figures[COST.name].items() if v[0]}, key=_order
+    )
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(8, 0.32 * len(rows) + 1.4))
+    for python, marker in zip(data, "os^D", strict=False):
+        cost = data[python][COST.name]
+        ys = [i for i, row in enumerate(rows) if cost.get(row, (None,))[0]]
+        axis.scatter([cost[rows[i]][0] for i in ys], ys, marker=marker, label=f"Python {python}")
+    axis.set_yticks(range(len(rows)), [_label(row) for row in rows], fontsize=8)
+    axis.invert_yaxis()
+    axis.set_xlabel("server CPU per request at a fixed offered load (µs), lower is better")
+    axis.grid(axis="x", alpha=0.3)
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
+def unavailable_on(stores_by_python: dict[str, dict]) -> dict[str, dict[str, str]]:
+    """Per interpreter, the variants its sessions recorded as unavailable there, with why."""
+    found: dict[str, dict[str, str]] = {}
+    for python, stores in stores_by_python.items():
+        for store in filter(None, stores.values()):
+            for session in store.sessions.values():
+                found.setdefault(python, {}).update(session["environment"].get("unavailable", {}))
+    return found
+
+
+def section(page) -> list[str]:
+    """The section's lines: what is stored on which interpreter, a table per figure, a chart."""
+    lines = [f"## {TITLE}", "", INTRO, ""]
+    stores = {
+        p: page.stores if p == REFERENCE else _stores(page.results, page.mode, p) for p in PYTHONS
+    }
+    data = read(page.results, page.mode, page.stores, page.points_of)
+    missing = [p for p in PYTHONS if p not in data]
+    if missing:
+        lines += [
+            f"No results stored yet on Python {', '.join(missing)}"
+            + (" (only " + ", ".join(data) + " has)" if data else "")
+            + f": measure with `{MEASURE}` (each interpreter other than the one running the "
+            "bench gets its own virtualenv under `.venvs/`).",
+            "",
+        ]
+    if not data:
+        return lines
+    unavailable = unavailable_on(stores)
+    notes = [
+        f"- `{name}` is unavailable on Python {python}: {why}"
+        for python in data
+        for name, why in sorted(unavailable.get(python, {}).items())
+    ]
+    lines += [*notes, ""] if notes else []
+    for figure in FIGURES:
+        lines += [f"### {figure.title}", "", table(figure, data, unavailable), ""]
+    path = chart(data, page.chart_dir / f"{page.mode}-interpreters-echo-cost.png")
+    if path is not None:
+        caption = "Echo server CPU per request at a fixed offered load, by interpreter"
+        lines += [
+            f"![{caption}]({path.relative_to(page.out.parent).as_posix()})",
+            "",
+            f"*{caption}*",
+            "",
+        ]
+    for sentence in (uvloop_sentence(data), gain_sentence(data), order_sentence(data)):
+        if sentence:
+            lines += [sentence, ""]
+    return lines
+
+
+INTRO = (
+    f"The same rows on each CPython the lab supports ({', '.join(PYTHONS)}), each interpreter's "
+    f"results stored apart and never mixed in one table; the tables above are Python "
+    f"{REFERENCE}'s. Every cell is the median, then its ratio to the same row on {REFERENCE} and "
+    "to asyncio measured in the same session on the same interpreter. The process under test "
+    "runs on the interpreter of its column; the peers (the echo load generator, the crawler's "
+    "site server) run on the interpreter running the bench, alike for every column."
+)

@@ -1,0 +1,91 @@
+"""The interpreter as a dimension of the bench: rows measured on two CPythons in one run, stored
+apart, and read side by side in the report's Interpreters section.
+
+The second interpreter is a bare CPython of another version (found the way nox finds it, see
+``bench.interpreters.find``), given to the run as a path: the tiny workload needs only the
+standard library, and the variants whose library that interpreter lacks (trio) are unavailable
+there, which is what the section must show.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from bench import across, matrix, runner
+from bench.interpreters import PYTHONS, REFERENCE, RUNNING, find
+from bench.plan import Row
+from bench.render import interpreters, report
+from bench.store import results_path
+from bench.venvs import ask
+from tests import tiny_workload
+
+TINY = across.Figure("tiny", "tiny wall time (ms)", "tiny", (("sleep_ms", 1),), "wall_ms", 1, False)
+
+
+def other_interpreter() -> str:
+    """A CPython of another version than this one, as a path (skip the test if there is none)."""
+    for version in reversed(PYTHONS):
+        found = find(version) if version != RUNNING else None
+        if found:
+            return found
+    pytest.skip(f"no CPython other than {RUNNING} found (python3.X on PATH or under pyenv)")
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    """The tiny workload registered, with trio too, and the Interpreters section reading it."""
+    monkeypatch.setattr(matrix, "WORKLOADS", (*matrix.WORKLOADS, tiny_workload.WORKLOAD))
+    monkeypatch.setattr(tiny_workload, "ROWS", (*tiny_workload.ROWS, Row("trio", "coroutines")))
+    monkeypatch.setattr(across, "FIGURES", (TINY,))
+    monkeypatch.setattr(interpreters, "FIGURES", (TINY,))
+    monkeypatch.setattr(interpreters, "COST", TINY)
+
+
+def test_rows_on_two_interpreters_are_stored_apart_and_read_side_by_side(tiny, tmp_path):
+    if RUNNING != REFERENCE:
+        pytest.skip(f"the reference interpreter ({REFERENCE}) runs this test's first column")
+    other = other_interpreter()
+    results, reports = tmp_path / "results", tmp_path / "reports"
+    console = Console(file=io.StringIO(), width=200)
+    code = runner.run(
+        ["tiny"], False, None, False, results, console=console, pythons=[RUNNING, other],
+        only_across=True,
+    )  # fmt: skip
+    assert code == 0, console.file.getvalue()
+    version = ask(other).version  # its results go beside the reference interpreter's
+    stored = json.loads(results_path(results, "quick", "tiny", version).read_text())
+    here = json.loads(results_path(results, "quick", "tiny").read_text())
+    assert set(here["points"]) == {"sleep_ms=1"}  # --across: only the points the section reads
+    assert set(here["points"]["sleep_ms=1"]["rows"]) == {
+        "asyncio/coroutines", "traps/coroutines", "trio/coroutines"
+    }  # fmt: skip
+    there = stored["points"]["sleep_ms=1"]["rows"]
+    assert "trio/coroutines" not in there  # trio does not load there: skipped, not failed
+    assert all("error" not in entry["reps"][0] for entry in there.values())
+    assert "skipping trio" in console.file.getvalue()
+    report.render_all(results, reports)
+    text = (reports / "bench.md").read_text()
+    section = text.split("## Interpreters", 1)[1].split("\n## ", 1)[0]
+    assert "`trio` is unavailable on Python" in section
+    assert "| trio · coroutines" in section and "unavailable" in section
+    # traps on the other interpreter: its figure with its ratios to 3.11 and to asyncio.
+    assert "× 3.11 · × asyncio" in section
+    traps = next(line for line in section.splitlines() if line.startswith("| traps · coroutines"))
+    cells = [cell.strip() for cell in traps.split("|")[1:-1]]
+    assert cells[1].count("×") == 1 and cells[2].count("×") == 2, traps
+    assert (reports / "charts" / "quick-interpreters-echo-cost.png").exists()
+
+
+def test_one_interpreter_stored_says_so(tiny, tmp_path):
+    results, reports = tmp_path / "results", tmp_path / "reports"
+    console = Console(file=io.StringIO())
+    assert runner.run(["tiny"], False, None, False, results, console=console, only_across=True) == 0
+    report.render_all(results, reports)
+    section = (reports / "bench.md").read_text().split("## Interpreters", 1)[1]
+    others = [v for v in PYTHONS if v != RUNNING]
+    assert f"No results stored yet on Python {', '.join(others)}" in section
+    assert interpreters.MEASURE in section
