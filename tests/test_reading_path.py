@@ -136,6 +136,40 @@ def test_the_primer_runs_as_a_script():
     assert "examples hold" in done.stdout
 
 
+def test_step_0_shows_why_a_loop_exists():
+    """loops/why_a_loop.py: blocking serves one client at a time, busy polling serves both and
+    burns CPU in failed calls, readiness serves both and sleeps. The shape, never a duration."""
+    done = subprocess.run(
+        [sys.executable, "-m", "loops.why_a_loop"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    sections = {}
+    for block in done.stdout.split("\n\n")[1:4]:
+        title, order, _waited, costs = block.strip().splitlines()
+        figures = re.search(
+            r"CPU ([\d.]+) s.*BlockingIOError: (\d+); select\(\) calls: (\d+)", costs
+        )
+        assert figures, costs
+        events = order.split("order: ")[1].split(", ")
+        cpu, failed, selects = float(figures[1]), int(figures[2]), int(figures[3])
+        sections[title.split(" (")[1].rstrip(")")] = events, cpu, failed, selects
+    assert list(sections) == ["serve_blocking", "serve_busy", "serve_selectors"]
+    blocking, busy, readiness = sections.values()
+    # Blocking: B is served only once A has gone.
+    assert blocking[0].index("B echoed") > blocking[0].index("A closed")
+    assert blocking[2] == 0
+    # Non-blocking: both served at once; busy polling fails call after call, readiness never.
+    for events, *_ in (busy, readiness):
+        assert events.index("B echoed") < events.index("A closed")
+    assert busy[2] > 100 and busy[3] == 0
+    assert readiness[2] == 0 and readiness[3] > 0
+    assert busy[1] > readiness[1]  # the busy loop's CPU against the sleeping one's, same run
+
+
 # -- loops/README.md: the reading order and the concept table ------------------------------
 
 
