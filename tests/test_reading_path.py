@@ -27,7 +27,7 @@ MAX_LINES = 80
 # What each demo must print: evidence that the idea ran, not just that nothing crashed.
 DEMO_SAYS = {
     "callbacks": ["call_soon: first", "timer: 0.05 s", "reader: b'ping' arrived"],
-    "futures": ["main: got b'ping'", "returned 4"],
+    "futures": ["CancelledError landed at the victim's `yield from", "task is cancelled"],
     "traps": ["answered Task at once", "main returned b'ping'"],
     "roundrobin": ["main read b'ping'", "a0 b0 a1 b1 a2 b2"],
     "handlers": ["('EchoConnection', False, True)", "got b'ping' back", "closed: ['EchoServer']"],
