@@ -188,11 +188,33 @@ def test_the_reading_order_names_every_home_made_loop_and_the_top_readme_points_
     for name in DEMO_SAYS:
         assert f"[`{name}`]({name}/)" in order
     assert "floor.py" in order and "primer.py" in order
+    assert order.index("(why_a_loop.py)") < order.index("(primer.py)")  # step 0 comes first
     top = (ROOT / "README.md").read_text()
     start_here = top.split("## Start here")[1].split("\n## ")[0]
     assert "loops/README.md" in start_here
     for name in DEMO_SAYS:
         assert f"`{name}`" in start_here
+
+
+def test_the_glossary_points_at_code_that_shows_each_word():
+    """Each entry of loops/README.md's "Words" links files; every name in backticks after the
+    entry's first link (a function, class or attribute) is in the files it links."""
+    text = (ROOT / "loops" / "README.md").read_text()
+    words = text.split("\n## Words\n")[1].split("\n## ")[0]
+    entries = re.split(r"\n- ", words)[1:]
+    assert len(entries) >= 10
+    for entry in entries:
+        links = re.findall(r"\]\(([^)#]+)\)", entry)
+        assert links, f"no link in {entry[:40]!r}"
+        for link in links:
+            assert (ROOT / "loops" / link).resolve().exists(), f"{link} is missing"
+        code = "\n".join(
+            (ROOT / "loops" / link).read_text() for link in links if link.endswith(".py")
+        )
+        after = entry.split("](", 1)[1]
+        for name in re.findall(r"`([A-Za-z_][\w.]*)`", after):
+            for word in name.split("."):
+                assert re.search(rf"\b{word}\b", code), f"{entry[:30]!r}: no {name}"
 
 
 def test_every_name_in_the_concept_table_is_in_that_loops_code():
