@@ -53,7 +53,7 @@ def _selected(config: pytest.Config) -> list[loops.Variant]:
         return list(loops.discover().values())
     try:
         return [loops.get(name) for name in names]
-    except loops.UnknownVariantError as error:
+    except loops.VariantLookupError as error:  # unknown, or unavailable here (with why)
         raise pytest.UsageError(str(error)) from None
 
 

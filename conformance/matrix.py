@@ -117,7 +117,11 @@ class MatrixRecorder:
                 c["not claimed"],
             ]
             for variant, c in sorted(self.counts().items())
-        ]
+        ] + [[v.name, v.summary, "", "", "", ""] for v in self._unavailable()]
+
+    def _unavailable(self) -> list[loops.Variant]:
+        """Selected variants that cannot run on this interpreter (each says why)."""
+        return [v for v in self.config.lab_variants if not v.available]  # type: ignore[attr-defined]
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.outcomes:
@@ -183,7 +187,7 @@ class MatrixRecorder:
         ]
 
     def render(self) -> str:
-        variants = list(self.config.lab_variants)  # type: ignore[attr-defined]
+        variants = [v for v in self.config.lab_variants if v.available]  # type: ignore[attr-defined]
         # The fault suite's topics (test_faults_*.py) after the loop properties.
         properties = sorted(
             {pid for pid, _, _ in self.outcomes}, key=lambda pid: (pid.startswith(FAULTS), pid)
@@ -202,6 +206,9 @@ class MatrixRecorder:
             "The last row of each topic counts its cases per variant.",
             "",
         ]
+        lines += [f"- **{v.name}** is {v.summary}" for v in self._unavailable()]
+        if self._unavailable():
+            lines.append("")
         by_topic: dict[str, list[str]] = defaultdict(list)
         for pid in properties:
             by_topic[pid.split(".", 1)[0]].append(pid)

@@ -5,6 +5,12 @@ defines ``VARIANT`` (see :mod:`loops.contract`). An optional ``deviations.toml``
 known deviations from conformance properties. Nothing else lists the variants: adding a folder
 adds a variant everywhere (the suite, the workloads, the bench, the reports).
 
+A folder that cannot run here (a dependency that does not import on this interpreter, a kernel
+feature the machine lacks) raises :class:`Unavailable` from its ``__init__.py``; discovery then
+keeps it as an *unavailable* variant (no styles, ``variant.unavailable`` the one-line reason),
+which every consumer shows, and :func:`get` raises :class:`UnavailableVariantError` naming the
+reason. Any other error in a folder is a bug in it, and discovery lets it through.
+
 ``LAB_EXTRA_LOOPS`` (directories separated by ``os.pathsep``) adds folders of variants kept
 outside the tree, which is how the lab's own tests try a throw-away variant.
 """
@@ -21,24 +27,33 @@ from pathlib import Path
 from loops.contract import (
     CAPABILITIES,
     EVERY_CAPABILITY,
+    PYTHON,
     STYLES,
     TASK_CAPABILITIES,
     Deviation,
+    Unavailable,
     Variant,
     check_nonblocking,
+    requires,
 )
 
 __all__ = [
     "CAPABILITIES",
     "EVERY_CAPABILITY",
+    "PYTHON",
     "STYLES",
     "TASK_CAPABILITIES",
     "Deviation",
+    "Unavailable",
+    "UnavailableVariantError",
     "UnknownVariantError",
     "Variant",
+    "VariantLookupError",
+    "available",
     "check_nonblocking",
     "discover",
     "get",
+    "requires",
 ]
 
 for _extra in filter(None, os.environ.get("LAB_EXTRA_LOOPS", "").split(os.pathsep)):
@@ -46,11 +61,19 @@ for _extra in filter(None, os.environ.get("LAB_EXTRA_LOOPS", "").split(os.pathse
         __path__.append(_extra)
 
 
-class UnknownVariantError(LookupError):
-    """A loop name that no folder under loops/ defines."""
+class VariantLookupError(LookupError):
+    """A loop name that cannot be run here: unknown, or unavailable (the message says which)."""
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class UnknownVariantError(VariantLookupError):
+    """A loop name that no folder under loops/ defines."""
+
+
+class UnavailableVariantError(VariantLookupError):
+    """A variant whose folder says it cannot run here; the message carries its reason."""
 
 
 def _variant_names() -> list[str]:
@@ -62,7 +85,10 @@ def _variant_names() -> list[str]:
 
 
 def _load(name: str) -> Variant:
-    module = importlib.import_module(f"{__name__}.{name}")
+    try:
+        module = importlib.import_module(f"{__name__}.{name}")
+    except Unavailable as why:
+        return Variant.unavailable_here(name, str(why))
     variant = getattr(module, "VARIANT", None)
     if not isinstance(variant, Variant):
         raise TypeError(f"loops/{name}/__init__.py must define VARIANT = loops.Variant(...)")
@@ -92,15 +118,21 @@ _cache: dict[str, Variant] = {}
 
 
 def discover() -> dict[str, Variant]:
-    """Every variant folder under loops/, by name, in name order."""
+    """Every variant folder under loops/, by name, in name order, unavailable ones included."""
     for name in _variant_names():
         if name not in _cache:
             _cache[name] = _load(name)
     return {name: _cache[name] for name in _variant_names()}
 
 
+def available() -> dict[str, Variant]:
+    """The variants that can run here: what a consumer that runs loops iterates."""
+    return {name: variant for name, variant in discover().items() if variant.available}
+
+
 def get(name: str) -> Variant:
-    """The variant called name, or UnknownVariantError listing the known ones."""
+    """The variant called name; UnknownVariantError listing the known ones, or
+    UnavailableVariantError with the reason it cannot run here."""
     names = _variant_names()
     if name not in names:
         raise UnknownVariantError(
@@ -108,4 +140,9 @@ def get(name: str) -> Variant:
         )
     if name not in _cache:
         _cache[name] = _load(name)
-    return _cache[name]
+    variant = _cache[name]
+    if not variant.available:
+        raise UnavailableVariantError(
+            f"loop {name!r} is unavailable on Python {PYTHON}: {variant.unavailable}"
+        )
+    return variant

@@ -17,8 +17,10 @@ conformance property outside its claims shows as "not claimed" rather than faili
 from __future__ import annotations
 
 import concurrent.futures
+import platform
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -44,6 +46,34 @@ EVERY_CAPABILITY = frozenset(CAPABILITIES)  # a variant claims this minus what i
 TASK_CAPABILITIES = frozenset({"tasks-scale", "timeouts", "queue"})  # need tasks: not callbacks
 
 
+PYTHON = ".".join(platform.python_version_tuple()[:2])  # "3.13": how reports name it
+
+
+class Unavailable(ImportError):
+    """Raised by a variant folder's ``__init__`` that cannot run here; ``str()`` is the reason.
+
+    An ImportError because the folder does not import here: code that walks packages and
+    skips what does not import (``pkgutil.walk_packages``) skips it too.
+
+    Discovery lists such a variant as unavailable, with the reason in one line, instead of
+    crashing: a dependency that does not import on this interpreter, a kernel feature the
+    machine lacks. The folder alone says what it needs (see :func:`requires`).
+    """
+
+
+@contextmanager
+def requires(what: str) -> Iterator[None]:
+    """Fence the imports (or set-up) a variant needs: any failure inside is :class:`Unavailable`.
+
+    ``with requires("curio 1.6"): import curio`` turns curio's ``AttributeError`` at import on
+    Python 3.12+ into the reason "curio 1.6 does not load: AttributeError: ...".
+    """
+    try:
+        yield
+    except Exception as error:  # whatever the dependency raises is its reason, not the lab's
+        raise Unavailable(f"{what} does not load: {type(error).__name__}: {error}") from error
+
+
 @dataclass(frozen=True)
 class Deviation:
     """A known, explained difference from a property: becomes a strict xfail."""
@@ -67,6 +97,7 @@ class Variant:
     coroutines: Any | None = None  # a namespace satisfying CoroutinesAPI, driven by await
     reference: bool = False  # True for adapters of production loops (asyncio, uvloop, ...)
     deviations: tuple[Deviation, ...] = field(default=())  # filled from deviations.toml
+    unavailable: str | None = None  # why it cannot run here (set by discovery), else None
 
     def __post_init__(self) -> None:
         unknown = set(self.capabilities) - CAPABILITIES.keys()
@@ -75,6 +106,21 @@ class Variant:
                 f"variant {self.name!r} claims unknown capabilities {sorted(unknown)}; "
                 f"known: {sorted(CAPABILITIES)}"
             )
+
+    @classmethod
+    def unavailable_here(cls, name: str, reason: str) -> Variant:
+        """The record discovery keeps for a folder that raised :class:`Unavailable`."""
+        return cls(
+            name=name,
+            summary=f"unavailable on Python {PYTHON}: {reason}",
+            lineage="",
+            capabilities=frozenset(),
+            unavailable=reason,
+        )
+
+    @property
+    def available(self) -> bool:
+        return self.unavailable is None
 
     @property
     def styles(self) -> tuple[str, ...]:

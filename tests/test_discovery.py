@@ -1,6 +1,7 @@
 """The contract's discovery: variants are folders, found without any list to edit."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,7 +44,7 @@ def test_unknown_name_is_an_error_listing_the_known_ones():
 
 
 def test_each_variant_speaks_a_style_and_claims_known_capabilities():
-    for variant in loops.discover().values():
+    for variant in loops.available().values():
         assert variant.styles, f"{variant.name} speaks no style"
         assert variant.capabilities <= loops.CAPABILITIES.keys()
         assert variant.summary and "\n" not in variant.summary
@@ -55,8 +56,17 @@ def test_asking_for_a_style_a_variant_does_not_speak_is_a_clear_error():
 
 
 def test_readme_variants_table_is_current():
+    # The committed table is written on 3.11; a variant unavailable there or here (curio on
+    # 3.12+, asyncio_eager before 3.12) has a row naming the interpreter, which may differ.
     text = README.read_text()
-    assert readme_with_table(text) == text, "run `python -m loops --readme` to refresh it"
+    fresh = readme_with_table(text)
+    unavailable = re.compile(r"^\| `(\w+)` \| unavailable \|", re.M)
+    missing = {f"| `{name}` |" for name in unavailable.findall(text + fresh)}
+
+    def rows(table: str) -> list[str]:
+        return [line for line in table.splitlines() if not line.startswith(tuple(missing))]
+
+    assert rows(fresh) == rows(text), "run `python -m loops --readme`"
 
 
 def test_a_new_folder_is_a_variant_in_the_conformance_suite():

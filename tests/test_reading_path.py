@@ -20,7 +20,7 @@ import loops
 import loops.primer
 
 ROOT = Path(__file__).resolve().parent.parent
-HOME_MADE = sorted(name for name, variant in loops.discover().items() if not variant.reference)
+HOME_MADE = sorted(name for name, v in loops.available().items() if not v.reference)
 ESSENCES = sorted(name for name in HOME_MADE if (ROOT / "loops" / name / "essence.py").is_file())
 MAX_LINES = 80
 

@@ -217,7 +217,11 @@ def report(
         "",
     ]
     if failures:
-        lines += ["Not recorded (the run failed; the rest of the report is unaffected):", ""]
+        lines += [
+            "Not recorded (the run failed, or the variant is unavailable on the interpreter that "
+            "recorded; the rest of the report is unaffected):",
+            "",
+        ]
         lines += [f"- `{name}`: {reason}" for name, reason in sorted(failures.items())]
         lines.append("")
     for (scenario, style), group in groups.items():

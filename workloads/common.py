@@ -64,7 +64,7 @@ def resolve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[
     """The variant and style named by ``--loop``/``--style``, or a usage error listing options."""
     try:
         variant = loops.get(args.loop)
-    except loops.UnknownVariantError as error:
+    except loops.VariantLookupError as error:  # unknown, or unavailable on this interpreter
         parser.error(str(error))
     style = args.style or variant.styles[0]
     try:

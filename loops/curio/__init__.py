@@ -8,11 +8,14 @@ calls use curio's read/write-wait traps, as curio's socket wrapper does.
 import time
 from types import SimpleNamespace
 
-import curio
-from curio.traps import _read_wait, _write_wait
-
 from loops._sockets import socket_calls
-from loops.contract import EVERY_CAPABILITY, Variant
+from loops.contract import EVERY_CAPABILITY, Variant, requires
+
+# curio 1.6, the newest on the package registry, reads multiprocessing.connection.CHALLENGE,
+# which Python 3.12 removed: on 3.12+ this folder is an unavailable variant, with that reason.
+with requires("curio"):
+    import curio
+    from curio.traps import _read_wait, _write_wait
 
 
 class Queue(curio.Queue):

@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
-import trio
-
 from loops._sockets import socket_calls
-from loops.contract import EVERY_CAPABILITY, Variant
+from loops.contract import EVERY_CAPABILITY, Variant, requires
+
+with requires("trio"):
+    import trio
 
 _root_nursery: trio.lowlevel.RunVar = trio.lowlevel.RunVar("lab_root_nursery")
 

@@ -7,11 +7,12 @@ coroutines style's datagram calls try the socket first and wait on ``add_reader`
 
 import asyncio
 
-import uvloop
-
 from loops._aio import callbacks_factory, coroutines_namespace
 from loops._sockets import socket_calls
-from loops.contract import EVERY_CAPABILITY, Variant
+from loops.contract import EVERY_CAPABILITY, Variant, requires
+
+with requires("uvloop"):  # libuv wheels exist for CPython on Linux and macOS only
+    import uvloop
 
 _Loop = callbacks_factory(uvloop.Loop)
 
