@@ -348,9 +348,17 @@ def _accounts(group: list[dict[str, Any]]) -> list[str]:
             f"- on {', '.join(names)} the first task ran {count} slices before any other, "
             f"ending in {ended}: {why}."
         )
-    if spawners and 1 in leading:
+    eager = [f"`{r['loop']}`" for r in group if _started_inside(r)]
+    if eager:
         lines.append(
-            f"- on {', '.join(leading[1])} it ran 1: starting a task queued it and returned "
+            f"- on {', '.join(eager)} the new tasks ran their first slices inside the first "
+            "task's own (they start before it ends): starting a task runs it at once, up to its "
+            "first suspension, inside the call that starts it."
+        )
+    queued = [name for name in leading.get(1, []) if name not in eager]
+    if (spawners or eager) and queued:
+        lines.append(
+            f"- on {', '.join(queued)} it ran 1: starting a task queued it and returned "
             "within the slice, and the new tasks waited in the ready queue."
         )
     again = {r["loop"]: _resumed_at_once(r) for r in group}
@@ -365,6 +373,12 @@ def _accounts(group: list[dict[str, Any]]) -> list[str]:
             "in): " + "; ".join(parts) + "."
         )
     return lines
+
+
+def _started_inside(record: dict[str, Any]) -> bool:
+    """Did another task's slice start inside the first task's first slice (an eager start)?"""
+    ran = on_loop(record)
+    return len(ran) > 1 and ran[1]["row"] != ran[0]["row"] and ran[1]["start"] < ran[0]["end"]
 
 
 def _resumed_at_once(record: dict[str, Any]) -> list[dict[str, Any]]:
