@@ -307,6 +307,58 @@ async def _(co):
     return outcomes
 
 
+@prop("io")
+def test_a_timer_and_the_reader_it_guards_in_one_poll_end_one_way(play):
+    """The callbacks style's form of the property above: a reader guarded by a timer (the
+    timer removes the reader, the reader cancels the timer), with a byte a thread sent while
+    the loop was busy, so readiness and the deadline are seen in one poll. Exactly one of the
+    two runs, whichever the loop takes first, and the byte is read or still in the socket:
+    a loop must skip a reader removed, or a timer cancelled, by a callback of the same batch.
+    Here the program reads the byte itself, so no loop can lose it behind its back.
+    """
+    assert play() in {"the reader ran and read the byte", "the timer ran, the byte still there"}
+
+
+@test_a_timer_and_the_reader_it_guards_in_one_poll_end_one_way.callbacks
+def _(loop):
+    a, b = nonblocking_pair()
+    ran, outcome, start = [], [], loop.time()
+
+    def on_readable():
+        ran.append(("reader", b.recv(1)))
+        loop.remove_reader(b)
+        guard.cancel()
+
+    def on_timeout():
+        ran.append(("timer", None))
+        loop.remove_reader(b)
+
+    def busy():
+        time.sleep(BUSY)  # the deadline passes and the byte arrives before the loop looks
+
+    def check():
+        loop.stop()
+        if [who for who, _ in ran] == ["reader"]:
+            outcome.append(f"the reader ran and read the byte{'' if ran[0][1] else ': none'}")
+        elif [who for who, _ in ran] == ["timer"]:
+            try:
+                outcome.append(f"the timer ran, the byte still there{'' if b.recv(1) else ': EOF'}")
+            except BlockingIOError:
+                outcome.append("the timer ran and the byte is gone")
+        else:
+            outcome.append(f"{' and '.join(who for who, _ in ran) or 'neither'} ran")
+
+    with a, b:
+        loop.add_reader(b, on_readable)
+        guard = loop.call_at(start + FIRST, on_timeout)
+        loop.call_later(SETTLE, busy)
+        thread = send_from_a_thread(a, FIRST - GAP - (loop.time() - start))
+        loop.call_at(start + FIRST + BUSY, check)
+        loop.run_forever()
+        thread.join()
+    return outcome[0] if outcome else "the loop stopped before the check"
+
+
 # --- deadlock --------------------------------------------------------------------------------
 
 HANG_GUARD = 3.0  # seconds a deadlocked program may take to say so before it counts as hung
