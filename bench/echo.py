@@ -223,17 +223,12 @@ def unavailable() -> str | None:
 
 
 def anchor_names() -> list[str]:
-    """The anchor servers whose library is installed here."""
+    """The anchor servers whose library loads here (curio's does not on Python 3.12+)."""
     if importlib.util.find_spec("workloads.echo.native") is None:
         return []
-    from workloads.echo.native import SERVERS
+    from workloads.echo.native import SERVERS, unavailable
 
-    needs = {"uvloop": "uvloop", "trio": "trio", "curio": "curio"}
-    return [
-        name
-        for name in SERVERS
-        if importlib.util.find_spec(needs.get(name.split("-")[0], "selectors")) is not None
-    ]
+    return [name for name in SERVERS if unavailable(name) is None]
 
 
 def rows() -> list[Row]:

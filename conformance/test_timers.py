@@ -7,10 +7,19 @@ deadline heap), curio's test_kernel.py (sleep never returns early). "Never early
 loop's own clock; lateness is the sleep benchmark's business, not a test's.
 """
 
+import math
+import socket
+import threading
 import time
 
 from conformance.harness import prop
-from conformance.support import CLOCK_RESOLUTION, SAFETY, heap_growth
+from conformance.support import (
+    CLOCK_RESOLUTION,
+    SAFETY,
+    heap_growth,
+    nonblocking_pair,
+    outcome,
+)
 
 DELAYS = [0.03, 0.01, 0.02, 0.0, 0.025, 0.005]
 
@@ -460,3 +469,64 @@ async def _(co):
     cpu, wall = time.process_time(), time.monotonic()
     await co.sleep(IDLE)
     return [time.process_time() - cpu, time.monotonic() - wall]
+
+
+# The next timer bounds the poll's wait, so a timer far off (infinity, or past what epoll's
+# millisecond timeout or select()'s time_t can hold) must be capped, not handed to the poll:
+# asyncio waits at most a day. Here the far timers are the only ones while the loop waits for
+# a byte that a plain thread (not the loop's) writes later.
+FAR = (math.inf, 1e12)
+LATER = 0.05
+
+
+def _write_later(sock: socket.socket) -> threading.Thread:
+    writer = threading.Timer(LATER, sock.send, (b"!",))
+    writer.start()
+    return writer
+
+
+@prop("io")
+def test_a_timer_far_off_does_not_break_the_wait_it_bounds(play):
+    a, b = nonblocking_pair()
+    with a, b:
+        writer = _write_later(b)
+        try:
+            assert play(a) == ("returned", b"!")
+        finally:
+            writer.join()
+
+
+@test_a_timer_far_off_does_not_break_the_wait_it_bounds.callbacks
+def _(loop, sock):
+    far = [loop.call_later(delay, loop.stop) for delay in FAR]
+    got = []
+
+    def readable():
+        got.append(sock.recv(1))
+        loop.remove_reader(sock)
+        for timer in far:
+            timer.cancel()
+        loop.stop()
+
+    loop.add_reader(sock, readable)
+    return outcome(lambda: (loop.run_forever(), got[0])[1])
+
+
+@test_a_timer_far_off_does_not_break_the_wait_it_bounds.generators
+def _(co, sock):
+    sleepers = []
+    for delay in FAR:
+        sleepers.append((yield from co.spawn(co.sleep(delay))))
+    received = yield from co.recv(sock, 1)
+    for sleeper in sleepers:
+        yield from co.cancel(sleeper)
+    return ("returned", received)
+
+
+@test_a_timer_far_off_does_not_break_the_wait_it_bounds.coroutines
+async def _(co, sock):
+    sleepers = [await co.spawn(co.sleep(delay)) for delay in FAR]
+    received = await co.recv(sock, 1)
+    for sleeper in sleepers:
+        await co.cancel(sleeper)
+    return ("returned", received)

@@ -141,3 +141,20 @@ def test_curio_is_unavailable_exactly_where_it_cannot_import():
     else:
         assert curio.available, curio.unavailable
         assert curio.styles == ("coroutines",)
+
+
+def test_an_anchor_whose_library_does_not_load_is_left_out_with_its_reason():
+    from bench.echo import anchor_names
+    from workloads.echo.native import SERVERS, unavailable
+
+    reasons = {name: unavailable(name) for name in SERVERS}
+    assert sorted(anchor_names()) == sorted(name for name, why in reasons.items() if why is None)
+    if sys.version_info < (3, 12):
+        assert reasons["curio-sockets"] is None
+        return
+    # curio 1.6 on 3.12+: a usage error with the reason, not a traceback.
+    assert "CHALLENGE" in reasons["curio-sockets"]
+    done = _run(["-m", "workloads.echo.native", "curio-sockets"], dict(os.environ), timeout=60)
+    assert done.returncode == 2
+    assert "anchor 'curio-sockets' is unavailable on Python 3." in done.stderr
+    assert "Traceback" not in done.stderr

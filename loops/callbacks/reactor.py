@@ -38,7 +38,7 @@ from loops.callbacks.readiness import READ, WAKES_READER, WAKES_WRITER, WRITE, R
 
 logger = logging.getLogger(__name__)
 
-_MAX_SELECT_TIMEOUT = 24 * 3600.0  # epoll's millisecond timeout overflows for far timers
+MAX_WAIT = 24 * 3600.0  # epoll's millisecond timeout overflows for far timers
 # asyncio's compaction rule: rebuild the heap when it holds more than COMPACT_MIN_TIMERS
 # timers and more than COMPACT_CANCELLED_FRACTION of them are cancelled.
 COMPACT_MIN_TIMERS = 100
@@ -107,7 +107,7 @@ class Loop:
         if ready or self._stopping:
             timeout = 0
         elif timers:
-            timeout = min(max(0.0, timers[0][0] - _monotonic()), _MAX_SELECT_TIMEOUT)
+            timeout = min(max(0.0, timers[0][0] - _monotonic()), MAX_WAIT)
         else:
             timeout = -1
         records = self._readiness.records

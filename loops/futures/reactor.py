@@ -37,6 +37,7 @@ from loops.futures.futures import _CANCELLED, _PENDING, Future, Task, logger
 
 _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
+MAX_WAIT = 24 * 3600.0  # the longest single poll (asyncio's cap): epoll refuses huge timeouts
 # Compaction: rebuild the heap when more than COMPACT_MIN_TIMERS of its timers are cancelled
 # and they are more than COMPACT_CANCELLED_FRACTION of it (asyncio counts the whole heap).
 COMPACT_MIN_TIMERS = 100
@@ -168,7 +169,7 @@ class Loop:
         if ready:
             timeout = 0.0
         elif timers:
-            timeout = timers[0][0] - monotonic()  # the selector treats <= 0 as a poll
+            timeout = min(timers[0][0] - monotonic(), MAX_WAIT)  # <= 0 is a poll
         elif self._io or self._threads_running:
             timeout = None
         else:

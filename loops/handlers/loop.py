@@ -31,6 +31,7 @@ import time
 logger = logging.getLogger(__name__)
 
 FD_SETSIZE = 1024  # select()'s ceiling on Linux: fds at or above it cannot be watched
+MAX_WAIT = 24 * 3600.0  # the longest single select(): its time_t overflows for far timers
 # asyncio's compaction rule: rebuild the heap when it holds more than COMPACT_MIN_TIMERS
 # timers and more than COMPACT_CANCELLED_FRACTION of them are cancelled.
 COMPACT_MIN_TIMERS = 100
@@ -453,7 +454,7 @@ class Loop:
         if self._ready or self._stopping:
             timeout = 0
         elif self._timers:
-            timeout = max(0.0, self._timers[0]._when - self.time())
+            timeout = min(max(0.0, self._timers[0]._when - self.time()), MAX_WAIT)
         else:
             timeout = None
         receivers, senders = _ask_every_handler(self._handlers)

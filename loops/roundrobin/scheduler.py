@@ -54,7 +54,7 @@ from time import monotonic
 # and they are more than COMPACT_CANCELLED_FRACTION of it (asyncio counts the whole heap).
 COMPACT_MIN_TIMERS = 100
 COMPACT_CANCELLED_FRACTION = 0.5
-MAX_BLOCK = 24 * 3600.0  # longest single select(), as asyncio: sleep(math.inf) must not overflow
+MAX_WAIT = 24 * 3600.0  # longest single select(), as asyncio: sleep(math.inf) must not overflow
 READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 
 # What a task can drive: coroutines, and the @types.coroutine generators of .api (sleep, recv...)
@@ -248,7 +248,7 @@ class Loop:
                 while timers and timers[0][2] is None:
                     heappop(timers)
                     self._cancelled_timers -= 1
-                timeout = min(max(timers[0][0] - monotonic(), 0), MAX_BLOCK) if timers else None
+                timeout = min(max(timers[0][0] - monotonic(), 0), MAX_WAIT) if timers else None
                 if timeout is None and not self._io and not self._threads_running:
                     raise _deadlock()
             reported = self._selector.select(timeout)  # (a new selector after a ghost)
@@ -573,11 +573,11 @@ class Loop:
         forever. Checked only after an empty select() that was allowed to block: epoll never
         returns before its timeout (selectors rounds it up, PEP 475 resumes after a signal),
         so an empty return before the next timer is due, or with none due, woke for nothing.
-        A wait cut short at MAX_BLOCK is not early.
+        A wait cut short at MAX_WAIT is not early.
         """
         if timeout is None:
             return True
-        return 0 < timeout < MAX_BLOCK and monotonic() < self._timers[0][0]
+        return 0 < timeout < MAX_WAIT and monotonic() < self._timers[0][0]
 
     def _forget(self, record: IORecord) -> None:
         self._selector.unregister(record.fd)  # the selector ignores an fd closed meanwhile

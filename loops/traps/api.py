@@ -132,20 +132,12 @@ async def recv(sock: socket.socket, n: int) -> bytes:
         _fast_calls = 0
         await wait_readable(sock)
         idle = 0
-    while True:
-        try:
-            data = sock.recv(n)
-        except BlockingIOError:
-            _fast_calls = 0
-            idle = await _woken_for_nothing(idle) if idle >= 0 else 0
-            await wait_readable(sock)
-        else:
-            _fast_calls += 1
-            if len(data) < n:
-                _drained[fd] = weakref.ref(sock)
-            elif drained is not None:
-                _drained.pop(fd, None)
-            return data
+    data = await _try_first(sock, wait_readable, idle, sock.recv, n)
+    if len(data) < n:
+        _drained[fd] = weakref.ref(sock)
+    elif drained is not None:
+        _drained.pop(fd, None)
+    return data
 
 
 async def sendall(sock: socket.socket, data: bytes) -> None:
@@ -182,18 +174,9 @@ async def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
         check_nonblocking(sock)
     if _fast_calls >= FAST_CALLS_PER_TURN:
         await _yield_turn()
-    idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
-    while True:
-        try:
-            conn, address = sock.accept()
-        except BlockingIOError:
-            _fast_calls = 0
-            idle = await _woken_for_nothing(idle) if idle >= 0 else 0
-            await wait_readable(sock)
-        else:
-            _fast_calls += 1
-            conn.setblocking(False)
-            return conn, address
+    conn, address = await _try_first(sock, wait_readable, -1, sock.accept)
+    conn.setblocking(False)
+    return conn, address
 
 
 async def connect(sock: socket.socket, address: Any) -> None:
@@ -218,17 +201,7 @@ async def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
         check_nonblocking(sock)
     if _fast_calls >= FAST_CALLS_PER_TURN:
         await _yield_turn()
-    idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
-    while True:
-        try:
-            received = sock.recvfrom(n)
-        except BlockingIOError:
-            _fast_calls = 0
-            idle = await _woken_for_nothing(idle) if idle >= 0 else 0
-            await wait_readable(sock)
-        else:
-            _fast_calls += 1
-            return received
+    return await _try_first(sock, wait_readable, -1, sock.recvfrom, n)
 
 
 async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
@@ -238,17 +211,26 @@ async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
         check_nonblocking(sock)
     if _fast_calls >= FAST_CALLS_PER_TURN:
         await _yield_turn()
-    idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
+    return await _try_first(sock, wait_writable, -1, sock.sendto, data, address)
+
+
+async def _try_first(
+    sock: socket.socket, wait: Callable[[socket.socket], Any], idle: int, call: Callable, *args: Any
+) -> Any:
+    """The loop recv, accept, recvfrom and sendto share: make the call; only when it would block
+    wait for readiness and make it again. `idle` counts wake-ups in this call that found
+    nothing (-1: not woken yet; see _woken_for_nothing)."""
+    global _fast_calls
     while True:
         try:
-            sent = sock.sendto(data, address)
+            result = call(*args)
         except BlockingIOError:
             _fast_calls = 0
             idle = await _woken_for_nothing(idle) if idle >= 0 else 0
-            await wait_writable(sock)
+            await wait(sock)
         else:
             _fast_calls += 1
-            return sent
+            return result
 
 
 async def _woken_for_nothing(idle: int) -> int:

@@ -66,7 +66,7 @@ MAX_WAIT = 24 * 3600.0  # the longest single poll (asyncio's cap): epoll refuses
 WAKES_READER, WAKES_WRITER = ~OUT, ~IN
 
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 class IORecord:
@@ -202,7 +202,7 @@ class Loop:
         finally:
             self._closed = True
             for task in self._unseen_failures:
-                log.error("%r failed and nobody joined it", task, exc_info=task.exception)
+                logger.error("%r failed and nobody joined it", task, exc_info=task.exception)
             self._unseen_failures.clear()
             self._poller.close()
             self._io.clear()

@@ -28,6 +28,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from loops.contract import Unavailable
+
 # name -> (module in this package, function serving until SIGTERM/SIGINT)
 SERVERS: dict[str, tuple[str, str]] = {
     "asyncio-streams": ("aio", "serve_asyncio_streams"),
@@ -44,8 +46,19 @@ READ_SIZE = 65536  # bytes asked for per read, as the libraries' own examples do
 
 
 def server(name: str) -> Callable[[str, int, Callable[[int], None]], None]:
-    """The serve(host, port, ready) function of one anchor, or a clear error naming them."""
+    """The serve(host, port, ready) function of one anchor, or a clear error naming them
+    (an anchor whose library does not load here raises loops.Unavailable with the reason)."""
     if name not in SERVERS:
         raise LookupError(f"unknown anchor server {name!r}; known: {', '.join(SERVERS)}")
     module, function = SERVERS[name]
     return getattr(importlib.import_module(f"{__name__}.{module}"), function)
+
+
+def unavailable(name: str) -> str | None:
+    """Why the anchor `name` cannot run on this interpreter (its library does not load), or
+    None: each anchor module fences its library's import as a variant folder does."""
+    try:
+        server(name)
+    except Unavailable as why:
+        return str(why)
+    return None

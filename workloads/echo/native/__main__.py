@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from loops.contract import PYTHON, Unavailable
 from workloads.common import raise_open_file_limit
 from workloads.echo.native import SERVERS, server
 
@@ -20,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
         serve = server(args.name)
     except LookupError as error:
         parser.error(str(error))
+    except Unavailable as why:  # its library does not load on this interpreter
+        parser.error(f"anchor {args.name!r} is unavailable on Python {PYTHON}: {why}")
 
     def ready(port: int) -> None:
         print(f"listening on {args.host}:{port}", flush=True)

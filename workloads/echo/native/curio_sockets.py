@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import curio
-from curio import socket
-from curio.io import Socket
-
+from loops.contract import requires
 from workloads.common import StopSignals
 from workloads.echo.native import READ_SIZE
+
+with requires("curio"):  # curio 1.6 does not import on Python 3.12+
+    import curio
+    from curio import socket
+    from curio.io import Socket
 
 
 async def _echo(client: socket.socket) -> None:

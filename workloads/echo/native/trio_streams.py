@@ -10,9 +10,11 @@ import functools
 import signal
 from collections.abc import Callable
 
-import trio
-
+from loops.contract import requires
 from workloads.echo.native import READ_SIZE
+
+with requires("trio"):
+    import trio
 
 
 async def _echo(stream: trio.SocketStream) -> None:
