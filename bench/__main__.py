@@ -1,4 +1,8 @@
-"""`python -m bench run` measures and stores; `python -m bench report` renders from storage."""
+"""`python -m bench run` measures and stores; `python -m bench report` renders from storage.
+
+Each command imports its own room when it runs: ``report`` loads :mod:`bench.render` alone,
+``run`` and ``anatomy`` the running side.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,14 @@ import signal
 import sys
 from pathlib import Path
 
-from bench.runner import RESULTS, WORKLOADS
+from bench import matrix
+from bench.store import RESULTS
 
 
 def known_row_names() -> list[str]:
     """Loop names (from discovery) and anchor names (from the echo anchors) --loop accepts."""
     import loops
-    from bench import echo
+    from bench.matrix import echo
 
     return sorted({*loops.discover(), *echo.anchor_names()})
 
@@ -56,7 +61,8 @@ def interrupted(stop: KeyboardInterrupt, resume: str) -> int:
     return 128 + (signal.SIGTERM if isinstance(stop, Stopped) else signal.SIGINT)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The three commands and their options."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -67,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     run.set_defaults(full=False)
     run.add_argument("--loop", action="append", metavar="NAME", help="only this loop (repeat)")
     run.add_argument(
-        "--workload", action="append", choices=WORKLOADS, help="only this workload (repeat)"
+        "--workload", action="append", choices=matrix.names(), help="only this workload (repeat)"
     )
     run.add_argument(
         "--where",
@@ -87,36 +93,17 @@ def main(argv: list[str] | None = None) -> int:
 
     report = commands.add_parser("report", help="render reports/ from stored results only")
     report.add_argument("--results", type=Path, default=RESULTS)
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    command_line = parser()
+    args = command_line.parse_args(argv)
     stop_on_sigterm()
     if args.command == "run":
-        from bench.runner import run as run_bench
-
-        if args.loop:
-            known = known_row_names()
-            unknown = sorted(set(args.loop) - set(known))
-            if unknown:
-                parser.error(f"unknown loop {', '.join(unknown)}; known: {', '.join(known)}")
-        where = {}
-        for condition in args.where or ():
-            name, equals, value = condition.partition("=")
-            if not equals or not name or not value:
-                parser.error(f"--where {condition!r}: expected PARAM=VALUE, e.g. connections=100")
-            where[name] = value
-        try:
-            return run_bench(
-                args.workload or list(WORKLOADS),
-                args.full,
-                args.loop,
-                args.redo,
-                args.results,
-                where=where,
-            )
-        except KeyboardInterrupt as stop:
-            return interrupted(stop, "finished points are stored; run again to resume")
+        return run(command_line, args)
     if args.command == "anatomy":
-        from bench.anatomy import run as run_anatomy
+        from bench.measure.anatomy import run as run_anatomy
 
         try:
             return run_anatomy(args.loop, args.results, args.counter)
@@ -124,11 +111,39 @@ def main(argv: list[str] | None = None) -> int:
             return interrupted(
                 stop, "the anatomy stores its rows at the end: none of this run is kept"
             )
-    from bench.report import render_all
+    from bench.render import render_all
 
     for path in render_all(args.results):
         print(f"wrote {path}")
     return 0
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """`python -m bench run`: check the selection, then measure it."""
+    from bench.runner import run as run_bench
+
+    if args.loop:
+        known = known_row_names()
+        unknown = sorted(set(args.loop) - set(known))
+        if unknown:
+            parser.error(f"unknown loop {', '.join(unknown)}; known: {', '.join(known)}")
+    where = {}
+    for condition in args.where or ():
+        name, equals, value = condition.partition("=")
+        if not equals or not name or not value:
+            parser.error(f"--where {condition!r}: expected PARAM=VALUE, e.g. connections=100")
+        where[name] = value
+    try:
+        return run_bench(
+            args.workload or matrix.names(),
+            args.full,
+            args.loop,
+            args.redo,
+            args.results,
+            where=where,
+        )
+    except KeyboardInterrupt as stop:
+        return interrupted(stop, "finished points are stored; run again to resume")
 
 
 if __name__ == "__main__":

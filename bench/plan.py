@@ -16,12 +16,14 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from types import ModuleType
 
 import loops
 
-BASELINE = "asyncio"
-BASELINE_FALLBACK_STYLE = "coroutines"
+# The names the bench's figures are read against, each declared here and imported where used.
+BASELINE = "asyncio"  # every ratio is to this variant, measured in the same session
+BASELINE_FALLBACK_STYLE = "coroutines"  # its row for a style it does not speak
+YARDSTICK = "uvloop-protocol"  # the anchor the cost anatomy (and a compass) measure against
+FLOOR = "selectors-floor"  # the echo anchor with no design: a bare selectors loop
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,16 @@ def variant_rows(styles: Iterable[str] | None = None) -> list[Row]:
     ]
 
 
+def unavailable_variants() -> dict[str, str]:
+    """Variants discovered but unable to run on this interpreter, by name, each with the
+    sentence every report shows in place of its rows ("unavailable on Python 3.12: ...")."""
+    return {
+        variant.name: f"unavailable on Python {loops.PYTHON}: {variant.unavailable}"
+        for variant in loops.discover().values()
+        if not variant.available
+    }
+
+
 def implemented_styles(package: str) -> list[str]:
     """The styles a workload package is written in: one module per style."""
     return [s for s in loops.STYLES if importlib.util.find_spec(f"{package}.{s}") is not None]
@@ -136,11 +148,3 @@ def narrow(rows: Iterable[Row], loop_names: Iterable[str] | None) -> list[Row]:
         return rows
     names = set(loop_names)
     return [row for row in rows if row.variant in names or row.variant == BASELINE]
-
-
-def columns(module: ModuleType, params: dict) -> list[Metric]:
-    """The figures a workload shows at a point, its headline first."""
-    if hasattr(module, "columns"):
-        return list(module.columns(params))
-    headline = next(m for m in module.METRICS if m.name == module.HEADLINE)
-    return [headline, *(m for m in module.METRICS if m is not headline)]

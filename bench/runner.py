@@ -17,13 +17,11 @@ connections or idle sockets.
 from __future__ import annotations
 
 import datetime
-import importlib
 import os
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 from rich.console import Console
 from rich.progress import (
@@ -35,30 +33,21 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from bench import environment
-from bench.plan import BASELINE, Point, Row, columns, narrow
+from bench import environment, matrix
+from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
 from bench.procs import ChildFailed, Cores, DidNotFinish
-from bench.store import ResultStore, row_fingerprint
+from bench.store import RESULTS, ResultStore, results_path, row_fingerprint
 from bench.summary import complete, summarize
+from bench.workload import Measuring, Workload
 from workloads.common import raise_open_file_limit
-
-WORKLOADS = ("echo", "sleep", "crawler", "micro")
-RESULTS = environment.ROOT / "reports" / "results"
-
-
-def workload_module(name: str) -> ModuleType:
-    return importlib.import_module(f"bench.{name}")
-
-
-def results_path(results: Path, mode: str, workload: str) -> Path:
-    return results / mode / f"{workload}.json"
 
 
 @dataclass
 class Job:
     """The rows to measure at one point, where to store them, and what each row already has."""
 
-    module: ModuleType
+    workload: Workload
+    measuring: Measuring
     store: ResultStore
     point: Point
     rows: list[Row]
@@ -66,7 +55,7 @@ class Job:
 
     @property
     def headline(self) -> str:
-        return columns(self.module, self.point.args)[0].name
+        return self.workload.columns_at(self.point.args)[0].name
 
     def left(self, row: Row) -> int:
         """Repetitions still to run for a row, at most."""
@@ -76,7 +65,7 @@ class Job:
 
 def plan_jobs(
     store: ResultStore,
-    module: ModuleType,
+    workload: Workload,
     full: bool,
     loop_names: list[str] | None,
     redo: bool,
@@ -84,10 +73,11 @@ def plan_jobs(
 ) -> tuple[list[Job], int]:
     """What to measure for one workload, and how many stored rows are skipped."""
     jobs, skipped = [], 0
-    for point in module.points(full):
+    measuring = workload.measuring()
+    for point in workload.points(full):
         if not matches(point, where):
             continue
-        headline = columns(module, point.args)[0].name
+        headline = workload.columns_at(point.args)[0].name
         rows = narrow(point.rows, loop_names)
         todo = [
             row
@@ -105,7 +95,7 @@ def plan_jobs(
                     if reps and row not in baseline:
                         resumed[row] = list(reps)
             todo = [*baseline, *(r for r in todo if r not in baseline)]
-            jobs.append(Job(module, store, point, todo, resumed))
+            jobs.append(Job(workload, measuring, store, point, todo, resumed))
     return jobs, skipped
 
 
@@ -121,8 +111,7 @@ def measure_point(job: Job, session: str, cores: Cores, full: bool, progress, ta
     resumed = job.resumed or {}
     reps: dict[Row, list[dict]] = {row: list(resumed.get(row, [])) for row in job.rows}
     total = point.repetitions
-    if hasattr(job.module, "prepare"):  # a workload settles a point's settings from data
-        job.module.prepare(point, job.store)
+    job.measuring.prepare(point, job.store)  # a workload may settle a point's settings from data
 
     def done(row: Row) -> bool:
         return complete(reps[row], total, point.min_repetitions, job.headline)
@@ -151,7 +140,7 @@ def measure_once(job: Job, row: Row, cores: Cores, full: bool, session: str) -> 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     with tempfile.TemporaryDirectory(prefix="lab-bench-") as workdir:
         try:
-            record = job.module.measure(job.point, row, cores, Path(workdir), full)
+            record = job.measuring.measure(job.point, row, cores, Path(workdir), full)
         except DidNotFinish as error:  # over its cap: the row's result is that it did not finish
             record = {"error": str(error), "did_not_finish_s": error.cap_s}
             record["did_not_finish_kind"] = getattr(error, "kind", "wall")  # CPU or wall time
@@ -166,11 +155,10 @@ def measure_once(job: Job, row: Row, cores: Cores, full: bool, session: str) -> 
 
 def console_line(job: Job, row: Row, reps: list[dict]) -> str:
     """One line per measured row: its headline figure, or why it has none."""
-    module = job.module
-    summary = summarize(reps, module.METRICS)
+    summary = summarize(reps, job.workload.metrics)
     if summary.status != "ok":
         return f"  {row.label:<34} {summary.status}: {summary.reason.splitlines()[0][:90]}"
-    metric = columns(module, job.point.args)[0]
+    metric = job.workload.columns_at(job.point.args)[0]
     stat = summary.stats.get(metric.name)
     if stat is None:
         return f"  {row.label:<34} n/a"
@@ -201,32 +189,69 @@ def run(
         f"({cores.describe()}) · Python {env['python']} · load average "
         f"{', '.join(f'{x:.2f}' for x in env['load_average'] or [])}"
     )
-
+    for name, why in unavailable_variants().items():  # discovery keeps it; the plan has no row
+        if not loop_names or name in loop_names:
+            console.print(f"[yellow]skipping {name}[/]: {why}")
     jobs: list[Job] = []
     stores: list[ResultStore] = []
     for name in workloads:
-        module = workload_module(name)
-        missing = module.unavailable() if hasattr(module, "unavailable") else None
-        if missing:
-            console.print(f"[yellow]skipping {name}[/]: {missing}")
-            continue
-        path = results_path(results, mode, name)
-        store = ResultStore.load(path, name, mode)
-        if store.sessions and not store.machine_matches(env):
-            console.print(f"{path} was measured on another machine or Python: measuring afresh")
-            store = ResultStore.empty(path, name, mode)
-        workload_jobs, skipped = plan_jobs(store, module, full, loop_names, redo, where)
-        if skipped:
-            console.print(f"{name}: {skipped} stored rows are current, skipped (--redo measures)")
-        if workload_jobs:
-            store.add_session(session, env, sys.argv)
-        jobs += workload_jobs
-        stores.append(store)
-
+        planned = plan_workload(
+            matrix.get(name), mode, env, session, console, results, loop_names, redo, where
+        )
+        if planned is not None:
+            jobs += planned[0]
+            stores.append(planned[1])
     total = sum(job.left(row) for job in jobs for row in job.rows)
     if not total:
         console.print("nothing to measure: every selected row is stored and current")
         return 0
+    try:
+        measure_jobs(jobs, session, cores, full, console, total)
+    finally:
+        # Peers kept across points (the crawler's site server) end with the run.
+        for measuring in {id(job.measuring): job.measuring for job in jobs}.values():
+            measuring.finish()
+    end_load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    for store in stores:
+        store.end_session(session, end_load)
+    return 0
+
+
+def plan_workload(
+    workload: Workload,
+    mode: str,
+    env: dict,
+    session: str,
+    console: Console,
+    results: Path,
+    loop_names: list[str] | None = None,
+    redo: bool = False,
+    where: dict[str, str] | None = None,
+) -> tuple[list[Job], ResultStore] | None:
+    """One workload's jobs and its store (None: the workload cannot run in this tree)."""
+    missing = workload.unavailable()
+    if missing:
+        console.print(f"[yellow]skipping {workload.name}[/]: {missing}")
+        return None
+    path = results_path(results, mode, workload.name)
+    store = ResultStore.load(path, workload.name, mode)
+    if store.sessions and not store.machine_matches(env):
+        console.print(f"{path} was measured on another machine or Python: measuring afresh")
+        store = ResultStore.empty(path, workload.name, mode)
+    jobs, skipped = plan_jobs(store, workload, mode == "full", loop_names, redo, where)
+    if skipped:
+        console.print(
+            f"{workload.name}: {skipped} stored rows are current, skipped (--redo measures)"
+        )
+    if jobs:
+        store.add_session(session, env, sys.argv)
+    return jobs, store
+
+
+def measure_jobs(
+    jobs: list[Job], session: str, cores: Cores, full: bool, console: Console, total: int
+) -> None:
+    """Every job in turn under one progress bar, each point's rows printed as it ends."""
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -235,21 +260,11 @@ def run(
         TextColumn("left"),
         TimeRemainingColumn(),
     )
-    try:
-        with Progress(*columns, console=console, refresh_per_second=2) as progress:
-            task = progress.add_task("starting", total=total)
-            for job in jobs:
-                measure_point(job, session, cores, full, progress, task)
-                progress.console.print(f"[bold]{job.point.workload}[/] {job.point.key}")
-                for row in job.rows:
-                    stored = job.store.stored(job.point, row)
-                    progress.console.print(console_line(job, row, stored.reps if stored else []))
-    finally:
-        # Peers kept across points (the crawler's site server) end with the run.
-        for module in {id(job.module): job.module for job in jobs}.values():
-            if hasattr(module, "finish"):
-                module.finish()
-    end_load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
-    for store in stores:
-        store.end_session(session, end_load)
-    return 0
+    with Progress(*columns, console=console, refresh_per_second=2) as progress:
+        task = progress.add_task("starting", total=total)
+        for job in jobs:
+            measure_point(job, session, cores, full, progress, task)
+            progress.console.print(f"[bold]{job.point.workload}[/] {job.point.key}")
+            for row in job.rows:
+                stored = job.store.stored(job.point, row)
+                progress.console.print(console_line(job, row, stored.reps if stored else []))

@@ -29,6 +29,13 @@ from bench.plan import BASELINE, Point, Row
 from bench.summary import complete
 
 FORMAT = 1
+RESULTS = ROOT / "reports" / "results"  # where a run stores and a report reads, by default
+ANATOMY = "anatomy.json"  # the cost anatomy's one file, beside the modes' folders
+
+
+def results_path(results: Path, mode: str, workload: str) -> Path:
+    """The file holding one workload's results in one mode (quick or full)."""
+    return results / mode / f"{workload}.json"
 
 
 @dataclass
@@ -199,3 +206,33 @@ def same_machine(one: dict, other: dict) -> bool:
         return False
     first, second = one.get("libraries") or {}, other.get("libraries") or {}
     return all(first[name] == second[name] for name in first.keys() & second.keys())
+
+
+# -- what the report and the anatomy read ---------------------------------------------------
+
+
+def load_mode(results: Path, mode: str, workloads: list[str]) -> dict[str, ResultStore | None]:
+    """Each workload's stored results in one mode (None where nothing is stored)."""
+    stores: dict[str, ResultStore | None] = {}
+    for name in workloads:
+        path = results_path(results, mode, name)
+        stores[name] = ResultStore.load(path, name, mode) if path.exists() else None
+    return stores
+
+
+def stored_points(results: Path, mode: str, workload: str) -> dict[str, dict]:
+    """One workload's stored points by key ({} where nothing is stored)."""
+    path = results_path(results, mode, workload)
+    return ResultStore.load(path, workload, mode).data["points"] if path.exists() else {}
+
+
+def load_anatomy(results: Path) -> dict | None:
+    """The stored cost anatomy (see bench.measure.anatomy), or None."""
+    path = results / ANATOMY
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def save_anatomy(results: Path, data: dict) -> None:
+    path = results / ANATOMY
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

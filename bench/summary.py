@@ -53,7 +53,8 @@ class Stat:
 class RowSummary:
     """A row's figures, or why it has none."""
 
-    status: str  # "ok", "invalid", "failed", "did not finish", "limit" or "not measured"
+    # "ok", "invalid", "failed", "did not finish", "limit", "not measured" or "unavailable"
+    status: str
     reason: str = ""
     stats: dict[str, Stat] = field(default_factory=dict)
     valid: int = 0

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import anatomy
+from bench import store
 from bench.environment import ROOT
+from bench.measure import anatomy
+from bench.render.anatomy import section
 
 STRACE_LOG = """\
 4242  epoll_wait(3, [{events=EPOLLIN, data={u32=7, u64=7}}], 1024, -1) = 1
@@ -104,7 +106,7 @@ def _stored(counter="perf"):
 
 
 def test_section_writes_the_table_and_what_each_loops_figures_say():
-    text = "\n".join(anatomy.section(_stored()))
+    text = "\n".join(section(_stored()))
     assert "## Cost anatomy" in text and "perf stat" in text
     assert re.search(r"\| traps · coroutines \| 13\.00 \| 5\.00 \| 8\.00 \| 38% \| 1\.62 \|", text)
     traps = next(line for line in text.splitlines() if line.startswith("- **traps"))
@@ -119,15 +121,15 @@ def test_section_writes_the_table_and_what_each_loops_figures_say():
 def test_section_marks_a_row_whose_server_did_not_keep_the_rate():
     data = _stored()
     data["rows"]["traps/coroutines"]["kept_rate"] = False
-    text = "\n".join(anatomy.section(data))
+    text = "\n".join(section(data))
     assert "| traps · coroutines † |" in text
     assert "† the server did not keep the offered rate" in text
 
 
 def test_section_says_how_to_measure_and_how_to_get_a_counter():
-    assert "python -m bench anatomy" in "\n".join(anatomy.section(None))
+    assert "python -m bench anatomy" in "\n".join(section(None))
     missing = {**_stored(counter=None), "unavailable": "strace is not installed: install"}
-    assert "No syscall counter ran: strace is not installed" in "\n".join(anatomy.section(missing))
+    assert "No syscall counter ran: strace is not installed" in "\n".join(section(missing))
 
 
 @pytest.fixture
@@ -182,11 +184,11 @@ def test_bench_anatomy_stores_a_row_and_the_report_renders_it(tmp_path: Path):
     if usable is None:
         pytest.skip(why)
     assert anatomy.run(["handlers"], tmp_path) == 0
-    data = anatomy.load(tmp_path)
+    data = store.load_anatomy(tmp_path)
     entry = data["rows"]["handlers/callbacks"]
     assert "error" not in entry, entry
     assert entry["syscalls"]["send"] > 0.9 and entry["user_us"] > 0
-    text = "\n".join(anatomy.section(data))
+    text = "\n".join(section(data))
     assert re.search(r"\| handlers · callbacks( †)? \|", text)  # † on a machine too busy
     # What the line says first depends on the figures (failed reads, churn, waits, or the total).
     assert re.search(r"- \*\*handlers · callbacks\*\*: \d+\.\d\d [a-zA-Z_ ]+ per request", text)

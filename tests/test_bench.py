@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,11 +21,17 @@ import pytest
 from rich.console import Console
 
 import loops
-from bench import codesize, echo, micro, report, runner
+from bench import matrix, runner
+from bench.matrix import echo, micro
+from bench.measure import echo as echo_measure
+from bench.measure import micro as micro_measure
 from bench.plan import Metric, Point, Row
 from bench.procs import ChildFailed, DidNotFinish
-from bench.store import ResultStore, StoreError, row_fingerprint
+from bench.render import codesize, report
+from bench.render.rows import rendered_rows
+from bench.store import ResultStore, StoreError, results_path, row_fingerprint
 from bench.summary import SATURATION, summarize
+from bench.workload import Measuring, Workload
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {
@@ -69,7 +77,7 @@ def echo_rep(rps: float, share: float = 0.5, **newer) -> dict:
 
 
 def paced_rep(server_us: float, kept: bool = True, share: float = 0.2) -> dict:
-    """A fixed-offered-load repetition as bench.echo.measure stores it (native generator)."""
+    """A fixed-offered-load repetition as bench.measure.echo stores it (native generator)."""
     rep = {
         "server_cpu_us": server_us,
         "server_cpu_share": server_us * 8000 / 1e6,
@@ -102,8 +110,8 @@ def results(tmp_path: Path) -> Path:
     """A stored quick run of every workload: small, but shaped like the real thing."""
     base = tmp_path / "results"
     stores = {}
-    for name in runner.WORKLOADS:
-        stores[name] = ResultStore.empty(runner.results_path(base, "quick", name), name, "quick")
+    for name in matrix.names():
+        stores[name] = ResultStore.empty(results_path(base, "quick", name), name, "quick")
         stores[name].add_session(SESSION, ENV, ["python", "-m", "bench", "run"])
 
     for point in echo.points(full=False):  # the real quick points, so the matrix is current
@@ -335,21 +343,22 @@ def test_fixed_offered_load_tables_show_cost_the_rate_and_who_could_not_keep_it(
 
 
 def test_the_offered_rate_is_half_the_slowest_closed_loop_row_measured_before_it(results):
-    store = ResultStore.load(runner.results_path(results, "quick", "echo"), "echo", "quick")
+    store = ResultStore.load(results_path(results, "quick", "echo"), "echo", "quick")
     paced = [p for p in echo.points(full=False) if p.args.get("measure") == "paced"]
     assert paced and all("rate" not in p.args for p in paced), "the rate is chosen, not fixed"
     for point in paced:
-        echo.prepare(point, store)
-        rate, why = echo.RATES[point.key]
+        echo_measure.prepare(point, store)
+        rate, why = echo_measure.RATES[point.key]
         # the fixture's slowest valid closed-loop row is the floor at 4 requests/s
         assert rate == 2 and "(selectors-floor (anchor), 4 requests/s)" in why
     empty = ResultStore.empty(results / "none.json", "echo", "quick")
-    echo.prepare(paced[-1], empty)
-    assert echo.RATES[paced[-1].key] == (
-        echo.default_rate(1024, 100),
+    echo_measure.prepare(paced[-1], empty)
+    assert echo_measure.RATES[paced[-1].key] == (
+        echo_measure.default_rate(1024, 100),
         "the default for this size and connection count: no closed-loop figure was stored",
     )
-    assert [echo.two_digits(v) for v in (2437.9, 99.5, 7.2, 15562.1)] == [2400, 99, 7, 15000]
+    rounded = [echo_measure.two_digits(v) for v in (2437.9, 99.5, 7.2, 15562.1)]
+    assert rounded == [2400, 99, 7, 15000]
 
 
 def test_saturation_rule_uses_valid_repetitions_only():
@@ -445,11 +454,25 @@ class FakeWorkload:
             return json.loads("{broken")
         return {"value": 10.0 if row.variant == "asyncio" else 20.0}
 
+    def declared(self) -> Workload:
+        """This fake as the bench sees it: a registered Workload."""
+        return Workload(
+            name=self.NAME,
+            title=self.TITLE,
+            description=self.DESCRIPTION,
+            metrics=self.METRICS,
+            headline=self.HEADLINE,
+            points=self.points,
+            point_title=str,
+            measuring=lambda: Measuring(measure=self.measure),
+        )
+
 
 @pytest.fixture
 def fake(monkeypatch) -> FakeWorkload:
     workload = FakeWorkload()
-    monkeypatch.setattr(runner, "workload_module", lambda name: workload)
+    # Registered for this test only, as a workload module registers itself in bench.matrix.
+    monkeypatch.setattr(matrix, "WORKLOADS", (*matrix.WORKLOADS, workload.declared()))
     return workload
 
 
@@ -459,7 +482,7 @@ def run_fake(tmp_path: Path, **options) -> None:
 
 
 def stored(tmp_path: Path) -> dict:
-    return json.loads(runner.results_path(tmp_path, "quick", "fake").read_text())
+    return json.loads(results_path(tmp_path, "quick", "fake").read_text())
 
 
 def test_runner_measures_everything_once_then_skips_what_is_stored(fake, tmp_path):
@@ -474,7 +497,7 @@ def test_runner_measures_everything_once_then_skips_what_is_stored(fake, tmp_pat
 
 def test_runner_remeasures_a_missing_or_changed_row_with_a_fresh_baseline(fake, tmp_path):
     run_fake(tmp_path)
-    path = runner.results_path(tmp_path, "quick", "fake")
+    path = results_path(tmp_path, "quick", "fake")
     data = stored(tmp_path)
     del data["points"]["n=1"]["rows"]["callbacks/callbacks"]
     data["points"]["n=2"]["rows"]["uvloop/callbacks"]["code"] = "changed"
@@ -533,7 +556,7 @@ def test_an_interrupted_run_resumes_where_it_stopped(fake, tmp_path):
 
 def test_results_from_another_machine_are_not_reused(fake, tmp_path):
     run_fake(tmp_path)
-    path = runner.results_path(tmp_path, "quick", "fake")
+    path = results_path(tmp_path, "quick", "fake")
     data = stored(tmp_path)
     for session in data["sessions"].values():
         session["environment"]["host"] = "another-machine"
@@ -548,7 +571,7 @@ def test_results_from_another_machine_are_not_reused(fake, tmp_path):
 
 def test_a_library_upgrade_is_another_machine_but_a_library_no_longer_listed_is_not(fake, tmp_path):
     run_fake(tmp_path)
-    path = runner.results_path(tmp_path, "quick", "fake")
+    path = results_path(tmp_path, "quick", "fake")
     data = stored(tmp_path)
     session = next(iter(data["sessions"].values()))
     session["environment"]["libraries"]["a-library-since-dropped"] = "1.0"
@@ -565,7 +588,7 @@ def test_a_library_upgrade_is_another_machine_but_a_library_no_longer_listed_is_
 
 def test_each_ratio_uses_the_baseline_of_its_own_session(fake, tmp_path):
     run_fake(tmp_path)
-    path = runner.results_path(tmp_path, "quick", "fake")
+    path = results_path(tmp_path, "quick", "fake")
     data = stored(tmp_path)
     first_session = data["points"]["n=1"]["rows"]["uvloop/callbacks"]["session"]
     del data["points"]["n=1"]["rows"]["callbacks/callbacks"]
@@ -574,7 +597,7 @@ def test_each_ratio_uses_the_baseline_of_its_own_session(fake, tmp_path):
     point = stored(tmp_path)["points"]["n=1"]
     assert point["rows"]["uvloop/callbacks"]["session"] == first_session
     assert point["rows"]["asyncio/coroutines"]["session"] != first_session
-    rows = {r.row.key: r for r in report.rendered_rows(fake, "fake", point)}
+    rows = {r.row.key: r for r in rendered_rows(fake.declared(), point)}
     assert rows["uvloop/callbacks"].earlier
     assert rows["uvloop/callbacks"].ratio(fake.METRICS[0]) == pytest.approx(2.0)
     assert rows["callbacks/callbacks"].ratio(fake.METRICS[0]) == pytest.approx(2.0)
@@ -649,7 +672,7 @@ def test_micro_under_pyperf_measures_each_operation_in_worker_processes(tmp_path
     """pyperf's run is read back into one record: median ns, spread, calibration, warnings."""
     point = Point("micro", (("harness", "pyperf"), ("processes", 2), ("values", 2)), (), 1)
     cores = SimpleNamespace(subject=None, peer=None)
-    record = micro.measure(point, Row("asyncio", "callbacks"), cores, tmp_path, False)
+    record = micro_measure.measure(point, Row("asyncio", "callbacks"), cores, tmp_path, False)
     assert set(micro.OPERATIONS) - {"spawn_join"} <= set(record)  # the callbacks operations
     assert all(record[op] > 0 for op in ("switch", "call_soon", "timer"))
     assert record["calibrated_n"]["switch"] >= 1
@@ -666,7 +689,8 @@ def test_micro_program_measures_every_operation_of_each_style(tmp_path):
         out = tmp_path / f"{style}.json"
         subprocess.run(
             [
-                *(sys.executable, "-m", "bench.micro", "--loop", "asyncio", "--style", style),
+                *(sys.executable, "-m", "bench.measure.micro"),
+                *("--loop", "asyncio", "--style", style),
                 *("--min-time", "0.001", "--runs", "2", "--json", str(out)),
             ],
             cwd=ROOT,
@@ -697,7 +721,7 @@ def test_a_loop_failing_an_operation_is_reported_for_that_operation_only():
             pass
 
     variant = SimpleNamespace(api=lambda style: Broken)
-    outcome = micro.measure_operation(variant, "callbacks", "timer", 0.001, 1)
+    outcome = micro_measure.measure_operation(variant, "callbacks", "timer", 0.001, 1)
     assert outcome == {"error": "RuntimeError: no timers here"}
 
 
@@ -716,7 +740,7 @@ def test_code_lines_leave_out_blanks_comments_and_docstrings(tmp_path):
 
 def test_the_glance_counts_a_loops_code_lines_as_the_code_size_table_does():
     """One count: the glance once took essence.py in, the table left it out (915 against 841)."""
-    from bench import glance
+    from bench.render import glance
 
     table = {row[0]: row[4] for row in codesize.loop_rows()}
     for variant in loops.discover().values():
@@ -766,13 +790,14 @@ def test_a_row_over_its_cap_is_stored_as_did_not_finish(fake, tmp_path):
 
 def test_a_sleep_run_over_its_cpu_cap_is_stopped_as_did_not_finish(tmp_path):
     """The cap is CPU time (RLIMIT_CPU), so a busy machine cannot fake a did-not-finish."""
-    from bench import sleep
+    from bench.matrix import sleep
+    from bench.measure.sleep import CpuCapReached, measure
 
     params = (("mode", "sleepers"), ("tasks", 400_000), ("max_delay", 1.0))
     point = Point("sleep", params, (), 1, None, 1.0)  # one second of CPU: far too little
     cores = SimpleNamespace(subject=None, peer=None)
-    with pytest.raises(sleep.CpuCapReached) as raised:
-        sleep.measure(point, Row("asyncio", "callbacks"), cores, tmp_path, True)
+    with pytest.raises(CpuCapReached) as raised:
+        measure(point, Row("asyncio", "callbacks"), cores, tmp_path, True)
     assert raised.value.cap_s == 1.0 and "s of CPU" in str(raised.value)
     reps = [{"error": str(raised.value), "did_not_finish_s": 1.0, "did_not_finish_kind": "cpu"}]
     assert summarize(reps, sleep.METRICS).reason.startswith("in 1 s of CPU")
@@ -832,8 +857,8 @@ def test_the_glance_marks_a_figure_from_another_session_and_says_so_of_the_gap()
     """Absolute figures from two sessions of a shared machine are not a same-run comparison:
     the glance carries the tables' † and ‡, and its sentence says when the two it compares
     come from different sessions."""
-    from bench import glance
-    from bench.report import RenderedRow
+    from bench.render import glance
+    from bench.render.rows import RenderedRow
     from bench.summary import RowSummary, Stat
 
     column = next(c for c in glance.COLUMNS if c.metric == "requests_per_s")
@@ -855,7 +880,7 @@ def test_the_glance_marks_a_figure_from_another_session_and_says_so_of_the_gap()
 
 def scale_rows(costs: dict[str, dict[int, float | str]]):
     """Rendered rows of a synthetic sleep series: per label, cost per sleeper (or a status)."""
-    from bench.report import RenderedRow
+    from bench.render.rows import RenderedRow
     from bench.summary import RowSummary, Stat
 
     points = {}
@@ -876,7 +901,7 @@ def scale_rows(costs: dict[str, dict[int, float | str]]):
 
 
 def test_scale_compares_each_exponent_with_the_floors_over_the_same_two_n():
-    from bench.scale import Curve, against_the_floor
+    from bench.render.scale import Curve, against_the_floor
 
     def curve(label, costs):
         return Curve(label, "anchor", costs, {})
@@ -893,7 +918,7 @@ def test_scale_compares_each_exponent_with_the_floors_over_the_same_two_n():
 
 
 def test_scale_exponents_come_from_the_two_largest_finished_points(tmp_path):
-    from bench import scale
+    from bench.render import scale
 
     points = scale_rows(
         {
@@ -947,3 +972,100 @@ def test_a_rows_fingerprint_follows_its_code_not_its_prose(tmp_path):
     assert row_fingerprint("echo", row, tmp_path) == before
     (folder / "loop.py").write_text("x = 2\n")
     assert row_fingerprint("echo", row, tmp_path) != before
+
+
+# -- the workload protocol: a registered workload is measured, stored and rendered -------------
+
+
+def test_a_registered_workload_is_measured_stored_and_rendered(monkeypatch, tmp_path):
+    """A workload made for the test, registered and nothing else: the run measures it (real
+    processes), the store keeps it, the report renders its section, table and chart."""
+    from tests import tiny_workload
+
+    monkeypatch.setattr(matrix, "WORKLOADS", (*matrix.WORKLOADS, tiny_workload.WORKLOAD))
+    results, reports = tmp_path / "results", tmp_path / "reports"
+    console = Console(file=io.StringIO())
+    assert runner.run(["tiny"], False, None, False, results, console=console) == 0
+    stored = json.loads(results_path(results, "quick", "tiny").read_text())
+    assert set(stored["points"]) == {"sleep_ms=1", "sleep_ms=2"}
+    for point in stored["points"].values():
+        assert set(point["rows"]) == {"asyncio/coroutines", "traps/coroutines"}
+        for entry in point["rows"].values():
+            assert "error" not in entry["reps"][0], entry["reps"][0]
+            assert entry["reps"][0]["wall_ms"] > 0
+    written = report.render_all(results, reports)
+    text = (reports / "bench.md").read_text()
+    assert "## Tiny" in text and "[Tiny](#tiny)" in text
+    assert "### One sleep of 2 ms" in text
+    assert re.search(r"\| traps · coroutines\s*\|\s*[\d.]+ \|\s*×[\d.]+ \|", text), text
+    assert reports / "charts" / "quick-tiny-wall.png" in written
+
+
+def test_the_bench_readme_names_every_module_and_the_recipes():
+    readme = (ROOT / "bench" / "README.md").read_text()
+    for path in sorted((ROOT / "bench").rglob("*.py")):
+        relative = path.relative_to(ROOT / "bench")
+        named = {relative.as_posix(), path.name}
+        assert any(f"`{name}`" in readme or f"{name}`" in readme for name in named), relative
+    for recipe in ("Add a workload", "Add a metric", "Add a column", "Add a chart"):
+        assert f"**{recipe}.**" in readme
+
+
+# -- a variant unavailable on this interpreter: skipped by the run, named by the report ------
+
+UNAVAILABLE_VARIANT = """
+from loops import Variant, requires
+
+with requires("no_such_frobnicator"):
+    import no_such_frobnicator
+
+VARIANT = Variant(
+    name="zz_unavailable",
+    summary="never seen: the import above fails first",
+    lineage="tests/test_bench.py",
+    capabilities=frozenset({"core"}),
+    coroutines=no_such_frobnicator,
+)
+"""
+
+
+def test_an_unavailable_variant_is_skipped_and_each_report_section_says_why(results, tmp_path):
+    extra = tmp_path / "extra" / "zz_unavailable"
+    extra.mkdir(parents=True)
+    (extra / "__init__.py").write_text(UNAVAILABLE_VARIANT)
+    env = {**os.environ, "LAB_EXTRA_LOOPS": str(extra.parent), "PYTHONDONTWRITEBYTECODE": "1"}
+    (results / "anatomy.json").write_text((ROOT / "reports/results/anatomy.json").read_text())
+    said = f"unavailable on Python {loops.PYTHON}: no_such_frobnicator does not load"
+
+    def bench(*args: str, stored: Path = results) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "bench", *args, "--results", str(stored)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    # Narrowed to no point at all, so that nothing runs: the skip is said before planning.
+    run = bench("run", "--loop", "zz_unavailable", "--where", "tasks=0", stored=tmp_path / "none")
+    assert run.returncode == 0, run.stderr
+    assert "skipping zz_unavailable" in run.stderr and said in " ".join(run.stderr.split())
+    assert "nothing to measure" in run.stderr
+    done = bench("report")
+    assert done.returncode == 0, done.stderr
+    text = (results.parent / "bench.md").read_text()
+    glance = text.split("## At a glance", 1)[1].split("\n## ", 1)[0]
+    assert re.search(r"\| zz_unavailable +\| unavailable +\|", glance), glance
+    assert f"- **zz_unavailable**: {said}" in glance
+    for title in ("Echo", "Sleep", "Crawler", "Micro"):
+        section = text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+        tables = section.count("| variant · style")
+        assert tables and section.count("| zz_unavailable ") == tables, title
+        marked = (
+            rf"\| zz_unavailable +\| +\*\*unavailable on Python {re.escape(loops.PYTHON)}\*\* \|"
+        )
+        assert len(re.findall(marked, section)) == tables, title
+        assert section.count(f"zz_unavailable: {said}") == tables, title
+    anatomy = text.split("## Cost anatomy", 1)[1].split("\n## ", 1)[0]
+    assert f"| zz_unavailable | {said}" in anatomy

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.echo import anchor_names
+from bench.matrix.echo import anchor_names
 from bench.procs import LISTENING
 from tests.client_storm import storm
 

@@ -25,7 +25,7 @@ import pytest
 import loops
 from conformance.harness import all_properties, check_property
 from loops._template import scaffold
-from timeline import record, render
+from timeline import record, records, render
 from timeline.scenarios import SPINS, play
 from timeline.tracer import Tracer, traced
 
@@ -44,7 +44,7 @@ FIFO_TURNS = ["a", "b", "c"] * (SPINS + 1)  # four yields and a return each
 )
 def test_a_known_schedule_is_recorded_in_order(loop, style, expected):
     result = record.run(loop, style, "spin")
-    assert record.order(result) == expected
+    assert records.order(result) == expected
     if style != "callbacks":
         # Each spinner suspends in sleep(0) four times, then returns.
         names = {row["id"]: row["name"] for row in result["rows"]}

@@ -17,18 +17,15 @@ fails (a variant scaffolded but not written yet, a loop that hangs) is noted in 
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import traceback
 from pathlib import Path
 
 import loops
-from timeline import record, render
+from timeline import records, render
+from timeline.records import REPORT, STORE
 from timeline.scenarios import SCENARIOS
-
-STORE = Path("reports/timelines")
-REPORT = Path("reports/timelines.md")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     except (loops.VariantLookupError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    from timeline import record  # the observing side: only a run loads the tracer
+
     try:
         result = record.run(args.loop, args.style, args.scenario)
     except Exception as error:  # the loop's failure: its traceback, then one line that says so
@@ -61,11 +60,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the run failed: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
     if args.json:
-        record.save(result, args.json)
+        records.save(result, args.json)
     if args.out:
         render.chart(result, args.out)
     if not (args.json or args.out):
-        print(" ".join(record.order(result)))
+        print(" ".join(records.order(result)))
     return 0
 
 
@@ -74,8 +73,7 @@ def run_all(store: Path, loop: str | None, style: str | None, scenario: str | No
     process; failures go to failures.json. Exit 0 when all that could be tried was tried."""
     variants = [loops.get(loop)] if loop else list(loops.discover().values())
     store.mkdir(parents=True, exist_ok=True)
-    failures_path = store / "failures.json"
-    failures = json.loads(failures_path.read_text()) if failures_path.exists() else {}
+    failures = records.load_failures(store)
     for variant in variants:
         failures.pop(variant.name, None)
         if not variant.available:
@@ -116,24 +114,22 @@ def run_all(store: Path, loop: str | None, style: str | None, scenario: str | No
                 if done.returncode:
                     last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
                     failures[name] = f"exit {done.returncode}: {last}"
-    failures_path.write_text(json.dumps(failures, indent=1, sort_keys=True) + "\n")
+    records.save_failures(store, failures)
     for name, reason in failures.items():
         print(f"not recorded: {name}: {reason}", file=sys.stderr)
     return 0
 
 
 def write_report(store: Path, out: Path) -> int:
-    paths = sorted(store.glob("*.json"))
-    records = [record.load(p) for p in paths if p.name != "failures.json"]
-    if not records:
+    found = records.load_all(store)
+    if not found:
         print(f"error: no records in {store}/ (run python -m timeline --all)", file=sys.stderr)
         return 2
-    failures_path = store / "failures.json"
-    failures = json.loads(failures_path.read_text()) if failures_path.exists() else {}
+    failures = records.load_failures(store)
     for old in store.glob("*.png"):
         old.unlink()
-    render.report(records, charts=store, out=out, failures=failures)
-    print(f"wrote {out} from {len(records)} records")
+    render.report(found, charts=store, out=out, failures=failures)
+    print(f"wrote {out} from {len(found)} records")
     return 0
 
 

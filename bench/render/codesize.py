@@ -82,6 +82,8 @@ def loop_rows(root: Path = ROOT) -> list[list]:
         folder = root / "loops" / variant.name
         files, lines, code = count_tree(loop_files(folder))
         kind = "reference adapter" if variant.reference else "home-made loop"
+        if not variant.available:  # its folder is read, not run: the size still counts
+            kind = f"unavailable on Python {loops.PYTHON}"
         rows.append([f"`loops/{variant.name}/`", kind, files, lines, code])
     shared = sorted(p for p in (root / "loops").glob("*.py") if p.name != "primer.py")
     files, lines, code = count_tree(shared)

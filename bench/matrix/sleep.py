@@ -10,32 +10,8 @@ reported readable; a failed run is a failed row here. There is no peer process.
 
 from __future__ import annotations
 
-import json
-import signal
-from pathlib import Path
-
-from bench.plan import Chart, Metric, Point, Row, implemented_styles, variant_rows
-from bench.procs import Child, ChildFailed, DidNotFinish, python
-
-# Runs argv[2:] with RLIMIT_CPU set to argv[1] seconds (the kernel sends SIGXCPU past it):
-# exec keeps the process (its pid, pinning and reaping stay the bench's) and the limit.
-CPU_CAPPED = (
-    "import os, resource, sys; cap = int(sys.argv[1]); "
-    "resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 5)); "
-    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
-)
-
-
-class CpuCapReached(DidNotFinish):
-    """The process used more CPU than its point's cap allows: it did not finish in N s of CPU."""
-
-    kind = "cpu"
-
-
-def cpu_capped(argv: list[str], cap_s: float) -> list[str]:
-    """argv run under a CPU-time limit of cap_s seconds."""
-    return [argv[0], "-c", CPU_CAPPED, str(int(cap_s)), *argv[1:]]
-
+from bench.plan import Chart, Metric, Point, implemented_styles, variant_rows
+from bench.workload import Measuring, Workload
 
 NAME = "sleep"
 TITLE = "Sleep"
@@ -47,16 +23,16 @@ IDLE = {False: 0.5, True: 3.0}
 IDLE_SOCKETS = {False: (1_000,), True: (100, 1_000, 10_000)}
 CANCEL = {"tasks": 10_000, "fraction": 0.9}  # the cancel-heavy run
 CANCEL_TASKS = {False: (10_000,), True: (10_000, 100_000)}
+HEADLINE_POINT = {"mode": "sleepers", "tasks": 10_000}  # the point the glance reads
 # Full run: a repetition that uses more than this many seconds of CPU is stopped and stored
 # as "did not finish" (a quadratic timer queue at a million sleepers looks like that). CPU,
 # not wall time, so that a busy shared machine cannot make a loop look as if it did not finish;
-# wall time is only a safety net, WALL_CAP_FACTOR times larger. The quick run keeps a
+# wall time is only a safety net (bench.measure.sleep.WALL_CAP_FACTOR). The quick run keeps a
 # generous wall timeout. 600 s is 600 µs per sleeper at a million: over three times what the
 # costliest loop that grows linearly pays at 100 000 (trio, about 160 to 190 µs), so the cap
 # stops a cost that grows with N, not a loop that is merely slow (at 120 s it stopped curio,
 # about 110 µs per sleeper, in one run of two).
 CAP_S = 600.0
-WALL_CAP_FACTOR = 5
 # Full run: at least 3 repetitions, up to 5 where the spread asks for it; the million-sleeper
 # point, where one repetition can take minutes, at least 2 and at most 3.
 REPETITIONS = {False: (3, 3), True: (3, 5)}
@@ -154,50 +130,23 @@ def point_title(params: dict) -> str:
     return f"{params['tasks']:,} sleepers, delays up to {params['max_delay']:g} s"
 
 
-def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
-    """One repetition: one fresh process running the sleep workload."""
-    params = point.args
-    out = workdir / "sleep.json"
-    argv = python("-m", "workloads.sleep", "--loop", row.variant, "--style", row.style)
-    if params["mode"] == "idle":
-        argv += ["--idle", str(params["idle"])]
-        argv += ["--idle-sockets", str(params.get("sockets", 1000))]
-        timeout = params["idle"] + 60
-    else:
-        argv += ["--tasks", str(params["tasks"]), "--max-delay", str(params["max_delay"])]
-        argv += ["--cancel", str(params.get("cancel", 0))]
-        timeout = params["max_delay"] + 240
-    argv = [*argv, "--json", str(out)]
-    if point.cap_s:
-        argv, timeout = cpu_capped(argv, point.cap_s), point.cap_s * WALL_CAP_FACTOR + 60
-    child = Child(argv, cores.subject, stderr_path=workdir / "sleep.err")
-    try:
-        usage = child.wait(timeout)
-    finally:
-        child.kill()
-    if point.cap_s and usage.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
-        raise CpuCapReached(
-            point.cap_s,
-            f"used more than {point.cap_s:g} s of CPU (after {usage.wall_seconds:.0f} s of wall)",
-        )
-    record = json.loads(out.read_text()) if out.exists() else None
-    if usage.returncode != 0 or record is None or not record.get("ok"):
-        faults = (
-            {k: record[k] for k in ("woke_after_cancel", "early_beyond_tick", "unexpected_reads")}
-            if record
-            else {}
-        )
-        raise ChildFailed(
-            f"sleep exited {usage.returncode} {faults or ''}{child.stderr_tail(300)}".strip()
-        )
-    ideal = params.get("max_delay") or params.get("idle")
-    return {
-        "cpu_per_sleeper_us": record["cpu_per_task_us"] if params["mode"] != "idle" else None,
-        "wall_over_ideal": record["wall_s"] / ideal if params["mode"] != "idle" else None,
-        "lateness_p50_ms": record["lateness_p50_s"] * 1000 if params["mode"] != "idle" else None,
-        "lateness_p99_ms": record["lateness_p99_s"] * 1000 if params["mode"] != "idle" else None,
-        "peak_rss_mib": record["peak_rss_mib"],
-        "idle_cpu_pct": record["cpu_per_wall_s"] * 100 if params["mode"] == "idle" else None,
-        "cancelled": record.get("cancelled"),
-        "woke": record.get("woke"),
-    }
+def measuring() -> Measuring:
+    """The running side, imported only when the bench runs (rendering never loads it)."""
+    from bench.measure import sleep
+
+    return sleep.MEASURING
+
+
+WORKLOAD = Workload(
+    name=NAME,
+    title=TITLE,
+    description=DESCRIPTION,
+    metrics=METRICS,
+    headline=HEADLINE,
+    points=points,
+    point_title=point_title,
+    measuring=measuring,
+    charts=CHARTS,
+    columns=columns,
+    unavailable=unavailable,
+)

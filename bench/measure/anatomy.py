@@ -27,8 +27,8 @@ would inflate the call-heavy loops most and misstate the shares it is asked for.
 split is free of that distortion; ``python -X perf`` with ``perf record`` is the tool for a
 function breakdown, by hand.
 
-``python -m bench anatomy`` measures and stores ``reports/results/anatomy.json``; the report
-renders it as its own section (see :func:`section`).
+``python -m bench anatomy`` measures and stores ``reports/results/anatomy.json`` (through
+:mod:`bench.store`); the report renders it as its own section (:mod:`bench.render.anatomy`).
 """
 
 from __future__ import annotations
@@ -46,15 +46,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench import store
+from bench.matrix.echo import HEADLINE_POINT, PACED
 from bench.plan import Row
 
-SIZE, CONNECTIONS = 1024, 100  # the point the issue asks about: 1 KiB x 100 connections
+SIZE, CONNECTIONS = HEADLINE_POINT["size"], HEADLINE_POINT["connections"]  # echo's headline point
 # Seconds of warm-up load, of the plain window (long: the kernel splits CPU time into user and
 # system by 10 ms ticks, so 3 s at the offered load is ~40 ticks for the cheapest server), and
 # of the counted window (counts are exact: a shorter window serves).
 WARMUP_S, PLAIN_S, COUNTED_S = 0.3, 3.0, 1.0
-BASELINE = "uvloop-protocol"  # the yardstick the targets are set against
-FLOOR = "selectors-floor"  # the bare selectors loop: the pure-Python floor
 INSTALL_HINT = "install strace (`apt-get install strace`) or perf (`apt-get install linux-perf`)"
 
 # Syscall kinds, by name. Anything counted but not listed is "other" (accept4, close, ...).
@@ -276,12 +276,11 @@ def load_params(results: Path | None = None) -> dict:
     Its rate is the one the stored quick echo results last offered at that point (the bench
     chooses it from closed-loop data), else the bench's default.
     """
-    from bench.echo import PACED, default_rate
+    from bench.measure.echo import default_rate
 
     rate = default_rate(SIZE, CONNECTIONS)
-    path = (results or Path()) / "quick" / "echo.json"
-    if results is not None and path.exists():
-        for point in json.loads(path.read_text()).get("points", {}).values():
+    if results is not None:
+        for point in store.stored_points(results, "quick", "echo").values():
             params = point.get("params", {})
             if params.get("measure") == PACED and (params["size"], params["connections"]) == (
                 SIZE,
@@ -299,7 +298,7 @@ def load_params(results: Path | None = None) -> dict:
 
 def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict:
     """One untimed repetition: fresh server, warm-up, a plain window, then a counted window."""
-    from bench.echo import load_argv, run_load, server_argv
+    from bench.measure.echo import load_argv, run_load, server_argv
     from bench.procs import Child
 
     server = Child(
@@ -336,7 +335,7 @@ def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict
 
 
 def rows(loop_names: list[str] | None = None) -> list[Row]:
-    from bench.echo import rows as echo_rows
+    from bench.matrix.echo import rows as echo_rows
 
     every = echo_rows()
     if loop_names:
@@ -351,9 +350,8 @@ def run(loop_names: list[str] | None, results: Path, prefer: str | None = None) 
     from bench import environment
     from bench.procs import ChildFailed, Cores
 
-    path = results / "anatomy.json"
     tool, why = available_counter(prefer)
-    stored = json.loads(path.read_text()) if path.exists() else {}
+    stored = store.load_anatomy(results) or {}
     env = environment.capture()
     machine = json.loads(json.dumps(environment.machine_key(env)))  # as stored: lists
     params = load_params(results)
@@ -383,8 +381,7 @@ def run(loop_names: list[str] | None, results: Path, prefer: str | None = None) 
     else:
         print(f"anatomy: no syscall counter: {why}")
     stored["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
+    store.save_anatomy(results, stored)
     return 0 if tool is not None else 1
 
 
@@ -397,115 +394,3 @@ def _one_line(entry: dict) -> str:
         f"(user {entry['user_us']:.2f}), {s['total']:.2f} syscalls/request "
         f"({s['recv_eagain']:.2f} failed recvs, {s['epoll_ctl']:.2f} epoll_ctl)"
     )
-
-
-# ---------------------------------------------------------------------------- the report
-
-
-def load(results: Path) -> dict | None:
-    path = results / "anatomy.json"
-    return json.loads(path.read_text()) if path.exists() else None
-
-
-def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:
-    """What the figures of one row say, written from the figures alone."""
-    s = entry["syscalls"]
-    said = []
-    if s["recv_eagain"] >= 0.05:
-        said.append(
-            f"{s['recv_eagain']:.2f} receives per request failed with EAGAIN (optimistic reads "
-            "that found nothing: a syscall and, in Python, an exception each)"
-        )
-    if s["epoll_ctl"] >= 0.05:
-        said.append(f"{s['epoll_ctl']:.2f} epoll_ctl per request (registration churn)")
-    ref_wait = reference["syscalls"]["wait"] if reference and "syscalls" in reference else None
-    if s["wait"] >= 0.5 or (ref_wait is not None and s["wait"] > max(2 * ref_wait, ref_wait + 0.1)):
-        said.append(
-            f"{s['wait']:.2f} waits per request"
-            + (f" against {ref_wait:.2f} for {BASELINE}" if ref_wait is not None else "")
-            + f" (about {1 / s['wait']:.1f} requests served per wake-up)"
-        )
-    if not said:
-        said.append(f"{s['total']:.2f} syscalls per request")
-        if floor and "syscalls" in floor:
-            said[-1] += (
-                f", {s['total'] - floor['syscalls']['total']:+.2f} against the selectors floor"
-            )
-    if reference and "user_us" in reference:
-        python = entry["user_us"] - reference["user_us"]
-        said.append(
-            f"user CPU {entry['user_us']:.2f} µs per request against "
-            f"{reference['user_us']:.2f} for {BASELINE} ({python:+.2f} µs of Python), "
-            f"system {entry['system_us']:.2f} against {reference['system_us']:.2f}"
-        )
-    return "; ".join(said) + "."
-
-
-def section(data: dict | None) -> list[str]:
-    """The report's "Cost anatomy" section, rendered from anatomy.json alone."""
-    lines = ["## Cost anatomy", ""]
-    command = "`python -m bench anatomy` (then `python -m bench report`)"
-    if not data:
-        return [*lines, f"Not measured in this tree yet: {command}.", ""]
-    point = data["point"]
-    tool = data.get("counter")
-    lines += [
-        f"Where each echo request's microseconds go, at {point['size'] // 1024} KiB × "
-        f"{point['connections']} connections and the fixed offered load of the echo section "
-        f"({point.get('rate', 0):,} requests/s), measured by {command} on {data['date']} in an "
-        "untimed repetition per row: the server's user and system CPU per request over a "
-        f"{point['window_s']:g} s load window with nothing attached (user is the Python the "
-        "loop runs, system the kernel's socket work), then syscalls per request by kind over "
-        "a second window. The user/system split is the kernel's tick sampling over that window "
-        "(read it to about ±10%); their sum is the scheduler's exact figure. No function-level "
-        "profile: cProfile's per-call hook costs about as much as the small calls these loops "
-        "differ by, so it would inflate the call-heavy loops most (`python -X perf` with "
-        "`perf record`, Python 3.12+, gives one by hand). The CPU columns come from this one "
-        "repetition per row, on a machine others may share: the echo section's medians rank "
-        "the loops; this table says where their microseconds go.",
-        "",
-    ]
-    if tool is None:
-        return [*lines, f"No syscall counter ran: {data.get('unavailable')}.", ""]
-    lines += [
-        {
-            "perf": "Counted by `perf stat` on the kernel's syscall tracepoints: the server ran "
-            "at full speed, in the regime of the timed runs.",
-            "strace": "Counted by `strace -f` (ptrace): the server ran several times slower "
-            "than in the timed runs, so ready sockets piled up and waits and failed receives "
-            "are rarer here than there.",
-        }[tool],
-        "",
-        "| row | CPU µs/req | user µs | system µs | user share | × "
-        + BASELINE
-        + " | syscalls/req | waits | recv | EAGAIN recv | send | epoll_ctl | other |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
-    ]
-    rows = data.get("rows", {})
-    reference = next((e for e in rows.values() if e.get("label") == BASELINE), None)
-    floor = next((e for e in rows.values() if e.get("label") == FLOOR), None)
-    base = None
-    if reference and "user_us" in reference:
-        base = reference["user_us"] + reference["system_us"]
-    notes = []
-    for entry in rows.values():
-        if "error" in entry:
-            lines.append(f"| {entry['label']} | failed: {entry['error'][:80]} |" + " |" * 11)
-            continue
-        s = entry["syscalls"]
-        cpu = entry["user_us"] + entry["system_us"]
-        mark = " †" if entry.get("kept_rate") is False else ""
-        lines.append(
-            f"| {entry['label']}{mark} | {cpu:.2f} | {entry['user_us']:.2f} "
-            f"| {entry['system_us']:.2f} "
-            f"| {entry['user_us'] / cpu:.0%} | {f'{cpu / base:.2f}' if base else '–'} "
-            f"| {s['total']:.2f} | {s['wait']:.3f} | {s['recv']:.2f} | {s['recv_eagain']:.2f} "
-            f"| {s['send']:.2f} | {s['epoll_ctl']:.3f} | {s['other']:.3f} |"
-        )
-        if entry["kind"] == "home-made":
-            notes.append(f"- **{entry['label']}**: {explain(entry, reference, floor)}")
-    if any(e.get("kept_rate") is False for e in rows.values()):
-        lines += ["", "† the server did not keep the offered rate: its figures are at saturation."]
-    if notes:
-        lines += ["", "What the figures say, loop by loop:", "", *notes]
-    return [*lines, ""]

@@ -1,13 +1,15 @@
 """The micro operations under pyperf, the harness CPython's own benchmarks use.
 
-    python -m bench.pyperf_micro --loop NAME --style S [--op OP ...] [pyperf options] -o FILE
+    python -m bench.measure.pyperf_micro --loop NAME --style S [--op OP ...] [pyperf options]
+        -o FILE
 
-The operations are :mod:`bench.micro`'s, the very same programs (:func:`bench.micro.timed_run`);
-only the harness differs. pyperf calibrates the number of operations per value (at least
-``--min-time``, 100 ms by default), runs every value in fresh worker processes (20 by default,
-each with a warm-up and 3 values), and says when a result looks unstable (a standard deviation
-of 10% of the mean or more, outliers, too few samples). ``-o FILE`` writes pyperf's JSON,
-which :mod:`bench.micro` reads back: the median per operation, the spread, and the warnings.
+The operations are :mod:`bench.measure.micro`'s, the very same programs
+(:func:`bench.measure.micro.timed_run`); only the harness differs. pyperf calibrates the
+number of operations per value (at least ``--min-time``, 100 ms by default), runs every value
+in fresh worker processes (20 by default, each with a warm-up and 3 values), and says when a
+result looks unstable (a standard deviation of 10% of the mean or more, outliers, too few
+samples). ``-o FILE`` writes pyperf's JSON, which :mod:`bench.measure.micro` reads back: the
+median per operation, the spread, and the warnings.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from __future__ import annotations
 import pyperf
 
 import loops as lab_loops  # `loops` is pyperf's name for the count of operations
-from bench.micro import OPERATIONS, timed_run
+from bench.matrix.micro import OPERATIONS
+from bench.measure.micro import timed_run
 
 
 def operation_seconds(count: int, loop_name: str, style: str, op: str) -> float:
@@ -32,7 +35,7 @@ def _worker_arguments(cmd: list[str], args) -> None:
 
 def main() -> None:
     runner = pyperf.Runner(
-        program_args=("-m", "bench.pyperf_micro"), add_cmdline_args=_worker_arguments
+        program_args=("-m", "bench.measure.pyperf_micro"), add_cmdline_args=_worker_arguments
     )
     runner.argparser.add_argument("--loop", required=True)
     runner.argparser.add_argument("--style", required=True, choices=lab_loops.STYLES)

@@ -1,8 +1,9 @@
 """Charts of stored results (matplotlib, PNG): dot plots, one line of markers per row.
 
-Each workload module lists its charts as :class:`bench.plan.Chart` specs; this module draws
-them from the rows the report has already summarised, so a chart never shows a figure the
-tables do not (invalid, failed and unmeasured rows are left out and named in the caption).
+Each workload declares its charts as :class:`bench.plan.Chart` specs (``Workload.charts``);
+this module draws them from the rows the report has already summarised, so a chart never
+shows a figure the tables do not (invalid, failed and unmeasured rows are left out and named
+in the caption).
 
 Twenty rows do not fit as twenty crossing lines, so each chart is a Cleveland dot plot: the
 rows down the side, best at the top (by the figure at the largest parameter value), the
@@ -17,7 +18,6 @@ from __future__ import annotations
 import textwrap
 from collections import defaultdict
 from pathlib import Path
-from types import ModuleType
 
 import matplotlib
 
@@ -25,6 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from bench.plan import BASELINE
+from bench.workload import Workload
 
 MARKERS = ("o", "s", "^", "D", "v", "P")
 LABEL_STYLE = {
@@ -54,7 +55,7 @@ def _series(spec, metric, points) -> tuple[dict, dict, set]:
     return series, rows_by_label, missing
 
 
-def _panel(axis, module, spec, metric, panel, by_row, rows_by_label, xs_colours) -> None:
+def _panel(axis, workload, spec, metric, panel, by_row, rows_by_label, xs_colours) -> None:
     largest = max(x for values in by_row.values() for x in values)
 
     def rank(label: str) -> float:
@@ -97,7 +98,7 @@ def _panel(axis, module, spec, metric, panel, by_row, rows_by_label, xs_colours)
     axis.set_ylim(-0.6, len(labels) - 0.4)
     axis.grid(True, axis="x", alpha=0.3)
     if spec.panels:
-        axis.set_title(module.panel_title(spec.panels, panel), fontsize=10)
+        axis.set_title(workload.panel_title(spec.panels, panel), fontsize=10)
 
 
 def _count(value: int, noun: str) -> str:
@@ -107,11 +108,11 @@ def _count(value: int, noun: str) -> str:
     return f"{value:,} {noun}"
 
 
-def draw(module: ModuleType, mode: str, points: list, chart_dir: Path) -> list[tuple[Path, str]]:
+def draw(workload: Workload, mode: str, points: list, chart_dir: Path) -> list[tuple[Path, str]]:
     """Draw every chart of a workload; (file, caption) for each one drawn."""
     drawn = []
-    for spec in getattr(module, "CHARTS", ()):
-        metric = next(m for m in module.METRICS if m.name == spec.metric)
+    for spec in workload.charts:
+        metric = workload.metric(spec.metric)
         series, rows_by_label, missing = _series(spec, metric, points)
         if not series:
             continue
@@ -127,7 +128,7 @@ def draw(module: ModuleType, mode: str, points: list, chart_dir: Path) -> list[t
             1, len(panels), figsize=(3.0 + 5.0 * len(panels), height), squeeze=False
         )
         for axis, panel in zip(axes[0], panels, strict=True):
-            _panel(axis, module, spec, metric, panel, series[panel], rows_by_label, xs_colours)
+            _panel(axis, workload, spec, metric, panel, series[panel], rows_by_label, xs_colours)
         handles = [
             plt.Line2D([], [], color=colour, marker=marker, linestyle="", markersize=6)
             for colour, marker in xs_colours.values()
@@ -151,7 +152,7 @@ def draw(module: ModuleType, mode: str, points: list, chart_dir: Path) -> list[t
         footer = (0.25 + 0.15 * note.count("\n")) / height
         figure.tight_layout(rect=(0, footer, 1, 1 - 0.62 / height))
         chart_dir.mkdir(parents=True, exist_ok=True)
-        path = chart_dir / f"{mode}-{module.NAME}-{spec.name}.png"
+        path = chart_dir / f"{mode}-{workload.name}-{spec.name}.png"
         figure.savefig(path, dpi=110)
         plt.close(figure)
         caption = spec.title

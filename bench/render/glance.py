@@ -20,7 +20,15 @@ from pathlib import Path
 from tabulate import tabulate
 
 import loops
-from bench.plan import BASELINE, Row
+from bench import matrix
+from bench.matrix import crawler, echo, micro, sleep
+from bench.plan import BASELINE, Row, unavailable_variants
+
+# Where echo's two columns are read, in words: "1 KiB × 100 connections".
+ECHO_AT = (
+    f"{echo.size_text(echo.HEADLINE_POINT['size'])} × "
+    f"{echo.HEADLINE_POINT['connections']:,} connections"
+)
 
 
 @dataclass(frozen=True)
@@ -42,29 +50,29 @@ COLUMNS = (
     Column(
         "echo requests/s",
         "echo",
-        (("measure", None), ("size", 1024), ("connections", 100)),  # closed loop
+        (("measure", None), *echo.HEADLINE_POINT.items()),  # closed loop
         "requests_per_s",
         1.0,
         0,
         True,
         "requests/s",
-        "echo throughput (closed loop), 1 KiB × 100 connections",
+        f"echo throughput (closed loop), {ECHO_AT}",
     ),
     Column(
         "echo server CPU per request at fixed load (µs)",
         "echo",
-        (("measure", "paced"), ("size", 1024), ("connections", 100)),
+        (("measure", echo.PACED), *echo.HEADLINE_POINT.items()),
         "server_cpu_us",
         1.0,
         1,
         False,
         "µs of server CPU per request",
-        "echo cost at a fixed offered load, 1 KiB × 100 connections",
+        f"echo cost at a fixed offered load, {ECHO_AT}",
     ),
     Column(
         "switch (ns)",
         "micro",
-        (("harness", "pyperf"),),
+        tuple(micro.HEADLINE_POINT.items()),
         "switch",
         1.0,
         0,
@@ -75,7 +83,7 @@ COLUMNS = (
     Column(
         "sleep CPU per sleeper (µs)",
         "sleep",
-        (("mode", "sleepers"), ("tasks", 10_000)),
+        tuple(sleep.HEADLINE_POINT.items()),
         "cpu_per_sleeper_us",
         1.0,
         1,
@@ -86,7 +94,7 @@ COLUMNS = (
     Column(
         "crawl pages/s",
         "crawler",
-        (("delay_ms", 20), ("concurrency", 100)),
+        tuple(crawler.HEADLINE_POINT.items()),
         "pages_per_s",
         1.0,
         0,
@@ -124,7 +132,7 @@ def conformance_counts(path: Path) -> dict[tuple[str, str], tuple[int, int]]:
 
 
 def code_lines(variant: str, root: Path) -> int | None:
-    from bench import codesize
+    from bench.render import codesize
 
     folder = root / "loops" / variant
     if not folder.is_dir():
@@ -156,9 +164,7 @@ def cell(column: Column, rendered) -> str:
 
 
 def _metrics(workload: str):
-    from bench.runner import workload_module
-
-    return workload_module(workload).METRICS
+    return matrix.get(workload).metrics
 
 
 def sentence(column: Column, rows: list | None) -> str:
@@ -231,6 +237,12 @@ def section(
             cells.append(f"{passing}/{claimed}" if claimed else "—")
             cells.append(f"{lines:,}" if lines is not None else "—")
             body.append(cells)
+    unavailable = unavailable_variants()
+    for name in unavailable:  # no style, no figure: a word here, the reason under the table
+        size = code_lines(name, root)
+        body.append(
+            [name, *("unavailable" for _ in COLUMNS), "—", f"{size:,}" if size is not None else "—"]
+        )
     body.sort(key=lambda cells: (not cells[0].startswith(BASELINE + " "), cells[0]))
     headers = [
         "variant · style",
@@ -262,5 +274,6 @@ def section(
             f"- **Conformance**: every claimed property holds in {len(holding)} of "
             f"{len(conformance)} variant·style rows (a known deviation counts as not holding)."
         )
+    text += [f"- **{name}**: {why}." for name, why in unavailable.items()]
     text.append("")
     return text

@@ -25,27 +25,23 @@ Two measures at every size and connection count:
   nearly as much per request as the fastest servers; a repetition in which the generator
   saturated its core is invalid, and the report gives both costs per request.
 
-The rate is chosen from data, per session (:func:`prepare`): half the slowest valid row's
-closed-loop median at the same size and connection count, measured just before (the
-closed-loop points come first), so every loop and anchor can sustain it under the machine's
-load of the moment, with room for a noisy neighbour. Each table says the rate and where it
-came from; without a closed-loop figure a default applies (:func:`default_rate`).
+The rate is chosen from data, per session (:func:`bench.measure.echo.prepare`): half the
+slowest valid row's closed-loop median at the same size and connection count, measured just
+before (the closed-loop points come first), so every loop and anchor can sustain it under the
+machine's load of the moment, with room for a noisy neighbour. Each table says the rate and
+where it came from; without a closed-loop figure a default applies
+(:func:`bench.measure.echo.default_rate`).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
-import subprocess
-from pathlib import Path
 
-from bench.plan import Chart, Metric, Point, Row, implemented_styles, variant_rows
-from bench.procs import Child, ChildFailed, cpu_seconds, mib, python
-from bench.summary import summarize
+from bench.plan import FLOOR, YARDSTICK, Chart, Metric, Point, Row, implemented_styles, variant_rows
+from bench.workload import Measuring, Workload
 
 NAME = "echo"
 TITLE = "Echo"
-PEER = "load generator"
 
 # 10 000 connections is C10k: the bench raises its open-file limit (inherited by the server and
 # the generator); handlers' select() ceiling shows there as its stated limit.
@@ -60,9 +56,8 @@ TIMING = {  # seconds: (warm-up load, measured load)
 # A paced run needs enough requests for the server's CPU time to be read to 1%.
 PACED_TIMING = {False: (0.2, 2.0), True: (0.5, 2.0)}
 PACED = "paced"
-# A server that fell behind while using less than this share of its core was not too slow but
-# kept waiting (by other processes on a shared machine): its row says so.
-IDLE_SHARE = 0.5
+# The point every summary of echo reads (the glance, the cost anatomy): 1 KiB × 100 connections.
+HEADLINE_POINT = {"size": 1024, "connections": 100}
 
 METRICS = (
     Metric("requests_per_s", "requests/s", higher_is_better=True),
@@ -130,72 +125,10 @@ CHARTS = (
 )
 
 
-RATE_SHARE = 0.5  # the offered rate, as a share of the slowest row's closed-loop throughput
-# Where no closed-loop figure is stored: about half the slowest rows of a quiet quick run
-# (asyncio · coroutines, ~10 000 requests/s over one connection, ~15 500 over 100 at 1 KiB).
-DEFAULT_RATE = {1: 4000, "more": 8000}
-RATES: dict[str, tuple[int, str]] = {}  # paced point key -> (rate, why), set by prepare()
-
-
-def default_rate(size: int, connections: int) -> int:
-    """The offered rate without data: bigger messages cost the kernel more per request."""
-    base = DEFAULT_RATE[1] if connections == 1 else DEFAULT_RATE["more"]
-    return base if size <= 1024 else base // 2 if size <= 16384 else base // 5
-
-
-def slowest_closed(params: dict, stored_points: dict) -> tuple[float, str] | None:
-    """The slowest valid row's closed-loop median at this size and connection count."""
-    slowest = None
-    for point in stored_points.values():
-        other = point["params"]
-        if other.get("measure") is not None or (other["size"], other["connections"]) != (
-            params["size"],
-            params["connections"],
-        ):
-            continue
-        for entry in point["rows"].values():
-            summary = summarize(entry["reps"], METRICS)
-            stat = summary.stats.get("requests_per_s") if summary.status == "ok" else None
-            if stat is not None and (slowest is None or stat.median < slowest[0]):
-                label = entry["variant"] + (
-                    " (anchor)" if entry.get("anchor") else f" · {entry['style']}"
-                )
-                slowest = (stat.median, label)
-    return slowest
-
-
-def two_digits(value: float) -> int:
-    """Rounded down to two significant digits (2 437 -> 2 400)."""
-    step = 10 ** max(0, len(str(int(value))) - 2)
-    return max(1, int(value) // step * step)
-
-
-def prepare(point: Point, store) -> None:
-    """Before a paced point is measured: choose its rate from the closed-loop data stored.
-
-    The closed-loop points come first in the matrix, so in a full session the figures are
-    this session's, on this machine, under its present load: the rate is RATE_SHARE of the
-    slowest valid row's median, so every loop and anchor should sustain it.
-    """
-    if point.args.get("measure") != PACED:
-        return
-    slowest = slowest_closed(point.args, store.data["points"])
-    if slowest is None:
-        rate = default_rate(point.args["size"], point.args["connections"])
-        why = "the default for this size and connection count: no closed-loop figure was stored"
-    else:
-        rate = two_digits(slowest[0] * RATE_SHARE)
-        why = (
-            f"{RATE_SHARE:.0%} of the slowest row's closed-loop median at this size and "
-            f"connection count when it was measured ({slowest[1]}, {slowest[0]:,.0f} requests/s)"
-        )
-    RATES[point.key] = (rate, why)
-
-
 DESCRIPTION = f"""\
 A TCP echo server per loop and style, and the anchor servers a user would write instead in
 each production loop's native API (asyncio and uvloop streams and Protocol, trio streams,
-curio sockets) plus `selectors-floor`, a bare selectors loop with one callback per ready
+curio sockets) plus `{FLOOR}`, a bare selectors loop with one callback per ready
 socket: the pure-Python floor. Each connection of the load generator sends a message, reads
 the whole echo and verifies every byte before the next. {__doc__.split(chr(10) * 2)[1]}
 Two measures per size and connection count. **Fixed offered load** (the tables titled so):
@@ -335,7 +268,7 @@ def floor_observations(rendered: list) -> list[str]:
         for r in rendered
         if r.summary.status == "ok" and "requests_per_s" in r.summary.stats
     }
-    floor = figures.get("selectors-floor")
+    floor = figures.get(FLOOR)
     home = [
         (r.summary.stats["requests_per_s"].median, r.label)
         for r in rendered
@@ -364,7 +297,7 @@ def paced_observations(rendered: list) -> list[str]:
     lines = []
     if home:
         best, label = home[0]
-        for anchor in ("selectors-floor (anchor)", "uvloop-protocol (anchor)"):
+        for anchor in (f"{FLOOR} (anchor)", f"{YARDSTICK} (anchor)"):
             if anchor in cost:
                 lines.append(
                     f"{label} costs {best / cost[anchor]:.2f}× what {anchor} does per request "
@@ -404,145 +337,28 @@ def point_notes(params: dict, stored_points: dict) -> list[str]:
     ]
 
 
-def server_argv(row: Row) -> list[str]:
-    if row.anchor:
-        return python("-m", "workloads.echo.native", row.variant, "--port", "0")
-    return python(
-        "-m", "workloads.echo", "--loop", row.variant, "--style", row.style, "--port", "0"
-    )
+def measuring() -> Measuring:
+    """The running side, imported only when the bench runs (rendering never loads it)."""
+    from bench.measure import echo
+
+    return echo.MEASURING
 
 
-def load_argv(port: int, params: dict, duration: float, out: Path, server_pid: int) -> list[str]:
-    return python(
-        "-m",
-        "workloads.echo.load",
-        "--port",
-        str(port),
-        "--connections",
-        str(params["connections"]),
-        "--size",
-        str(params["size"]),
-        "--duration",
-        str(duration),
-        "--json",
-        str(out),
-        "--server-pid",
-        str(server_pid),
-        *(("--rate", str(params["rate"])) if "rate" in params else ()),
-    )
-
-
-def run_load(argv: list[str], core, workdir: Path, name: str, timeout: float) -> dict:
-    """One load generator process; its JSON record, or ChildFailed with its first error."""
-    out = Path(argv[argv.index("--json") + 1])
-    child = Child(argv, core, stderr_path=workdir / f"{name}.err")
-    try:
-        usage = child.wait(timeout)
-    finally:
-        child.kill()
-    record = json.loads(out.read_text()) if out.exists() else None
-    if usage.returncode != 0 or record is None or not record.get("ok"):
-        detail = record.get("first_error") if record else ""
-        raise ChildFailed(
-            f"load generator ({name}) exited {usage.returncode}: {detail}{child.stderr_tail(300)}"
-        )
-    return record
-
-
-def stated_limit(server: Child) -> str:
-    """The line of a server's stderr naming a stated limit it hit (select()'s ceiling), if any.
-
-    Its traceback can be long, and the limit is named at its start, not in the tail.
-    """
-    from bench.summary import known_limit
-
-    if server.stderr_path is None or not server.stderr_path.exists():
-        return ""
-    for line in server.stderr_path.read_text(errors="replace").splitlines():
-        if known_limit(line):
-            return f"\nserver: {line.strip()}"
-    return ""
-
-
-def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
-    """One repetition: fresh server, warm-up load, measured load, clean stop."""
-    params = point.args
-    if params.get("measure") == PACED:
-        rate, basis = RATES.get(point.key) or (
-            default_rate(params["size"], params["connections"]),
-            "the default for this size and connection count",
-        )
-        params = params | {"rate": rate}
-    warmup, duration = params["warmup_s"], params["duration_s"]
-    timeout = duration + 60
-    server = Child(
-        server_argv(row), cores.subject, stdout=subprocess.PIPE, stderr_path=workdir / "server.err"
-    )
-    try:
-        port = server.read_port(timeout=30)
-        run_load(
-            load_argv(port, params, warmup, workdir / "warmup.json", server.pid),
-            cores.peer,
-            workdir,
-            "warm-up",
-            timeout,
-        )
-        before = cpu_seconds(server.pid)
-        record = run_load(
-            load_argv(port, params, duration, workdir / "load.json", server.pid),
-            cores.peer,
-            workdir,
-            "measured",
-            timeout,
-        )
-        after = cpu_seconds(server.pid)
-        usage = server.stop(timeout=15)
-        server.check(usage)
-    except ChildFailed as error:
-        # The server's own words say why (a stated limit such as select()'s ceiling, a crash).
-        server.kill()
-        raise ChildFailed(f"{error}{stated_limit(server)}{server.stderr_tail(2000)}") from error
-    finally:
-        server.kill()
-    server_cpu = record.get("server_cpu_s")
-    if server_cpu is None and before is not None and after is not None:
-        server_cpu = after - before
-    requests = record["requests"]
-    server_us = server_cpu / requests * 1e6 if requests else None
-    peer_us = record["load_cpu_s"] / requests * 1e6 if requests else None
-    figures = {
-        "generator": record.get("generator", "python"),
-        "generator_note": record.get("generator_note", ""),
-        "server_cpu_us": server_us,
-        "peer_cpu_us": peer_us,
-        "latency_p999_ms": record["latency_us_p999"] / 1000,
-    }
-    if params.get("measure") == PACED:
-        figures |= {
-            "rate": record["rate"],
-            "rate_basis": basis,
-            "scheduled": record["scheduled"],
-            "rate_achieved": record["rate_achieved"],
-        }
-        if not record["kept_rate"]:
-            figures["invalid"] = (
-                f"server could not keep the rate ({requests:,} of {record['scheduled']:,} "
-                "scheduled requests"
-            )
-            share = record.get("server_cpu_share")
-            if share is not None and share < IDLE_SHARE:
-                # Not too slow, it waited: on a shared machine, other processes held a core.
-                figures["invalid"] += f", busy {share:.0%} of the time: a stall, not a slow server"
-            figures["invalid"] += ")"
-    return figures | {
-        "requests_per_s": record["requests_per_s"],
-        "mib_per_s": record["mib_per_s"],
-        "latency_p50_ms": record["latency_us_p50"] / 1000,
-        "latency_p99_ms": record["latency_us_p99"] / 1000,
-        "server_cpu_per_100k": server_cpu / requests * 100_000 if requests else None,
-        "server_rss_mib": mib(usage.peak_rss_bytes),
-        "peer_cpu_share": record["load_cpu_share"],
-        "peer": PEER,
-        "requests": requests,
-        "server_cpu_share": record.get("server_cpu_share"),
-    }
+WORKLOAD = Workload(
+    name=NAME,
+    title=TITLE,
+    description=DESCRIPTION,
+    metrics=METRICS,
+    headline=HEADLINE,
+    points=points,
+    point_title=point_title,
+    measuring=measuring,
+    charts=CHARTS,
+    columns=columns,
+    panel_title=panel_title,
+    unavailable=unavailable,
+    detail_column=detail_column,
+    detail=detail,
+    point_notes=point_notes,
+    observations=observations,
+)

@@ -12,7 +12,7 @@ so cost per unit grows as N^k there. For a per-unit cost (per sleeper, per reque
 grows as N^(k+1): k ≈ 0 is linear in total, k ≈ 1 quadratic. A row that did not finish at a
 larger N (its time cap) or stopped at a stated limit says so beside its exponent: that is a
 result too. Everything is computed from the figures the report's tables already summarise
-(:func:`bench.report.rendered_rows`), so the section never shows a figure the tables do not.
+(:func:`bench.render.rows.rendered_rows`), so the section never shows a figure the tables do not.
 """
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from bench.matrix import echo
+from bench.plan import FLOOR  # the echo anchor with no design: growth it shows, every row shares
+
 FLAT = 0.15  # |k| below this reads as "flat": cost per unit does not depend on N there
-FLOOR = "selectors-floor"  # the echo anchor with no design: growth it shows, every row shares
 NOT_A_FIGURE = ("did not finish", "limit", "failed", "invalid")
 
 
@@ -78,7 +80,7 @@ SERIES = (
         "server CPU per request (µs)",
         "connections",
         "connections (N)",
-        where=(("measure", "paced"), ("size", 1024)),
+        where=(("measure", echo.PACED), ("size", echo.HEADLINE_POINT["size"])),
     ),
     Series(
         "idle",
@@ -252,30 +254,7 @@ def chart(series: Series, found: list[Curve], mode: str, chart_dir: Path) -> Pat
     from matplotlib.ticker import FuncFormatter
 
     figure, axis = plt.subplots(figsize=(9.5, 5.2))
-    palette = plt.get_cmap("tab20")
-    top = max(v for c in drawable for v in c.values.values())
-    stacked: dict[int, int] = {}  # N -> crosses drawn there so far (stacked, not overdrawn)
-    for i, curve in enumerate(sorted(drawable, key=lambda c: c.label)):
-        colour = palette(i % 20)
-        xs = sorted(n for n, v in curve.values.items() if v > 0)
-        label = curve.label
-        found_k = curve.exponent()
-        if found_k is not None:
-            label += f"  k={found_k[0]:+.2f}"
-        axis.plot(
-            xs,
-            [curve.values[n] for n in xs],
-            STYLE.get(curve.kind, "-"),
-            marker="o",
-            markersize=4,
-            color=colour,
-            label=label,
-            lw=2 if curve.kind == "home-made" else 1.2,
-        )
-        for n in curve.stopped:
-            height = top * 1.6 * 1.15 ** stacked.get(n, 0)
-            stacked[n] = stacked.get(n, 0) + 1
-            axis.plot([n], [height], marker="x", color=colour, markersize=9, mew=2)
+    _curves(axis, drawable, plt.get_cmap("tab20"))
     axis.set_xscale("log")
     axis.set_yscale("log")
     plain = FuncFormatter(lambda value, _: f"{value:,.0f}" if value >= 1 else f"{value:g}")
@@ -302,6 +281,33 @@ def chart(series: Series, found: list[Curve], mode: str, chart_dir: Path) -> Pat
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return path
+
+
+def _curves(axis, drawable: list[Curve], palette) -> None:
+    """One line per row (style by kind, k in its label), × stacked above where it stopped."""
+    top = max(v for c in drawable for v in c.values.values())
+    stacked: dict[int, int] = {}  # N -> crosses drawn there so far (stacked, not overdrawn)
+    for i, curve in enumerate(sorted(drawable, key=lambda c: c.label)):
+        colour = palette(i % 20)
+        xs = sorted(n for n, v in curve.values.items() if v > 0)
+        label = curve.label
+        found_k = curve.exponent()
+        if found_k is not None:
+            label += f"  k={found_k[0]:+.2f}"
+        axis.plot(
+            xs,
+            [curve.values[n] for n in xs],
+            STYLE.get(curve.kind, "-"),
+            marker="o",
+            markersize=4,
+            color=colour,
+            label=label,
+            lw=2 if curve.kind == "home-made" else 1.2,
+        )
+        for n in curve.stopped:
+            height = top * 1.6 * 1.15 ** stacked.get(n, 0)
+            stacked[n] = stacked.get(n, 0) + 1
+            axis.plot([n], [height], marker="x", color=colour, markersize=9, mew=2)
 
 
 def section(

@@ -1,0 +1,33 @@
+"""The registry: every workload the bench measures and the report renders, in report order.
+
+Each module here declares one :class:`bench.workload.Workload` (its points, figures, titles
+and the prose written from its data); its running side lives in :mod:`bench.measure`.
+Adding a workload is one module and one line in ``WORKLOADS``; the runner, the store and the
+report read this tuple and nothing else (readers look it up here at call time, so a test may
+register a workload of its own for the length of the test).
+"""
+
+from __future__ import annotations
+
+from bench.matrix import crawler, echo, micro, sleep
+from bench.workload import Workload
+
+WORKLOADS: tuple[Workload, ...] = (
+    echo.WORKLOAD,
+    sleep.WORKLOAD,
+    crawler.WORKLOAD,
+    micro.WORKLOAD,
+)
+
+
+def names() -> list[str]:
+    """The registered workloads' names, in report order."""
+    return [workload.name for workload in WORKLOADS]
+
+
+def get(name: str) -> Workload:
+    """The registered workload of that name (LookupError if there is none)."""
+    for workload in WORKLOADS:
+        if workload.name == name:
+            return workload
+    raise LookupError(f"no workload {name!r}; registered: {', '.join(names())}")

@@ -1,0 +1,250 @@
+"""Echo, the running side: one repetition (a fresh server, a warm-up load, a measured load).
+
+What a repetition is and why it is shaped so is the workload's own description
+(:mod:`bench.matrix.echo`). Here: the server and load generator command lines, the offered
+rate of a fixed-load point chosen from data before the point runs (:func:`prepare`), and
+:func:`measure`, which turns the generator's record into the figures the matrix declares.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from bench.matrix.echo import METRICS, PACED
+from bench.plan import Point, Row
+from bench.procs import Child, ChildFailed, cpu_seconds, mib, python
+from bench.summary import known_limit, summarize
+from bench.workload import Measuring
+
+PEER = "load generator"
+# A server that fell behind while using less than this share of its core was not too slow but
+# kept waiting (by other processes on a shared machine): its row says so.
+IDLE_SHARE = 0.5
+
+RATE_SHARE = 0.5  # the offered rate, as a share of the slowest row's closed-loop throughput
+# Where no closed-loop figure is stored: about half the slowest rows of a quiet quick run
+# (asyncio · coroutines, ~10 000 requests/s over one connection, ~15 500 over 100 at 1 KiB).
+DEFAULT_RATE = {1: 4000, "more": 8000}
+RATES: dict[str, tuple[int, str]] = {}  # paced point key -> (rate, why), set by prepare()
+
+
+def default_rate(size: int, connections: int) -> int:
+    """The offered rate without data: bigger messages cost the kernel more per request."""
+    base = DEFAULT_RATE[1] if connections == 1 else DEFAULT_RATE["more"]
+    return base if size <= 1024 else base // 2 if size <= 16384 else base // 5
+
+
+def slowest_closed(params: dict, stored_points: dict) -> tuple[float, str] | None:
+    """The slowest valid row's closed-loop median at this size and connection count."""
+    slowest = None
+    for point in stored_points.values():
+        other = point["params"]
+        if other.get("measure") is not None or (other["size"], other["connections"]) != (
+            params["size"],
+            params["connections"],
+        ):
+            continue
+        for entry in point["rows"].values():
+            summary = summarize(entry["reps"], METRICS)
+            stat = summary.stats.get("requests_per_s") if summary.status == "ok" else None
+            if stat is not None and (slowest is None or stat.median < slowest[0]):
+                label = entry["variant"] + (
+                    " (anchor)" if entry.get("anchor") else f" · {entry['style']}"
+                )
+                slowest = (stat.median, label)
+    return slowest
+
+
+def two_digits(value: float) -> int:
+    """Rounded down to two significant digits (2 437 -> 2 400)."""
+    step = 10 ** max(0, len(str(int(value))) - 2)
+    return max(1, int(value) // step * step)
+
+
+def prepare(point: Point, store) -> None:
+    """Before a paced point is measured: choose its rate from the closed-loop data stored.
+
+    The closed-loop points come first in the matrix, so in a full session the figures are
+    this session's, on this machine, under its present load: the rate is RATE_SHARE of the
+    slowest valid row's median, so every loop and anchor should sustain it.
+    """
+    if point.args.get("measure") != PACED:
+        return
+    slowest = slowest_closed(point.args, store.data["points"])
+    if slowest is None:
+        rate = default_rate(point.args["size"], point.args["connections"])
+        why = "the default for this size and connection count: no closed-loop figure was stored"
+    else:
+        rate = two_digits(slowest[0] * RATE_SHARE)
+        why = (
+            f"{RATE_SHARE:.0%} of the slowest row's closed-loop median at this size and "
+            f"connection count when it was measured ({slowest[1]}, {slowest[0]:,.0f} requests/s)"
+        )
+    RATES[point.key] = (rate, why)
+
+
+def server_argv(row: Row) -> list[str]:
+    if row.anchor:
+        return python("-m", "workloads.echo.native", row.variant, "--port", "0")
+    return python(
+        "-m", "workloads.echo", "--loop", row.variant, "--style", row.style, "--port", "0"
+    )
+
+
+def load_argv(port: int, params: dict, duration: float, out: Path, server_pid: int) -> list[str]:
+    return python(
+        "-m",
+        "workloads.echo.load",
+        "--port",
+        str(port),
+        "--connections",
+        str(params["connections"]),
+        "--size",
+        str(params["size"]),
+        "--duration",
+        str(duration),
+        "--json",
+        str(out),
+        "--server-pid",
+        str(server_pid),
+        *(("--rate", str(params["rate"])) if "rate" in params else ()),
+    )
+
+
+def run_load(argv: list[str], core, workdir: Path, name: str, timeout: float) -> dict:
+    """One load generator process; its JSON record, or ChildFailed with its first error."""
+    out = Path(argv[argv.index("--json") + 1])
+    child = Child(argv, core, stderr_path=workdir / f"{name}.err")
+    try:
+        usage = child.wait(timeout)
+    finally:
+        child.kill()
+    record = json.loads(out.read_text()) if out.exists() else None
+    if usage.returncode != 0 or record is None or not record.get("ok"):
+        detail = record.get("first_error") if record else ""
+        raise ChildFailed(
+            f"load generator ({name}) exited {usage.returncode}: {detail}{child.stderr_tail(300)}"
+        )
+    return record
+
+
+def stated_limit(server: Child) -> str:
+    """The line of a server's stderr naming a stated limit it hit (select()'s ceiling), if any.
+
+    Its traceback can be long, and the limit is named at its start, not in the tail.
+    """
+    if server.stderr_path is None or not server.stderr_path.exists():
+        return ""
+    for line in server.stderr_path.read_text(errors="replace").splitlines():
+        if known_limit(line):
+            return f"\nserver: {line.strip()}"
+    return ""
+
+
+def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
+    """One repetition: fresh server, warm-up load, measured load, clean stop."""
+    params = point.args
+    basis = ""
+    if params.get("measure") == PACED:
+        rate, basis = RATES.get(point.key) or (
+            default_rate(params["size"], params["connections"]),
+            "the default for this size and connection count",
+        )
+        params = params | {"rate": rate}
+    record, server_cpu, usage = serve(row, params, cores, workdir)
+    return figures(record, server_cpu, usage, params, basis)
+
+
+def serve(row: Row, params: dict, cores, workdir: Path) -> tuple[dict, float | None, object]:
+    """A fresh server under a warm-up load then the measured one: the generator's record, the
+    server's CPU seconds over the measured load, and the server's usage once stopped."""
+    warmup, duration = params["warmup_s"], params["duration_s"]
+    timeout = duration + 60
+    server = Child(
+        server_argv(row), cores.subject, stdout=subprocess.PIPE, stderr_path=workdir / "server.err"
+    )
+    try:
+        port = server.read_port(timeout=30)
+        run_load(
+            load_argv(port, params, warmup, workdir / "warmup.json", server.pid),
+            cores.peer,
+            workdir,
+            "warm-up",
+            timeout,
+        )
+        before = cpu_seconds(server.pid)
+        record = run_load(
+            load_argv(port, params, duration, workdir / "load.json", server.pid),
+            cores.peer,
+            workdir,
+            "measured",
+            timeout,
+        )
+        after = cpu_seconds(server.pid)
+        usage = server.stop(timeout=15)
+        server.check(usage)
+    except ChildFailed as error:
+        # The server's own words say why (a stated limit such as select()'s ceiling, a crash).
+        server.kill()
+        raise ChildFailed(f"{error}{stated_limit(server)}{server.stderr_tail(2000)}") from error
+    finally:
+        server.kill()
+    server_cpu = record.get("server_cpu_s")
+    if server_cpu is None and before is not None and after is not None:
+        server_cpu = after - before
+    return record, server_cpu, usage
+
+
+def figures(record: dict, server_cpu: float, usage, params: dict, basis: str) -> dict:
+    """The figures the matrix declares, from the generator's record and the server's CPU."""
+    requests = record["requests"]
+    server_us = server_cpu / requests * 1e6 if requests else None
+    peer_us = record["load_cpu_s"] / requests * 1e6 if requests else None
+    found = {
+        "generator": record.get("generator", "python"),
+        "generator_note": record.get("generator_note", ""),
+        "server_cpu_us": server_us,
+        "peer_cpu_us": peer_us,
+        "latency_p999_ms": record["latency_us_p999"] / 1000,
+    }
+    if params.get("measure") == PACED:
+        found |= paced_figures(record, basis)
+    return found | {
+        "requests_per_s": record["requests_per_s"],
+        "mib_per_s": record["mib_per_s"],
+        "latency_p50_ms": record["latency_us_p50"] / 1000,
+        "latency_p99_ms": record["latency_us_p99"] / 1000,
+        "server_cpu_per_100k": server_cpu / requests * 100_000 if requests else None,
+        "server_rss_mib": mib(usage.peak_rss_bytes),
+        "peer_cpu_share": record["load_cpu_share"],
+        "peer": PEER,
+        "requests": requests,
+        "server_cpu_share": record.get("server_cpu_share"),
+    }
+
+
+def paced_figures(record: dict, basis: str) -> dict:
+    """At a fixed offered load: the rate, and why the repetition is invalid if it fell behind."""
+    requests = record["requests"]
+    found = {
+        "rate": record["rate"],
+        "rate_basis": basis,
+        "scheduled": record["scheduled"],
+        "rate_achieved": record["rate_achieved"],
+    }
+    if not record["kept_rate"]:
+        found["invalid"] = (
+            f"server could not keep the rate ({requests:,} of {record['scheduled']:,} "
+            "scheduled requests"
+        )
+        share = record.get("server_cpu_share")
+        if share is not None and share < IDLE_SHARE:
+            # Not too slow, it waited: on a shared machine, other processes held a core.
+            found["invalid"] += f", busy {share:.0%} of the time: a stall, not a slow server"
+        found["invalid"] += ")"
+    return found
+
+
+MEASURING = Measuring(measure=measure, prepare=prepare)

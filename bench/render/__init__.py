@@ -1,0 +1,13 @@
+"""The rendering room: reports/bench.md (and bench-full.md) and their charts, from stored data.
+
+Nothing here runs a workload or imports the running code (:mod:`bench.runner`,
+:mod:`bench.procs`, :mod:`bench.measure`). :func:`render_all` is the face; the rest:
+:mod:`~bench.render.report` (the page, section by section), :mod:`~bench.render.rows` (a stored
+point's rows with their summaries and baselines), :mod:`~bench.render.tables` (a point's table
+and its sentences), :mod:`~bench.render.charts`, :mod:`~bench.render.glance`,
+:mod:`~bench.render.scale`, :mod:`~bench.render.codesize` and :mod:`~bench.render.anatomy`.
+"""
+
+from bench.render.report import render_all
+
+__all__ = ["render_all"]

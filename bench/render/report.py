@@ -1,0 +1,315 @@
+"""Render reports/bench.md (and its charts) from stored results alone: no workload runs here.
+
+One section per workload, one table per point, variants (and styles) as rows, every figure
+with its ratio to asyncio from the same session, and under each table a line saying what it
+shows, written from the figures (best, worst, the best home-made loop, rows without a valid
+figure and why). Then the code-size table, a link to the conformance matrix, and the
+environment every session ran in. The quick run renders to ``bench.md``, the full one (when
+stored) to ``bench-full.md``.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+
+from tabulate import tabulate
+
+from bench import matrix
+from bench.environment import ROOT
+from bench.render import anatomy, charts, codesize, glance, scale
+from bench.render.rows import current_matrix, rendered_rows, stored_points, unavailable_rows
+from bench.render.tables import table, what_this_shows
+from bench.store import ResultStore, load_anatomy, load_mode
+from bench.summary import SATURATION, SPREAD_TOLERANCE
+from bench.workload import Workload
+
+MODES = {"quick": "bench.md", "full": "bench-full.md"}
+
+
+def ran_in(sessions: dict[str, dict], point: dict) -> str:
+    """The environment of a table's rows: session, machine, Python, commit, load."""
+    described = []
+    for name in sorted({entry["session"] for entry in point["rows"].values()}):
+        env = sessions.get(name, {}).get("environment")
+        if env is None:
+            continue
+        loads = [
+            rep["load_average"]
+            for entry in point["rows"].values()
+            if entry["session"] == name
+            for rep in entry["reps"]
+            if rep.get("load_average") is not None
+        ]
+        commit = env.get("commit") or {}
+        dirty = " with uncommitted changes" if commit.get("dirty") else ""
+        load = f"; load average {statistics.median(loads):.1f} (median)" if loads else ""
+        described.append(
+            f"session {name} on {env['host']} ({env['cpu']}, {len(env['usable_cores'])} cores), "
+            f"{env['python_implementation']} {env['python']}, "
+            f"commit `{(commit.get('hash') or '?')[:10]}`{dirty}{load}"
+        )
+    return "; ".join(described) + " (details under [Environment](#environment))."
+
+
+def section(
+    workload: Workload, stored: ResultStore | None, mode: str, chart_dir: Path, out: Path
+) -> list[str]:
+    """The markdown lines of one workload's section."""
+    lines = [f"## {workload.title}", "", workload.description.strip(), ""]
+    if stored is None or not stored.data["points"]:
+        command = "nox -s bench" + (" -- --full" if mode == "full" else "")
+        lines += [f"No results stored for {workload.name} yet: run `{command}`.", ""]
+        return lines
+    current = current_matrix(workload, mode)
+    by_key = stored.data["points"]
+    order = [k for k in current if k in by_key] + [k for k in by_key if k not in current]
+    points = []
+    for key in order:
+        point = by_key[key]
+        rows = rendered_rows(workload, point, current.get(key))
+        points.append((key, point["params"], rows))  # figures only: for the charts
+        rows = rows + unavailable_rows()
+        aside = "" if key in current else " (not in the current matrix)"
+        lines += [f"### {workload.point_title(point['params'])}{aside}", ""]
+        lines += point_lines(workload, stored, point, rows)
+    lines += workload.section_end({key: by_key[key] for key in order})  # across its points
+    for path, caption in charts.draw(workload, mode, points, chart_dir):
+        lines += [
+            f"![{caption}]({path.relative_to(out.parent).as_posix()})",
+            "",
+            f"*{caption}*",
+            "",
+        ]
+    return lines
+
+
+def point_lines(workload: Workload, stored: ResultStore, point: dict, rows: list) -> list[str]:
+    """Under a point's heading: its notes, its table, what it shows and where it ran."""
+    params = point["params"]
+    lines = []
+    for note in workload.point_notes(params, stored.data["points"]):
+        lines += [note, ""]
+    lines += [table(workload.columns_at(params), rows, workload.detail_column(params)), ""]
+    lines += [f"*What this shows:* {what_this_shows(workload, params, rows)}", ""]
+    lines += [f"*Ran in:* {ran_in(stored.sessions, point)}", ""]
+    return lines
+
+
+def repetition_loads(stores: list[ResultStore]) -> dict[str, list[float]]:
+    """Per session, the machine's 1-minute load average as each repetition began."""
+    loads: dict[str, list[float]] = {}
+    for kept in stores:
+        for point in kept.data["points"].values():
+            for entry in point["rows"].values():
+                for rep in entry["reps"]:
+                    if rep.get("load_average") is not None:
+                        loads.setdefault(entry["session"], []).append(rep["load_average"])
+    return loads
+
+
+def coverage(stores: dict[str, ResultStore | None], mode: str) -> list[str]:
+    """How much of the matrix is stored, per workload, and how to measure the rest."""
+    parts, missing = [], 0
+    for workload in matrix.WORKLOADS:
+        current = current_matrix(workload, mode)
+        if not current:
+            continue
+        kept = stores.get(workload.name)
+        stored = kept.data["points"] if kept is not None else {}
+        expected = sum(len(rows) for rows in current.values())
+        done = sum(
+            1
+            for key, rows in current.items()
+            for row in rows
+            if row.key in stored.get(key, {}).get("rows", {})
+        )
+        missing += expected - done
+        parts.append(f"{workload.title.lower()} {done:,} of {expected:,}")
+    if not missing:
+        return []
+    command = "nox -s bench" + (" -- --full" if mode == "full" else "")
+    return [
+        f"*Stored so far:* rows (variant or anchor at a point) {'; '.join(parts)}. The rest "
+        f"is not measured yet: `{command}` continues where the stored results stop.",
+        "",
+    ]
+
+
+def load_line(stores: list[ResultStore]) -> list[str]:
+    """One line on how busy the machine was while these figures were measured."""
+    loads = [x for session in repetition_loads(stores).values() for x in session]
+    if not loads:
+        return []
+    cores = {
+        len(session["environment"]["usable_cores"])
+        for kept in stores
+        for session in kept.sessions.values()
+    }
+    return [
+        "*Load while measuring:* the machine's 1-minute load average was "
+        f"{statistics.median(loads):.2f} (median; {min(loads):.2f}–{max(loads):.2f}) over "
+        f"{len(loads)} repetitions, on "
+        f"{'/'.join(str(c) for c in sorted(cores))} usable cores; per session under "
+        "[Environment](#environment).",
+        "",
+    ]
+
+
+def environment_section(stores: list[ResultStore]) -> list[str]:
+    """The sessions these results come from, one column each."""
+    sessions: dict[str, dict] = {}
+    for kept in stores:
+        sessions.update(kept.sessions)
+    rep_loads = repetition_loads(stores)
+    fields: dict[str, list[str]] = {
+        name: []
+        for name in (
+            "machine",
+            "CPU",
+            "cores",
+            "Python",
+            "libraries",
+            "commit",
+            "load average",
+            "load during repetitions",
+        )
+    }
+    for name in sorted(sessions):
+        for field, value in session_column(sessions[name], rep_loads.get(name)).items():
+            fields[field].append(value)
+    body = [[name, *(v.replace("|", "/") for v in values)] for name, values in fields.items()]
+    lines = ["## Environment", ""]
+    lines.append(tabulate(body, headers=["session", *sorted(sessions)], tablefmt="github"))
+    lines += [
+        "",
+        "The load average is the machine's (1, 5 and 15 minutes), the number of processes "
+        "running or waiting for a core (the bench itself accounts for up to 2); above the number "
+        "of cores, every measured process was "
+        "also waiting for its turn. This machine is shared with other engineers' test runs, so "
+        "absolute figures wander from run to run and understate what an idle machine does; "
+        "ratios to asyncio, measured in the same session with interleaved repetitions, are the "
+        "steadier reading.",
+        "",
+    ]
+    return lines
+
+
+def session_column(session: dict, during: list[float] | None) -> dict[str, str]:
+    """One session's column of the environment table, by field."""
+    env = session["environment"]
+    commit = env.get("commit") or {}
+    dirty = " + uncommitted changes" if commit.get("dirty") else ""
+    loads = [env.get("load_average"), session.get("load_average_end")]
+    pinning = env.get("pinning", "pinning not recorded")
+    subject = commit.get("subject") or ""
+    return {
+        "machine": f"{env['host']} · {env['platform']}",
+        "CPU": env["cpu"],
+        "cores": f"{len(env['usable_cores'])} usable · {pinning}",
+        "Python": f"{env['python_implementation']} {env['python']}",
+        "libraries": ", ".join(f"{k} {v}" for k, v in (env.get("libraries") or {}).items() if v),
+        "commit": f"`{(commit.get('hash') or '?')[:10]}`{dirty} {subject}".strip(),
+        "load average": " at start; ".join(
+            ", ".join(f"{x:.2f}" for x in load) for load in loads if load is not None
+        )
+        + (" at end" if loads[1] is not None else " at start"),
+        "load during repetitions": f"median {statistics.median(during):.2f} (min "
+        f"{min(during):.2f}, max {max(during):.2f}) over {len(during)} repetitions"
+        if during
+        else "not recorded",
+    }
+
+
+METHOD = """\
+How these were measured (`nox -s bench`): every repetition runs the loop or server under test
+in a fresh process on one core and its peer on another where the machine has two (the echo
+load generator, fresh for every repetition; the crawler's site server, one per site, serving
+every row's crawls alike). Repetitions are interleaved across rows (every row once, then every
+row again, in a rotating order) so load from elsewhere spreads over all rows. A figure is the
+median of the repetitions, the headline figure with its [min–max]; **× asyncio** is the figure
+divided by asyncio's from the same session and point (asyncio in the same style where it
+speaks it, otherwise its coroutines style): above 1 means more, which is better for throughput
+and worse for latency, CPU and memory. A repetition whose peer used ≥ {saturation:.0%} of its
+core is invalid, and a row with fewer than half its repetitions valid shows why instead of a
+number. **reps** counts valid repetitions over all; § marks a row whose figure comes from its
+valid repetitions only (in the others the peer saturated: the loop may be faster than shown).
+† measured in an earlier session than the rest of its table (its ratio is to that session's
+asyncio); ‡ measured on code that has changed since (run the bench again to refresh it).
+The full run fits the machine: each repetition is stored as it ends, so an interrupted run
+continues where it stopped (`nox -s bench -- --full`); a repetition over its point's time cap
+is stopped and its row reads "did not finish in N s" (a result: cost grew past the cap); a
+failure that is a loop's stated limit (`select()` cannot watch a descriptor numbered 1 024 or
+more) reads "limit"; and a row stops after 3 repetitions when its headline's spread,
+(max − min) / median, is within {tolerance:.0%}, otherwise it runs up to 5 (4 for an echo
+row, whose matrix is the largest; 2 and 3 where one repetition takes minutes: a million
+sleepers, a crawl one page at a time).
+"""
+
+
+def render(
+    mode: str,
+    stores: dict[str, ResultStore | None],
+    out: Path,
+    anatomy_data: dict | None = None,
+) -> list[Path]:
+    """Write one report (and its charts); return the files written."""
+    chart_dir = out.parent / "charts"
+    points_of = stored_points(stores, mode)
+    lines = [
+        "# The bench: every loop on the same workloads",
+        "",
+        f"<!-- generated by `nox -s report` from reports/results/{mode}/; do not edit -->",
+        "",
+        *glance.section(points_of, ROOT, out.parent),
+        *load_line([s for s in stores.values() if s is not None]),
+        *coverage(stores, mode),
+        f"The {mode} matrix. "
+        + METHOD.format(saturation=SATURATION, tolerance=SPREAD_TOLERANCE).replace("\n", " "),
+        "",
+        "Sections: "
+        + ", ".join(f"[{w.title}](#{w.title.lower()})" for w in matrix.WORKLOADS)
+        + ", [Scale](#scale), [Code size](#code-size), [Conformance](#conformance), "
+        "[Environment](#environment).",
+        "",
+    ]
+    for workload in matrix.WORKLOADS:
+        lines += section(workload, stores.get(workload.name), mode, chart_dir, out)
+    lines += anatomy.section(anatomy_data)  # the echo rows' cost anatomy, its own section
+    lines += scale.section(points_of, mode, chart_dir, out)
+    lines += codesize.section()
+    conformance = out.parent / "conformance.md"
+    lines += [
+        "## Conformance",
+        "",
+        (
+            "What each loop does correctly, property by property: "
+            "[reports/conformance.md](conformance.md) (`nox -s conformance`)."
+        )
+        + ("" if conformance.exists() else " Not generated yet in this tree."),
+        "",
+    ]
+    lines += environment_section([s for s in stores.values() if s is not None])
+    text = "\n".join(lines).rstrip() + "\n"
+    out.write_text(text)
+    # A chart of this mode the report no longer shows (its results were dropped) is removed,
+    # so reports/charts/ holds nothing that the stored results do not draw.
+    shown = set(re.findall(r"\]\(charts/([^)]+\.png)\)", text))
+    for chart in chart_dir.glob(f"{mode}-*.png"):
+        if chart.name not in shown:
+            chart.unlink()
+    return [out, *sorted(chart_dir.glob(f"{mode}-*.png"))]
+
+
+def render_all(results: Path, reports: Path | None = None) -> list[Path]:
+    """Render every mode that has stored results; the files written."""
+    reports = reports or results.parent
+    written = []
+    for mode, filename in MODES.items():
+        stores = load_mode(results, mode, matrix.names())
+        if any(stores.values()):
+            written += render(mode, stores, reports / filename, load_anatomy(results))
+    if not written:
+        raise SystemExit(f"no stored results under {results}: run `nox -s bench` first")
+    return written

@@ -1,0 +1,144 @@
+"""From a stored point to the rows a table shows: summaries, same-session baselines, order.
+
+Every section that shows a figure (the workloads' tables, the glance, the scale section, the
+charts) reads it from a :class:`RenderedRow`, so none shows a figure the tables do not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench import matrix
+from bench.plan import BASELINE, Metric, Row, baseline_key, unavailable_variants
+from bench.store import ResultStore, row_fingerprint
+from bench.summary import RowSummary, ratio, summarize
+from bench.workload import Workload
+
+KIND_ORDER = {"reference": 1, "home-made": 2, "anchor": 3}
+STYLE_ORDER = {"callbacks": 0, "generators": 1, "coroutines": 2, "native": 3}
+
+
+@dataclass
+class RenderedRow:
+    """A stored row with its figures and its same-session baseline's figures."""
+
+    row: Row
+    kind: str  # "reference", "home-made" or "anchor"
+    session: str
+    summary: RowSummary
+    baseline: RowSummary | None
+    stale: bool
+    earlier: bool  # measured in an earlier session than this point's newest
+
+    @property
+    def label(self) -> str:
+        if self.summary.status == "unavailable":  # no style: it speaks none here
+            return self.row.variant
+        if self.row.anchor:
+            return f"{self.row.variant} (anchor)"
+        return self.row.label
+
+    def ratio(self, metric: Metric) -> float | None:
+        if not metric.ratio:
+            return None
+        stat = self.summary.stats.get(metric.name)
+        base = self.baseline.stats.get(metric.name) if self.baseline else None
+        if stat is None or base is None:
+            return None
+        return ratio(stat.median, base.median)
+
+
+def _kind(entry: dict) -> str:
+    if "kind" in entry:
+        return entry["kind"]
+    return Row(entry["variant"], entry["style"], entry.get("anchor", False)).kind
+
+
+def rendered_rows(
+    workload: Workload, point: dict, expected: tuple[Row, ...] | None = None
+) -> list[RenderedRow]:
+    """A point's stored rows with their summaries and same-session baselines, in table order.
+
+    With `expected` (the rows the current matrix has at this point), stored rows of variants
+    that are gone are left out, and expected rows with nothing stored say "not measured".
+    """
+    newest = max((entry["session"] for entry in point["rows"].values()), default="")
+    rows = []
+    for entry in point["rows"].values():
+        row = Row(entry["variant"], entry["style"], entry.get("anchor", False))
+        if expected is not None and row not in expected:
+            continue
+        baselines = point["baselines"].get(entry["session"], {})
+        base_styles = [key.split("/", 1)[1] for key in baselines]
+        base_reps = baselines.get(baseline_key(row.style, base_styles))
+        summary = summarize(entry["reps"], workload.metrics)
+        summary.detail = workload.detail(entry["reps"])
+        rows.append(
+            RenderedRow(
+                row=row,
+                kind=_kind(entry),
+                session=entry["session"],
+                summary=summary,
+                baseline=summarize(base_reps, workload.metrics) if base_reps else None,
+                stale=row_fingerprint(workload.name, row) != entry["code"],
+                earlier=entry["session"] != newest,
+            )
+        )
+    stored = {r.row for r in rows}
+    for row in expected or ():
+        if row not in stored:
+            missing = RowSummary("not measured", "run the bench to measure it")
+            rows.append(RenderedRow(row, row.kind, "", missing, None, False, False))
+    rows.sort(
+        key=lambda r: (
+            r.row.variant != BASELINE,
+            KIND_ORDER[r.kind],
+            r.row.variant,
+            STYLE_ORDER.get(r.row.style, 9),
+        )
+    )
+    return rows
+
+
+def unavailable_rows() -> list[RenderedRow]:
+    """A row per variant that cannot run on this interpreter, saying so in place of figures.
+
+    Shown in every workload table (each would hold the variant's rows), after the others; not
+    handed to the glance, the charts or the scale section, which read figures only.
+    """
+    return [
+        RenderedRow(
+            Row(name, ""), "unavailable", "", RowSummary("unavailable", why), None, False, False
+        )
+        for name, why in unavailable_variants().items()
+    ]
+
+
+def current_matrix(workload: Workload, mode: str) -> dict[str, tuple[Row, ...]]:
+    """The rows the current matrix has at each point, by point key ({} if it cannot be known)."""
+    if workload.unavailable():
+        return {}
+    return {point.key: point.rows for point in workload.points(mode == "full")}
+
+
+def stored_points(
+    stores: dict[str, ResultStore | None], mode: str
+) -> Callable[[str], list[tuple[dict, list[RenderedRow]]]]:
+    """A function giving a workload's stored points as (params, rendered rows), cached."""
+    cache: dict[str, list[tuple[dict, list[RenderedRow]]]] = {}
+
+    def points_of(name: str) -> list[tuple[dict, list[RenderedRow]]]:
+        if name not in cache:
+            store = stores.get(name)
+            found = []
+            if store is not None and name in matrix.names():
+                workload = matrix.get(name)
+                current = current_matrix(workload, mode)
+                for point_key, point in store.data["points"].items():
+                    rows = rendered_rows(workload, point, current.get(point_key))
+                    found.append((point["params"], rows))
+            cache[name] = found
+        return cache[name]
+
+    return points_of

@@ -1,0 +1,106 @@
+"""The workload protocol: everything the bench asks of a workload, each hook named once.
+
+A workload is declared, not probed. Its module in :mod:`bench.matrix` builds one
+:class:`Workload` and the registry (``bench/matrix/__init__.py``) lists it; from there the
+runner measures it, the store keeps it and the report renders it, with no other edit (as
+discovery does for a loop variant). Every hook below is typed and documented here, with its
+default here: a workload states only what differs, and no caller asks "does it have this?".
+
+Why two halves. :class:`Workload` is what the report needs (points, figures, titles, the prose
+written from the data) and never imports the running code; :class:`Measuring` is what only
+``python -m bench run`` needs (one repetition, a point's settings, the peers kept across
+points), handed over by :attr:`Workload.measuring`, which imports it when called. So
+``python -m bench report`` loads neither the runner nor the process machinery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench.plan import Chart, Metric, Point, Row
+
+if TYPE_CHECKING:  # the running side's types, named for readers and checkers only
+    from bench.procs import Cores
+    from bench.store import ResultStore
+
+
+def _nothing(*args: Any) -> None:
+    return None
+
+
+def _no_lines(*args: Any) -> list[str]:
+    return []
+
+
+def _no_detail(reps: list[dict]) -> str:
+    return ""
+
+
+def _panel_title(parameter: str, value: object) -> str:
+    return f"{parameter} {value}"
+
+
+@dataclass(frozen=True)
+class Measuring:
+    """The running side of a workload: how one repetition is measured."""
+
+    # One repetition of one row at one point, in a fresh temporary directory: the record to
+    # store (figures by Metric.name, plus anything the rendering hooks read back). Raise
+    # bench.procs.ChildFailed (a failed row) or DidNotFinish (over the point's cap).
+    measure: Callable[[Point, Row, Cores, Path, bool], dict]
+    # Before a point's rows are measured: settle its settings from stored data (echo chooses
+    # its offered rate from the closed-loop figures). Default: nothing to settle.
+    prepare: Callable[[Point, ResultStore], None] = _nothing
+    # After the whole run, even an interrupted one: stop peers kept across points (the
+    # crawler's site server). Default: nothing kept.
+    finish: Callable[[], None] = _nothing
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload of the bench: what it measures, at which points, and how it reads."""
+
+    name: str  # its results are <results>/<mode>/<name>.json, its charts <mode>-<name>-*.png
+    title: str  # the report section's heading (and its anchor, lower-cased)
+    description: str  # the section's opening paragraph
+    metrics: tuple[Metric, ...]  # every figure a repetition records, in table order
+    headline: str  # the Metric.name a table leads with (unless columns says otherwise)
+    points: Callable[[bool], list[Point]]  # the matrix: points(full) in measuring order
+    point_title: Callable[[dict], str]  # a point's table heading, from its parameters
+    # The running side, imported when called (never while rendering): see Measuring.
+    measuring: Callable[[], Measuring]
+    charts: tuple[Chart, ...] = ()  # drawn under the section (bench.render.charts)
+    # The figures a point's table shows, its headline first. Default (None): the headline,
+    # then every other metric in order.
+    columns: Callable[[dict], list[Metric]] | None = None
+    # A chart panel's title, for a Chart with panels: panel_title(parameter, value).
+    panel_title: Callable[[str, object], str] = _panel_title
+    # Why this workload cannot run in this tree (None: it can). An unavailable workload is
+    # skipped by the run and has no "current matrix" in the report.
+    unavailable: Callable[[], str | None] = _nothing
+    # The header of an extra column of per-row notes at a point (None: no such column), and
+    # the note of a row from its repetitions (echo: which load generator measured it).
+    detail_column: Callable[[dict], str | None] = _nothing
+    detail: Callable[[list[dict]], str] = _no_detail
+    # Paragraphs above a point's table: point_notes(params, stored points by key).
+    point_notes: Callable[[dict, dict], list[str]] = _no_lines
+    # Sentences the workload adds to a table's "What this shows", from its rendered rows:
+    # observations(params, rows).
+    observations: Callable[[dict, list], list[str]] = _no_lines
+    # Markdown lines after the section's tables, reading across its points:
+    # section_end(stored points by key, in table order).
+    section_end: Callable[[dict], list[str]] = _no_lines
+
+    def columns_at(self, params: dict) -> list[Metric]:
+        """The figures shown at a point, its headline first."""
+        if self.columns is not None:
+            return list(self.columns(params))
+        headline = self.metric(self.headline)
+        return [headline, *(m for m in self.metrics if m is not headline)]
+
+    def metric(self, name: str) -> Metric:
+        """The declared figure of that name."""
+        return next(m for m in self.metrics if m.name == name)
