@@ -69,7 +69,8 @@ def conformance(session: nox.Session) -> None:
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """Run the lab's own tests: discovery, workloads end to end, crawler parsing, reports."""
-    _install(session, "test", "bench")  # the bench's own tests render tables and charts
+    # The bench's own tests render tables and charts; the http workload's run uvicorn.
+    _install(session, "test", "bench", "http")
     session.run("python", "-m", "pytest", "tests", *session.posargs)
 
 

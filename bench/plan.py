@@ -24,6 +24,9 @@ BASELINE = "asyncio"  # every ratio is to this variant, measured in the same ses
 BASELINE_FALLBACK_STYLE = "coroutines"  # its row for a style it does not speak
 YARDSTICK = "uvloop-protocol"  # the anchor the cost anatomy (and a compass) measure against
 FLOOR = "selectors-floor"  # the echo anchor with no design: a bare selectors loop
+# The echo servers an asyncio user writes instead of any loop here: what the glance compares
+# each design's cost against (asyncio · coroutines is the lab's contract over sock_recv).
+USER_SERVERS = ("asyncio-streams", "asyncio-protocol", YARDSTICK)
 
 
 @dataclass(frozen=True)

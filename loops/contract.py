@@ -10,6 +10,11 @@ Styles:
   ``await``.
 - ``generators``: the same names as ``coroutines``, used with ``yield from``.
 
+A variant that can also serve as asyncio's event loop says so with ``asyncio_loop``, a
+zero-argument factory of ``asyncio.AbstractEventLoop`` objects (what ``asyncio.run(...,
+loop_factory=...)`` and ``uvicorn --loop module:factory`` take); workloads that run real
+asyncio programs (``workloads/http``) find such variants by discovery through it.
+
 Capabilities are the names in :data:`CAPABILITIES`; a variant claims the ones it passes, and a
 conformance property outside its claims shows as "not claimed" rather than failing.
 """
@@ -95,6 +100,10 @@ class Variant:
     callbacks: Callable[[], CallbacksLoop] | None = None
     generators: Any | None = None  # a namespace satisfying CoroutinesAPI, driven by yield from
     coroutines: Any | None = None  # a namespace satisfying CoroutinesAPI, driven by await
+    # Optional, outside the three styles: a zero-argument factory of asyncio event loops
+    # (asyncio.AbstractEventLoop, with asyncio's own Future and Task), for workloads that run
+    # unmodified asyncio programs (the http workload: uvicorn). None: the variant has none.
+    asyncio_loop: Callable[[], Any] | None = None
     reference: bool = False  # True for adapters of production loops (asyncio, uvloop, ...)
     deviations: tuple[Deviation, ...] = field(default=())  # filled from deviations.toml
     unavailable: str | None = None  # why it cannot run here (set by discovery), else None

@@ -22,7 +22,8 @@ from tabulate import tabulate
 import loops
 from bench import matrix
 from bench.matrix import crawler, echo, micro, sleep
-from bench.plan import BASELINE, Row, unavailable_variants
+from bench.plan import BASELINE, USER_SERVERS, YARDSTICK, Row, unavailable_variants
+from bench.render.rows import anchor_label
 
 # Where echo's two columns are read, in words: "1 KiB × 100 connections".
 ECHO_AT = (
@@ -102,6 +103,17 @@ COLUMNS = (
         "pages/s",
         "crawler, 20 ms latency × 100 workers",
     ),
+)
+COST = COLUMNS[1]  # the cost a design adds per request: what the user's servers are read against
+USER_ROWS = tuple(Row(name, "native", anchor=True) for name in USER_SERVERS)
+USER_BASELINE, USER_BEST = "asyncio-protocol", YARDSTICK  # the columns "× <server>"
+BASELINE_MEANS = (
+    "**What × asyncio means here**: `asyncio · coroutines` is the lab's contract on asyncio "
+    "(`loops/_aio.py`), whose echo server calls `loop.sock_recv` and `loop.sock_sendall`: the "
+    "fair twin of every home-made loop's code, not the server an asyncio user writes. Those are "
+    "the Protocol and streams servers in the last rows (grey bars in the chart), and the "
+    f"*× {USER_BASELINE}* and *× {USER_BEST}* columns read each design's cost per request "
+    "against them."
 )
 STYLE_MARK = {"callbacks": "cb", "generators": "gen", "coroutines": "co"}
 CELL = re.compile(r"\b(cb|gen|co) (✅|❌|⚠️)")
@@ -217,36 +229,71 @@ def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def section(
-    points_of: Callable[[str], list[tuple[dict, list]]], root: Path, reports: Path
-) -> list[str]:
-    """The markdown lines of the at-a-glance table and its sentences."""
-    found = {column: find(column, points_of(column.workload)) for column in COLUMNS}
-    conformance = conformance_counts(reports / "conformance.md")
+def _against(rendered, server) -> str:
+    """A row's cost per request as a multiple of a user's server's (× 1.00 = the same)."""
+    if rendered is None or server is None or rendered.summary.status != "ok":
+        return "—"
+    mine = rendered.summary.stats.get(COST.metric)
+    theirs = server.summary.stats.get(COST.metric) if server.summary.status == "ok" else None
+    if mine is None or theirs is None or theirs.median <= 0:
+        return "—"
+    return f"×{mine.median / theirs.median:.2f}"
+
+
+def _body(found: dict, conformance: dict, root: Path) -> list[list[str]]:
+    """The table's rows: every variant·style, the unavailable variants, the user's servers."""
+    cost_rows = found[COST] or []
+    servers = {r.row.variant: r for r in cost_rows if r.row in USER_ROWS}
+
+    def cells_for(row: Row) -> list[str]:
+        cells = [anchor_label(row)]
+        for column in COLUMNS:
+            match = next((r for r in found[column] or () if r.row == row), None)
+            cells.append(cell(column, match))
+            if column is COST:
+                cells += [_against(match, servers.get(name)) for name in (USER_BASELINE, USER_BEST)]
+        return cells
+
     body = []
     for variant in loops.discover().values():
         lines = code_lines(variant.name, root)
         for style in variant.styles:
-            row = Row(variant.name, style)
-            cells = [row.label]
-            for column in COLUMNS:
-                rows = found[column]
-                match = next((r for r in rows or () if r.row == row), None)
-                cells.append(cell(column, match))
             passing, claimed = conformance.get((variant.name, style), (None, None))
-            cells.append(f"{passing}/{claimed}" if claimed else "—")
-            cells.append(f"{lines:,}" if lines is not None else "—")
-            body.append(cells)
-    unavailable = unavailable_variants()
-    for name in unavailable:  # no style, no figure: a word here, the reason under the table
+            body.append(
+                [
+                    *cells_for(Row(variant.name, style)),
+                    f"{passing}/{claimed}" if claimed else "—",
+                    f"{lines:,}" if lines is not None else "—",
+                ]
+            )
+    for name in unavailable_variants():  # no style, no figure: the reason under the table
         size = code_lines(name, root)
-        body.append(
-            [name, *("unavailable" for _ in COLUMNS), "—", f"{size:,}" if size is not None else "—"]
-        )
+        words = ["unavailable"] * (len(COLUMNS) + 2)
+        body.append([name, *words, "—", f"{size:,}" if size is not None else "—"])
     body.sort(key=lambda cells: (not cells[0].startswith(BASELINE + " "), cells[0]))
+    return body + [[*cells_for(row), "—", "—"] for row in USER_ROWS]
+
+
+def section(
+    points_of: Callable[[str], list[tuple[dict, list]]],
+    root: Path,
+    reports: Path,
+    chart: Path | None = None,
+) -> list[str]:
+    """The markdown lines of the at-a-glance table, its chart (drawn to `chart`), sentences."""
+    found = {column: find(column, points_of(column.workload)) for column in COLUMNS}
+    conformance = conformance_counts(reports / "conformance.md")
+    body = _body(found, conformance, root)
+    unavailable = unavailable_variants()
     headers = [
         "variant · style",
-        *(c.header for c in COLUMNS),
+        *(
+            header
+            for c in COLUMNS
+            for header in (
+                (c.header, f"× {USER_BASELINE}", f"× {USER_BEST}") if c is COST else (c.header,)
+            )
+        ),
         "conformance (holding / claimed)",
         "code lines",
     ]
@@ -263,6 +310,12 @@ def section(
         tabulate(body, headers=headers, tablefmt="github", disable_numparse=True),
         "",
     ]
+    if chart is not None and draw_cost_chart(found[COST] or [], chart):
+        text += [
+            f"![{_capital(COST.point_text)}: server CPU per request](charts/{chart.name})",
+            "",
+        ]
+    text += [f"- {BASELINE_MEANS}", f"- {against_sentence(found[COST])}"]
     text += [f"- {sentence(column, found[column])}" for column in COLUMNS]
     holding = [
         (variant, style)
@@ -277,3 +330,58 @@ def section(
     text += [f"- **{name}**: {why}." for name, why in unavailable.items()]
     text.append("")
     return text
+
+
+def against_sentence(rows: list | None) -> str:
+    """How the designs stand against the servers a user would write instead (from the data)."""
+    head = f"**Against what you would write instead** ({COST.point_text})"
+    figures = {r.row: r.summary.stats[COST.metric].median for r in rows or () if _valid(r)}
+    user = {row.variant: figures.get(row) for row in USER_ROWS}
+    designs = {row: v for row, v in figures.items() if not row.anchor}
+    if not designs or user[USER_BASELINE] is None or user[USER_BEST] is None:
+        return f"{head}: not measured in this run."
+    cheaper = [row for row, v in designs.items() if v < user[USER_BASELINE]]
+    best = min(designs, key=designs.get)
+    return (
+        f"{head}: {len(cheaper)} of {len(designs)} variant·style rows cost less server CPU per "
+        f"request than {USER_BASELINE} ({user[USER_BASELINE]:.1f} µs); the cheapest, "
+        f"{best.label}, costs {designs[best]:.1f} µs, ×{designs[best] / user[USER_BEST]:.2f} "
+        f"{USER_BEST}'s {user[USER_BEST]:.1f} µs."
+    )
+
+
+def _valid(rendered) -> bool:
+    return rendered.summary.status == "ok" and COST.metric in rendered.summary.stats
+
+
+def draw_cost_chart(rows: list, path: Path) -> bool:
+    """Bars of server CPU per request at the fixed load, cheapest on top, the user's servers
+    in grey with a dashed line at each of the two the columns read against; row labels as in
+    every chart (bold home-made, italic anchors). False if there is nothing to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bench.render.charts import LABEL_STYLE
+
+    wanted = [r for r in rows if _valid(r) and (not r.row.anchor or r.row in USER_ROWS)]
+    if not wanted:
+        return False
+    wanted.sort(key=lambda r: r.summary.stats[COST.metric].median, reverse=True)
+    values = [r.summary.stats[COST.metric].median for r in wanted]
+    figure, axis = plt.subplots(figsize=(8, 0.32 * len(wanted) + 1.2))
+    colours = ["#9a9a9a" if r.row.anchor else "#1f5faa" for r in wanted]
+    axis.barh([r.label for r in wanted], values, color=colours)
+    for r, value in zip(wanted, values, strict=True):
+        if r.row.variant in (USER_BASELINE, USER_BEST):
+            axis.axvline(value, color="#555555", linestyle="--", linewidth=0.8)
+    for label, r in zip(axis.get_yticklabels(), wanted, strict=True):
+        label.set(**LABEL_STYLE[r.row.kind])  # as in every chart: bold for home-made loops
+    axis.set_xlabel("server CPU per request at a fixed offered load (µs, lower is cheaper)")
+    axis.set_title(f"What each design costs, {ECHO_AT}", fontsize=10)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return True

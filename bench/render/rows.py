@@ -35,9 +35,7 @@ class RenderedRow:
     def label(self) -> str:
         if self.summary.status == "unavailable":  # no style: it speaks none here
             return self.row.variant
-        if self.row.anchor:
-            return f"{self.row.variant} (anchor)"
-        return self.row.label
+        return anchor_label(self.row)
 
     def ratio(self, metric: Metric) -> float | None:
         if not metric.ratio:
@@ -142,3 +140,8 @@ def stored_points(
         return cache[name]
 
     return points_of
+
+
+def anchor_label(row: Row) -> str:
+    """How a report names a row: an anchor server by its name, a variant by its style too."""
+    return f"{row.variant} (anchor)" if row.anchor else row.label

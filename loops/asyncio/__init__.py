@@ -15,5 +15,6 @@ VARIANT = Variant(
     capabilities=EVERY_CAPABILITY - {"timer-fifo"},
     callbacks=_Loop,
     coroutines=coroutines_namespace(_Loop),
+    asyncio_loop=asyncio.SelectorEventLoop,
     reference=True,
 )

@@ -4,7 +4,8 @@
 to its first suspension, instead of scheduling its first step on the ready queue: a task that
 finishes without suspending never touches the loop at all. That changes who runs next (the
 spawned task before its spawner goes on, as the traps kernel's spawn does), which is why it is
-a row of its own beside plain asyncio. Only the coroutines style: callbacks know no tasks.
+a row of its own beside plain asyncio. Only the coroutines style: callbacks know no tasks
+(and ``asyncio_loop``, the loop the http workload's uvicorn runs on).
 """
 
 import asyncio
@@ -29,5 +30,6 @@ VARIANT = Variant(
     # asyncio's heap orders timers by deadline alone: equal deadlines run in no set order.
     capabilities=EVERY_CAPABILITY - {"timer-fifo"},
     coroutines=coroutines_namespace(_eager_loop),
+    asyncio_loop=_eager_loop,  # asyncio's loop with eager tasks, as uvicorn would run it
     reference=True,
 )

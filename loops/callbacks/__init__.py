@@ -1,8 +1,11 @@
 """The callback-only reactor: ready queue, timer heap, selector readiness callbacks.
 
 Read ``reactor.py`` first (``Loop._run_once`` is the whole loop), then ``handles.py``.
+``dropin.py`` and ``transports.py`` make the same reactor asyncio's event loop
+(``VARIANT.asyncio_loop``; ``uvicorn --loop loops.callbacks.dropin:new_event_loop``).
 """
 
+from loops.callbacks.dropin import new_event_loop
 from loops.callbacks.reactor import Loop
 from loops.contract import EVERY_CAPABILITY, TASK_CAPABILITIES, Variant
 
@@ -16,4 +19,5 @@ VARIANT = Variant(
     # The callbacks style has no tasks, so the task properties have nothing to play.
     capabilities=EVERY_CAPABILITY - TASK_CAPABILITIES,
     callbacks=Loop,
+    asyncio_loop=new_event_loop,  # the same reactor as asyncio's event loop (dropin.py)
 )

@@ -54,5 +54,6 @@ VARIANT = Variant(
     capabilities=EVERY_CAPABILITY - {"timer-fifo"},
     callbacks=_Loop,
     coroutines=_coroutines,
+    asyncio_loop=uvloop.new_event_loop,
     reference=True,
 )

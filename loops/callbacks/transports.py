@@ -1,0 +1,632 @@
+"""Transports: asyncio's stream and datagram transports, written on add_reader/add_writer.
+
+A transport is a socket driven by readiness callbacks on behalf of a *protocol* object:
+the loop calls ``_read_ready`` when the socket is readable and hands the bytes to
+``protocol.data_received``; ``write`` tries ``send`` at once and keeps what the kernel did not
+take in a buffer, flushed by ``_write_ready`` when the socket becomes writable. This is the
+callbacks style of the lab's echo server (``workloads/echo/callbacks.py``) given asyncio's
+names, so that asyncio's streams (``StreamReaderProtocol``), uvicorn's HTTP protocols and any
+``asyncio.Protocol`` run on it unchanged.
+
+Flow control, both ways:
+- *reading*: ``pause_reading`` removes the reader, ``resume_reading`` adds it back (a protocol
+  with a full buffer, asyncio's ``StreamReader`` for one, stops the bytes at the kernel);
+- *writing*: past the high-water mark of buffered bytes the transport calls
+  ``protocol.pause_writing()``, and ``resume_writing()`` once the buffer drains below the low
+  mark (``StreamWriter.drain`` waits on exactly this).
+
+Closing: ``close`` flushes the buffer first, then calls ``connection_lost(None)``; ``abort``
+drops the buffer; an error calls ``connection_lost(exc)``. ``connection_lost`` is always
+scheduled with ``call_soon``, never called inside the caller's stack, as asyncio does.
+
+Four transports: ``StreamTransport`` (TCP and Unix sockets), ``DatagramTransport`` (UDP),
+``PipeReadTransport`` and ``PipeWriteTransport`` (pipes and ptys, for ``connect_read_pipe``/
+``connect_write_pipe``), sharing ``_Transport`` (extra info, closing, errors, flow control).
+
+Not asyncio's ``_SelectorSocketTransport``: the same contract (its docs, not its code), in
+about a third of the lines, without SSL, sendfile or Windows. The one piece of asyncio
+reused is the public ``asyncio.trsock.TransportSocket`` (see ``dropin.Server.sockets``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import socket
+import stat
+import warnings
+from typing import Any
+
+logger = logging.getLogger("loops.callbacks.dropin")
+
+MAX_READ = 256 * 1024  # bytes read per readiness event (asyncio's max_size)
+HIGH_WATER = 64 * 1024  # default write-buffer high-water mark (asyncio's)
+_CONNECTION_LOST_WARN_AFTER = 5  # writes after the connection died, before a warning
+
+
+def _socket_extra(sock: socket.socket, extra: dict | None) -> dict:
+    """get_extra_info's entries for a socket: the socket, its own and its peer's address."""
+    info = {"socket": asyncio.trsock.TransportSocket(sock)}  # see dropin.Server.sockets
+    for key, call in (("sockname", sock.getsockname), ("peername", sock.getpeername)):
+        try:
+            info[key] = call()
+        except OSError:
+            info[key] = None
+    return info | (extra or {})
+
+
+class _Transport(asyncio.BaseTransport):
+    """What both transports share: extra info, closing, errors and write flow control."""
+
+    def __init__(self, loop: Any, sock: Any, protocol: Any, extra: dict) -> None:
+        self._loop = loop
+        self._sock = sock  # a socket, or a pipe's file object (anything with fileno and close)
+        self._protocol = protocol
+        self._extra = extra
+        self._closing = False  # close() or abort() was called, or an error happened
+        self._conn_lost = 0  # > 0 once connection_lost is scheduled
+        self._protocol_paused = False  # we called pause_writing and not yet resume_writing
+        self._high_water, self._low_water = HIGH_WATER, HIGH_WATER // 4
+
+    # -- what a protocol sees ----------------------------------------------------------------
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._extra.get(name, default)
+
+    def get_protocol(self) -> Any:
+        return self._protocol
+
+    def set_protocol(self, protocol: Any) -> None:
+        self._protocol = protocol
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        """Stop reading; flush what is buffered, then connection_lost(None)."""
+        if self._closing:
+            return
+        self._closing = True
+        self._loop.remove_reader(self._sock)
+        if not self._buffer_size():
+            self._conn_lost += 1
+            self._loop.remove_writer(self._sock)
+            self._loop.call_soon(self._call_connection_lost, None)
+
+    def abort(self) -> None:
+        """Close at once, dropping whatever is buffered."""
+        self._force_close(None)
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self._low_water, self._high_water
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        if high is None:
+            high = HIGH_WATER if low is None else 4 * low
+        if low is None:
+            low = high // 4
+        if not high >= low >= 0:
+            raise ValueError(f"high ({high!r}) must be >= low ({low!r}) must be >= 0")
+        self._high_water, self._low_water = high, low
+        self._maybe_pause_protocol()
+
+    def get_write_buffer_size(self) -> int:
+        return self._buffer_size()
+
+    # -- flow control towards the protocol ---------------------------------------------------
+
+    def _maybe_pause_protocol(self) -> None:
+        if self._buffer_size() <= self._high_water or self._protocol_paused:
+            return
+        self._protocol_paused = True
+        self._protocol_call("pause_writing")
+
+    def _maybe_resume_protocol(self) -> None:
+        if self._protocol_paused and self._buffer_size() <= self._low_water:
+            self._protocol_paused = False
+            self._protocol_call("resume_writing")
+
+    def _protocol_call(self, name: str) -> None:
+        try:
+            getattr(self._protocol, name)()
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._loop.call_exception_handler(
+                {
+                    "message": f"protocol.{name}() failed",
+                    "exception": exc,
+                    "transport": self,
+                    "protocol": self._protocol,
+                }
+            )
+
+    # -- endings -----------------------------------------------------------------------------
+
+    def _fatal_error(self, exc: BaseException, message: str) -> None:
+        # An OSError is the peer's doing (a reset, a refused datagram): not worth a report.
+        if not isinstance(exc, OSError):
+            self._loop.call_exception_handler(
+                {
+                    "message": message,
+                    "exception": exc,
+                    "transport": self,
+                    "protocol": self._protocol,
+                }
+            )
+        self._force_close(exc)
+
+    def _force_close(self, exc: BaseException | None) -> None:
+        if self._conn_lost:
+            return
+        self._clear_buffer()
+        self._loop.remove_writer(self._sock)
+        if not self._closing:
+            self._closing = True
+            self._loop.remove_reader(self._sock)
+        self._conn_lost += 1
+        self._loop.call_soon(self._call_connection_lost, exc)
+
+    def _call_connection_lost(self, exc: BaseException | None) -> None:
+        try:
+            self._protocol.connection_lost(exc)
+        finally:
+            self._sock.close()
+            self._protocol = None
+            server, self._server = getattr(self, "_server", None), None
+            if server is not None:
+                server._detach(self)
+
+    def __del__(self) -> None:
+        # Dropped while open: say so (asyncio's ResourceWarning) and free the socket or pipe.
+        if _fileno(getattr(self, "_sock", None)) != -1:
+            warnings.warn(
+                f"unclosed transport {self!r}", ResourceWarning, stacklevel=2, source=self
+            )
+            self._sock.close()
+
+    def __repr__(self) -> str:
+        fd = _fileno(self._sock)
+        state = "closed" if fd < 0 else "closing" if self._closing else "open"
+        return f"<{type(self).__name__} fd={fd} {state}>"
+
+
+class StreamTransport(_Transport, asyncio.Transport):
+    """A connected TCP (or Unix) socket: asyncio.Transport's whole API."""
+
+    def __init__(
+        self,
+        loop: Any,
+        sock: socket.socket,
+        protocol: Any,
+        waiter: Any = None,
+        extra: dict | None = None,
+        server: Any = None,
+    ) -> None:
+        super().__init__(loop, sock, protocol, _socket_extra(sock, extra))
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            # Small writes go out at once: request/response protocols would wait 40 ms otherwise.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._buffer = bytearray()  # bytes written but not yet taken by the kernel
+        self._eof = False  # write_eof() was called
+        self._paused = False  # pause_reading() was called
+        self._server = server
+        if server is not None:
+            server._attach(self)
+        # The order asyncio promises: connection_made, then reading, then the waiter.
+        loop.call_soon(protocol.connection_made, self)
+        loop.call_soon(self._start_reading)
+        if waiter is not None:
+            loop.call_soon(_set_result_unless_done, waiter)
+        self._buffered = hasattr(protocol, "get_buffer")  # an asyncio.BufferedProtocol
+
+    def _start_reading(self) -> None:
+        if not self._closing and not self._paused:
+            self._loop.add_reader(self._sock, self._read_ready)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _read_ready(self) -> None:
+        if self._buffered:
+            return self._read_into_buffer()
+        try:
+            data = self._sock.recv(MAX_READ)
+        except (BlockingIOError, InterruptedError):
+            return
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            return self._fatal_error(exc, "Fatal read error on socket transport")
+        if not data:
+            return self._read_eof()
+        try:
+            self._protocol.data_received(data)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._fatal_error(exc, "Fatal error: protocol.data_received() call failed.")
+
+    def _read_into_buffer(self) -> None:
+        try:
+            buffer = self._protocol.get_buffer(-1)
+            if not len(buffer):
+                raise RuntimeError("get_buffer() returned an empty buffer")
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            return self._fatal_error(exc, "Fatal error: protocol.get_buffer() call failed.")
+        try:
+            n = self._sock.recv_into(buffer)
+        except (BlockingIOError, InterruptedError):
+            return
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            return self._fatal_error(exc, "Fatal read error on socket transport")
+        if not n:
+            return self._read_eof()
+        try:
+            self._protocol.buffer_updated(n)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._fatal_error(exc, "Fatal error: protocol.buffer_updated() call failed.")
+
+    def _read_eof(self) -> None:
+        self._loop.remove_reader(self._sock)
+        try:
+            keep_open = self._protocol.eof_received()
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            return self._fatal_error(exc, "Fatal error: protocol.eof_received() call failed.")
+        if not keep_open:
+            self.close()
+
+    def pause_reading(self) -> None:
+        if not self._closing and not self._paused:
+            self._paused = True
+            self._loop.remove_reader(self._sock)
+
+    def resume_reading(self) -> None:
+        if not self._closing and self._paused:
+            self._paused = False
+            self._loop.add_reader(self._sock, self._read_ready)
+
+    def is_reading(self) -> bool:
+        return not self._paused and not self._closing
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        """Send what the kernel takes now; buffer the rest and watch for writability."""
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(
+                f"data argument must be a bytes-like object, not {type(data).__name__!r}"
+            )
+        if self._eof:
+            raise RuntimeError("Cannot call write() after write_eof()")
+        if not data:
+            return
+        if self._conn_lost:
+            if self._conn_lost >= _CONNECTION_LOST_WARN_AFTER:
+                logger.warning("socket.send() raised exception.")
+            self._conn_lost += 1
+            return
+        if not self._buffer:
+            try:
+                sent = self._sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:
+                return self._fatal_error(exc, "Fatal write error on socket transport")
+            if sent == len(data):
+                return
+            data = memoryview(data)[sent:]
+            self._loop.add_writer(self._sock, self._write_ready)
+        self._buffer += data
+        self._maybe_pause_protocol()
+
+    def writelines(self, lines: Any) -> None:
+        self.write(b"".join(lines))
+
+    def _write_ready(self) -> None:
+        if self._conn_lost:
+            return
+        try:
+            sent = self._sock.send(self._buffer)
+        except (BlockingIOError, InterruptedError):
+            return
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._loop.remove_writer(self._sock)
+            self._clear_buffer()
+            return self._fatal_error(exc, "Fatal write error on socket transport")
+        del self._buffer[:sent]
+        self._maybe_resume_protocol()  # may write again, in which case the buffer refills
+        if self._buffer:
+            return
+        self._loop.remove_writer(self._sock)
+        if self._closing:
+            self._conn_lost += 1
+            self._call_connection_lost(None)
+        elif self._eof:
+            self._sock.shutdown(socket.SHUT_WR)
+
+    def write_eof(self) -> None:
+        if self._closing or self._eof:
+            return
+        self._eof = True
+        if not self._buffer:
+            self._sock.shutdown(socket.SHUT_WR)
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def _buffer_size(self) -> int:
+        return len(self._buffer)
+
+    def _clear_buffer(self) -> None:
+        self._buffer.clear()
+
+
+class DatagramTransport(_Transport, asyncio.DatagramTransport, asyncio.Transport):
+    """A UDP socket: asyncio.DatagramTransport's API (sendto, buffered when the kernel is full)."""
+
+    def __init__(
+        self,
+        loop: Any,
+        sock: socket.socket,
+        protocol: Any,
+        address: Any = None,
+        waiter: Any = None,
+        extra: dict | None = None,
+    ) -> None:
+        super().__init__(loop, sock, protocol, _socket_extra(sock, extra))
+        self._address = address  # the connected peer (remote_addr), else None
+        self._buffer: collections.deque[tuple[bytes, Any]] = collections.deque()
+        self._buffered_bytes = 0
+        loop.call_soon(protocol.connection_made, self)
+        loop.call_soon(self._start_reading)
+        if waiter is not None:
+            loop.call_soon(_set_result_unless_done, waiter)
+
+    def _start_reading(self) -> None:
+        if not self._closing:
+            self._loop.add_reader(self._sock, self._read_ready)
+
+    def _read_ready(self) -> None:
+        try:
+            data, address = self._sock.recvfrom(MAX_READ)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._protocol.error_received(exc)  # ICMP refusals and the like: the socket lives
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._fatal_error(exc, "Fatal read error on datagram transport")
+        else:
+            self._protocol.datagram_received(data, address)
+
+    def sendto(self, data: bytes, addr: Any = None) -> None:
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(
+                f"data argument must be a bytes-like object, not {type(data).__name__!r}"
+            )
+        if self._address is not None and addr not in (None, self._address):
+            raise ValueError(f"Invalid address: must be None or {self._address}")
+        if self._conn_lost:
+            self._conn_lost += 1
+            return
+        if not self._buffer:
+            try:
+                if self._extra["peername"] is not None and addr is None:
+                    self._sock.send(data)
+                else:
+                    self._sock.sendto(data, addr)
+                return
+            except (BlockingIOError, InterruptedError):
+                self._loop.add_writer(self._sock, self._write_ready)
+            except OSError as exc:
+                self._protocol.error_received(exc)
+                return
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:
+                return self._fatal_error(exc, "Fatal write error on datagram transport")
+        self._buffer.append((bytes(data), addr))
+        self._buffered_bytes += len(data)
+        self._maybe_pause_protocol()
+
+    def _write_ready(self) -> None:
+        while self._buffer:
+            data, addr = self._buffer[0]
+            try:
+                if self._extra["peername"] is not None and addr is None:
+                    self._sock.send(data)
+                else:
+                    self._sock.sendto(data, addr)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                self._protocol.error_received(exc)
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:
+                return self._fatal_error(exc, "Fatal write error on datagram transport")
+            self._buffer.popleft()
+            self._buffered_bytes -= len(data)
+        self._maybe_resume_protocol()
+        self._loop.remove_writer(self._sock)
+        if self._closing:
+            self._conn_lost += 1
+            self._call_connection_lost(None)
+
+    def _buffer_size(self) -> int:
+        return self._buffered_bytes
+
+    def _clear_buffer(self) -> None:
+        self._buffer.clear()
+        self._buffered_bytes = 0
+
+
+class PipeReadTransport(_Transport, asyncio.ReadTransport):
+    """The read end of a pipe (or a pty, or a socket): connect_read_pipe's transport."""
+
+    def __init__(self, loop: Any, pipe: Any, protocol: Any, waiter: Any = None) -> None:
+        super().__init__(loop, pipe, protocol, {"pipe": pipe})
+        self._fd = _pipe_fd(pipe)
+        self._paused = False
+        loop.call_soon(protocol.connection_made, self)
+        loop.call_soon(self._start_reading)
+        if waiter is not None:
+            loop.call_soon(_set_result_unless_done, waiter)
+
+    _start_reading = StreamTransport._start_reading
+    pause_reading = StreamTransport.pause_reading
+    resume_reading = StreamTransport.resume_reading
+    is_reading = StreamTransport.is_reading
+
+    def _read_ready(self) -> None:
+        try:
+            data = os.read(self._fd, MAX_READ)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:  # EIO: a pty whose other side closed
+            return self._fatal_error(exc, "Fatal read error on pipe transport")
+        if data:
+            self._protocol.data_received(data)
+            return
+        self._closing = True  # EOF: the writer closed; a pipe ends there
+        self._loop.remove_reader(self._fd)
+        self._conn_lost += 1
+        self._loop.call_soon(self._protocol.eof_received)
+        self._loop.call_soon(self._call_connection_lost, None)
+
+    def _buffer_size(self) -> int:
+        return 0
+
+    def _clear_buffer(self) -> None:
+        pass
+
+
+class PipeWriteTransport(_Transport, asyncio.WriteTransport):
+    """The write end of a pipe (or a pty, or a socket): connect_write_pipe's transport.
+
+    A pipe's write end becomes *readable* when its read end closes: watching that is how the
+    transport learns the reader went away (asyncio's trick), with nothing to read."""
+
+    def __init__(self, loop: Any, pipe: Any, protocol: Any, waiter: Any = None) -> None:
+        super().__init__(loop, pipe, protocol, {"pipe": pipe})
+        self._fd = _pipe_fd(pipe)
+        self._buffer = bytearray()
+        loop.call_soon(protocol.connection_made, self)
+        mode = os.fstat(self._fd).st_mode
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            loop.call_soon(loop.add_reader, self._fd, self._reader_gone)
+        if waiter is not None:
+            loop.call_soon(_set_result_unless_done, waiter)
+
+    def _reader_gone(self) -> None:
+        self._force_close(BrokenPipeError() if self._buffer else None)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(
+                f"data argument must be a bytes-like object, not {type(data).__name__!r}"
+            )
+        if not data:
+            return
+        if self._conn_lost or self._closing:
+            self._conn_lost += 1
+            return
+        if not self._buffer:
+            try:
+                sent = os.write(self._fd, data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:
+                return self._fatal_error(exc, "Fatal write error on pipe transport")
+            if sent == len(data):
+                return
+            data = memoryview(data)[sent:]
+            self._loop.add_writer(self._fd, self._write_ready)
+        self._buffer += data
+        self._maybe_pause_protocol()
+
+    def _write_ready(self) -> None:
+        try:
+            sent = os.write(self._fd, self._buffer)
+        except (BlockingIOError, InterruptedError):
+            return
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._buffer.clear()
+            return self._fatal_error(exc, "Fatal write error on pipe transport")
+        del self._buffer[:sent]
+        self._maybe_resume_protocol()
+        if self._buffer:
+            return
+        self._loop.remove_writer(self._fd)
+        if self._closing:
+            self._loop.remove_reader(self._fd)
+            self._conn_lost += 1
+            self._call_connection_lost(None)
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def write_eof(self) -> None:
+        """A pipe has no half-close: EOF is closing it, once the buffer is out."""
+        if self._closing:
+            return
+        self._closing = True
+        if not self._buffer:
+            self._loop.remove_reader(self._fd)
+            self._conn_lost += 1
+            self._loop.call_soon(self._call_connection_lost, None)
+
+    def close(self) -> None:
+        self.write_eof()
+
+    def _buffer_size(self) -> int:
+        return len(self._buffer)
+
+    def _clear_buffer(self) -> None:
+        self._buffer.clear()
+
+    def _force_close(self, exc: BaseException | None) -> None:
+        self._loop.remove_reader(self._fd)  # the reader-gone watch, which _Transport leaves
+        super()._force_close(exc)
+
+
+def _pipe_fd(pipe: Any) -> int:
+    """The pipe's fd, made non-blocking; ValueError for a regular file (always "ready")."""
+    fd = pipe.fileno()
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        raise ValueError("Pipe transport is only for pipes, sockets and character devices")
+    os.set_blocking(fd, False)
+    return fd
+
+
+def _fileno(fileobj: Any) -> int:
+    """fileobj's fd, or -1 if it is None or closed (a closed file raises, a socket says -1)."""
+    try:
+        return fileobj.fileno()
+    except (AttributeError, ValueError, OSError):
+        return -1
+
+
+def _set_result_unless_done(future: Any) -> None:
+    if not future.done():
+        future.set_result(None)
