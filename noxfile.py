@@ -70,7 +70,7 @@ def conformance(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Run the lab's own tests: discovery, workloads end to end, crawler parsing, reports."""
     # The bench's own tests render tables and charts; the http workload's run uvicorn.
-    _install(session, "test", "bench", "http")
+    _install(session, "test", "bench")
     session.run("python", "-m", "pytest", "tests", *session.posargs)
 
 

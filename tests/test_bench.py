@@ -843,8 +843,8 @@ def test_the_report_opens_with_the_glance_table_and_a_sentence_per_workload(resu
     callbacks = [c.strip() for c in glance_rows["callbacks · callbacks"].split("|")[1:-1]]
     assert callbacks[1] == "2,000 (×2.00)"  # echo: twice asyncio · callbacks
     assert callbacks[5] == "3,000 (×0.50)"  # switch: half asyncio's (after the two × columns)
-    assert callbacks[8] == "1/2"  # conformance: one of two claimed properties passes
-    assert glance_rows["asyncio · callbacks"].split("|")[9].strip() == "1/2"  # ⚠️ is not holding
+    assert callbacks[9] == "1/2"  # conformance: one of two claimed properties passes
+    assert glance_rows["asyncio · callbacks"].split("|")[10].strip() == "1/2"  # ⚠️ is not holding
     # The servers a user would write instead close the table, even where not measured.
     assert list(glance_rows)[-3:] == [
         "asyncio-streams (anchor)",
@@ -1109,3 +1109,24 @@ def test_an_unavailable_variant_is_skipped_and_each_report_section_says_why(resu
         assert section.count(f"zz_unavailable: {said}") == tables, title
     anatomy = text.split("## Cost anatomy", 1)[1].split("\n## ", 1)[0]
     assert f"| zz_unavailable | {said}" in anatomy
+
+
+def test_the_http_section_says_where_the_pure_python_loop_stands_between_asyncio_and_uvloop():
+    from bench.matrix import http
+    from bench.render.rows import RenderedRow
+    from bench.summary import RowSummary, Stat
+
+    def rendered(variant, cost):
+        summary = RowSummary("ok", stats={"server_cpu_us": Stat(cost, cost, cost)})
+        return RenderedRow(Row(variant, http.STYLE), "x", "s", summary, None, False, False)
+
+    rows = [rendered("asyncio", 33.0), rendered("uvloop", 28.0), rendered("callbacks", 31.0)]
+    (text,) = http.observations({"connections": 50}, rows)
+    assert "31.0 µs of server CPU per request, against asyncio's 33.0 and uvloop's 28.0" in text
+    assert "40% of the way from asyncio's cost to uvloop's" in text
+    cheaper = [*rows[:2], rendered("callbacks", 27.0)]
+    assert "cheaper than uvloop" in http.observations({}, cheaper)[0]
+    assert http.observations({}, rows[:2]) == []  # no callbacks row: no claim
+    # The rows are the variants that declare an asyncio loop, from discovery.
+    assert {r.variant for r in http.rows()} >= {"asyncio", "uvloop", "callbacks"}
+    assert {"traps", "futures"}.isdisjoint(r.variant for r in http.rows())

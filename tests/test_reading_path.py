@@ -31,6 +31,7 @@ DEMO_SAYS = {
     "traps": ["answered Task at once", "main returned b'ping'"],
     "roundrobin": ["main read b'ping'", "a0 b0 a1 b1 a2 b2"],
     "handlers": ["('EchoConnection', False, True)", "got b'ping' back", "closed: ['EchoServer']"],
+    "completions": ["io_uring_enter: submit 2, wait True", "main returned b'ping'"],
 }
 # Names an essence defines that the full loop need not: the handlers essence's application
 # handlers live in the handler-style echo anchor instead.

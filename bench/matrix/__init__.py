@@ -9,13 +9,14 @@ register a workload of its own for the length of the test).
 
 from __future__ import annotations
 
-from bench.matrix import crawler, echo, micro, sleep
+from bench.matrix import crawler, echo, http, micro, sleep
 from bench.workload import Workload
 
 WORKLOADS: tuple[Workload, ...] = (
     echo.WORKLOAD,
     sleep.WORKLOAD,
     crawler.WORKLOAD,
+    http.WORKLOAD,
     micro.WORKLOAD,
 )
 

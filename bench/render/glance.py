@@ -21,7 +21,7 @@ from tabulate import tabulate
 
 import loops
 from bench import matrix
-from bench.matrix import crawler, echo, micro, sleep
+from bench.matrix import crawler, echo, http, micro, sleep
 from bench.plan import BASELINE, USER_SERVERS, YARDSTICK, Row, unavailable_variants
 from bench.render.rows import anchor_label
 
@@ -45,6 +45,12 @@ class Column:
     higher_is_better: bool
     noun: str  # for the sentence: "requests/s", "ns per switch"
     point_text: str  # for the sentence: "1 KiB × 100 connections"
+    per_loop: bool = False  # one figure per loop, shown in each of its style rows (http)
+
+    def matches(self, rendered, row: Row) -> bool:
+        if self.per_loop:
+            return rendered.row.variant == row.variant and not row.anchor
+        return rendered.row == row
 
 
 COLUMNS = (
@@ -91,6 +97,18 @@ COLUMNS = (
         False,
         "µs of CPU per sleeper",
         "sleep, 10 000 sleepers",
+    ),
+    Column(
+        "http requests/s (uvicorn)",
+        "http",
+        tuple(http.HEADLINE_POINT.items()),
+        "requests_per_s",
+        1.0,
+        0,
+        True,
+        "requests/s",
+        f"HTTP, uvicorn under wrk, {http.HEADLINE_POINT['connections']} connections",
+        per_loop=True,
     ),
     Column(
         "crawl pages/s",
@@ -248,7 +266,7 @@ def _body(found: dict, conformance: dict, root: Path) -> list[list[str]]:
     def cells_for(row: Row) -> list[str]:
         cells = [anchor_label(row)]
         for column in COLUMNS:
-            match = next((r for r in found[column] or () if r.row == row), None)
+            match = next((r for r in found[column] or () if column.matches(r, row)), None)
             cells.append(cell(column, match))
             if column is COST:
                 cells += [_against(match, servers.get(name)) for name in (USER_BASELINE, USER_BEST)]

@@ -1,0 +1,32 @@
+"""completions: a proactor on io_uring, standard library only (ctypes + mmap).
+
+Tasks await *operations* (recv, send, accept, connect, recvmsg/sendmsg); the loop writes one
+SQE per operation into the submission ring, hands them all to the kernel with one
+io_uring_enter per turn, and resumes each task from its completion (CQE). The only home-made
+loop of the lab that is not readiness-based. Unavailable where io_uring cannot be set up (not
+Linux x86-64, ENOSYS, EPERM under a seccomp filter, kernel.io_uring_disabled): the probe below
+sets up a tiny ring and closes it at once.
+"""
+
+from loops.completions import uring
+from loops.contract import EVERY_CAPABILITY, Unavailable, Variant
+
+try:
+    uring.probe()
+except OSError as error:
+    raise Unavailable(f"io_uring cannot be set up here: {uring.why(error)}") from None
+
+from loops.completions import tasks  # only once io_uring is known to work
+
+VARIANT = Variant(
+    name="completions",
+    summary="proactor on io_uring (ctypes + mmap): tasks await operations, resumed by completions",
+    lineage=(
+        "the proactor pattern (Schmidt et al., POSA2; Windows IOCP behind asyncio's "
+        "ProactorEventLoop), on Linux io_uring (Jens Axboe, 2019) driven the way liburing "
+        "does, with the traps kernel's request table: one SQE per awaited operation, one "
+        "io_uring_enter per turn, tasks resumed from CQEs by user_data"
+    ),
+    capabilities=EVERY_CAPABILITY,
+    coroutines=tasks,
+)

@@ -1,0 +1,95 @@
+"""Tasks: a coroutine plus what the loop needs to know to resume, wake or cancel it.
+
+A task is passive data; only the loop changes its fields. ``state`` says what the task is
+doing and ``waiting_on`` holds the object that state refers to (the timer seq of a sleep, the
+socket of an operation, the task being joined, the deque a task is parked on, the future of a
+thread call). A task waiting on an *operation* also holds the operation's completer (``op``)
+and what the kernel may still be reading or writing (``pinned``: the buffer a recv fills, the
+bytes a send reads): the task is the operation's record, its ``id`` the ``user_data`` of the
+SQE. A task has at most one operation in flight, since it waits for each one's completion,
+even after a cancellation (see ``Loop._interrupt``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+
+class CancelledError(BaseException):
+    """Raised into a task at its suspension point when it is cancelled.
+
+    A BaseException, as asyncio's is since 3.8, so that ``except Exception`` in user code
+    does not swallow a cancellation by accident.
+    """
+
+
+class Expired(CancelledError):
+    """A cancellation caused by ``timeout_after``: carries the timer that fired."""
+
+    def __init__(self, timer: int) -> None:
+        super().__init__("timeout expired")
+        self.timer = timer
+
+
+# Task states. Strings, so that a task's repr and a debugger show them plainly.
+READY = "ready"  # on the ready queue, or running
+SLEEPING = "sleeping"  # waiting for a timer; waiting_on is the timer's seq
+OPERATION = "operation"  # an SQE in flight under user_data == task.id; waiting_on: the socket
+JOINING = "joining"  # waiting for a task to end, for its result; waiting_on is that task
+CANCELLING = "cancelling"  # waiting for a task it cancelled to end; waiting_on is that task
+PARKED = "parked"  # waiting in a wait queue (Queue); waiting_on is the deque
+THREAD = "thread"  # waiting for a worker thread; waiting_on is its concurrent Future
+DONE = "done"  # finished: result or exception is set
+
+# user_data 0 and 1 are the loop's own: ASYNC_CANCEL requests and the threads' wake-up read.
+_ids = itertools.count(2)
+
+
+class Task:
+    """A coroutine run by the loop, with its outcome and the tasks waiting for it."""
+
+    __slots__ = (
+        "coro",
+        "exception",
+        "id",
+        "joined",
+        "joiners",
+        "op",
+        "pending",
+        "pinned",
+        "result",
+        "state",
+        "throw",
+        "value",
+        "waiting_on",
+    )
+
+    def __init__(self, coro: Any) -> None:
+        self.coro = coro  # the coroutine this task drives
+        self.id = next(_ids)  # the user_data of its operations, and for repr
+        self.state = READY  # one of the states above
+        self.waiting_on: Any = None  # the object the current state waits on
+        self.op: Any = None  # OPERATION: turns the CQE's res into the value (or raises)
+        self.pinned: Any = None  # OPERATION: what the kernel may touch until the CQE
+        self.pending: BaseException | None = None  # an interruption waiting for the CQE
+        self.value: Any = None  # what to send in at the next resumption
+        self.throw: BaseException | None = None  # or what to throw in instead
+        self.result: Any = None  # the coroutine's return value, once DONE
+        self.exception: BaseException | None = None  # or the exception it ended with
+        self.joiners: list[Task] | None = None  # tasks waiting for this one to end
+        self.joined = False  # someone saw the outcome: an unseen failure gets reported
+
+    @property
+    def done(self) -> bool:
+        """True once the coroutine has returned or raised."""
+        return self.state is DONE
+
+    @property
+    def cancelled(self) -> bool:
+        """True if the task ended by a CancelledError."""
+        return self.state is DONE and isinstance(self.exception, CancelledError)
+
+    def __repr__(self) -> str:
+        name = getattr(self.coro, "__qualname__", type(self.coro).__name__)
+        return f"<Task-{self.id} {name} {self.state}>"

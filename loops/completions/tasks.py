@@ -1,0 +1,415 @@
+"""The coroutines style of the completions loop: the namespace ``VARIANT.coroutines`` points at.
+
+Every socket call is one io_uring operation: the call prepares what the kernel needs (a buffer
+to fill, the bytes to send, an address in the kernel's ``sockaddr`` layout), awaits
+``operation(...)`` and turns the completion's ``res`` into the answer. There is no "try the
+call first": a readiness loop may try ``sock.recv`` and wait only on ``BlockingIOError``,
+because the failed try costs nothing but a syscall. Here the operation *is* the call; trying it
+outside the ring first would be a readiness loop again, with io_uring as its poller.
+
+The buffers a recv hands the kernel come from :mod:`loops.completions.buffers`, which takes one
+back only when the completion that used it has arrived (the proactor's hazard, see
+``Loop._interrupt``). The bytes a send hands the kernel are the caller's ``bytes`` object
+itself (immutable, its address fixed), kept alive by the task until the completion.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import errno
+import os
+import socket
+import struct
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from loops.completions import buffers
+from loops.completions.kernel import Loop, now
+from loops.completions.queues import Queue
+from loops.completions.requests import (
+    call_in_thread,
+    cancel,
+    clear_timer,
+    join,
+    operation,
+    set_timer,
+    sleep,
+    spawn,
+)
+from loops.completions.task import CancelledError, Expired
+from loops.completions.uring import (
+    OP_ACCEPT,
+    OP_CONNECT,
+    OP_RECV,
+    OP_RECVMSG,
+    OP_SEND,
+    OP_SENDMSG,
+)
+from loops.contract import check_nonblocking
+
+__all__ = [
+    "CancelledError",
+    "Queue",
+    "accept",
+    "cancel",
+    "connect",
+    "join",
+    "now",
+    "recv",
+    "recvfrom",
+    "run",
+    "run_in_thread",
+    "sendall",
+    "sendto",
+    "sleep",
+    "spawn",
+    "timeout_after",
+]
+
+_string_at = ctypes.string_at
+_address_of = ctypes.addressof
+_c_void_p = ctypes.c_void_p
+_cast = ctypes.cast
+SOCKADDR_MAX = 128  # sizeof(struct sockaddr_storage)
+MSGHDR = struct.Struct("<QI4xQQQQi4x")  # name, namelen, iov, iovlen, control, controllen, flags
+IOVEC = struct.Struct("<QQ")  # base, len
+MSGHDR_IOVEC = struct.Struct(MSGHDR.format + IOVEC.format[1:])  # the two, packed at once
+ACCEPT_FLAGS = socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC
+
+
+def run(coro: Any) -> Any:
+    """Run coro on a new loop (a new ring) until it ends; return its result or raise."""
+    loop = Loop()
+    try:
+        return loop.run(coro)
+    finally:
+        loop.close()
+
+
+async def timeout_after(seconds: float, coro: Any) -> Any:
+    """Run coro; if it takes longer than seconds, cancel it and raise TimeoutError.
+
+    The inner work is cancelled in place (an Expired, a CancelledError, thrown at its
+    suspension point, after its operation in flight completed or was cancelled) and the
+    TimeoutError is raised here, where the timer was set.
+    """
+    try:
+        timer = await set_timer(seconds)
+    except BaseException:
+        if hasattr(coro, "close"):
+            coro.close()  # it will never run: do not leave it to warn "never awaited"
+        raise
+    try:
+        return await coro
+    except Expired as expired:
+        if expired.timer != timer:
+            raise  # an outer timeout_after's timer: its business
+        raise TimeoutError(f"timed out after {seconds} s") from expired
+    finally:
+        await clear_timer(timer)
+
+
+def _error(res: int, what: str) -> OSError:
+    """A completion's -errno as the OSError subclass Python would raise for it."""
+    return OSError(-res, f"{what}: {os.strerror(-res)}")
+
+
+# ---------------------------------------------------------------------- recv, send
+
+
+def _recv_done(res: int, buffer: buffers.Buffer, sock: Any, interrupted: bool) -> bytes | None:
+    try:
+        if res < 0:
+            if interrupted:
+                return None  # -ECANCELED, most likely: nothing came
+            raise _error(res, "recv")
+        data = _string_at(buffer.address, res)  # one copy, out of the pooled buffer
+        if interrupted:
+            if data:
+                _keep_leftover(sock, data)  # won the race with the cancel: for the next recv
+            return None
+        return data
+    finally:
+        buffers.give(buffer)  # the kernel is done with it: only now may another op use it
+
+
+async def recv(sock: socket.socket, n: int) -> bytes:
+    """Receive up to n bytes; b'' at EOF."""
+    if sock.gettimeout() != 0:  # blocking: a clear error, as in every loop
+        check_nonblocking(sock)
+    if n <= 0:
+        if n < 0:
+            raise ValueError("negative buffersize in recv")
+        return b""
+    if _leftovers:  # the rare path: a cancelled recv on some socket completed after all
+        data = _take_leftover(sock)
+        if data is not None:
+            if len(data) > n:
+                _keep_leftover(sock, data[n:], first=True)
+                data = data[:n]
+            return data
+    buffer = buffers.take(n)
+    return await operation(OP_RECV, sock, buffer.address, n, buffer, _recv_done)
+
+
+def _send_done(res: int, data: bytes, sock: Any, interrupted: bool) -> int | None:
+    if res < 0 and not interrupted:
+        raise _error(res, "send")
+    return res
+
+
+async def sendall(sock: socket.socket, data: bytes) -> None:
+    """Send all of data: a SEND of what is left until the kernel has taken it all."""
+    if sock.gettimeout() != 0:
+        check_nonblocking(sock)
+    if type(data) is not bytes:
+        data = bytes(data)  # a fixed address the caller cannot change under the kernel
+    size = len(data)
+    address = _cast(data, _c_void_p).value  # the bytes object's own buffer: no copy
+    sent = 0
+    while sent < size:
+        sent += await operation(
+            OP_SEND, sock, address + sent, size - sent, data, _send_done, 0, socket.MSG_NOSIGNAL
+        )
+
+
+# ---------------------------------------------------------------------- accept, connect
+
+
+def _accept_done(res: int, name: Any, listener: Any, interrupted: bool) -> Any:
+    if res < 0:
+        if interrupted:
+            return None
+        raise _error(res, "accept")
+    conn = socket.socket(listener.family, listener.type, listener.proto, fileno=res)
+    conn.setblocking(False)  # the fd is non-blocking already (SOCK_NONBLOCK); tell Python
+    length = int.from_bytes(name.raw[SOCKADDR_MAX : SOCKADDR_MAX + 4], "little")
+    accepted = conn, _parse_sockaddr(name.raw[:length])
+    if interrupted:  # accepted for a task cancelled meanwhile: for the next accept
+        _keep_leftover(listener, accepted)
+        return None
+    return accepted
+
+
+async def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
+    """Accept a connection: (a non-blocking socket, the peer's address)."""
+    if sock.gettimeout() != 0:
+        check_nonblocking(sock)
+    if _leftovers:
+        accepted = _take_leftover(sock)
+        if accepted is not None:
+            return accepted
+    name = ctypes.create_string_buffer(SOCKADDR_MAX + 4)  # sockaddr, then its socklen_t
+    name[SOCKADDR_MAX : SOCKADDR_MAX + 4] = SOCKADDR_MAX.to_bytes(4, "little")
+    base = _address_of(name)
+    # ACCEPT: addr is the sockaddr, off (addr2) the address of its length, in and out.
+    return await operation(
+        OP_ACCEPT, sock, base, 0, name, _accept_done, base + SOCKADDR_MAX, ACCEPT_FLAGS
+    )
+
+
+def _connect_done(res: int, pinned: Any, sock: Any, interrupted: bool) -> None:
+    if res < 0 and not interrupted:
+        raise _error(res, "connect")
+
+
+async def connect(sock: socket.socket, address: Any) -> None:
+    """Connect sock to address (a host name is resolved blocking, as in the traps loop)."""
+    if sock.gettimeout() != 0:
+        check_nonblocking(sock)
+    name = ctypes.create_string_buffer(_sockaddr(sock, address))
+    await operation(OP_CONNECT, sock, _address_of(name), 0, name, _connect_done, len(name.raw))
+
+
+# ---------------------------------------------------------------------- UDP: recvmsg, sendmsg
+
+
+def _msghdr(name_size: int, data_address: int, data_size: int) -> ctypes.Array:
+    """A msghdr, its one iovec and room for the name, in one buffer (the kernel reads it)."""
+    block = ctypes.create_string_buffer(MSGHDR_IOVEC.size + name_size)
+    base = _address_of(block)
+    iov = base + MSGHDR.size
+    MSGHDR_IOVEC.pack_into(
+        block, 0, base + MSGHDR_IOVEC.size, name_size, iov, 1, 0, 0, 0, data_address, data_size
+    )
+    return block
+
+
+def _recvmsg_done(res: int, pinned: tuple, sock: Any, interrupted: bool) -> Any:
+    block, buffer = pinned
+    try:
+        if res < 0:
+            if interrupted:
+                return None
+            raise _error(res, "recvfrom")
+        data = _string_at(buffer.address, res)
+        name_size = MSGHDR.unpack_from(block, 0)[1]  # the kernel wrote the sender's length
+        start = MSGHDR_IOVEC.size
+        received = data, _address(block.raw[start : start + name_size])
+        if interrupted:  # a datagram that won the race with the cancel: for the next call
+            _keep_leftover(sock, received)
+            return None
+        return received
+    finally:
+        buffers.give(buffer)
+
+
+async def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
+    """Receive a datagram of up to n bytes: (data, sender's address)."""
+    if sock.gettimeout() != 0:
+        check_nonblocking(sock)
+    if _leftovers:
+        received = _take_leftover(sock)
+        if received is not None:
+            return received
+    buffer = buffers.take(max(n, 1))
+    block = _msghdr(SOCKADDR_MAX, buffer.address, n)
+    return await operation(OP_RECVMSG, sock, _address_of(block), 1, (block, buffer), _recvmsg_done)
+
+
+def _sendmsg_done(res: int, pinned: Any, sock: Any, interrupted: bool) -> int | None:
+    if res < 0 and not interrupted:
+        raise _error(res, "sendto")
+    return res
+
+
+async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
+    """Send a datagram to address; returns the number of bytes sent."""
+    if sock.gettimeout() != 0:
+        check_nonblocking(sock)
+    if type(data) is not bytes:
+        data = bytes(data)
+    name = _sockaddrs.get((sock.family, address)) if type(address) is tuple else None
+    if name is None:
+        name = _sockaddr(sock, address)
+    block = _msghdr(len(name), _cast(data, _c_void_p).value, len(data))
+    block[MSGHDR_IOVEC.size :] = name
+    return await operation(OP_SENDMSG, sock, _address_of(block), 1, (block, data), _sendmsg_done)
+
+
+# ---------------------------------------------------------------------- leftovers
+
+# The rare path, fenced here: results of operations that completed after their task was
+# cancelled (the completion won the race with IORING_OP_ASYNC_CANCEL). A readiness loop never
+# has them: a cancelled reader had not read yet, so the bytes stayed in the socket. Here the
+# kernel already took them out, so they are kept, per socket, for the next call of the same
+# kind (recv, recvfrom, accept), which returns them before submitting anything. Keyed by fd
+# with a weak reference, so a socket reusing a closed socket's number starts clean; empty (one
+# dict truth test per call) in every run that cancels no operation at the wrong moment.
+_leftovers: dict[int, tuple[weakref.ref, collections.deque]] = {}  # fd -> (socket, results)
+
+
+def _keep_leftover(sock: Any, result: Any, first: bool = False) -> None:
+    entry = _leftovers.get(sock.fileno())
+    if entry is None or entry[0]() is not sock:
+        entry = _leftovers[sock.fileno()] = (weakref.ref(sock), collections.deque())
+    if first:
+        entry[1].appendleft(result)
+    else:
+        entry[1].append(result)
+
+
+def _take_leftover(sock: Any) -> Any:
+    fd = sock.fileno()
+    entry = _leftovers.get(fd)
+    if entry is None:
+        return None
+    if entry[0]() is not sock:  # a closed socket's, its number reused: not ours
+        del _leftovers[fd]
+        return None
+    result = entry[1].popleft()
+    if not entry[1]:
+        del _leftovers[fd]
+    return result
+
+
+# ---------------------------------------------------------------------- addresses
+
+
+# Speed trick, fenced here: a UDP server answers the same few peers again and again, so the
+# packed form of a numeric address and the parsed form of a sockaddr the kernel wrote are
+# kept (at most ADDRESSES_KEPT of each; the table starts over when full). Only numeric
+# addresses are kept packed: a host name is resolved at each call, as the socket module does.
+# Without them, packing and parsing addresses is a tenth of a UDP round trip's Python time
+# (cProfile of the workloads' UDP echo on this loop).
+ADDRESSES_KEPT = 1024
+_sockaddrs: dict[tuple, bytes] = {}  # (family, numeric address) -> the packed sockaddr
+_addresses: dict[bytes, Any] = {}  # a sockaddr the kernel wrote -> Python's address for it
+
+
+def _address(raw: bytes) -> Any:
+    """_parse_sockaddr, remembered."""
+    address = _addresses.get(raw)
+    if address is None:
+        if len(_addresses) >= ADDRESSES_KEPT:
+            _addresses.clear()
+        address = _addresses[raw] = _parse_sockaddr(raw)
+    return address
+
+
+def _sockaddr(sock: socket.socket, address: Any) -> bytes:
+    """Python's address for sock's family in the kernel's sockaddr layout (what the socket
+    module does inside every connect and sendto, and does not export)."""
+    family = sock.family
+    if family == socket.AF_UNIX:
+        path = os.fsencode(address) if not isinstance(address, bytes) else address
+        return struct.pack("<H", family) + path + (b"" if path[:1] == b"\0" else b"\0")
+    if family not in (socket.AF_INET, socket.AF_INET6):
+        raise OSError(
+            errno.EAFNOSUPPORT,
+            f"the completions loop speaks AF_INET, AF_INET6 and AF_UNIX, not {family!r}",
+        )
+    host, port = address[0], address[1]
+    numeric = False
+    try:
+        packed = socket.inet_pton(family, host)
+    except OSError:  # a name, or '' / '<broadcast>': let the resolver answer (blocking)
+        host = socket.getaddrinfo(host, port, family, sock.type)[0][4][0]
+        packed = socket.inet_pton(family, host)
+    else:  # numeric: the same address always packs the same way
+        numeric = True
+    if family == socket.AF_INET:
+        name = struct.pack("<H", family) + struct.pack(">H", port) + packed + bytes(8)
+    else:
+        flowinfo = address[2] if len(address) > 2 else 0
+        scope_id = address[3] if len(address) > 3 else 0
+        name = (
+            struct.pack("<H", family)
+            + struct.pack(">HI", port, flowinfo)
+            + packed
+            + struct.pack("<I", scope_id)
+        )
+    if numeric and type(address) is tuple:
+        if len(_sockaddrs) >= ADDRESSES_KEPT:
+            _sockaddrs.clear()
+        _sockaddrs[family, address] = name
+    return name
+
+
+def _parse_sockaddr(raw: bytes) -> Any:
+    """A sockaddr the kernel wrote, as the address tuple (or path) Python would give."""
+    if len(raw) < 2:
+        return ""  # an unnamed AF_UNIX peer
+    family = int.from_bytes(raw[:2], "little")
+    if family == socket.AF_INET:
+        return socket.inet_ntop(socket.AF_INET, raw[4:8]), int.from_bytes(raw[2:4], "big")
+    if family == socket.AF_INET6:
+        port, flowinfo = struct.unpack_from(">HI", raw, 2)
+        scope_id = struct.unpack_from("<I", raw, 24)[0]
+        return socket.inet_ntop(socket.AF_INET6, raw[8:24]), port, flowinfo, scope_id
+    if family == socket.AF_UNIX:
+        path = raw[2:]
+        if path[:1] == b"\0":
+            return path  # abstract namespace: bytes, as Python gives it
+        return os.fsdecode(path.split(b"\0", 1)[0])
+    return raw
+
+
+# ---------------------------------------------------------------------- threads
+
+
+async def run_in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run fn(*args) in a worker thread; its result, or its exception re-raised."""
+    return await call_in_thread(fn, args)

@@ -1,0 +1,335 @@
+"""The ring: io_uring from the standard library (ctypes for two syscalls, mmap for the rings).
+
+io_uring is two queues in memory shared with the kernel. The *submission queue* (SQ) is an
+array of 64-byte entries (SQEs), each describing one operation (recv into this buffer from
+this fd, send these bytes, accept, cancel that other operation...), and a ring of indices
+into it; the program writes entries and moves the ring's tail. The *completion queue* (CQ) is
+a ring of 16-byte entries (CQEs), each ``(user_data, res, flags)``; the kernel writes them and
+moves its tail, the program reads them and moves its head. One syscall, ``io_uring_enter``,
+tells the kernel how many new entries to consume and, optionally, waits until at least one
+completion is there (or a timeout passes). Reading completions needs no syscall at all: they
+are in our memory.
+
+What it builds on: ``io_uring_setup(2)`` returns a file descriptor and the offsets of the ring
+fields; three ``mmap`` calls on that fd (``IORING_OFF_SQ_RING``, ``IORING_OFF_CQ_RING``,
+``IORING_OFF_SQES``; one for both rings where the kernel has ``IORING_FEAT_SINGLE_MMAP``) map
+them into the process. The layouts below are ``include/uapi/linux/io_uring.h``'s.
+
+Limits: x86-64 Linux only. The syscall numbers (425, 426) are the same on most architectures,
+but writing an SQE and then the tail with plain stores relies on x86-64's store ordering
+(total store order), where the kernel's ``smp_load_acquire`` of the tail sees the entry; on a
+weakly ordered CPU (arm64) a release barrier would be needed, which Python cannot issue.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import mmap
+import os
+import platform
+import struct
+
+SYS_IO_URING_SETUP = 425
+SYS_IO_URING_ENTER = 426
+
+# Opcodes (enum io_uring_op), only those the loop uses.
+OP_NOP = 0
+OP_SENDMSG = 9
+OP_RECVMSG = 10
+OP_ACCEPT = 13
+OP_ASYNC_CANCEL = 14
+OP_CONNECT = 16
+OP_READ = 22
+OP_SEND = 26
+OP_RECV = 27
+
+ENTER_GETEVENTS = 1 << 0
+ENTER_EXT_ARG = 1 << 3  # the enter's last arguments are an io_uring_getevents_arg (a timeout)
+FEAT_SINGLE_MMAP = 1 << 0
+FEAT_NODROP = 1 << 1  # completions beyond the CQ's size are kept by the kernel, not dropped
+FEAT_EXT_ARG = 1 << 8
+SETUP_CQSIZE = 1 << 3
+SETUP_TASKRUN_FLAG = 1 << 9  # the kernel flags SQ_TASKRUN when completions wait to be posted
+SETUP_SINGLE_ISSUER = 1 << 12  # one thread submits (the loop's): required by DEFER_TASKRUN
+SETUP_DEFER_TASKRUN = 1 << 13  # completions are posted only inside our io_uring_enter
+SQ_TASKRUN = 1 << 2  # in the SQ ring's flags: deferred work waits for an enter
+CANCEL_ANY = 1 << 2  # ASYNC_CANCEL: every request, whatever its user_data
+OFF_SQ_RING = 0
+OFF_CQ_RING = 0x8000000
+OFF_SQES = 0x10000000
+
+SQE = struct.Struct("<BBHiQQIIQHHiQQ")  # one submission entry, 64 bytes
+CQE = struct.Struct("<Qi")  # user_data, res (flags, the last 4 bytes, unused here)
+CQE_SIZE = 16
+GETEVENTS_ARG = struct.Struct("<QIIQ")  # sigmask, sigmask_sz, min_wait_usec, ts (a pointer)
+TIMESPEC = struct.Struct("<qq")
+
+
+class _SQOffsets(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_uint32)
+        for name in ("head", "tail", "ring_mask", "ring_entries", "flags", "dropped", "array")
+    ] + [("resv1", ctypes.c_uint32), ("user_addr", ctypes.c_uint64)]
+
+
+class _CQOffsets(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_uint32)
+        for name in ("head", "tail", "ring_mask", "ring_entries", "overflow", "cqes", "flags")
+    ] + [("resv1", ctypes.c_uint32), ("user_addr", ctypes.c_uint64)]
+
+
+class Params(ctypes.Structure):
+    """struct io_uring_params: what we ask for, and where the kernel put the ring fields."""
+
+    _fields_ = [
+        ("sq_entries", ctypes.c_uint32),
+        ("cq_entries", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("sq_thread_cpu", ctypes.c_uint32),
+        ("sq_thread_idle", ctypes.c_uint32),
+        ("features", ctypes.c_uint32),
+        ("wq_fd", ctypes.c_uint32),
+        ("resv", ctypes.c_uint32 * 3),
+        ("sq_off", _SQOffsets),
+        ("cq_off", _CQOffsets),
+    ]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)  # releases the GIL around each call
+_syscall = _libc.syscall
+_syscall.restype = ctypes.c_long
+# Speed trick, fenced here: io_uring_enter runs once per turn of the loop, so it gets its own
+# prototype with declared argument types, which lets ctypes convert plain ints itself instead
+# of the caller building seven c_long objects per call.
+_enter = _libc["syscall"]  # a second handle on syscall(2): its own argtypes
+_enter.restype = ctypes.c_long
+_enter.argtypes = [ctypes.c_long] * 5 + [ctypes.c_void_p, ctypes.c_long]
+
+
+def setup(entries: int, params: Params) -> int:
+    """io_uring_setup(2): a new ring's fd, or OSError (ENOSYS, EPERM, ENOMEM...)."""
+    if platform.system() != "Linux":
+        raise OSError(errno.ENOSYS, f"io_uring is Linux only (this is {platform.system()})")
+    if platform.machine() != "x86_64":
+        raise OSError(
+            errno.ENOSYS,
+            f"this ring is written for x86-64 (this is "
+            f"{platform.machine()}; see loops/completions/uring.py)",
+        )
+    fd = _syscall(ctypes.c_long(SYS_IO_URING_SETUP), ctypes.c_long(entries), ctypes.byref(params))
+    if fd < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"io_uring_setup: {os.strerror(code)}")
+    return fd
+
+
+def probe() -> None:
+    """Set up a tiny ring and close it at once: OSError says why io_uring is unusable here.
+
+    ``LAB_COMPLETIONS_UNAVAILABLE`` (any non-empty text) makes the probe fail on purpose, as a
+    machine without io_uring would: the lab's tests use it to check the unavailable path.
+    """
+    forced = os.environ.get("LAB_COMPLETIONS_UNAVAILABLE")
+    if forced:
+        raise OSError(errno.ENOSYS, f"forced by LAB_COMPLETIONS_UNAVAILABLE={forced!r}")
+    os.close(setup(2, Params()))
+
+
+def why(error: OSError) -> str:
+    """One line on why io_uring_setup failed, with the usual cause of that errno."""
+    reason = error.strerror or str(error)
+    if error.errno == errno.EPERM:
+        try:
+            with open("/proc/sys/kernel/io_uring_disabled") as setting:
+                disabled = setting.read().strip()
+        except OSError:
+            disabled = "0"
+        if disabled != "0":
+            return f"{reason} (sysctl kernel.io_uring_disabled = {disabled})"
+        return f"{reason} (a seccomp filter, such as a container runtime's default?)"
+    if error.errno == errno.ENOSYS and "io_uring_setup" in reason:
+        return f"{reason} (a kernel before 5.1, or built without CONFIG_IO_URING)"
+    return reason
+
+
+class Ring:
+    """One io_uring: queue SQEs with :meth:`prepare`, submit and wait with :meth:`enter`,
+    read completions with :meth:`reap`."""
+
+    def __init__(self, entries: int = 4096, cq_entries: int = 16384) -> None:
+        # DEFER_TASKRUN: the kernel finishes operations (copies the bytes of a send that
+        # waited for room, posts the CQE) only when this thread calls io_uring_enter, never in
+        # the middle of some other syscall of the program. So completions happen at one
+        # known point of the loop's turn (stage 1), in batches, and a program's own socket
+        # calls between two turns see the sockets as the readiness loops leave them.
+        # Kernels before 6.1 refuse the flags: the ring then runs without them.
+        for flags in (SETUP_DEFER_TASKRUN | SETUP_SINGLE_ISSUER | SETUP_TASKRUN_FLAG, 0):
+            params = Params()
+            params.flags = SETUP_CQSIZE | flags
+            params.cq_entries = cq_entries
+            try:
+                self.fd = setup(entries, params)
+                break
+            except OSError as error:
+                if error.errno != errno.EINVAL or not flags:
+                    raise
+        self.flags = params.flags
+        try:
+            self._map(params)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.features = params.features
+        if not self.features & FEAT_EXT_ARG:  # 5.11+: the enter's timeout argument
+            self.close()
+            raise OSError(errno.ENOSYS, "io_uring without IORING_FEAT_EXT_ARG (kernel < 5.11)")
+        self.pending = 0  # SQEs written and not yet handed to the kernel
+        self._backlog: list[tuple] = []  # SQEs that found the ring full, in order
+        # Reused for every enter with a timeout: a timespec and the getevents_arg pointing at it.
+        self._timespec = ctypes.create_string_buffer(TIMESPEC.size)
+        self._arg = ctypes.create_string_buffer(GETEVENTS_ARG.size)
+        GETEVENTS_ARG.pack_into(self._arg, 0, 0, 0, 0, ctypes.addressof(self._timespec))
+        self._arg_addr = ctypes.addressof(self._arg)
+
+    def _map(self, p: Params) -> None:
+        sq, cq = p.sq_off, p.cq_off
+        sq_size = sq.array + p.sq_entries * 4
+        cq_size = cq.cqes + p.cq_entries * CQE_SIZE
+        flags, prot = (
+            mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+            mmap.PROT_READ | (mmap.PROT_WRITE),
+        )
+        if p.features & FEAT_SINGLE_MMAP:
+            sq_size = cq_size = max(sq_size, cq_size)
+        self._sq_map = mmap.mmap(self.fd, sq_size, flags, prot, offset=OFF_SQ_RING)
+        if p.features & FEAT_SINGLE_MMAP:
+            self._cq_map = self._sq_map
+        else:
+            self._cq_map = mmap.mmap(self.fd, cq_size, flags, prot, offset=OFF_CQ_RING)
+        self._sqe_map = mmap.mmap(self.fd, p.sq_entries * SQE.size, flags, prot, offset=OFF_SQES)
+        # The ring fields as u32 arrays: an index is a byte offset // 4.
+        self._sq32 = memoryview(self._sq_map).cast("I")
+        self._cq32 = memoryview(self._cq_map).cast("I")
+        self.sq_entries = p.sq_entries
+        self.cq_entries = p.cq_entries
+        self._sq_mask = self._sq32[sq.ring_mask // 4]
+        self._cq_mask = self._cq32[cq.ring_mask // 4]
+        self._sq_head = sq.head // 4
+        self._sq_tail = sq.tail // 4
+        self._sq_flags = sq.flags // 4
+        self._cq_head = cq.head // 4
+        self._cq_tail = cq.tail // 4
+        self._cqes = cq.cqes
+        self._tail = self._sq32[self._sq_tail]  # our copy of the SQ tail (we alone move it)
+        # The SQ ring holds indices into the SQE array. Entry i always goes to slot i, so the
+        # index array is written once here and never again: a submission is an SQE and a tail.
+        array = sq.array // 4
+        for i in range(p.sq_entries):
+            self._sq32[array + i] = i
+
+    @property
+    def space(self) -> int:
+        """SQ slots free to write now."""
+        return self.sq_entries - (self._tail - self._sq32[self._sq_head]) % (1 << 32)
+
+    def prepare(
+        self,
+        opcode: int,
+        fd: int,
+        addr: int,
+        length: int,
+        user_data: int,
+        off: int = 0,
+        op_flags: int = 0,
+    ) -> None:
+        """Write one SQE and publish it (the kernel takes it at the next enter)."""
+        if self._backlog:  # behind those already waiting: the kernel sees them in order
+            self._backlog.append((opcode, fd, addr, length, user_data, off, op_flags))
+            return
+        if self.pending >= self.sq_entries:  # every slot holds an SQE the kernel has not taken
+            self.enter(0)  # hand them over to make room
+            if self.pending >= self.sq_entries:  # refused (EBUSY: completions overflowing)
+                self._backlog.append((opcode, fd, addr, length, user_data, off, op_flags))
+                return  # written by enter() once the kernel has taken some
+        tail = self._tail
+        SQE.pack_into(
+            self._sqe_map,
+            (tail & self._sq_mask) * 64,
+            opcode,
+            0,
+            0,
+            fd,
+            off,
+            addr,
+            length,
+            op_flags,
+            user_data,
+            0,
+            0,
+            0,
+            0,
+            0,
+        )
+        self._tail = tail = (tail + 1) & 0xFFFFFFFF
+        self._sq32[self._sq_tail] = tail  # after the entry: x86-64 keeps the stores in order
+        self.pending += 1
+
+    def enter(self, wait: float | None) -> int:
+        """Submit what is queued; with wait (seconds) or None (forever), also wait for one
+        completion. 0 means: submit only. Returns how many SQEs the kernel took."""
+        submit, flags, arg, argsz = self.pending, 0, None, 0
+        if wait != 0:
+            flags = ENTER_GETEVENTS | ENTER_EXT_ARG
+            arg, argsz = self._arg_addr, GETEVENTS_ARG.size
+            if wait is None:  # a null timespec pointer: no timeout
+                GETEVENTS_ARG.pack_into(self._arg, 0, 0, 0, 0, 0)
+            else:
+                seconds = int(wait)
+                TIMESPEC.pack_into(self._timespec, 0, seconds, int((wait - seconds) * 1e9))
+                GETEVENTS_ARG.pack_into(self._arg, 0, 0, 0, 0, ctypes.addressof(self._timespec))
+        elif self._sq32[self._sq_flags] & SQ_TASKRUN:
+            flags = ENTER_GETEVENTS  # completions are waiting to be posted: post them
+        elif not submit:
+            return 0  # nothing to hand over, nothing to collect: no syscall
+        taken = _enter(SYS_IO_URING_ENTER, self.fd, submit, wait != 0, flags, arg, argsz)
+        if taken < 0:
+            code = ctypes.get_errno()
+            if code in (errno.ETIME, errno.EINTR, errno.EAGAIN, errno.EBUSY):
+                # A timeout or a signal (Python raises KeyboardInterrupt once we return to
+                # bytecode); EAGAIN/EBUSY: the CQ is full, reaping makes room.
+                return 0
+            raise OSError(code, f"io_uring_enter: {os.strerror(code)}")
+        self.pending -= taken
+        if self._backlog:  # SQEs that found the ring full: into the room just made
+            backlog, self._backlog = self._backlog, []
+            for entry in backlog:
+                self.prepare(*entry)  # a full ring again puts the rest back in the backlog
+        return taken
+
+    def reap(self) -> list[tuple[int, int]]:
+        """Every completion the kernel has posted: [(user_data, res), ...]. No syscall."""
+        cq32 = self._cq32
+        head = cq32[self._cq_head]
+        tail = cq32[self._cq_tail]
+        if head == tail:
+            return []
+        mask, base, cq_map, unpack = self._cq_mask, self._cqes, self._cq_map, CQE.unpack_from
+        done = []
+        while head != tail:
+            done.append(unpack(cq_map, base + (head & mask) * CQE_SIZE))
+            head = (head + 1) & 0xFFFFFFFF
+        cq32[self._cq_head] = head  # the slots are the kernel's again
+        return done
+
+    def close(self) -> None:
+        """Unmap the rings and close the fd (the caller made sure nothing is in flight)."""
+        if self.fd < 0:
+            return
+        self._sq32.release()
+        self._cq32.release()
+        for region in {id(m): m for m in (self._sq_map, self._cq_map, self._sqe_map)}.values():
+            region.close()
+        os.close(self.fd)
+        self.fd = -1

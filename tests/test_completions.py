@@ -1,0 +1,324 @@
+"""The completions loop's own machinery: the ring, the buffer a cancelled operation still lends
+the kernel, and the variant made unavailable on purpose.
+
+Loop properties (timers, cancellation, I/O, threads...) are the conformance suite's; these
+check what only a completion loop has. Where io_uring cannot be set up, the variant is
+unavailable and everything here but the availability test is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import loops
+
+ROOT = Path(__file__).resolve().parent.parent
+AVAILABLE = "completions" in loops.available()
+needs_io_uring = pytest.mark.skipif(
+    not AVAILABLE, reason=f"io_uring unavailable: {loops.discover()['completions'].unavailable}"
+)
+
+
+def _pair() -> tuple[socket.socket, socket.socket]:
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    return a, b
+
+
+# -- availability ------------------------------------------------------------------------------
+
+
+def test_io_uring_unavailable_on_purpose_makes_the_variant_unavailable_with_the_reason():
+    env = {**os.environ, "LAB_COMPLETIONS_UNAVAILABLE": "seccomp says no"}
+    probe = (
+        "import loops\n"
+        "v = loops.discover()['completions']\n"
+        "print(repr(v.unavailable))\n"
+        "print('completions' in loops.available())\n"
+        "try:\n"
+        "    loops.get('completions')\n"
+        "except loops.UnavailableVariantError as error:\n"
+        "    print('get:', error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    reason, listed, got = done.stdout.splitlines()
+    assert "io_uring cannot be set up here" in reason and "seccomp says no" in reason
+    assert listed == "False"
+    assert got.startswith("get:") and "seccomp says no" in got
+    listing = subprocess.run(
+        [sys.executable, "-m", "loops"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert listing.returncode == 0, listing.stderr
+    assert "seccomp says no" in listing.stdout
+
+
+def test_the_probe_reports_the_kernels_refusal(monkeypatch):
+    from loops.completions import uring
+
+    monkeypatch.setattr(uring, "_syscall", lambda *args: -1)
+    monkeypatch.setattr(uring.ctypes, "get_errno", lambda: 1)  # EPERM, as under seccomp
+    with pytest.raises(PermissionError, match="io_uring_setup") as refused:
+        uring.probe()
+    assert "seccomp" in uring.why(refused.value) or "io_uring_disabled" in uring.why(refused.value)
+
+
+# -- the ring ------------------------------------------------------------------------------------
+
+
+@needs_io_uring
+def test_a_ring_is_set_up_round_trips_an_operation_and_closes_without_a_trace():
+    from loops.completions import uring
+
+    before = set(os.listdir("/proc/self/fd"))
+    ring = uring.Ring(8, 32)
+    assert ring.sq_entries == 8 and ring.cq_entries == 32 and ring.space == 8
+    for user_data in (7, 8, 9):
+        ring.prepare(uring.OP_NOP, -1, 0, 0, user_data)
+    assert ring.space == 5 and ring.pending == 3
+    assert ring.enter(None) == 3  # one syscall: three submitted, waited for a completion
+    assert sorted(ring.reap()) == [(7, 0), (8, 0), (9, 0)]
+    assert ring.reap() == [] and ring.space == 8
+    ring.close()
+    ring.close()  # idempotent
+    assert set(os.listdir("/proc/self/fd")) == before
+
+
+@needs_io_uring
+def test_a_ring_wraps_around_more_times_than_it_has_slots():
+    from loops.completions import uring
+
+    ring = uring.Ring(4, 8)
+    try:
+        for turn in range(50):
+            for i in range(4):
+                ring.prepare(uring.OP_NOP, -1, 0, 0, turn * 4 + i)
+            ring.enter(None)
+            got = ring.reap()
+            while len(got) < 4:  # NOPs complete at submission, but do not count on it
+                ring.enter(None)
+                got += ring.reap()
+            assert sorted(ud for ud, _ in got) == list(range(turn * 4, turn * 4 + 4))
+    finally:
+        ring.close()
+
+
+@needs_io_uring
+def test_a_negative_res_is_the_oserror_python_would_raise():
+    co = loops.get("completions").coroutines
+
+    async def main():
+        a, b = _pair()
+        b.close()
+        try:
+            await co.sendall(a, b"x")  # the peer is gone: -EPIPE
+        except OSError as error:
+            return type(error)
+        finally:
+            a.close()
+
+    assert co.run(main()) in (BrokenPipeError, ConnectionResetError)
+
+
+@needs_io_uring
+def test_a_deadlock_is_an_error_and_an_unknown_request_a_type_error():
+    import types
+
+    co = loops.get("completions").coroutines
+
+    async def lonely():
+        await co.join(await co.spawn(co.Queue().get()))
+
+    with pytest.raises(RuntimeError, match="deadlock"):
+        co.run(lonely())
+
+    @types.coroutine
+    def foreign():
+        yield "an asyncio future, say"
+
+    with pytest.raises(TypeError, match="does not understand"):
+        co.run(foreign())
+
+
+# -- the buffer a cancelled operation lends the kernel ------------------------------------------
+
+
+@needs_io_uring
+def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypatch):
+    """The proactor's hazard: the kernel owns a recv's buffer until the recv's CQE, even after
+    the task that asked was cancelled. Here the cancelled recv's completion is held back for
+    several turns (as a slow cancellation would), while other recvs of the same size come and
+    go: none may be handed that buffer, and the cancelled task ends only once the CQE came."""
+    from loops.completions import buffers, kernel, uring
+
+    co = loops.get("completions").coroutines
+    held: dict[int, list] = {}  # user_data -> [turns left to hold, the CQE once seen]
+    real_reap = uring.Ring.reap
+
+    def slow_reap(ring):
+        out = []
+        for cqe in real_reap(ring):
+            if cqe[0] in held:
+                held[cqe[0]].append(cqe)
+            else:
+                out.append(cqe)
+        for user_data, hold in list(held.items()):
+            hold[0] -= 1
+            if hold[0] <= 0 and len(hold) > 1:
+                out.append(hold[1])
+                del held[user_data]
+        return out
+
+    monkeypatch.setattr(uring.Ring, "reap", slow_reap)
+    taken = []
+    real_take = buffers.take
+
+    def recording_take(size):
+        buffer = real_take(size)
+        taken.append(buffer)
+        return buffer
+
+    monkeypatch.setattr(buffers, "take", recording_take)
+    size = 4096
+
+    async def main():
+        a, b = _pair()
+        c, d = _pair()
+        loop = kernel.running_loop()
+        victim = await co.spawn(co.recv(a, size))
+        await co.sleep(0.01)  # its RECV is in flight
+        lent = loop._in_flight[victim.id].pinned
+        assert lent.lent
+        held[victim.id] = [10**9]  # the kernel's answer to the cancel is held back, until...
+        canceller = await co.spawn(co.cancel(victim))
+        others = []
+        for i in range(10):  # meanwhile, recvs of the same size come and go
+            d.send(b"%d" % i)
+            others.append(await co.recv(c, size))
+            assert victim.state == "operation" and lent.lent  # still the kernel's
+        assert len(held[victim.id]) == 2  # the CQE came (-ECANCELED), and is held back
+        held[victim.id][0] = 0  # ...now: the next turn delivers it
+        await co.sleep(0.01)
+        await co.join(canceller)  # the victim ends only after its CQE arrived
+        assert victim.cancelled and not lent.lent
+        for sock in (a, b, c, d):
+            sock.close()
+        return others, lent
+
+    others, lent = co.run(main())
+    assert others == [b"%d" % i for i in range(10)]
+    victims = [i for i, buffer in enumerate(taken) if buffer is lent]
+    assert victims == [0], "the cancelled recv's buffer was lent again before its completion"
+
+
+@needs_io_uring
+def test_data_a_cancelled_recv_won_the_race_with_goes_to_the_next_recv():
+    from loops.completions import buffers, tasks
+
+    co = loops.get("completions").coroutines
+
+    async def main():
+        a, b = _pair()
+        buffer = buffers.take(16)
+        ctypes_memmove(buffer.address, b"raced", 5)
+        # The completion of a recv whose task was interrupted meanwhile: 5 bytes came.
+        assert tasks._recv_done(5, buffer, a, True) is None
+        assert not buffer.lent
+        b.send(b" and more")
+        first = await co.recv(a, 3)
+        second = await co.recv(a, 100)
+        third = await co.recv(a, 100)
+        a.close()
+        b.close()
+        return first, second, third
+
+    assert co.run(main()) == (b"rac", b"ed", b" and more")
+
+
+def ctypes_memmove(address: int, data: bytes, n: int) -> None:
+    import ctypes
+
+    ctypes.memmove(address, data, n)
+
+
+# -- addresses: what the kernel reads and writes as sockaddr -------------------------------------
+
+
+@needs_io_uring
+def test_addresses_cross_the_ring_in_every_family_it_speaks(tmp_path):
+    co = loops.get("completions").coroutines
+
+    async def main():
+        seen = {}
+        if socket.has_ipv6:
+            u1 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+            u2 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+            with u1, u2:
+                for u in (u1, u2):
+                    u.bind(("::1", 0))
+                    u.setblocking(False)
+                await co.sendto(u1, b"six", u2.getsockname())
+                data, sender = await co.recvfrom(u2, 100)
+                seen["inet6"] = (data, sender == u1.getsockname())
+        path = str(tmp_path / "listener.sock")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+            listener.bind(path)
+            listener.listen()
+            listener.setblocking(False)
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.setblocking(False)
+            accepting = await co.spawn(co.accept(listener))
+            await co.connect(client, path)
+            conn, address = await co.join(accepting)
+            with client, conn:
+                await co.sendall(client, b"unix")
+                seen["unix"] = (await co.recv(conn, 100), address, conn.gettimeout())
+        return seen
+
+    seen = co.run(main())
+    if socket.has_ipv6:
+        assert seen["inet6"] == (b"six", True)
+    assert seen["unix"] == (b"unix", "", 0.0)  # an unnamed peer, as Python reports it
+
+
+@needs_io_uring
+def test_more_operations_than_the_rings_hold_are_all_submitted_and_completed(monkeypatch):
+    """SQEs beyond the SQ's slots are handed over early; those the kernel refuses (EBUSY, as a
+    kernel with overflowing completions may) wait in order in a backlog, none overwritten."""
+    import errno
+
+    from loops.completions import uring
+
+    ring = uring.Ring(2, 4)  # two SQ slots, four CQ slots: both overflow below
+    real_enter, refusals = uring._enter, [5]
+
+    def refusing_enter(*args):
+        if refusals[0] > 0:
+            refusals[0] -= 1
+            return -1
+        return real_enter(*args)
+
+    monkeypatch.setattr(uring, "_enter", refusing_enter)
+    monkeypatch.setattr(uring.ctypes, "get_errno", lambda: errno.EBUSY)
+    try:
+        for user_data in range(40):
+            ring.prepare(uring.OP_NOP, -1, 0, 0, user_data)
+        assert len(ring._backlog) == 38  # the first two fill the ring, the kernel refuses
+        got = []
+        for _ in range(1000):
+            if len(got) == 40:
+                break
+            ring.enter(0.01)
+            got += [user_data for user_data, _ in ring.reap()]
+        assert sorted(got) == list(range(40))
+    finally:
+        ring.close()
