@@ -9,7 +9,8 @@ re-measured asyncio.
 
 Reuse: a stored row is skipped by a later run when it was measured on the same machine (host,
 CPU, Python, library versions) and its code fingerprint (its loop's folder, the shared loop
-files, its workload, and the bench's process handling) is unchanged. The settings of a
+files, its workload, and the bench's process handling; Python as syntax trees without
+docstrings, so reworded prose stales nothing) is unchanged. The settings of a
 measurement (durations, counts) are part of its point's parameters, so changing them makes new
 points. A change to how a workload module of the bench measures, beyond that, needs
 ``--redo``. A file from another machine is not mixed with this one's: the run starts it afresh
@@ -18,6 +19,7 @@ points. A change to how a workload module of the bench measures, beyond that, ne
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -48,7 +50,9 @@ class StoredRow:
     reps: list[dict]
 
 
-NOT_MEASURED = {"deviations.toml"}  # files in a loop's folder no measurement depends on
+# Files in a loop's folder no measurement runs: what conformance expects of it, and the idea
+# alone written to be read (essence.py is imported by nothing the bench starts).
+NOT_MEASURED = {"deviations.toml", "essence.py"}
 
 
 def row_fingerprint(workload: str, row: Row, root: Path = ROOT) -> str:
@@ -74,8 +78,31 @@ def row_fingerprint(workload: str, row: Row, root: Path = ROOT) -> str:
             continue
         if path.exists():
             digest.update(str(path.relative_to(root)).encode())
-            digest.update(path.read_bytes())
+            digest.update(_code_of(path))
     return digest.hexdigest()[:16]
+
+
+def _code_of(path: Path) -> bytes:
+    """What a file contributes to a fingerprint: a Python module's syntax tree without its
+    docstrings (comments are not in the tree), so rewording prose stales no row; other
+    files (the http workload's Lua script) byte for byte."""
+    if path.suffix != ".py":
+        return path.read_bytes()
+    try:
+        tree = ast.parse(path.read_bytes())
+    except SyntaxError:
+        return path.read_bytes()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            del body[0]  # a function of a docstring alone dumps as an empty body: fine here
+    return ast.dump(tree).encode()
 
 
 class ResultStore:

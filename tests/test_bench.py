@@ -1010,7 +1010,14 @@ def test_a_rows_fingerprint_follows_its_code_not_its_prose(tmp_path):
     assert row_fingerprint("echo", row, tmp_path) == before
     (folder / "deviations.toml").write_text("# what conformance expects of it\n")
     assert row_fingerprint("echo", row, tmp_path) == before
+    # A docstring or a comment reworded, an essence rewritten: nothing a measurement runs.
+    (folder / "loop.py").write_text('"""What it is, told better."""\n\nx = 1  # why\n')
+    assert row_fingerprint("echo", row, tmp_path) == before
+    (folder / "essence.py").write_text("print('the idea alone')\n")
+    assert row_fingerprint("echo", row, tmp_path) == before
     (folder / "loop.py").write_text("x = 2\n")
+    assert row_fingerprint("echo", row, tmp_path) != before
+    (folder / "loop.py").write_text("x = 1\nprint('a side effect')\n")
     assert row_fingerprint("echo", row, tmp_path) != before
 
 
