@@ -96,6 +96,7 @@ def test_strace_log_counts_io_uring_enter_apart_and_sums_the_entries_it_submitte
     counts = anatomy.parse_strace(URING_STRACE_LOG)
     assert counts.calls == {"io_uring_enter": 4, "write": 1}
     assert counts.submitted == 6  # 3 + 2 (read where it resumed) + 1; a failed enter took none
+    assert counts.waiting == 3  # min_complete 1; the last one only submitted
     per = counts.per_request(requests=2)
     assert per["io_uring_enter"] == 2.0 and per["other"] == 0.0 and per["send"] == 0.5
     counts.ring = {"sq_consumed": 6, "cq_posted": 7, "cq_reaped": 8}
@@ -193,7 +194,7 @@ def _with_completions(data):
     entry = _entry("completions · coroutines", "home-made", 4.0, 5.0)
     entry["syscalls"].update(recv=0.0, send=0.0, io_uring_enter=0.25, other=0.01, total=0.26)
     entry["uring"] = {"enters": 500, "submitted_from": "return values", "submitted": 4000,
-                      "sq_consumed": 4000, "cq_posted": 4000, "cq_reaped": 3990,
+                      "waiting": 200, "sq_consumed": 4000, "cq_posted": 4000, "cq_reaped": 3990,
                       "submitted_per_enter": 8.0, "reaped_per_enter": 7.98}  # fmt: skip
     data["rows"]["completions/coroutines"] = entry
     return data
@@ -219,6 +220,7 @@ def test_section_counts_io_uring_enter_apart_and_says_what_completion_changes():
     assert "7.7× fewer syscalls per request than the fewest" in prose
     assert "sum of the enters' return values" in prose
     assert "reaped ≈ submitted" in prose
+    assert "(40% of its enters asked for a completion, the others only submitted" in prose
 
 
 def test_section_renders_a_record_stored_before_io_uring_enter_was_counted_apart():
@@ -323,6 +325,7 @@ def test_a_real_count_on_the_completion_loop_sees_its_enters_and_their_entries(
     uring = counts.per_enter()
     assert uring["enters"] == counts.calls["io_uring_enter"]
     assert uring["submitted_per_enter"] > 0
+    assert 0 < uring["waiting"] <= uring["enters"]  # an idle turn asks for a completion
     # One client in lockstep: a recv and a send SQE per request, each completing once.
     assert 2 * 200 <= uring["submitted"] <= 2 * 200 + 5
     assert uring["sq_consumed"] == uring["submitted"]  # the ring agrees with the returns

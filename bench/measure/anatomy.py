@@ -103,6 +103,7 @@ class Counts:
     calls: Counter = field(default_factory=Counter)
     eagain: Counter = field(default_factory=Counter)
     submitted: int | None = None
+    waiting: int | None = None  # enters asking for a completion (min_complete > 0): strace only
     ring: dict[str, int] | None = None
 
     def per_enter(self) -> dict | None:
@@ -121,6 +122,7 @@ class Counts:
             "enters": enters,
             "submitted_from": "return values" if self.submitted is not None else "ring",
             "submitted": submitted,
+            "waiting": self.waiting,
             **ring,
             "submitted_per_enter": None if submitted is None else submitted / enters,
             "reaped_per_enter": ring["cq_reaped"] / enters if "cq_reaped" in ring else None,
@@ -144,6 +146,7 @@ class Counts:
 _STRACE_LINE = re.compile(
     r"^(?:\[pid\s+\d+\]\s+|\d+\s+)?(?:<\.\.\. (?P<resumed>\w+) resumed>|(?P<name>\w+)\()"
 )
+_ENTER_MIN_COMPLETE = re.compile(r"io_uring_enter\(\d+, \d+, (\d+),")
 _STRACE_RESULT = re.compile(r"=\s+(-?\d+|\?)(?:\s+(E[A-Z0-9]+))?(?:\s+\([^)]*\))?\s*$")
 
 
@@ -153,16 +156,21 @@ def parse_strace(text: str) -> Counts:
     A call interrupted by another thread's is logged twice (``name(... <unfinished ...>`` and
     ``<... name resumed> ...) = R``): it is counted once, where it starts, and its result is
     read where it resumes. Signals and exits (``---``, ``+++``) are not calls.
-    ``io_uring_enter``'s non-negative results (the SQEs it submitted) are summed.
+    ``io_uring_enter``'s non-negative results (the SQEs it submitted) are summed, and its calls
+    that asked for a completion (``min_complete``, the third argument, above 0) counted: the
+    rest only submitted.
     """
     counts = Counts()
-    submitted = 0
+    submitted = waiting = 0
     for line in text.splitlines():
         match = _STRACE_LINE.match(line)
         if not match:
             continue
         if match["name"]:
             counts.calls[match["name"]] += 1
+            if match["name"] == "io_uring_enter":
+                waits = _ENTER_MIN_COMPLETE.search(line)
+                waiting += bool(waits and int(waits[1]))
             if line.endswith("<unfinished ...>"):
                 continue
         name = match["name"] or match["resumed"]
@@ -172,7 +180,7 @@ def parse_strace(text: str) -> Counts:
         if name == "io_uring_enter" and result and result[1].isdigit():
             submitted += int(result[1])
     if counts.calls["io_uring_enter"]:
-        counts.submitted = submitted
+        counts.submitted, counts.waiting = submitted, waiting
     return counts
 
 

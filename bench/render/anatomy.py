@@ -235,8 +235,15 @@ def completion_against_readiness(rows: dict) -> list[str]:
         )
         if readiness:
             said[-1] += (
-                f", {enters:.3f} per request against the readiness rows' "
-                f"{_span(waits, '.3f')} waits"
+                f", {enters:.3f} per request against the readiness "
+                f"{'rows' if len(readiness) > 1 else 'row'}' {_span(waits, '.3f')} waits"
+            )
+        if uring.get("waiting") is not None and uring.get("enters"):
+            share = uring["waiting"] / uring["enters"]
+            said[-1] += (
+                f" ({share:.0%} of its enters asked for a completion, the others only "
+                "submitted: a turn that still had tasks to run hands its new entries to the "
+                "kernel without waiting)"
             )
             fewer = low["syscalls"]["total"] / s["total"] if s["total"] else 0
             said[-1] += (
