@@ -37,7 +37,7 @@ FINDINGS = {
     "deadlines.a_timeout_and_the_wake_up_it_guards_in_one_poll_end_one_way": (
         "**Data lost under a timeout:** on {deviating}, a byte that is already in the socket "
         "when a timeout around `recv` expires in the same poll is read into the timed-out wait "
-        "(by asyncio's `loop.sock_recv`, or a completed io_uring recv) and dropped, so the "
+        "(by the loop's reader callback, as asyncio's `loop.sock_recv` does) and dropped, so the "
         "caller gets `TimeoutError` and no later recv sees the byte; {holding} keep it (in the "
         "socket, or as the recv's result)."
     ),
