@@ -27,6 +27,9 @@ FLOOR = "selectors-floor"  # the echo anchor with no design: a bare selectors lo
 # The echo servers an asyncio user writes instead of any loop here: what the glance compares
 # each design's cost against (asyncio · coroutines is the lab's contract over sock_recv).
 USER_SERVERS = ("asyncio-streams", "asyncio-protocol", YARDSTICK)
+# The reading path's files in loops/: read, never run by a measurement (no loop imports them),
+# so they count in no row's fingerprint and in no loop's code size.
+READING_ONLY = frozenset({"why_a_loop.py", "primer.py", "essence.py"})
 
 
 @dataclass(frozen=True)

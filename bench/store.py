@@ -28,7 +28,7 @@ from pathlib import Path
 
 from bench.environment import ROOT, machine_key
 from bench.interpreters import REFERENCE, results_dir
-from bench.plan import BASELINE, Point, Row
+from bench.plan import BASELINE, READING_ONLY, Point, Row
 from bench.summary import complete
 
 FORMAT = 1
@@ -52,9 +52,8 @@ class StoredRow:
     reps: list[dict]
 
 
-# Files in a loop's folder no measurement runs: what conformance expects of it, and the idea
-# alone written to be read (essence.py is imported by nothing the bench starts).
-NOT_MEASURED = {"deviations.toml", "essence.py"}
+# Files no measurement runs: what conformance expects of a loop, and the reading path.
+NOT_MEASURED = {"deviations.toml", *READING_ONLY}
 
 
 def row_fingerprint(workload: str, row: Row, root: Path = ROOT) -> str:

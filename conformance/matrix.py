@@ -31,6 +31,17 @@ FAULTS_INTRO = [
     "Most cases drive the real workload processes for each variant and style.",
     "",
 ]
+# Findings the summary states in a sentence: property -> what it means for the loops that
+# deviate from it ({deviating} and {holding} are filled in from the outcomes).
+FINDINGS = {
+    "deadlines.a_timeout_and_the_wake_up_it_guards_in_one_poll_end_one_way": (
+        "**Data lost under a timeout:** on {deviating}, a byte that is already in the socket "
+        "when a timeout around `recv` expires in the same poll is read into the timed-out wait "
+        "(by the loop's reader callback, as asyncio's `loop.sock_recv` does) and dropped, so the "
+        "caller gets `TimeoutError` and no later recv sees the byte; {holding} keep it (in the "
+        "socket, or as the recv's result)."
+    ),
+}
 SUMMARY_HEADERS = [
     "variant",
     "properties holding",
@@ -132,6 +143,21 @@ class MatrixRecorder:
         ]
         return " ".join(cells) or "—"  # no scenario in a style this variant speaks
 
+    def _findings(self) -> list[str]:
+        """A sentence per finding whose property some variant deviates from."""
+        lines = []
+        for pid, sentence in FINDINGS.items():
+            seen: dict[str, set[str]] = defaultdict(set)
+            for (p, variant, _), outcome in self.outcomes.items():
+                if p == pid:
+                    seen[variant].add(outcome)
+            deviating = sorted(v for v, o in seen.items() if "deviation" in o)
+            holding = sorted(v for v, o in seen.items() if o == {"pass"})
+            if deviating:
+                named = [", ".join(f"`{v}`" for v in vs) or "none" for vs in (deviating, holding)]
+                lines += [sentence.format(deviating=named[0], holding=named[1]), ""]
+        return lines
+
     def _topic_summary(self, pids: set[str], variant: loops.Variant) -> str:
         c = self.counts(pids).get(variant.name, Counter())
         parts = [f"{c[o]}{SYMBOL[o]}" for o in ("pass", "fail", "deviation", "not claimed") if c[o]]
@@ -206,6 +232,7 @@ class MatrixRecorder:
             "",
             tabulate(self.summary_rows(), headers=SUMMARY_HEADERS, tablefmt="github"),
             "",
+            *self._findings(),
         ]
         if self.reasons:
             lines += ["## Known deviations", ""]

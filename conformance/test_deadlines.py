@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import threading
 import time
 
 from conformance.harness import prop
@@ -122,12 +123,26 @@ async def _(co):
 
 # The work inside each timeout is woken GAP before or GAP after the timeout's deadline; the
 # loop is kept busy past both, so the wake-up and the deadline are seen in one and the same
-# poll, the case a loaded machine makes at random.
-WAKE_UPS = ["a sleep", "a join", "a get", "a recv"]
+# poll, the case a loaded machine makes at random. The waker is a task on the loop, so a recv's
+# byte is sent in that poll's run stage and becomes readable only at the next poll, after the
+# deadline has acted; "a recv sent from outside" has a thread send it while the loop is busy,
+# so the byte is already in the socket when the loop polls and sees the deadline pass (as a
+# byte from the network would be). A loop that reads it into the timed-out wait loses it.
+WAKE_UPS = ["a sleep", "a join", "a get", "a recv", "a recv sent from outside"]
 ALLOWED = {
     "before": {"the result", "TimeoutError"},  # woken first; asyncio and trio still time out
     "after": {"TimeoutError"},  # the deadline came first
 }
+# From outside, only "before": a thread's byte and the loop's deadline share no clock, and
+# either way the loop finds both at once in the same poll.
+WOKEN = {kind: ["before"] if kind.endswith("from outside") else list(ALLOWED) for kind in WAKE_UPS}
+
+
+def send_from_a_thread(sock, delay: float) -> threading.Thread:
+    """Send one byte on `sock` from a thread `delay` seconds from now (the loop is busy then)."""
+    thread = threading.Thread(target=lambda: (time.sleep(max(delay, 0)), sock.send(b"x")))
+    thread.start()
+    return thread
 
 
 @prop("timeouts")
@@ -136,12 +151,17 @@ def test_a_timeout_and_the_wake_up_it_guards_in_one_poll_end_one_way(play):
     (a sleep, a join, a get or a recv) ends in exactly one outcome: the work's result, or
     TimeoutError, and TimeoutError if the deadline came first. Never a stray CancelledError,
     no cancellation that strikes at a later wait, and nothing the work was handed (a queue's
-    item, a socket's bytes) lost when the timeout wins.
+    item, a socket's bytes) lost when the timeout wins, including a byte that was already in
+    the socket, sent from outside the loop, when the loop saw the deadline pass.
 
     Where it comes from: a flaky run of ``test_a_timeout_that_did_not_expire_leaves_no_trace``
     on a loaded machine, where the 1 ms sleep and the timeout's deadline passed in one poll;
     asyncio's ``Task.cancel`` sets ``_must_cancel`` when the awaited future is already done
-    (the wake-up is queued), which is the same situation made on purpose.
+    (the wake-up is queued), which is the same situation made on purpose. The byte sent from
+    outside: asyncio's ``loop.sock_recv`` reads the byte inside the loop's reader callback into
+    a future, and the timeout's cancel, run in the same batch, throws into the task before it
+    resumes, so the byte is gone (uvloop the same); the home-made loops wake the task and let
+    it read, so an interrupted wait has read nothing.
     """
     seen = play()
     assert {
@@ -152,6 +172,7 @@ def test_a_timeout_and_the_wake_up_it_guards_in_one_poll_end_one_way(play):
 @test_a_timeout_and_the_wake_up_it_guards_in_one_poll_end_one_way.generators
 def _(co):
     start = co.now()
+    outside = []  # the threads that send from outside the loop
 
     def guarded(kind, woken):
         deadline = start + FIRST - co.now()
@@ -160,6 +181,9 @@ def _(co):
         a, b = nonblocking_pair()
 
         def waker():
+            if kind == "a recv sent from outside":  # sent while the loop is busy
+                outside.append(send_from_a_thread(a, wake))
+                return
             yield from co.sleep(wake)
             if kind == "a get":
                 yield from queue.put("item")
@@ -188,7 +212,7 @@ def _(co):
                 yield from co.sleep(GAP)  # past every deadline: a stray cancellation hits here
                 if outcome == "TimeoutError" and kind == "a get":
                     yield from co.timeout_after(1, queue.get())  # the item is still there
-                elif outcome == "TimeoutError" and kind == "a recv":
+                elif outcome == "TimeoutError" and kind.startswith("a recv"):
                     yield from co.timeout_after(1, co.recv(b, 1))  # and so are the bytes
             except BaseException as error:
                 return f"{outcome}, then {type(error).__name__}"
@@ -202,10 +226,12 @@ def _(co):
 
     tasks = {}
     for kind in WAKE_UPS:
-        for woken in ALLOWED:
+        for woken in WOKEN[kind]:
             tasks[kind, woken] = yield from co.spawn(guarded(kind, woken))
     yield from co.sleep(SETTLE)  # each is now waiting
     time.sleep(BUSY)  # every deadline and every wake-up pass before the loop looks
+    for thread in outside:
+        thread.join()  # however late the machine let it run, its byte is in before the next poll
     outcomes = {}
     for case, task in tasks.items():
         outcomes[case] = yield from co.join(task)
@@ -215,6 +241,7 @@ def _(co):
 @test_a_timeout_and_the_wake_up_it_guards_in_one_poll_end_one_way.coroutines
 async def _(co):
     start = co.now()
+    outside = []  # the threads that send from outside the loop
 
     async def guarded(kind, woken):
         deadline = start + FIRST - co.now()
@@ -223,6 +250,9 @@ async def _(co):
         a, b = nonblocking_pair()
 
         async def waker():
+            if kind == "a recv sent from outside":  # sent while the loop is busy
+                outside.append(send_from_a_thread(a, wake))
+                return
             await co.sleep(wake)
             if kind == "a get":
                 await queue.put("item")
@@ -251,7 +281,7 @@ async def _(co):
                 await co.sleep(GAP)  # past every deadline: a stray cancellation hits here
                 if outcome == "TimeoutError" and kind == "a get":
                     await co.timeout_after(1, queue.get())  # the item is still there
-                elif outcome == "TimeoutError" and kind == "a recv":
+                elif outcome == "TimeoutError" and kind.startswith("a recv"):
                     await co.timeout_after(1, co.recv(b, 1))  # and so are the bytes
             except BaseException as error:
                 return f"{outcome}, then {type(error).__name__}"
@@ -265,14 +295,68 @@ async def _(co):
 
     tasks = {}
     for kind in WAKE_UPS:
-        for woken in ALLOWED:
+        for woken in WOKEN[kind]:
             tasks[kind, woken] = await co.spawn(guarded(kind, woken))
     await co.sleep(SETTLE)  # each is now waiting
     time.sleep(BUSY)  # every deadline and every wake-up pass before the loop looks
+    for thread in outside:
+        thread.join()  # however late the machine let it run, its byte is in before the next poll
     outcomes = {}
     for case, task in tasks.items():
         outcomes[case] = await co.join(task)
     return outcomes
+
+
+@prop("io")
+def test_a_timer_and_the_reader_it_guards_in_one_poll_end_one_way(play):
+    """The callbacks style's form of the property above: a reader guarded by a timer (the
+    timer removes the reader, the reader cancels the timer), with a byte a thread sent while
+    the loop was busy, so readiness and the deadline are seen in one poll. Exactly one of the
+    two runs, whichever the loop takes first, and the byte is read or still in the socket:
+    a loop must skip a reader removed, or a timer cancelled, by a callback of the same batch.
+    Here the program reads the byte itself, so no loop can lose it behind its back.
+    """
+    assert play() in {"the reader ran and read the byte", "the timer ran, the byte still there"}
+
+
+@test_a_timer_and_the_reader_it_guards_in_one_poll_end_one_way.callbacks
+def _(loop):
+    a, b = nonblocking_pair()
+    ran, outcome, start = [], [], loop.time()
+
+    def on_readable():
+        ran.append(("reader", b.recv(1)))
+        loop.remove_reader(b)
+        guard.cancel()
+
+    def on_timeout():
+        ran.append(("timer", None))
+        loop.remove_reader(b)
+
+    def busy():
+        time.sleep(BUSY)  # the deadline passes and the byte arrives before the loop looks
+        thread.join()  # however late the machine let it run
+
+    def check():
+        loop.stop()
+        if [who for who, _ in ran] == ["reader"]:
+            outcome.append(f"the reader ran and read the byte{'' if ran[0][1] else ': none'}")
+        elif [who for who, _ in ran] == ["timer"]:
+            try:
+                outcome.append(f"the timer ran, the byte still there{'' if b.recv(1) else ': EOF'}")
+            except BlockingIOError:
+                outcome.append("the timer ran and the byte is gone")
+        else:
+            outcome.append(f"{' and '.join(who for who, _ in ran) or 'neither'} ran")
+
+    with a, b:
+        loop.add_reader(b, on_readable)
+        guard = loop.call_at(start + FIRST, on_timeout)
+        loop.call_later(SETTLE, busy)
+        thread = send_from_a_thread(a, FIRST - GAP - (loop.time() - start))
+        loop.call_at(start + FIRST + BUSY, check)
+        loop.run_forever()
+    return outcome[0] if outcome else "the loop stopped before the check"
 
 
 # --- deadlock --------------------------------------------------------------------------------

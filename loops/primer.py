@@ -5,7 +5,10 @@ reads one exception (``StopIteration``, whose ``value`` is the return value). ``
 and ``await`` pass those calls straight through to the innermost generator, so whatever a
 task yields deep inside nested calls reaches the loop, and whatever the loop sends comes back
 at that very ``yield``. ``types.coroutine`` and ``__await__`` let plain generators take part
-in ``async def`` code. Read the sections in order; each example runs as written::
+in ``async def`` code. Then three facts a loop is built on: only an ``await`` that yields
+gives the loop control, cancelling is throwing an exception in at that ``await``, and
+``sleep`` is a future that a timer completes. Read the sections in order; each example runs
+as written::
 
     python -m loops.primer           # runs every example, says how many held
     python -m doctest -v loops/primer.py
@@ -55,9 +58,10 @@ def throw_and_close():
     >>> gen.close()                           # GeneratorExit at the yield: finally runs
     cleanup runs
 
-    This is how a loop cancels a task: it throws CancelledError in at the suspension point,
-    so the task's own ``try``/``finally`` blocks unwind it. A loop that abandons tasks at
-    shutdown closes them, so their ``finally`` blocks still run.
+    This is how a loop cancels a task (``cancellation_is_a_throw`` below shows it on a task): it
+    throws CancelledError in at the suspension point, so the task's own ``try``/``finally``
+    blocks unwind it. A loop that abandons tasks at shutdown closes them, so their ``finally``
+    blocks still run.
     """
 
 
@@ -88,7 +92,8 @@ def types_coroutine_bridges_to_await():
     """``@types.coroutine`` makes a generator awaitable, so ``async def`` code can reach a yield.
 
     An ``async def`` function cannot ``yield`` to its driver itself; it can only ``await``.
-    The one place where async code and the loop meet is a generator marked this way:
+    Async code reaches the loop only through an awaitable whose iterator yields: a generator
+    marked this way, or an object with ``__await__`` (the next section):
 
     >>> import types
     >>> @types.coroutine
@@ -105,6 +110,76 @@ def types_coroutine_bridges_to_await():
     ... except StopIteration as stop:
     ...     print(stop.value)
     the loop answered 'woken'
+    """
+
+
+def only_a_suspending_await_reaches_the_loop():
+    """Awaiting a coroutine is a call, not a switch: only an await that yields gives control up.
+
+    >>> import types
+    >>> @types.coroutine
+    ... def suspend():
+    ...     yield "suspend"                    # a yield: the driver (the loop) gets control
+    >>> async def helper(log):
+    ...     log.append("helper ran")
+    ...     return 42                          # no yield anywhere: returns like a function
+    >>> async def task(log):
+    ...     value = await helper(log)          # runs helper to its end, inside this send
+    ...     log.append(f"got {value}, never having left the task")
+    ...     await suspend()                    # this await yields: the task stops here
+    ...     log.append("resumed")
+    >>> log = []
+    >>> coro = task(log)
+    >>> coro.send(None)                        # one send: up to the first await that yields
+    'suspend'
+    >>> log
+    ['helper ran', 'got 42, never having left the task']
+    >>> try:
+    ...     coro.send(None)
+    ... except StopIteration:
+    ...     print(log[-1])
+    resumed
+
+    So a task holds the loop until it reaches an await that really suspends (a sleep, a socket
+    wait, a future not yet done): ``await some_coroutine()`` alone lets nothing else run, and
+    a coroutine that computes for a second blocks every other task for that second.
+    """
+
+
+def cancellation_is_a_throw():
+    """A loop cancels a task by throwing an exception in where the task is suspended.
+
+    >>> import types
+    >>> class CancelledError(BaseException): ...     # asyncio's is a BaseException too
+    >>> @types.coroutine
+    ... def wait(what):
+    ...     return (yield what)
+    >>> async def worker(log):
+    ...     try:
+    ...         await wait("read")             # suspended here when the cancel comes
+    ...         log.append("never reached")
+    ...     except CancelledError:
+    ...         log.append("CancelledError raised by the await")
+    ...         raise                          # re-raise: the task ends cancelled
+    ...     finally:
+    ...         log.append("finally ran")
+    >>> log = []
+    >>> coro = worker(log)
+    >>> coro.send(None)                        # the task waits on a read
+    'read'
+    >>> try:
+    ...     coro.throw(CancelledError())       # what every loop's cancel comes down to
+    ... except CancelledError:
+    ...     log.append("out of throw(): ended cancelled")
+    >>> log
+    ['CancelledError raised by the await', 'finally ran', 'out of throw(): ended cancelled']
+
+    The exception lands at the ``await`` that suspended, so cleanup is the task's own code.
+    What a loop must add is the undoing of the wait (the read it registered, the timer it
+    armed), and a rule for a task that is not suspended when cancelled (it is running, or is
+    already queued to resume): asyncio records a flag and throws at the next resume; trio and
+    curio deliver it at the task's next blocking call. A task may also catch the exception and
+    go on, which is why "cancel" means "ask", and a loop's ``cancel`` waits to see it end.
     """
 
 
@@ -133,6 +208,59 @@ def dunder_await_makes_objects_awaitable():
     filled in
 
     This is how loops.futures speaks both styles with one Future.
+    """
+
+
+def sleep_is_a_future_and_a_timer():
+    """``sleep`` built as Python's own asyncio builds it: a future that a timer completes.
+
+    >>> import heapq, itertools
+    >>> class Future:
+    ...     def __init__(self):
+    ...         self.done, self.result, self.callbacks = False, None, []
+    ...     def set_result(self, result):
+    ...         self.done, self.result = True, result
+    ...         for callback in self.callbacks:   # wake whoever waits on it
+    ...             callback()
+    ...     def __await__(self):
+    ...         if not self.done:
+    ...             yield self                    # suspend, handing the future to the loop
+    ...         return self.result
+    >>> class Loop:
+    ...     def __init__(self):
+    ...         self.now, self.timers, self.ready, self.seq = 0.0, [], [], itertools.count()
+    ...     def call_later(self, delay, callback, *args):
+    ...         heapq.heappush(self.timers, (self.now + delay, next(self.seq), callback, args))
+    ...     def run(self, *coros):
+    ...         self.ready.extend(coros)
+    ...         while self.ready or self.timers:
+    ...             if not self.ready:            # nothing to run: wait for the next timer
+    ...                 self.now, _, callback, args = heapq.heappop(self.timers)
+    ...                 callback(*args)           # (a simulated clock: it jumps there)
+    ...                 continue
+    ...             coro = self.ready.pop(0)
+    ...             try:
+    ...                 future = coro.send(None)
+    ...             except StopIteration:
+    ...                 continue
+    ...             future.callbacks.append(lambda coro=coro: self.ready.append(coro))
+    >>> loop = Loop()
+    >>> async def sleep(seconds):
+    ...     future = Future()
+    ...     loop.call_later(seconds, future.set_result, None)  # the timer completes it
+    ...     await future                                      # the task waits on it
+    >>> async def napper(name, seconds, log):
+    ...     await sleep(seconds)
+    ...     log.append(f"{name} woke at {loop.now}")
+    >>> log = []
+    >>> loop.run(napper("a", 2.0, log), napper("b", 1.0, log))
+    >>> log
+    ['b woke at 1.0', 'a woke at 2.0']
+
+    The loop knows nothing of sleeping: it runs timers and resumes tasks whose future is done.
+    A real loop reads a real clock and, with nothing ready, waits in ``select()`` no longer
+    than the next timer (``loops/why_a_loop.py`` shows that wait); ``loops.futures`` is this
+    design in full.
     """
 
 

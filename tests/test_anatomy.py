@@ -65,6 +65,7 @@ def test_per_request_groups_calls_by_kind():
         "recv_eagain": 1.0,
         "send": 1.0,  # sendto and write
         "epoll_ctl": 0.5,
+        "io_uring_enter": 0.0,
         "other": 0.5,  # close
         "total": 4.0,
     }
@@ -79,6 +80,76 @@ def test_perf_output_counts_named_calls_and_the_rest_as_other():
     assert per["total"] == pytest.approx(250500 / 83243)
     assert per["other"] == pytest.approx((250500 - 851 - 166339 - 83243 - 12) / 83243)
     assert per["recv_eagain"] == pytest.approx(83097 / 83243)
+
+
+URING_STRACE_LOG = """\
+5151  io_uring_enter(6, 3, 1, IORING_ENTER_GETEVENTS|IORING_ENTER_EXT_ARG, 0x7f, 24) = 3
+5151  io_uring_enter(6, 0, 1, IORING_ENTER_GETEVENTS, 0x7f, 24) = -1 ETIME (Timer expired)
+5152  write(8, "\\1\\0\\0\\0\\0\\0\\0\\0", 8) = 8
+5151  io_uring_enter(6, 2, 1, IORING_ENTER_GETEVENTS|IORING_ENTER_EXT_ARG, 0x7f, 24 <unfinished ...>
+5151  <... io_uring_enter resumed>)         = 2
+5151  io_uring_enter(6, 1, 0, 0, NULL, 0)   = 1
+"""  # fmt: skip
+
+
+def test_strace_log_counts_io_uring_enter_apart_and_sums_the_entries_it_submitted():
+    counts = anatomy.parse_strace(URING_STRACE_LOG)
+    assert counts.calls == {"io_uring_enter": 4, "write": 1}
+    assert counts.submitted == 6  # 3 + 2 (read where it resumed) + 1; a failed enter took none
+    assert counts.waiting == 3  # min_complete 1; the last one only submitted
+    per = counts.per_request(requests=2)
+    assert per["io_uring_enter"] == 2.0 and per["other"] == 0.0 and per["send"] == 0.5
+    counts.ring = {"sq_consumed": 6, "cq_posted": 7, "cq_reaped": 8}
+    uring = counts.per_enter()
+    assert uring["submitted_from"] == "return values"
+    assert uring["submitted_per_enter"] == 1.5 and uring["reaped_per_enter"] == 2.0
+    assert anatomy.parse_strace(STRACE_LOG).per_enter() is None  # no ring, no figures
+
+
+def test_under_perf_the_submitted_entries_are_the_rings_own_count():
+    counts = anatomy.parse_perf(
+        PERF_OUTPUT.rstrip() + "\n400,,syscalls:sys_enter_io_uring_enter,1491724846,100.00,,\n"
+    )
+    assert counts.calls["io_uring_enter"] == 400 and counts.submitted is None
+    counts.ring = {"sq_consumed": 1000, "cq_posted": 1000, "cq_reaped": 990}
+    uring = counts.per_enter()
+    assert uring["submitted_from"] == "ring"
+    assert uring["submitted_per_enter"] == 2.5 and uring["reaped_per_enter"] == 990 / 400
+
+
+def test_ring_counts_are_deltas_of_each_ring_once_across_the_32_bit_wrap():
+    before = {"11": {"SqHead": 2**32 - 2, "CqTail": 5, "CqHead": 4}, "12": dict.fromkeys(
+        anatomy._RING_FIELDS, 0)}  # fmt: skip
+    after = {"11": {"SqHead": 3, "CqTail": 10, "CqHead": 10}, "13": {}}  # 12 gone, 13 new
+    assert anatomy.ring_counts(before, after) == {
+        "sq_consumed": 5,
+        "cq_posted": 5,
+        "cq_reaped": 6,
+    }
+    assert anatomy.ring_counts({}, after) is None
+
+
+def test_ring_states_reads_a_live_rings_counters_once_per_ring():
+    uring = pytest.importorskip("loops.completions.uring")
+    try:
+        ring = uring.Ring(8, 16)
+    except OSError as error:
+        pytest.skip(f"io_uring unusable here: {uring.why(error)}")
+    try:
+        before = anatomy.ring_states(os.getpid())
+        assert len(before) == 1  # its mmaps dup the fd: still one ring
+        for _ in range(3):
+            ring.prepare(uring.OP_NOP, -1, 0, 0, 7)
+        assert ring.enter(None) == 3
+        assert len(ring.reap()) == 3
+        after = anatomy.ring_states(os.getpid())
+        assert anatomy.ring_counts(before, after) == {
+            "sq_consumed": 3,
+            "cq_posted": 3,
+            "cq_reaped": 3,
+        }
+    finally:
+        ring.close()
 
 
 def _entry(label, kind, user, system, eagain=0.0, epoll_ctl=0.0):
@@ -118,6 +189,49 @@ def test_section_writes_the_table_and_what_each_loops_figures_say():
     assert "†" not in text
 
 
+def _with_completions(data):
+    """A stored anatomy with a completions row, as `bench anatomy` writes it under strace."""
+    entry = _entry("completions · coroutines", "home-made", 4.0, 5.0)
+    entry["syscalls"].update(recv=0.0, send=0.0, io_uring_enter=0.25, other=0.01, total=0.26)
+    entry["uring"] = {"enters": 500, "submitted_from": "return values", "submitted": 4000,
+                      "waiting": 200, "sq_consumed": 4000, "cq_posted": 4000, "cq_reaped": 3990,
+                      "submitted_per_enter": 8.0, "reaped_per_enter": 7.98}  # fmt: skip
+    data["rows"]["completions/coroutines"] = entry
+    return data
+
+
+def test_section_counts_io_uring_enter_apart_and_says_what_completion_changes():
+    text = "\n".join(section(_with_completions(_stored(counter="strace"))))
+    assert "| epoll_ctl | io_uring_enter | SQEs / CQEs per enter | other |" in text
+    assert re.search(
+        r"\| completions · coroutines \|.*\| 0\.250 \| 8\.00 / 7\.98 \| 0\.010 \|", text
+    )
+    assert re.search(r"\| traps · coroutines \|.*\| 0\.000 \| – \| 0\.000 \|", text)
+    note = next(line for line in text.splitlines() if line.startswith("- **completions"))
+    assert (
+        "0.250 io_uring_enter per request (one crossing into the kernel per 4.0 requests)" in note
+    )
+    assert "8.00 SQEs submitted and 7.98 CQEs reaped per enter" in note
+    prose = next(line for line in text.splitlines() if line.startswith("**Completion against"))
+    # Beside the readiness rows, from their figures: uvloop-protocol makes the fewest (2.00).
+    assert "(3 rows; fewest uvloop-protocol, most traps · coroutines)" in prose
+    assert "make 2.00 to 3.00 syscalls per request" in prose
+    assert "completions · coroutines makes 0.26: 0.250 io_uring_enter" in prose
+    assert "7.7× fewer syscalls per request than the fewest" in prose
+    assert "sum of the enters' return values" in prose
+    assert "reaped ≈ submitted" in prose
+    assert "(40% of its enters asked for a completion, the others only submitted" in prose
+
+
+def test_section_renders_a_record_stored_before_io_uring_enter_was_counted_apart():
+    data = _stored()
+    for entry in data["rows"].values():
+        del entry["syscalls"]["io_uring_enter"]
+    text = "\n".join(section(data))
+    assert re.search(r"\| traps · coroutines \|.*\| 0\.000 \| – \| – \| 0\.000 \|", text)
+    assert "Completion against readiness" not in text and "io_uring_enter per request" not in text
+
+
 def test_section_marks_a_row_whose_server_did_not_keep_the_rate():
     data = _stored()
     data["rows"]["traps/coroutines"]["kept_rate"] = False
@@ -133,10 +247,12 @@ def test_section_says_how_to_measure_and_how_to_get_a_counter():
 
 
 @pytest.fixture
-def echo_server():
-    """A real echo server (the callbacks loop) in its own process; its pid and port."""
+def echo_server(request):
+    """A real echo server (the callbacks loop, or the loop the test's ``loop`` parameter
+    names) in its own process; its pid and port."""
+    loop = getattr(request, "param", "callbacks")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "workloads.echo", "--loop", "callbacks", "--port", "0"],
+        [sys.executable, "-m", "workloads.echo", "--loop", loop, "--port", "0"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -176,6 +292,45 @@ def test_a_real_count_sees_a_receive_and_a_send_per_request(tool, echo_server, t
     assert 0.95 <= per["recv"] - per["recv_eagain"] <= 1.1
     assert per["wait"] <= 1.1
     assert per["total"] >= 2
+
+
+def _completions_unusable() -> str | None:
+    from loops.completions import uring
+
+    try:
+        uring.probe()
+    except OSError as error:
+        return f"io_uring unusable here: {uring.why(error)}"
+    return None
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(bool(_completions_unusable()), reason=str(_completions_unusable()))
+@pytest.mark.parametrize("echo_server", ["completions"], indirect=True)
+def test_a_real_count_on_the_completion_loop_sees_its_enters_and_their_entries(
+    echo_server, tmp_path
+):
+    usable, why = anatomy.available_counter("strace")  # it reads the enters' return values
+    if usable is None:
+        pytest.skip(why)
+    pid, port = echo_server
+    _requests(port, 5)
+    with anatomy.Counting("strace", pid, tmp_path) as counting:
+        _requests(port, 200)
+    counts = counting.counts
+    per = counts.per_request(200)
+    # A receive and a send per request are SQEs, not syscalls: none counted as such.
+    assert per["recv"] == per["send"] == per["wait"] == per["epoll_ctl"] == 0
+    assert per["io_uring_enter"] > 0 and per["other"] < 0.1
+    uring = counts.per_enter()
+    assert uring["enters"] == counts.calls["io_uring_enter"]
+    assert uring["submitted_per_enter"] > 0
+    assert 0 < uring["waiting"] <= uring["enters"]  # an idle turn asks for a completion
+    # One client in lockstep: a recv and a send SQE per request, each completing once.
+    assert 2 * 200 <= uring["submitted"] <= 2 * 200 + 5
+    assert uring["sq_consumed"] == uring["submitted"]  # the ring agrees with the returns
+    assert abs(uring["cq_reaped"] - uring["submitted"]) <= 2  # a recv in flight at each end
+    assert uring["reaped_per_enter"] > 0
 
 
 @pytest.mark.timeout(180)

@@ -27,7 +27,7 @@ MAX_LINES = 80
 # What each demo must print: evidence that the idea ran, not just that nothing crashed.
 DEMO_SAYS = {
     "callbacks": ["call_soon: first", "timer: 0.05 s", "reader: b'ping' arrived"],
-    "futures": ["main: got b'ping'", "returned 4"],
+    "futures": ["CancelledError landed at the victim's `yield from", "task is cancelled"],
     "traps": ["answered Task at once", "main returned b'ping'"],
     "roundrobin": ["main read b'ping'", "a0 b0 a1 b1 a2 b2"],
     "handlers": ["('EchoConnection', False, True)", "got b'ping' back", "closed: ['EchoServer']"],
@@ -137,6 +137,40 @@ def test_the_primer_runs_as_a_script():
     assert "examples hold" in done.stdout
 
 
+def test_step_0_shows_why_a_loop_exists():
+    """loops/why_a_loop.py: blocking serves one client at a time, busy polling serves both and
+    burns CPU in failed calls, readiness serves both and sleeps. The shape, never a duration."""
+    done = subprocess.run(
+        [sys.executable, "-m", "loops.why_a_loop"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    sections = {}
+    for block in done.stdout.split("\n\n")[1:4]:
+        title, order, _waited, costs = block.strip().splitlines()
+        figures = re.search(
+            r"CPU ([\d.]+) s.*BlockingIOError: (\d+); select\(\) calls: (\d+)", costs
+        )
+        assert figures, costs
+        events = order.split("order: ")[1].split(", ")
+        cpu, failed, selects = float(figures[1]), int(figures[2]), int(figures[3])
+        sections[title.split(" (")[1].rstrip(")")] = events, cpu, failed, selects
+    assert list(sections) == ["serve_blocking", "serve_busy", "serve_selectors"]
+    blocking, busy, readiness = sections.values()
+    # Blocking: B is served only once A has gone.
+    assert blocking[0].index("B echoed") > blocking[0].index("A closed")
+    assert blocking[2] == 0
+    # Non-blocking: both served at once; busy polling fails call after call, readiness never.
+    for events, *_ in (busy, readiness):
+        assert events.index("B echoed") < events.index("A closed")
+    assert busy[2] > 100 and busy[3] == 0
+    assert readiness[2] == 0 and readiness[3] > 0
+    assert busy[1] > readiness[1]  # the busy loop's CPU against the sleeping one's, same run
+
+
 # -- loops/README.md: the reading order and the concept table ------------------------------
 
 
@@ -155,11 +189,33 @@ def test_the_reading_order_names_every_home_made_loop_and_the_top_readme_points_
     for name in DEMO_SAYS:
         assert f"[`{name}`]({name}/)" in order
     assert "floor.py" in order and "primer.py" in order
+    assert order.index("(why_a_loop.py)") < order.index("(primer.py)")  # step 0 comes first
     top = (ROOT / "README.md").read_text()
     start_here = top.split("## Start here")[1].split("\n## ")[0]
     assert "loops/README.md" in start_here
     for name in DEMO_SAYS:
         assert f"`{name}`" in start_here
+
+
+def test_the_glossary_points_at_code_that_shows_each_word():
+    """Each entry of loops/README.md's "Words" links files; every name in backticks after the
+    entry's first link (a function, class or attribute) is in the files it links."""
+    text = (ROOT / "loops" / "README.md").read_text()
+    words = text.split("\n## Words\n")[1].split("\n## ")[0]
+    entries = re.split(r"\n- ", words)[1:]
+    assert len(entries) >= 10
+    for entry in entries:
+        links = re.findall(r"\]\(([^)#]+)\)", entry)
+        assert links, f"no link in {entry[:40]!r}"
+        for link in links:
+            assert (ROOT / "loops" / link).resolve().exists(), f"{link} is missing"
+        code = "\n".join(
+            (ROOT / "loops" / link).read_text() for link in links if link.endswith(".py")
+        )
+        after = entry.split("](", 1)[1]
+        for name in re.findall(r"`([A-Za-z_][\w.]*)`", after):
+            for word in name.split("."):
+                assert re.search(rf"\b{word}\b", code), f"{entry[:30]!r}: no {name}"
 
 
 def test_every_name_in_the_concept_table_is_in_that_loops_code():

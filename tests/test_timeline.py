@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -323,3 +324,18 @@ def test_a_scaffolded_variant_is_traced_with_no_change_anywhere(tmp_path):
     )
     text = out.read_text()
     assert "`spin-demo-coroutines`: exit 1" in text and "| `traps` |" in text
+
+
+def test_the_report_says_why_schedules_differ_and_never_compares_one_loop_with_itself():
+    stored = Path(__file__).resolve().parent.parent / "reports" / "timelines"
+    record = json.loads((stored / "spin-futures-generators.json").read_text())
+    alone = render._differences([record])
+    assert alone.startswith("Only `futures` speaks this style") and "same order" not in alone
+    assert render._differences([record, dict(record, loop="twin")]).startswith(
+        "All 2 loops ran the slices in the same order"
+    )
+    kernel = json.loads((stored / "spin-traps-coroutines.json").read_text())
+    queue = json.loads((stored / "spin-asyncio-coroutines.json").read_text())
+    why = render._differences([queue, kernel])
+    assert "`traps` the first task ran 4 slices" in why and "`spawn` ×3" in why
+    assert "on `asyncio` it ran 1" in why

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -183,7 +184,8 @@ def report(
         groups.setdefault((record["scenario"], record["style"]), []).append(record)
     lines += _provenance(records, failures)
     for (scenario, style), group in groups.items():
-        lines += _group(scenario, style, group, charts, rel)
+        others = [r for r in records if r["scenario"] == scenario and r["style"] != style]
+        lines += _group(scenario, style, group, charts, rel, others)
     out.write_text("\n".join(lines).rstrip() + "\n")
 
 
@@ -240,9 +242,15 @@ def _provenance(records: list[dict[str, Any]], failures: dict[str, str] | None) 
 
 
 def _group(
-    scenario: str, style: str, group: list[dict[str, Any]], charts: Path, rel: Path
+    scenario: str,
+    style: str,
+    group: list[dict[str, Any]],
+    charts: Path,
+    rel: Path,
+    others: list[dict[str, Any]],
 ) -> list[str]:
-    """One scenario in one style: who ran next, the table, the differences, each timeline."""
+    """One scenario in one style: who ran next, the table, why the schedules differ (`others`:
+    the same program in the other styles), each timeline."""
     lines = [f"## {scenario}, {style}", ""]
     order_png = charts / f"{scenario}-{style}-order.png"
     order_chart(group, order_png)
@@ -260,7 +268,7 @@ def _group(
             f"{m['longest'] * 1e6:.0f} | {m['median_gap'] * 1e6:.0f} | "
             f"{m['loop_share']:.0%} | {_letters(record)} |"
         )
-    lines += ["", _differences(group), ""]
+    lines += ["", _differences(group, others), ""]
     for record in group:
         png = charts / f"{scenario}-{record['loop']}-{style}.png"
         chart(record, png)
@@ -287,52 +295,178 @@ def _main_name(record: dict[str, Any]) -> str:
     return order(record)[0] if order(record) else ""
 
 
-def _differences(group: list[dict[str, Any]]) -> str:
-    """What differs between the loops on one program and style, computed from the records."""
-    by_schedule: dict[tuple[str, ...], list[str]] = {}
+def _differences(group: list[dict[str, Any]], others: list[dict[str, Any]] | None = None) -> str:
+    """Why the loops' schedules of one program and style differ: a sentence per finding,
+    computed from the records (the table above shows the schedules themselves). `others`: the
+    same program's records in the other styles, to compare a loop that is alone in its style."""
+    schedules: dict[tuple[str, ...], list[str]] = {}
     for record in group:
-        by_schedule.setdefault(tuple(order(record)), []).append(f"`{record['loop']}`")
-    if len(by_schedule) == 1:
-        return "Every loop ran the slices in the same order."
-    lines = [f"{len(by_schedule)} different schedules among {len(group)} loops:"]
-    shared = [names for names in by_schedule.values() if len(names) > 1]
+        schedules.setdefault(tuple(order(record)), []).append(f"`{record['loop']}`")
+    if len(group) == 1:
+        (record,) = group
+        lines = [f"Only `{record['loop']}` speaks this style, so no other loop is compared here."]
+        twins = [
+            f"`{o['loop']}` in the {o['style']} style"
+            for o in others or []
+            if o["loop"] == record["loop"] and _letters(o) == _letters(record)
+        ]
+        if twins:
+            lines[0] += (
+                f" Its schedule is the same as {', '.join(twins)}: the style changed, not the loop."
+            )
+        lines += _accounts(group)
+        return "\n".join(lines)
+    if len(schedules) == 1:
+        lines = [f"All {len(group)} loops ran the slices in the same order."]
+        wakes = {_woken_by(r, i) for r in group for i in range(1, len(order(r)))}
+        if wakes <= {"yield"}:
+            lines[0] += (
+                " Every slice was woken by a yield or `call_soon`, nothing waited on a timer or a "
+                "socket, and each loop runs its ready queue first in, first out."
+            )
+        return "\n".join(lines + _accounts(group)[1:])
+    lines = [f"{len(schedules)} different schedules among {len(group)} loops, and why:"]
+    shared = [names for names in schedules.values() if len(names) > 1]
     if shared:
-        lines.append(
-            "- the same schedule: " + "; ".join(", ".join(names) for names in shared) + "."
-        )
-    # 1. Does the program's first task keep running after starting the others, or is it
-    # suspended by each start (spawn as a request to a kernel)?
-    before: dict[int, list[str]] = {}
-    for record in group:
-        ran, main = order(record), _main_name(record)
-        leading = next((i for i, name in enumerate(ran) if name != main), len(ran))
-        before.setdefault(leading, []).append(f"`{record['loop']}`")
-    if len(before) > 1:
-        parts = [f"{', '.join(names)}: {n}" for n, names in sorted(before.items())]
-        lines.append(
-            "- slices of the first task before any other ran (more than one: starting a task "
-            "suspended it): " + "; ".join(parts) + "."
-        )
-    # 2. Do the others take turns in the order they first ran (a FIFO ready queue)?
-    fifo, other = [], []
-    for record in group:
-        ran = [n for n in order(record) if n != _main_name(record)]
-        firsts = list(dict.fromkeys(ran))
-        turns = [firsts[i % len(firsts)] for i in range(len(ran))] if firsts else []
-        (fifo if ran[: len(turns)] == turns else other).append(f"`{record['loop']}`")
-    if fifo and other:
-        lines.append(
-            f"- strict turns in first-run order: {', '.join(fifo)}; another order: "
-            f"{', '.join(other)}."
-        )
-    # 3. How many slices the same program took.
-    counts: dict[int, list[str]] = {}
-    for record in group:
-        counts.setdefault(len(order(record)), []).append(f"`{record['loop']}`")
-    if len(counts) > 1:
-        parts = [f"{', '.join(names)}: {n}" for n, names in sorted(counts.items())]
-        lines.append("- slices on the loop's thread: " + "; ".join(parts) + ".")
+        lines.append("- the same schedule: " + "; ".join(", ".join(n) for n in shared) + ".")
+    lines += _accounts(group)
+    lines += _first_parting(group)
     return "\n".join(lines)
+
+
+def _leading(record: dict[str, Any]) -> int:
+    """Slices of the program's first task before any other ran."""
+    ran, main = order(record), _main_name(record)
+    return next((i for i, name in enumerate(ran) if name != main), len(ran))
+
+
+def _ended(piece: dict[str, Any]) -> str:
+    return piece["call"] or piece["mark"]
+
+
+def _counts(pieces: Iterable[dict[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for piece in pieces:
+        counts[_ended(piece)] = counts.get(_ended(piece), 0) + 1
+    return ", ".join(f"`{k}` ×{v}" for k, v in counts.items())
+
+
+def _accounts(group: list[dict[str, Any]]) -> list[str]:
+    """Who runs first after starting tasks, and the slices that resumed the task just run."""
+    lines = []
+    leading: dict[int, list[str]] = {}
+    for record in group:
+        leading.setdefault(_leading(record), []).append(f"`{record['loop']}`")
+    spawners = [r for r in group if _leading(r) > 1]
+    alike: dict[tuple[int, str], list[str]] = {}
+    for record in spawners:
+        ran = on_loop(record)[: _leading(record)]
+        alike.setdefault((len(ran), _counts(ran)), []).append(f"`{record['loop']}`")
+    for (count, ended), names in alike.items():
+        why = (
+            "a `spawn` there is a request the loop answers at once by resuming the spawner, "
+            "so each spawn costs it a slice"
+            if "`spawn`" in ended
+            else "starting a task suspended it"
+        )
+        lines.append(
+            f"- on {', '.join(names)} the first task ran {count} slices before any other, "
+            f"ending in {ended}: {why}."
+        )
+    eager = [f"`{r['loop']}`" for r in group if _started_inside(r)]
+    if eager:
+        lines.append(
+            f"- on {', '.join(eager)} the new tasks ran their first slices inside the first "
+            "task's own (they start before it ends): starting a task runs it at once, up to its "
+            "first suspension, inside the call that starts it."
+        )
+    queued = [name for name in leading.get(1, []) if name not in eager]
+    if (spawners or eager) and queued:
+        lines.append(
+            f"- on {', '.join(queued)} it ran 1: starting a task queued it and returned "
+            "within the slice, and the new tasks waited in the ready queue."
+        )
+    again = {r["loop"]: _resumed_at_once(r) for r in group}
+    if len({len(pieces) for pieces in again.values()}) > 1:
+        parts = [
+            f"`{loop}` {len(pieces)}" + (f" ({_counts(pieces)})" if pieces else "")
+            for loop, pieces in sorted(again.items(), key=lambda item: len(item[1]))
+        ]
+        lines.append(
+            "- slices that resumed the task that had just suspended, before any other ran "
+            "(the difference in slice counts; in brackets, the call each such suspension was "
+            "in): " + "; ".join(parts) + "."
+        )
+    return lines
+
+
+def _started_inside(record: dict[str, Any]) -> bool:
+    """Did another task's slice start inside the first task's first slice (an eager start)?"""
+    ran = on_loop(record)
+    return len(ran) > 1 and ran[1]["row"] != ran[0]["row"] and ran[1]["start"] < ran[0]["end"]
+
+
+def _resumed_at_once(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The slices after which the same task ran again at once."""
+    ran = on_loop(record)
+    return [a for a, b in pairwise(ran) if a["row"] == b["row"]]
+
+
+def _woken_by(record: dict[str, Any], index: int) -> str:
+    """What woke the slice at `index` (on the loop's thread): a callback's own mark, or for a
+    task what its previous slice waited on; a coarse category."""
+    ran = on_loop(record)
+    piece = ran[index]
+    kinds = {row["id"]: row["kind"] for row in record["rows"]}
+    if kinds.get(piece["row"]) == "callback":
+        return category(piece)
+    before = [p for p in ran[:index] if p["row"] == piece["row"]]
+    return category(before[-1]) if before else "start"  # its first slice: it was started
+
+
+WOKEN = {  # what woke a slice, by the category of the wait before it (see `category`)
+    "yield": "after a yield or `call_soon`",
+    "timer": "woken by a timer",
+    "io": "woken by socket readiness",
+    "thread": "woken by a thread's result",
+    "task": "woken by another task (a join or a cancel)",
+    "returned": "after a task ended",
+    "raised": "after a task ended",
+    "start": "its first slice",
+}
+
+
+def _first_parting(group: list[dict[str, Any]]) -> list[str]:
+    """Where the schedules first differ, and what had woken the task each loop ran there
+    (among the loops that started their tasks alike: the spawn sentence explains the rest)."""
+    starts: dict[int, list[dict[str, Any]]] = {}
+    for record in group:
+        starts.setdefault(_leading(record), []).append(record)
+    among = "among those that ran it once, " if len(starts) > 1 else ""
+    group = max(starts.values(), key=len)
+    schedules = [_letters(r).split() for r in group]
+    index = next(
+        (i for i in range(min(map(len, schedules))) if len({s[i] for s in schedules}) > 1),
+        None,
+    )
+    if index is None:
+        return []
+    picks: dict[tuple[str, str], list[str]] = {}
+    for record in group:
+        name = order(record)[index]
+        picks.setdefault((name, _woken_by(record, index)), []).append(f"`{record['loop']}`")
+    parts = [f"{', '.join(ls)} ran `{name}` ({WOKEN[why]})" for (name, why), ls in picks.items()]
+    reason = (
+        "tasks woken the same way were ready together, and the loops took them in another order"
+        if len({why for _, why in picks}) == 1
+        else "wake-ups of different kinds came due in the same turn, and the loops queue them "
+        "in a different order"
+    )
+    return [
+        f"- {among}the schedules first part at slice {index + 1}: "
+        + "; ".join(parts)
+        + f": {reason}."
+    ]
 
 
 def _waits(record: dict[str, Any]) -> str:

@@ -5,8 +5,12 @@ timed ones) records, per request served:
 
 - **syscalls by kind**: waits (``epoll_wait``, ``select``, ``poll`` and their variants), receives
   (``recv*``, and ``read``: libuv reads sockets with it), sends (``send*``, ``write``),
-  ``epoll_ctl``, the receives that failed with EAGAIN (an optimistic read that found nothing),
-  and everything else;
+  ``epoll_ctl``, ``io_uring_enter`` (the completion loop's one syscall: it submits operations and
+  waits for their completions), the receives that failed with EAGAIN (an optimistic read that
+  found nothing), and everything else;
+- for a server that enters io_uring, **entries per enter**: the submission-queue entries (SQEs)
+  each ``io_uring_enter`` handed to the kernel, and the completion-queue entries (CQEs) the loop
+  reaped per enter (see "Entries per enter" below);
 - **user and system CPU** of the server process (``/proc/PID/stat``), over a load window with no
   counter attached. User time is the interpreter running the loop's Python (and the C it calls
   in-process); system time is the kernel's socket work. Their split is the Python share.
@@ -26,6 +30,18 @@ times, and the loops differ precisely in how many small calls they make per requ
 would inflate the call-heavy loops most and misstate the shares it is asked for. The user/system
 split is free of that distortion; ``python -X perf`` with ``perf record`` is the tool for a
 function breakdown, by hand.
+
+Entries per enter. ``io_uring_enter`` returns how many SQEs the kernel consumed; ``strace``
+prints that return value, and the counted window sums it. ``perf stat`` counts events, not
+return values (``syscalls:sys_exit_io_uring_enter``'s ``ret`` would need ``perf record`` and a
+script), so under perf the submitted figure is the ring's own count instead. That count, read
+from outside under either counter, is the ring's state in ``/proc/PID/fdinfo/FD``: ``SqHead``
+(SQEs the kernel has consumed), ``CqTail`` (CQEs it has posted) and ``CqHead`` (CQEs the loop
+has reaped: it moves the head past each one it reads), before and after the counted window.
+Reaping itself is no syscall (the loop reads completions from shared memory), so only the ring
+can say how many were reaped. The completions loop posts no multishot operation and sets no
+CQE-skipping flag, so every SQE it submits completes exactly once with one CQE: over a window,
+reaped ≈ submitted, and the two figures checking each other is a test of the counting.
 
 ``python -m bench anatomy`` measures and stores ``reports/results/anatomy.json`` (through
 :mod:`bench.store`); the report renders it as its own section (:mod:`bench.render.anatomy`).
@@ -63,17 +79,55 @@ KINDS = {
     "recv": ("recvfrom", "recvmsg", "recvmmsg", "read", "readv"),
     "send": ("sendto", "sendmsg", "sendmmsg", "write", "writev"),
     "epoll_ctl": ("epoll_ctl",),
+    "io_uring_enter": ("io_uring_enter",),
 }
 EAGAIN = 11  # errno EAGAIN (== EWOULDBLOCK) on Linux
-COLUMNS = ("wait", "recv", "recv_eagain", "send", "epoll_ctl", "other", "total")
+COLUMNS = (
+    "wait",
+    "recv",
+    "recv_eagain",
+    "send",
+    "epoll_ctl",
+    "io_uring_enter",
+    "other",
+    "total",
+)
 
 
 @dataclass
 class Counts:
-    """Syscalls seen, by name, and how many of each failed with EAGAIN."""
+    """Syscalls seen, by name, and how many of each failed with EAGAIN; the SQEs that
+    ``io_uring_enter`` calls returned as submitted (strace only, else None), and the io_uring
+    rings' own counts over the window (see :func:`ring_counts`), if the server has any."""
 
     calls: Counter = field(default_factory=Counter)
     eagain: Counter = field(default_factory=Counter)
+    submitted: int | None = None
+    waiting: int | None = None  # enters asking for a completion (min_complete > 0): strace only
+    ring: dict[str, int] | None = None
+
+    def per_enter(self) -> dict | None:
+        """Entries per ``io_uring_enter``, or None where the server entered no ring.
+
+        ``submitted`` is the sum of the enters' return values where the counter saw them
+        (strace), else the rings' consumed SQEs (``SqHead``); ``reaped`` is the CQEs the loop
+        moved its ``CqHead`` past. Both are per enter over the counted window.
+        """
+        enters = self.calls["io_uring_enter"]
+        if not enters:
+            return None
+        ring = self.ring or {}
+        submitted = self.submitted if self.submitted is not None else ring.get("sq_consumed")
+        figures = {
+            "enters": enters,
+            "submitted_from": "return values" if self.submitted is not None else "ring",
+            "submitted": submitted,
+            "waiting": self.waiting,
+            **ring,
+            "submitted_per_enter": None if submitted is None else submitted / enters,
+            "reaped_per_enter": ring["cq_reaped"] / enters if "cq_reaped" in ring else None,
+        }
+        return figures
 
     def per_request(self, requests: int) -> dict[str, float]:
         """Calls per request by kind (see KINDS), with failed receives and the total."""
@@ -92,6 +146,7 @@ class Counts:
 _STRACE_LINE = re.compile(
     r"^(?:\[pid\s+\d+\]\s+|\d+\s+)?(?:<\.\.\. (?P<resumed>\w+) resumed>|(?P<name>\w+)\()"
 )
+_ENTER_MIN_COMPLETE = re.compile(r"io_uring_enter\(\d+, \d+, (\d+),")
 _STRACE_RESULT = re.compile(r"=\s+(-?\d+|\?)(?:\s+(E[A-Z0-9]+))?(?:\s+\([^)]*\))?\s*$")
 
 
@@ -101,20 +156,31 @@ def parse_strace(text: str) -> Counts:
     A call interrupted by another thread's is logged twice (``name(... <unfinished ...>`` and
     ``<... name resumed> ...) = R``): it is counted once, where it starts, and its result is
     read where it resumes. Signals and exits (``---``, ``+++``) are not calls.
+    ``io_uring_enter``'s non-negative results (the SQEs it submitted) are summed, and its calls
+    that asked for a completion (``min_complete``, the third argument, above 0) counted: the
+    rest only submitted.
     """
     counts = Counts()
+    submitted = waiting = 0
     for line in text.splitlines():
         match = _STRACE_LINE.match(line)
         if not match:
             continue
         if match["name"]:
             counts.calls[match["name"]] += 1
+            if match["name"] == "io_uring_enter":
+                waits = _ENTER_MIN_COMPLETE.search(line)
+                waiting += bool(waits and int(waits[1]))
             if line.endswith("<unfinished ...>"):
                 continue
         name = match["name"] or match["resumed"]
         result = _STRACE_RESULT.search(line)
         if result and result[2] in ("EAGAIN", "EWOULDBLOCK"):
             counts.eagain[name] += 1
+        if name == "io_uring_enter" and result and result[1].isdigit():
+            submitted += int(result[1])
+    if counts.calls["io_uring_enter"]:
+        counts.submitted, counts.waiting = submitted, waiting
     return counts
 
 
@@ -173,6 +239,45 @@ def parse_perf(text: str) -> Counts:
     return counts
 
 
+# ---------------------------------------------------------------------------- io_uring rings
+
+_RING_FIELDS = ("SqHead", "CqTail", "CqHead")
+
+
+def ring_states(pid: int) -> dict[str, dict[str, int]]:
+    """The io_uring rings a process holds, by inode: their ``SqHead``, ``CqTail`` and
+    ``CqHead`` as ``/proc/PID/fdinfo`` shows them (32-bit counters that wrap). Empty if it
+    holds none. One ring may sit behind several fds (Python's ``mmap`` dups the fd it maps):
+    it is read once."""
+    states = {}
+    with contextlib.suppress(OSError):  # a process that just ended
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:[io_uring]":
+                    continue
+                text = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
+            except OSError:  # closed meanwhile
+                continue
+            fields = dict(re.findall(r"^(\w+):\s*(\d+)$", text, re.MULTILINE))
+            if all(name in fields for name in ("ino", *_RING_FIELDS)):
+                states[fields["ino"]] = {name: int(fields[name]) for name in _RING_FIELDS}
+    return states
+
+
+def ring_counts(before: dict, after: dict) -> dict[str, int] | None:
+    """SQEs consumed, CQEs posted and CQEs reaped between two :func:`ring_states`, summed over
+    the rings present at both readings; None if there were none."""
+    rings = before.keys() & after.keys()
+    if not rings:
+        return None
+
+    def delta(name: str) -> int:
+        return sum((after[ino][name] - before[ino][name]) % (1 << 32) for ino in rings)
+
+    return {"sq_consumed": delta("SqHead"), "cq_posted": delta("CqTail"),
+            "cq_reaped": delta("CqHead")}  # fmt: skip
+
+
 # ---------------------------------------------------------------------------- counting
 
 
@@ -214,6 +319,7 @@ class Counting:
         else:  # every thread, every call, to a file parsed afterwards
             argv = ["strace", "-f", "-o", str(self.out), "-p", str(pid)]
         self.argv = argv
+        self.pid = pid
         self.counts: Counts | None = None
 
     def __enter__(self) -> Counting:
@@ -229,9 +335,11 @@ class Counting:
                 self.proc.wait(0.5)
         if self.proc.poll() is not None:
             raise RuntimeError(f"{self.tool} ended at once: {self.proc.stderr.read().decode()}")
+        self.rings = ring_states(self.pid)  # once the counter counts: the same window
         return self
 
     def __exit__(self, *exc_info) -> None:
+        rings = ring_states(self.pid)  # before the counter stops
         self.proc.send_signal(signal.SIGINT)  # both detach and write what they have
         try:
             _, err = self.proc.communicate(timeout=60)
@@ -242,6 +350,7 @@ class Counting:
         if not text:
             raise RuntimeError(f"{self.tool} wrote nothing: {err.decode(errors='replace')}")
         self.counts = parse_perf(text) if self.tool == "perf" else parse_strace(text)
+        self.counts.ring = ring_counts(self.rings, rings)
 
 
 def cpu_times(pid: int) -> tuple[float, int, int]:
@@ -329,6 +438,7 @@ def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict
         "system_us": system / served * 1e6,
         "requests_counted": counted["requests"],
         "syscalls": counting.counts.per_request(counted["requests"]),
+        **({"uring": uring} if (uring := counting.counts.per_enter()) else {}),
         "generator": plain.get("generator"),
         "kept_rate": plain.get("kept_rate"),
     }
@@ -389,8 +499,19 @@ def _one_line(entry: dict) -> str:
     if "error" in entry:
         return f"failed: {entry['error']}"
     s = entry["syscalls"]
-    return (
+    line = (
         f"{entry['user_us'] + entry['system_us']:.2f} µs/request "
         f"(user {entry['user_us']:.2f}), {s['total']:.2f} syscalls/request "
         f"({s['recv_eagain']:.2f} failed recvs, {s['epoll_ctl']:.2f} epoll_ctl)"
     )
+    if uring := entry.get("uring"):
+        line += (
+            f", {s['io_uring_enter']:.3f} io_uring_enter/request, "
+            f"{_figure(uring['submitted_per_enter'])} submitted and "
+            f"{_figure(uring['reaped_per_enter'])} reaped per enter"
+        )
+    return line
+
+
+def _figure(value: float | None) -> str:
+    return "?" if value is None else f"{value:.2f}"

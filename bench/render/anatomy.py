@@ -3,7 +3,10 @@
 The counting (an untimed repetition per echo row, syscalls by kind, user and system CPU) is
 :mod:`bench.measure.anatomy`; this module reads what it stored (through :mod:`bench.store`)
 and writes the table and, for each home-made loop, what its figures say against
-:data:`bench.plan.YARDSTICK` and :data:`bench.plan.FLOOR`.
+:data:`bench.plan.YARDSTICK` and :data:`bench.plan.FLOOR`; for a server that enters io_uring
+(the completions loop), its ``io_uring_enter`` calls and entries per enter beside the readiness
+loops' syscalls by kind. Records stored before io_uring_enter was counted apart render as they
+did, with "–" in the new columns.
 """
 
 from __future__ import annotations
@@ -15,6 +18,13 @@ def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:
     """What the figures of one row say, written from the figures alone."""
     s = entry["syscalls"]
     said = []
+    if uring := entry.get("uring"):
+        enters = s["io_uring_enter"]
+        said.append(
+            f"{enters:.3f} io_uring_enter per request ({_batching(enters)}), "
+            f"{_per_enter(uring)}, and {s['wait'] + s['recv'] + s['send']:.2f} waits, "
+            f"receives and sends: {s['total']:.2f} syscalls per request in all"
+        )
     if s["recv_eagain"] >= 0.05:
         said.append(
             f"{s['recv_eagain']:.2f} receives per request failed with EAGAIN (optimistic reads "
@@ -23,7 +33,11 @@ def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:
     if s["epoll_ctl"] >= 0.05:
         said.append(f"{s['epoll_ctl']:.2f} epoll_ctl per request (registration churn)")
     ref_wait = reference["syscalls"]["wait"] if reference and "syscalls" in reference else None
-    if s["wait"] >= 0.5 or (ref_wait is not None and s["wait"] > max(2 * ref_wait, ref_wait + 0.1)):
+    if uring:
+        pass  # its waits are its enters, said above
+    elif s["wait"] >= 0.5 or (
+        ref_wait is not None and s["wait"] > max(2 * ref_wait, ref_wait + 0.1)
+    ):
         said.append(
             f"{s['wait']:.2f} waits per request"
             + (f" against {ref_wait:.2f} for {YARDSTICK}" if ref_wait is not None else "")
@@ -43,6 +57,22 @@ def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:
             f"system {entry['system_us']:.2f} against {reference['system_us']:.2f}"
         )
     return "; ".join(said) + "."
+
+
+def _batching(enters: float) -> str:
+    """What enters per request say about batching."""
+    if enters <= 1:
+        return f"one crossing into the kernel per {1 / enters:.1f} requests"
+    return "more than one enter per request: its turns found little to batch at this load"
+
+
+def _per_enter(uring: dict) -> str:
+    """ "N SQEs submitted and M CQEs reaped per enter", "?" for a figure not counted."""
+    sub, reaped = uring.get("submitted_per_enter"), uring.get("reaped_per_enter")
+    return (
+        f"{'?' if sub is None else f'{sub:.2f}'} SQEs submitted and "
+        f"{'?' if reaped is None else f'{reaped:.2f}'} CQEs reaped per enter"
+    )
 
 
 COMMAND = "`python -m bench anatomy` (then `python -m bench report`)"
@@ -69,18 +99,21 @@ def section(data: dict | None) -> list[str]:
         "",
         "| row | CPU µs/req | user µs | system µs | user share | × "
         + YARDSTICK
-        + " | syscalls/req | waits | recv | EAGAIN recv | send | epoll_ctl | other |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        + " | syscalls/req | waits | recv | EAGAIN recv | send | epoll_ctl | io_uring_enter "
+        "| SQEs / CQEs per enter | other |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     rows = data.get("rows", {})
     table, notes = table_rows(rows)
     lines += table
     for name, why in unavailable_variants().items():  # it would have a row: say why it has none
-        lines.append(f"| {name} | {why} |" + " |" * 11)
+        lines.append(f"| {name} | {why} |" + " |" * 13)
     if any(e.get("kept_rate") is False for e in rows.values()):
         lines += ["", "† the server did not keep the offered rate: its figures are at saturation."]
     if notes:
         lines += ["", "What the figures say, loop by loop:", "", *notes]
+    for paragraph in completion_against_readiness(rows):
+        lines += ["", paragraph]
     return [*lines, ""]
 
 
@@ -114,7 +147,7 @@ def table_rows(rows: dict) -> tuple[list[str], list[str]]:
     lines, notes = [], []
     for entry in rows.values():
         if "error" in entry:
-            lines.append(f"| {entry['label']} | failed: {entry['error'][:80]} |" + " |" * 11)
+            lines.append(f"| {entry['label']} | failed: {entry['error'][:80]} |" + " |" * 13)
             continue
         s = entry["syscalls"]
         cpu = entry["user_us"] + entry["system_us"]
@@ -124,8 +157,127 @@ def table_rows(rows: dict) -> tuple[list[str], list[str]]:
             f"| {entry['system_us']:.2f} "
             f"| {entry['user_us'] / cpu:.0%} | {f'{cpu / base:.2f}' if base else '–'} "
             f"| {s['total']:.2f} | {s['wait']:.3f} | {s['recv']:.2f} | {s['recv_eagain']:.2f} "
-            f"| {s['send']:.2f} | {s['epoll_ctl']:.3f} | {s['other']:.3f} |"
+            f"| {s['send']:.2f} | {s['epoll_ctl']:.3f} | {_uring_cells(entry)} "
+            f"| {s['other']:.3f} |"
         )
         if entry["kind"] == "home-made":
             notes.append(f"- **{entry['label']}**: {explain(entry, reference, floor)}")
     return lines, notes
+
+
+def _uring_cells(entry: dict) -> str:
+    """The io_uring_enter column and the entries-per-enter column of one row: "–" where the
+    record predates io_uring_enter's own column or the server entered no ring."""
+    s, uring = entry["syscalls"], entry.get("uring")
+    enters = f"{s['io_uring_enter']:.3f}" if "io_uring_enter" in s else "–"
+    if not uring:
+        return f"{enters} | –"
+    sub, reaped = uring.get("submitted_per_enter"), uring.get("reaped_per_enter")
+    return f"{enters} | {_figure(sub)} / {_figure(reaped)}"
+
+
+def _figure(value: float | None) -> str:
+    return "?" if value is None else f"{value:.2f}"
+
+
+SUBMITTED_FROM = {
+    "return values": "the sum of the enters' return values, the SQEs each call consumed",
+    "ring": "the ring's own count of SQEs consumed, its SqHead in /proc/PID/fdinfo: perf stat "
+    "counts calls, not their return values",
+}
+
+
+def _span(values: list[float], fmt: str) -> str:
+    """ "a to b", or "a" where they are equal at this precision."""
+    low, high = format(min(values), fmt), format(max(values), fmt)
+    return low if low == high else f"{low} to {high}"
+
+
+def completion_against_readiness(rows: dict) -> list[str]:
+    """A paragraph per row whose server entered io_uring: its syscalls per request by kind
+    beside the readiness rows' of the same table, and what the difference means."""
+    measured = [e for e in rows.values() if "error" not in e and "syscalls" in e]
+    readiness = [e for e in measured if not e.get("uring")]
+    paragraphs = []
+    for entry in measured:
+        uring = entry.get("uring")
+        if not uring:
+            continue
+        s = entry["syscalls"]
+        enters = s["io_uring_enter"]
+        said = [f"**Completion against readiness ({entry['label']}).**"]
+        if readiness:
+            low = min(readiness, key=lambda e: e["syscalls"]["total"])
+            high = max(readiness, key=lambda e: e["syscalls"]["total"])
+            totals = [e["syscalls"]["total"] for e in readiness]
+            moved = [e["syscalls"]["recv"] + e["syscalls"]["send"] for e in readiness]
+            waits = [e["syscalls"]["wait"] for e in readiness]
+            names = (
+                low["label"]
+                if low is high
+                else f"{len(readiness)} rows; fewest {low['label']}, most {high['label']}"
+            )
+            said.append(
+                f"The readiness {'rows' if len(readiness) > 1 else 'row'} of this table "
+                f"({names}) {'make' if len(readiness) > 1 else 'makes'} "
+                f"{_span(totals, '.2f')} syscalls per "
+                f"request: {_span(moved, '.2f')} receives and sends, the data moving inside "
+                f"those calls, and {_span(waits, '.3f')} waits, one per wake-up, shared by "
+                "the requests found ready at once."
+            )
+        said.append(
+            f"{entry['label']} makes {s['total']:.2f}: {enters:.3f} io_uring_enter, "
+            f"{s['wait']:.3f} waits, {s['recv']:.2f} receives, {s['send']:.2f} sends and "
+            f"{s['other']:.3f} other. Its receives and sends are entries in the ring, not "
+            f"syscalls: each enter submitted {_figure(uring.get('submitted_per_enter'))} SQEs "
+            f"({SUBMITTED_FROM[uring.get('submitted_from', 'ring')]}) and, when nothing was "
+            "ready to run, waited for completions: the enter is also its wait"
+        )
+        if readiness:
+            said[-1] += (
+                f", {enters:.3f} per request against the readiness "
+                f"{'rows' if len(readiness) > 1 else 'row'}' {_span(waits, '.3f')} waits"
+            )
+        if uring.get("waiting") is not None and uring.get("enters"):
+            share = uring["waiting"] / uring["enters"]
+            said[-1] += (
+                f" ({share:.0%} of its enters asked for a completion, the others only "
+                "submitted: a turn that still had tasks to run hands its new entries to the "
+                "kernel without waiting)"
+            )
+            fewer = low["syscalls"]["total"] / s["total"] if s["total"] else 0
+            said[-1] += (
+                f". In all, {fewer:.1f}× fewer syscalls per request than the fewest of the "
+                "readiness rows"
+                if fewer >= 1
+                else f". In all, more syscalls per request than {low['label']}: its enters "
+                "batch too few operations at this load to make up for the receives and sends"
+                " they replace"
+            )
+        said[-1] += "."
+        said.append(
+            "The kernel still performs every receive and send; what the ring saves is a "
+            "crossing per operation and the separate readiness wait, so what that is worth "
+            "shows in the CPU columns"
+        )
+        if readiness and "system_us" in entry:
+            system = [e["system_us"] for e in readiness if "system_us" in e]
+            user = [e["user_us"] for e in readiness if "user_us" in e]
+            said[-1] += (
+                f": system {entry['system_us']:.2f} µs per request against "
+                f"{_span(system, '.2f')}, user {entry['user_us']:.2f} against "
+                f"{_span(user, '.2f')}"
+            )
+        said[-1] += "."
+        reaped = uring.get("reaped_per_enter")
+        if reaped is not None:
+            said.append(
+                "Reaping is no syscall (the loop reads completions from memory it shares with "
+                f"the kernel), so the {reaped:.2f} CQEs reaped per enter are read from outside: "
+                "the ring's CqHead in /proc/PID/fdinfo before and after the counted window. "
+                "This loop submits no multishot operation and sets no CQE-skipping flag, so "
+                "every SQE completes exactly once with one CQE: over a window reaped ≈ "
+                "submitted, and the two figures agreeing checks the count."
+            )
+        paragraphs.append(" ".join(said))
+    return paragraphs

@@ -17,6 +17,7 @@ from tabulate import tabulate
 
 import loops
 from bench.environment import ROOT
+from bench.plan import READING_ONLY
 
 NOT_CODE = {
     tokenize.COMMENT,
@@ -73,7 +74,7 @@ def loop_files(folder: Path) -> list[Path]:
 
     essence.py is the idea alone, written to be read first: not part of the loop's size.
     """
-    return [p for p in python_files(folder) if p.name != "essence.py"]
+    return [p for p in python_files(folder) if p.name not in READING_ONLY]
 
 
 def loop_rows(root: Path = ROOT) -> list[list]:
@@ -85,7 +86,7 @@ def loop_rows(root: Path = ROOT) -> list[list]:
         if not variant.available:  # its folder is read, not run: the size still counts
             kind = f"unavailable on Python {loops.PYTHON}"
         rows.append([f"`loops/{variant.name}/`", kind, files, lines, code])
-    shared = sorted(p for p in (root / "loops").glob("*.py") if p.name != "primer.py")
+    shared = sorted(p for p in (root / "loops").glob("*.py") if p.name not in READING_ONLY)
     files, lines, code = count_tree(shared)
     rows.append(["`loops/*.py`", "contract, discovery, shared adapters", files, lines, code])
     return rows

@@ -5,9 +5,17 @@ Read ``reactor.py`` first (``Loop._run_once`` is the whole loop), then ``handles
 (``VARIANT.asyncio_loop``; ``uvicorn --loop loops.callbacks.dropin:new_event_loop``).
 """
 
-from loops.callbacks.dropin import new_event_loop
 from loops.callbacks.reactor import Loop
 from loops.contract import EVERY_CAPABILITY, TASK_CAPABILITIES, Variant
+
+
+def new_event_loop():
+    """The reactor as asyncio's event loop; dropin.py (and asyncio) imported only when asked,
+    so a program on the bare reactor, such as the callbacks echo server, never loads them."""
+    from loops.callbacks import dropin
+
+    return dropin.new_event_loop()
+
 
 VARIANT = Variant(
     name="callbacks",

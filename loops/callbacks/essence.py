@@ -2,7 +2,7 @@
 
 Every piece of work is a callback in a Handle. One turn of ``Loop._run_once`` waits on the
 selector no longer than the next timer, moves due timers to the ready queue, and runs the batch
-that was ready when it began. ``reactor.py`` is the full loop; README.md says what it adds.
+in the queue when its stage 3 begins. ``reactor.py`` is the full loop; README.md says what it adds.
 """
 
 import collections

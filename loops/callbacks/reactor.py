@@ -4,9 +4,9 @@ The idea: every piece of work is a callback. ``call_soon`` queues a handle, ``ca
 pushes a timer handle on a heap, ``add_reader``/``add_writer`` keep a handle in the selector
 registration of an fd. One iteration of the loop (:meth:`Loop._run_once`) waits on the
 selector no longer than the next timer allows, moves expired timers to the ready queue, and
-runs the batch of handles that was ready when it began. There are no futures and no tasks:
-state that a coroutine would keep on its stack lives in objects, as in the first fetcher of
-the "500 Lines or Less" crawler.
+runs the batch of handles in the queue when that third stage begins. There are no futures and
+no tasks: state that a coroutine would keep on its stack lives in objects, as in the first
+fetcher of the "500 Lines or Less" crawler.
 
 Builds on: asyncio's ``base_events`` (``Handle``/``TimerHandle``, ``_run_once`` and its
 compaction rule), epoll (what ``selectors.DefaultSelector`` wraps here; ``readiness.py`` says

@@ -74,7 +74,7 @@ WAKE_USER_DATA = 1  # the user_data of the threads' wake-up read, kept in flight
 SHUTDOWN_GRACE = 5.0  # seconds close() waits for cancelled operations to complete
 RING_ENTRIES = 4096  # SQ slots; the CQ gets four times as many (completions pile up faster)
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 class _Running(threading.local):
@@ -187,7 +187,7 @@ class Loop:
         finally:
             self._closed = True
             for task in self._unseen_failures:
-                log.error("%r failed and nobody joined it", task, exc_info=task.exception)
+                logger.error("%r failed and nobody joined it", task, exc_info=task.exception)
             self._unseen_failures.clear()
             if self._pool is not None:  # first: no worker may write the eventfd once closed
                 self._pool.shutdown(wait=True)
@@ -216,13 +216,15 @@ class Loop:
             # The kernel still owns these buffers: keep them alive for the life of the process
             # rather than free memory it may write into. Never seen; logged if it happens.
             _orphans.append((ring, self._in_flight, self._wake_buffer))
-            log.error("%d io_uring operations did not complete at close", len(self._in_flight))
+            logger.error("%d io_uring operations did not complete at close", len(self._in_flight))
             return
         ring.close()
 
     def _abandon_tasks(self) -> None:
         """Close every task's coroutine without the loop, and forget every wait."""
         for task in self._tasks:
+            if task.reaped is not None:  # completed, never delivered: its buffer goes back
+                self._give_back(task, task.reaped)
             task.state = DONE
             with contextlib.suppress(RuntimeError):  # it awaited in a finally block
                 task.coro.close()
@@ -288,20 +290,17 @@ class Loop:
                     else:
                         self._cancels -= 1
                     continue
-                complete, pinned = task.op, task.pinned
-                task.op = task.pinned = None  # the kernel is done with the buffer: release it
                 if task.state is not operation:  # abandoned (see run): just release
-                    complete(res, pinned, task.waiting_on, True)
+                    self._give_back(task, res)
                     continue
                 pending = task.pending
                 if pending is None:
-                    try:
-                        task.value = complete(res, pinned, task.waiting_on, False)
-                    except Exception as error:
-                        task.throw = error
+                    # Turned into the value only as the task runs (stage 3): a timeout that
+                    # expires in stage 2 of this turn can still give the result back.
+                    task.reaped = res
                 else:  # interrupted meanwhile: the interruption wins, the result is kept
                     task.pending = None
-                    complete(res, pinned, task.waiting_on, True)
+                    self._give_back(task, res)
                     task.throw = pending
                 task.state = ready_state
                 ready_push(task)
@@ -334,6 +333,8 @@ class Loop:
                 throw = task.throw
                 if throw is not None:
                     task.throw = None
+                if task.reaped is not None:  # its operation completed: the answer, at last
+                    value, throw = self._deliver(task)
                 # Requests that need no wait are answered at once: a task runs until it waits.
                 while True:
                     try:
@@ -531,8 +532,29 @@ class Loop:
         if task.state is not READY:
             self._unwait[task.state](task)
             self._make_ready(task)
-        task.value = None  # a ready task loses what it would have received
+        elif task.reaped is not None:  # completed, not yet delivered: nothing received is lost
+            self._give_back(task, task.reaped)
+        task.value = None
         task.throw = error
+
+    @staticmethod
+    def _deliver(task: Task) -> tuple[Any, BaseException | None]:
+        """A completed operation's (value, error) for the task about to run; the buffer goes."""
+        complete, pinned, res = task.op, task.pinned, task.reaped
+        task.op = task.pinned = task.reaped = None
+        try:
+            return complete(res, pinned, task.waiting_on, False), None
+        except Exception as error:
+            return None, error
+
+    @staticmethod
+    def _give_back(task: Task, res: int) -> None:
+        """Release an operation its task will not take: its buffer goes back to the pool, and
+        what it received is kept for the next call on that socket (tasks.py: _keep_leftover),
+        as the bytes would have stayed in the socket for a readiness loop."""
+        complete, pinned = task.op, task.pinned
+        task.op = task.pinned = task.reaped = None
+        complete(res, pinned, task.waiting_on, True)
 
     def _expire(self, task: Task, timer: int) -> None:
         if task.state is DONE:

@@ -58,6 +58,7 @@ class Task:
         "op",
         "pending",
         "pinned",
+        "reaped",
         "result",
         "state",
         "throw",
@@ -73,6 +74,7 @@ class Task:
         self.op: Any = None  # OPERATION: turns the CQE's res into the value (or raises)
         self.pinned: Any = None  # OPERATION: what the kernel may touch until the CQE
         self.pending: BaseException | None = None  # an interruption waiting for the CQE
+        self.reaped: int | None = None  # READY: the CQE's res, turned into the value as it runs
         self.value: Any = None  # what to send in at the next resumption
         self.throw: BaseException | None = None  # or what to throw in instead
         self.result: Any = None  # the coroutine's return value, once DONE

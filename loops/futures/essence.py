@@ -1,14 +1,14 @@
-"""futures, the idea alone: ``yield from future`` hands the future up to the Task driving the
-generator, which subscribes to it; the loop only completes futures (timers, socket waits), which
-queues the task to step again. ``futures.py``, ``reactor.py``: the full loop (see README.md)."""
+"""futures, the idea alone: ``yield from future`` hands the future up to the Task, which subscribes;
+the loop completes futures (timers, socket waits) and so queues tasks to step. Full: futures.py."""
 
 import heapq
 import itertools
 import selectors
 import socket
 import time
-import types
-from collections import deque
+
+
+class CancelledError(BaseException): ...  # thrown into a cancelled task, where it waits
 
 
 class Future:
@@ -17,88 +17,86 @@ class Future:
 
     def set_result(self, result):
         self._result, self._state = result, "finished"
-        for callback in self._callbacks:  # queued, never called here: no re-entry
-            self._loop._ready.append((callback, self))
+        self._loop._ready += [(callback, self) for callback in self._callbacks]  # never run here
 
     def __iter__(self):
         if self._state == "pending":
             yield self  # up through every `yield from` to the Task
         return self._result
 
-    __await__ = __iter__
+    __await__ = __iter__  # `await future` too: one Future serves both styles
 
 
 class Task(Future):
     def __init__(self, coro, loop):
         super().__init__(loop)
-        self._coro = coro
-        loop._ready.append((self, None))
+        self._coro, self._waiting_on = coro, None
+        loop._ready.append((self.step, None))
 
-    def step(self, fut):
+    def step(self, fut):  # fut: the future that woke it, None at the start, or cancel()'s error
         try:
-            yielded = self._coro.send(None if fut is None else fut._result)
+            if isinstance(fut, CancelledError):
+                yielded = self._coro.throw(fut)  # raised at the `yield` where the task waits
+            else:
+                yielded = self._coro.send(None if fut is None else fut._result)
         except StopIteration as stop:
             self.set_result(stop.value)  # the generator returned: wake the joiners
+        except CancelledError:
+            self._state = "cancelled"  # (the full loop wakes its joiners with the error)
         else:
-            yielded._callbacks.append(self)  # step again once that future is done
+            self._waiting_on = yielded
+            yielded._callbacks.append(self.step)  # step again once that future is done
 
-    __call__ = step  # a task is its own wake-up callback
+    def cancel(self):  # a waiting task stops waiting, and steps with the error next turn
+        self._waiting_on._callbacks.remove(self.step)
+        self._loop._ready.append((self.step, CancelledError()))
 
 
 class Loop:
     def __init__(self):
-        self._ready = deque()  # (callback, future) pairs to run at the next turn
+        self._ready, self._selector = [], selectors.DefaultSelector()  # (callback, future) pairs
         self._timers, self._timer_seq = [], itertools.count()  # heap of [deadline, seq, future]
-        self._selector = selectors.DefaultSelector()
 
-    def timer(self, delay):
+    def timer(self, delay):  # sleeping is `yield from loop.timer(delay)`
         timer = Future(self)
         heapq.heappush(self._timers, [time.monotonic() + delay, next(self._timer_seq), timer])
         return timer
 
+    def wait(self, sock, event):  # a future completed when sock is readable (or writable)
+        return self._selector.register(sock, event, Future(self)).data  # (the key's data)
+
     def run_until_complete(self, coro):
         main = Task(coro, self)
-        while main._state == "pending":
-            self._run_once()
+        while main._state == "pending":  # one turn of the loop, in three stages:
+            timeout = 0 if self._ready else None  # Stage 1, wait for I/O: poll if work is ready,
+            if self._timers and not self._ready:  # else no longer than the next timer
+                timeout = max(0, self._timers[0][0] - time.monotonic())
+            for key, _events in self._selector.select(timeout):
+                self._selector.unregister(key.fileobj)  # the full loop keeps it registered
+                key.data.set_result(None)
+            while self._timers and self._timers[0][0] <= time.monotonic():  # Stage 2, timers
+                heapq.heappop(self._timers)[2].set_result(None)  # complete each one that is due
+            batch, self._ready = self._ready, []  # Stage 3, run ready: the batch queued so far
+            for callback, fut in batch:
+                callback(fut)
         return main._result
-
-    def _run_once(self):
-        # Stage 1: wait for I/O, no longer than the next timer; complete the socket waits.
-        timers, ready = self._timers, self._ready  # (selectors takes a timeout <= 0 as a poll)
-        timeout = 0 if ready else timers[0][0] - time.monotonic() if timers else None
-        for key, _events in self._selector.select(timeout):
-            self._selector.unregister(key.fileobj)
-            key.data.set_result(None)
-        # Stage 2: expire timers: complete every timer future whose deadline has passed.
-        while self._timers and self._timers[0][0] <= time.monotonic():
-            heapq.heappop(self._timers)[2].set_result(None)
-        # Stage 3: run ready: the batch queued so far (mostly tasks stepping).
-        for _ in range(len(self._ready)):
-            callback, fut = self._ready.popleft()
-            callback(fut)
-
-
-@types.coroutine
-def sleep(seconds):
-    return (yield from loop.timer(seconds))
-
-
-@types.coroutine
-def recv(sock, n):
-    loop._selector.register(sock, selectors.EVENT_READ, waiter := Future(loop))  # Loop.wait
-    yield from waiter  # the full loop tries the recv first, and keeps sock registered
-    return sock.recv(n)
 
 
 if __name__ == "__main__":
     loop, (a, b) = Loop(), socket.socketpair()
 
-    def sender():  # a plain generator: the generators style
-        yield from sleep(0.05)
-        return b.send(b"ping")
+    def victim():  # a plain generator: the generators style
+        try:
+            yield from loop.timer(10)
+        except CancelledError:  # thrown in by Task.step: it lands here, at the `yield from`
+            b.send(b"CancelledError landed at the victim's `yield from loop.timer(10)`")
+            raise  # and ends its task, cancelled
 
     async def main():  # a coroutine: the coroutines style, on the same Future and Task
-        task = Task(sender(), loop)
-        print(f"main: got {await recv(a, 100)!r}; the sender's task returned {await task!r}")
+        victim_task = Task(victim(), loop)
+        await loop.timer(0.05)  # a sleep: the victim waits on its 10 s timer by now
+        victim_task.cancel()
+        await loop.wait(a, selectors.EVENT_READ)  # until the victim's last words arrive
+        print(f"main: got {a.recv(100)!r}; the victim's task is {victim_task._state}")
 
     loop.run_until_complete(main())

@@ -80,7 +80,7 @@ if __name__ == "__main__":
     async def spinner(name):
         for i in range(3):
             turns.append(f"{name}{i}")
-            await sleep(0)  # a checkpoint: one turn per tick, whoever else is runnable
+            await sleep(0)  # a checkpoint: one slice per tick, whoever else is runnable
 
     async def main():
         a, b = socket.socketpair()

@@ -1,5 +1,5 @@
-"""traps, the idea alone: a coroutine never sees the loop; every ``await`` ends in ``_trap``,
-yielding a request such as ``("sleep", 0.1)`` that the kernel looks up in its trap table.
+"""traps, the idea alone: a coroutine never sees the loop; every ``await`` that asks it something
+ends in ``_trap``, yielding a request such as ``("sleep", 0.1)`` for the kernel's trap table.
 ``kernel.py``, ``traps.py``, ``task.py``: the full loop (README.md says what they add)."""
 
 import heapq

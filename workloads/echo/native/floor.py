@@ -1,4 +1,4 @@
-"""The pure-Python floor: one ``selectors`` loop, a callback per ready socket, nothing else.
+"""The pure-Python floor: one ``selectors`` loop, a callback per readable socket, nothing else.
 
 No handles, no futures, no tasks, no timers: readiness comes back from epoll and the callback
 registered as the key's data runs. What any event loop written in Python costs above this is
