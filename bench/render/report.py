@@ -268,7 +268,7 @@ class Section:
     """One registered section of the report, in page order: its headings for the index line,
     and its lines."""
 
-    titles: tuple[str, ...]
+    titles: tuple[str, ...] | None  # None: the registered workloads' titles
     lines: Callable[[Page], list[str]]
 
 
@@ -305,7 +305,7 @@ def method_section(page: Page) -> list[str]:
 
 # The report's sections after its opening, in page order: a new section is one entry here.
 SECTIONS = (
-    Section(tuple(w.title for w in matrix.WORKLOADS), workload_sections),
+    Section(None, workload_sections),  # titled by the registered workloads, read at render
     Section((), lambda page: anatomy.section(page.anatomy_data)),
     Section(
         ("Scale",), lambda page: scale.section(page.points_of, page.mode, page.chart_dir, page.out)
@@ -332,7 +332,13 @@ def render(
     chart_dir = out.parent / "charts"
     points_of = stored_points(stores, mode)
     page = Page(mode, stores, out, chart_dir, points_of, anatomy_data, results)
-    titles = [title for entry in SECTIONS for title in entry.titles]
+    titles = [
+        title
+        for entry in SECTIONS
+        for title in (
+            entry.titles if entry.titles is not None else [w.title for w in matrix.WORKLOADS]
+        )
+    ]
     lines = [
         "# The bench: every loop on the same workloads",
         "",
