@@ -8,6 +8,9 @@ and what the kernel may still be reading or writing (``pinned``: the buffer a re
 bytes a send reads): the task is the operation's record, its ``id`` the ``user_data`` of the
 SQE. A task has at most one operation in flight, since it waits for each one's completion,
 even after a cancellation (see ``Loop._interrupt``).
+
+A twin of ``loops/traps/task.py`` on purpose (each variant is read alone): the same states
+and fields, plus the operation's (``op``, ``pinned``, ``pending``, ``reaped``).
 """
 
 from __future__ import annotations

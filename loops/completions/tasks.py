@@ -11,6 +11,9 @@ The buffers a recv hands the kernel come from :mod:`loops.completions.buffers`, 
 back only when the completion that used it has arrived (the proactor's hazard, see
 ``Loop._interrupt``). The bytes a send hands the kernel are the caller's ``bytes`` object
 itself (immutable, its address fixed), kept alive by the task until the completion.
+
+The task calls (run, spawn, join, cancel, timeout_after, the queue) are twins of
+``loops/traps/api.py``'s on purpose, each variant being read alone; only the socket calls differ.
 """
 
 from __future__ import annotations
