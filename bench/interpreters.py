@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,11 +51,11 @@ def pyenv_installed(version: str) -> Path | None:
 
 
 def find(version: str) -> str | None:
-    """A command running CPython `version`: this one, `python3.X` on PATH, or pyenv's."""
+    """The path of a CPython `version`: this one, `python3.X` on PATH, or pyenv's."""
     if version == RUNNING:
         return sys.executable
     if runs(f"python{version}"):
-        return f"python{version}"
+        return shutil.which(f"python{version}")
     installed = pyenv_installed(version)
     return str(installed) if installed else None
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -47,10 +49,23 @@ class NoInterpreter(RuntimeError):
 
 
 def interpreter(spec: str, say) -> Interpreter:
-    """The interpreter `spec` names ("3.13" or a path), its virtualenv prepared, and asked."""
+    """The interpreter `spec` names, asked what it can run.
+
+    A version ("3.13") is measured from its own virtualenv, prepared here; anything else is an
+    executable used as it is: a path, or a command on PATH ("python3.13", "pypy3").
+    """
     if not spec or spec == RUNNING or spec == sys.executable:
         return here()
-    return ask(spec if "/" in spec else str(virtualenv(spec, say)))
+    if is_version(spec):
+        return ask(str(virtualenv(spec, say)))
+    executable = shutil.which(spec)
+    if executable is None:
+        raise NoInterpreter(f"--python {spec}: neither a version (3.13) nor a Python executable")
+    return ask(executable)
+
+
+def is_version(spec: str) -> bool:
+    return re.fullmatch(r"\d+\.\d+", spec) is not None
 
 
 def here() -> Interpreter:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import sys
 
 import pytest
 from rich.console import Console
@@ -20,7 +22,7 @@ from bench.interpreters import PYTHONS, REFERENCE, RUNNING, find
 from bench.plan import Row
 from bench.render import interpreters, report
 from bench.store import results_path
-from bench.venvs import ask
+from bench.venvs import NoInterpreter, ask, interpreter
 from tests import tiny_workload
 
 TINY = across.Figure("tiny", "tiny wall time (ms)", "tiny", (("sleep_ms", 1),), "wall_ms", 1, False)
@@ -89,3 +91,16 @@ def test_one_interpreter_stored_says_so(tiny, tmp_path):
     others = [v for v in PYTHONS if v != RUNNING]
     assert f"No results stored yet on Python {', '.join(others)}" in section
     assert interpreters.MEASURE in section
+
+
+def test_an_interpreter_is_named_by_version_path_or_command_on_path(tmp_path, monkeypatch):
+    """`--python` takes "3.13", a path, or a command found on PATH ("python3.13" once nox or a
+    user put it there); the command is not mistaken for a version, and a name that is none of
+    them is a usage error saying so."""
+    (tmp_path / "lab-python").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    by_command = interpreter("lab-python", print)
+    assert by_command.executable == str(tmp_path / "lab-python")
+    assert by_command.version == RUNNING
+    with pytest.raises(NoInterpreter, match="neither a version"):
+        interpreter("no-such-python-anywhere", print)
