@@ -35,7 +35,7 @@ class Interpreter:
     version: str  # "3.13"
     executable: str
     styles: dict[str, tuple[str, ...]] = field(compare=False)  # available variants' styles
-    unavailable: dict[str, str] = field(compare=False)  # variant -> why not, in one line
+    unavailable: dict[str, str] = field(compare=False)  # variant or anchor -> why not
     environment: dict = field(compare=False)  # bench.environment.capture() run there
     anchors: tuple[str, ...] = field(compare=False)  # the echo anchors whose library loads there
 
@@ -72,16 +72,28 @@ def here() -> Interpreter:
     """The interpreter running the bench, asked in this process."""
     import loops
     from bench import environment
-    from bench.matrix.echo import anchor_names
+    from bench.matrix.echo import anchor_reasons
 
     found = loops.discover().values()
-    return Interpreter(
+    return _interpreter(
         RUNNING,
         sys.executable,
-        {v.name: tuple(v.styles) for v in found if v.available},
-        {v.name: v.unavailable for v in found if not v.available},
+        {v.name: (tuple(v.styles), v.unavailable) for v in found},
         environment.capture(),
-        tuple(anchor_names()),
+        anchor_reasons(),
+    )
+
+
+def _interpreter(version, executable, variants, environment, anchors) -> Interpreter:
+    """An Interpreter from what it said: variant -> (styles, why not), anchor -> why not."""
+    return Interpreter(
+        version,
+        executable,
+        {name: styles for name, (styles, why) in variants.items() if not why},
+        {name: why for name, (styles, why) in variants.items() if why}
+        | {name: why for name, why in anchors.items() if why},
+        environment,
+        tuple(name for name, why in anchors.items() if not why),
     )
 
 
@@ -93,21 +105,17 @@ def ask(executable: str) -> Interpreter:
     if done.returncode != 0:
         raise NoInterpreter(f"{executable} -m loops --json failed: {done.stderr.strip()[-300:]}")
     data = json.loads(done.stdout)
-    variants = data["variants"]
-    return Interpreter(
-        data["python"],
-        executable,
-        {n: tuple(v["styles"]) for n, v in variants.items() if not v["unavailable"]},
-        {n: v["unavailable"] for n, v in variants.items() if v["unavailable"]},
-        *json.loads(run_there(executable, CAPTURE)),
+    variants = {n: (tuple(v["styles"]), v["unavailable"]) for n, v in data["variants"].items()}
+    return _interpreter(
+        data["python"], executable, variants, *json.loads(run_there(executable, CAPTURE))
     )
 
 
 # The environment record as the interpreter under test sees it (its version, its libraries),
-# and the echo anchors it can run.
+# and which echo anchors it cannot run, with why.
 CAPTURE = (
-    "import json; from bench import environment; from bench.matrix.echo import anchor_names; "
-    "print(json.dumps([environment.capture(), anchor_names()]))"
+    "import json; from bench import environment; from bench.matrix.echo import anchor_reasons; "
+    "print(json.dumps([environment.capture(), anchor_reasons()]))"
 )
 
 

@@ -1137,3 +1137,28 @@ def test_the_http_section_says_where_the_pure_python_loop_stands_between_asyncio
     # The rows are the variants that declare an asyncio loop, from discovery.
     assert {r.variant for r in http.rows()} >= {"asyncio", "uvloop", "callbacks"}
     assert {"traps", "futures"}.isdisjoint(r.variant for r in http.rows())
+
+
+def test_rows_stored_where_a_variant_loads_stay_in_tables_rendered_where_it_does_not():
+    """A table reads the same whichever interpreter renders it: the rows of a variant this
+    interpreter cannot load (asyncio_eager on 3.11, curio on 3.12+), measured where it loads,
+    are kept with their figures and no "unavailable" line; a variant that is gone is dropped."""
+    from bench.matrix import sleep
+    from bench.render.rows import rendered_rows, unavailable_rows
+
+    elsewhere = next(v.name for v in loops.discover().values() if not v.available)
+    entry = {"session": "s1", "reps": [{"cpu_per_sleeper_us": 1.0}], "code": "x"}
+    point = {
+        "params": {},
+        "rows": {
+            f"{elsewhere}/coroutines": {**entry, "variant": elsewhere, "style": "coroutines"},
+            "gone/coroutines": {**entry, "variant": "gone", "style": "coroutines"},
+        },
+        "baselines": {},
+    }
+    expected = (Row("traps", "coroutines"),)
+    rows = rendered_rows(sleep.WORKLOAD, point, expected)
+    assert {r.row.variant for r in rows} == {elsewhere, "traps"}
+    assert next(r for r in rows if r.row.variant == elsewhere).summary.status == "ok"
+    assert elsewhere not in {r.row.variant for r in unavailable_rows(rows)}
+    assert elsewhere in {r.row.variant for r in unavailable_rows([])}

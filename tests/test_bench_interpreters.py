@@ -104,3 +104,53 @@ def test_an_interpreter_is_named_by_version_path_or_command_on_path(tmp_path, mo
     assert by_command.version == RUNNING
     with pytest.raises(NoInterpreter, match="neither a version"):
         interpreter("no-such-python-anywhere", print)
+
+
+def _costs(**by_python: dict[str, float]) -> dict:
+    """Interpreters' data holding only the fixed-load cost: python -> row label -> µs."""
+
+    def row(label: str) -> Row:
+        if " · " in label:
+            return Row(*label.split(" · "))
+        return Row(label, "native", True)
+
+    return {
+        python: {interpreters.COST.name: {row(k): (v, None, "ok", "") for k, v in costs.items()}}
+        for python, costs in by_python.items()
+    }
+
+
+def test_the_newer_interpreter_sentence_says_which_way_the_costs_moved():
+    old = {"traps · coroutines": 10.0, "futures · coroutines": 20.0, "uvloop-protocol": 8.0}
+    dearer = _costs(**{"3.11": old, "3.13": {"traps · coroutines": 12.0,
+                                             "futures · coroutines": 30.0,
+                                             "uvloop-protocol": 10.0}})  # fmt: skip
+    said = interpreters.gain_sentence(dearer)
+    assert (
+        "rose for every variant·style, least for traps · coroutines (1.20×), most for "
+        "futures · coroutines (1.50×)" in said
+    )
+    assert "uvloop-protocol, whose loop is C, moved 1.25×" in said
+    mixed = _costs(**{"3.11": old, "3.13": {"traps · coroutines": 9.0,
+                                            "futures · coroutines": 22.0}})  # fmt: skip
+    said = interpreters.gain_sentence(mixed)
+    assert "fell most for traps · coroutines (0.90×) and rose most for futures" in said
+    assert "gain" not in said  # a rise is never called a gain
+    assert interpreters.gain_sentence(_costs(**{"3.11": old})) is None
+
+
+def test_an_invalid_cell_says_why_it_has_no_figure():
+    data = _costs(**{"3.11": {"traps · coroutines": 10.0}, "3.13": {"traps · coroutines": 11.0}})
+    for python in data:
+        data[python][interpreters.COST.name][Row("uvloop-protocol", "native", True)] = (
+            None, None, "invalid", "invalid (the load generator saturated its core (99%): x)"
+        )  # fmt: skip
+    data["3.13"][interpreters.COST.name][Row("futures", "coroutines")] = (
+        None, None, "invalid", "replies were lost"
+    )  # fmt: skip
+    text = interpreters.table(interpreters.COST, data, {})
+    assert (
+        "the peer saturated its core before the process under test did (uvloop-protocol "
+        "on every interpreter)" in text
+    )
+    assert "no figure for futures · coroutines on 3.13: replies were lost." in text

@@ -157,11 +157,21 @@ def unavailable() -> str | None:
 
 def anchor_names() -> list[str]:
     """The anchor servers whose library loads here (curio's does not on Python 3.12+)."""
+    return [name for name, why in anchor_reasons().items() if why is None]
+
+
+def unloadable_anchors() -> list[str]:
+    """The anchor servers the lab has whose library does not load here."""
+    return [name for name, why in anchor_reasons().items() if why is not None]
+
+
+def anchor_reasons() -> dict[str, str | None]:
+    """Every anchor server, with why it cannot run here (None: it can)."""
     if importlib.util.find_spec("workloads.echo.native") is None:
-        return []
+        return {}
     from workloads.echo.native import SERVERS, unavailable
 
-    return [name for name in SERVERS if unavailable(name) is None]
+    return {name: unavailable(name) for name in SERVERS}
 
 
 def rows() -> list[Row]:

@@ -6,7 +6,7 @@ row per variant·style (echo's anchors too) and a column per interpreter: the fi
 to the same row on the reference interpreter (``bench.interpreters.REFERENCE``) and to asyncio
 measured in the same session on the same interpreter. A chart of the fixed-load cost by
 interpreter, and sentences from the data: does uvloop still pay on each interpreter, which
-design gains most from a newer one, where the order of the loops changes. Each interpreter's
+design a newer one helps or hurts most, where the order of the loops changes. Each interpreter's
 results are read from its own store (``reports/results/<mode>/python-X.Y/``); an interpreter
 with nothing stored is named, with the command that measures it.
 """
@@ -20,13 +20,14 @@ from tabulate import tabulate
 from bench import matrix
 from bench.across import COST, FIGURES, Figure
 from bench.interpreters import PYTHONS, REFERENCE
-from bench.plan import BASELINE, Row
+from bench.plan import BASELINE, YARDSTICK, Row
 from bench.render.rows import RenderedRow, stored_points
 from bench.store import load_mode
 
 TITLE = "Interpreters"
 MEASURE = " ".join(["python -m bench run --across", *(f"--python {v}" for v in PYTHONS)])
-Figures = dict[str, dict[Row, tuple[float | None, float | None, str]]]  # python -> row -> ...
+# python -> figure -> row -> (median, same-session asyncio median, status, why no figure)
+Figures = dict[str, dict[str, dict[Row, tuple[float | None, float | None, str, str]]]]
 
 
 def read(results: Path | None, mode: str, main: dict, main_points) -> dict[str, Figures]:
@@ -58,6 +59,7 @@ def _figure(figure: Figure, points: list[tuple[dict, list[RenderedRow]]]) -> dic
             stat.median if stat else None,
             base_stat.median if base_stat else None,
             summary.status if summary.status != "ok" else ("n/a" if stat is None else "ok"),
+            summary.reason if summary.status != "ok" else "",
         )
     return found
 
@@ -71,15 +73,18 @@ def _cell(value: float | None, status: str, digits: int, *ratios: float | None) 
 
 
 def table(figure: Figure, data: dict[str, Figures], unavailable: dict[str, dict]) -> str:
-    """One figure: a row per variant·style, a column per interpreter with its ratios."""
+    """One figure: a row per variant·style, a column per interpreter with its ratios, then why
+    a cell says "invalid"."""
     pythons = list(data)
     rows = sorted({row for p in pythons for row in data[p][figure.name]}, key=_order)
     body = []
     for row in rows:
         cells = [_label(row)]
-        reference = data.get(REFERENCE, {}).get(figure.name, {}).get(row, (None, None, ""))[0]
+        reference = data.get(REFERENCE, {}).get(figure.name, {}).get(row, (None,))[0]
         for python in pythons:
-            value, base, status = data[python][figure.name].get(row, (None, None, "not measured"))
+            value, base, status, _ = data[python][figure.name].get(
+                row, (None, None, "not measured", "")
+            )
             if value is None and row.variant in unavailable.get(python, {}):
                 status = "unavailable"
             vs_base = value / base if value and base else None
@@ -98,7 +103,33 @@ def table(figure: Figure, data: dict[str, Figures], unavailable: dict[str, dict]
             for p in pythons
         ),
     ]
-    return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+    lines = [tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)]
+    return "\n\n".join(lines + invalid_note(figure, data))
+
+
+def invalid_note(figure: Figure, data: dict[str, Figures]) -> list[str]:
+    """Why the "invalid" cells have no figure: a sentence for a saturated peer, one per other
+    reason."""
+    saturated: dict[Row, list[str]] = {}
+    other = []
+    for python, figures in data.items():
+        for row, (_, _, status, why) in figures[figure.name].items():
+            if status == "invalid" and "saturated its core" in why:
+                saturated.setdefault(row, []).append(python)
+            elif status == "invalid":
+                first = why.splitlines()[0] if why else "invalid"
+                other.append(f"*invalid*, no figure for {_label(row)} on {python}: {first}.")
+    if not saturated:
+        return other
+    cells = ", ".join(
+        f"{_label(row)} on " + ("every interpreter" if len(on) == len(data) else " and ".join(on))
+        for row, on in sorted(saturated.items(), key=lambda item: _order(item[0]))
+    )
+    peer = (
+        f"*invalid*, no figure: the peer saturated its core before the process under test did "
+        f"({cells}), so the number would measure the peer, not the loop."
+    )
+    return [peer, *other]
 
 
 def _order(row: Row) -> tuple:
@@ -127,24 +158,43 @@ def uvloop_sentence(data: dict[str, Figures]) -> str | None:
 
 
 def gain_sentence(data: dict[str, Figures]) -> str | None:
-    """Which design gains most (and least) from the newest interpreter measured."""
+    """What the newest interpreter measured does to each design's fixed-load cost: which
+    variant·style gains most and which least (or, when all moved one way, how far)."""
     newest = list(data)[-1]
     if newest == REFERENCE or REFERENCE not in data:
         return None
     old, new = data[REFERENCE][COST.name], data[newest][COST.name]
     ratios = {
-        row: new[row][0] / old[row][0]
-        for row in new
-        if not row.anchor and new[row][0] and old.get(row, (None,))[0]
+        row: new[row][0] / old[row][0] for row in new if new[row][0] and old.get(row, (None,))[0]
     }
-    if not ratios:
+    designs = {row: ratio for row, ratio in ratios.items() if not row.anchor}
+    if not designs:
         return None
-    best, worst = min(ratios, key=ratios.get), max(ratios, key=ratios.get)
-    return (
-        f"**Who gains most from a newer interpreter:** from {REFERENCE} to {newest}, "
-        f"{best.label}'s cost per request at a fixed load moves {ratios[best]:.2f}×, the largest "
-        f"gain; {worst.label} moves least ({ratios[worst]:.2f}×)."
+    cheapest, dearest = min(designs, key=designs.get), max(designs, key=designs.get)
+    low, high = f"{designs[cheapest]:.2f}×", f"{designs[dearest]:.2f}×"
+    lead = (
+        f"**What a newer interpreter changes:** from {REFERENCE} to {newest}, the cost per "
+        "request at a fixed load"
     )
+    if designs[cheapest] > 1:
+        sentence = (
+            f"{lead} rose for every variant·style, least for {cheapest.label} ({low}), most "
+            f"for {dearest.label} ({high})"
+        )
+    elif designs[dearest] < 1:
+        sentence = (
+            f"{lead} fell for every variant·style, most for {cheapest.label} ({low}), least for "
+            f"{dearest.label} ({high})"
+        )
+    else:
+        sentence = (
+            f"{lead} fell most for {cheapest.label} ({low}) and rose most for "
+            f"{dearest.label} ({high})"
+        )
+    floor = ratios.get(Row(YARDSTICK, "native", True))
+    if floor:  # a C loop: what every row's move holds that is not Python's own
+        sentence += f"; {YARDSTICK}, whose loop is C, moved {floor:.2f}×"
+    return sentence + "."
 
 
 def order_sentence(data: dict[str, Figures]) -> str | None:

@@ -72,7 +72,7 @@ def section(
         point = by_key[key]
         rows = rendered_rows(workload, point, current.get(key))
         points.append((key, point["params"], rows))  # figures only: for the charts
-        rows = rows + unavailable_rows()
+        rows = rows + unavailable_rows(rows)
         aside = "" if key in current else " (not in the current matrix)"
         lines += [f"### {workload.point_title(point['params'])}{aside}", ""]
         lines += point_lines(workload, stored, point, rows)

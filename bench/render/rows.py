@@ -6,10 +6,12 @@ charts) reads it from a :class:`RenderedRow`, so none shows a figure the tables 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench import matrix
+from bench.matrix import echo
 from bench.plan import BASELINE, Metric, Row, baseline_key, unavailable_variants
 from bench.store import ResultStore, row_fingerprint
 from bench.summary import RowSummary, ratio, summarize
@@ -59,13 +61,17 @@ def rendered_rows(
     """A point's stored rows with their summaries and same-session baselines, in table order.
 
     With `expected` (the rows the current matrix has at this point), stored rows of variants
-    that are gone are left out, and expected rows with nothing stored say "not measured".
+    that are gone are left out, and expected rows with nothing stored say "not measured". A
+    variant the lab has but this interpreter cannot load (curio on 3.12+, asyncio_eager on
+    3.11) is not gone: its rows, measured where it loads, stay, so a table reads the same
+    whichever interpreter renders it.
     """
     newest = max((entry["session"] for entry in point["rows"].values()), default="")
+    elsewhere = unloadable_here() if expected is not None else frozenset()
     rows = []
     for entry in point["rows"].values():
         row = Row(entry["variant"], entry["style"], entry.get("anchor", False))
-        if expected is not None and row not in expected:
+        if expected is not None and row not in expected and row.variant not in elsewhere:
             continue
         baselines = point["baselines"].get(entry["session"], {})
         base_styles = [key.split("/", 1)[1] for key in baselines]
@@ -99,18 +105,27 @@ def rendered_rows(
     return rows
 
 
-def unavailable_rows() -> list[RenderedRow]:
-    """A row per variant that cannot run on this interpreter, saying so in place of figures.
+def unavailable_rows(stored: list[RenderedRow] = ()) -> list[RenderedRow]:
+    """A row per variant that cannot run on this interpreter and has no rows `stored` at the
+    point, saying so in place of figures.
 
     Shown in every workload table (each would hold the variant's rows), after the others; not
     handed to the glance, the charts or the scale section, which read figures only.
     """
+    measured = {r.row.variant for r in stored}
     return [
         RenderedRow(
             Row(name, ""), "unavailable", "", RowSummary("unavailable", why), None, False, False
         )
         for name, why in unavailable_variants().items()
+        if name not in measured
     ]
+
+
+@functools.cache
+def unloadable_here() -> frozenset[str]:
+    """The variants and anchor servers the lab has that cannot load on this interpreter."""
+    return frozenset(unavailable_variants()) | frozenset(echo.unloadable_anchors())
 
 
 def current_matrix(workload: Workload, mode: str) -> dict[str, tuple[Row, ...]]:
