@@ -742,9 +742,30 @@ def test_the_glance_counts_a_loops_code_lines_as_the_code_size_table_does():
     """One count: the glance once took essence.py in, the table left it out (915 against 841)."""
     from bench.render import glance
 
-    table = {row[0]: row[4] for row in codesize.loop_rows()}
+    table = {row[0]: (row[4], row[5]) for row in codesize.loop_rows()}
     for variant in loops.discover().values():
-        assert glance.code_lines(variant.name, codesize.ROOT) == table[f"`loops/{variant.name}/`"]
+        code, for_asyncio = table[f"`loops/{variant.name}/`"]
+        if for_asyncio == "–":
+            assert glance.code_lines(variant.name, codesize.ROOT) == f"{code:,}"
+        else:  # the loop alone, then what being asyncio's event loop adds
+            alone = code - int(for_asyncio.replace(",", ""))
+            assert glance.code_lines(variant.name, codesize.ROOT) == (
+                f"{alone:,} + {for_asyncio} asyncio API"
+            )
+
+
+def test_what_only_the_asyncio_loop_factory_loads_is_counted_apart():
+    """The callbacks loop's drop-in (dropin.py and the transports it needs) is loaded only by
+    its asyncio_loop factory: the reactor alone is what the bare loop imports."""
+    api = codesize.asyncio_api_files()
+    callbacks = codesize.ROOT / "loops" / "callbacks"
+    assert {p.name for p in api if p.parent == callbacks.resolve()} >= {
+        "dropin.py", "transports.py"
+    }  # fmt: skip
+    assert (callbacks / "reactor.py").resolve() not in api
+    alone, for_asyncio = codesize.loop_and_asyncio_api(callbacks)
+    assert alone > 0 and for_asyncio > alone  # the API is bigger than the loop under it
+    assert codesize.loop_and_asyncio_api(codesize.ROOT / "loops" / "traps")[1] == 0
 
 
 # -- fitting the full matrix to the machine: resume, caps, fewer repetitions --------------------

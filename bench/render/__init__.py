@@ -8,6 +8,15 @@ and its sentences), :mod:`~bench.render.charts`, :mod:`~bench.render.glance`,
 :mod:`~bench.render.scale`, :mod:`~bench.render.codesize` and :mod:`~bench.render.anatomy`.
 """
 
-from bench.render.report import render_all
+
+def __getattr__(name: str):
+    # Lazily, so that `python -m bench.render.codesize` (or any one room) runs without the
+    # whole report loaded before it.
+    if name == "render_all":
+        from bench.render.report import render_all
+
+        return render_all
+    raise AttributeError(name)
+
 
 __all__ = ["render_all"]

@@ -161,13 +161,15 @@ def conformance_counts(path: Path) -> dict[tuple[str, str], tuple[int, int]]:
     return {key: (passing, claimed) for key, (passing, claimed) in counts.items()}
 
 
-def code_lines(variant: str, root: Path) -> int | None:
+def code_lines(variant: str, root: Path) -> str:
+    """The loop's code lines; a loop that is also asyncio's event loop counts that apart."""
     from bench.render import codesize
 
     folder = root / "loops" / variant
     if not folder.is_dir():
-        return None
-    return codesize.count_tree(codesize.loop_files(folder))[2]
+        return "—"
+    alone, for_asyncio = codesize.loop_and_asyncio_api(folder, root)
+    return f"{alone:,} + {for_asyncio:,} asyncio API" if for_asyncio else f"{alone:,}"
 
 
 def find(column: Column, points: list[tuple[dict, list]]):
@@ -281,13 +283,13 @@ def _body(found: dict, conformance: dict, root: Path) -> list[list[str]]:
                 [
                     *cells_for(Row(variant.name, style)),
                     f"{passing}/{claimed}" if claimed else "—",
-                    f"{lines:,}" if lines is not None else "—",
+                    lines,
                 ]
             )
     for name in unavailable_variants():  # no style, no figure: the reason under the table
         size = code_lines(name, root)
         words = ["unavailable"] * (len(COLUMNS) + 2)
-        body.append([name, *words, "—", f"{size:,}" if size is not None else "—"])
+        body.append([name, *words, "—", size])
     body.sort(key=lambda cells: (not cells[0].startswith(BASELINE + " "), cells[0]))
     return body + [[*cells_for(row), "—", "—"] for row in USER_ROWS]
 
