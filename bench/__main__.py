@@ -97,7 +97,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--results", type=Path, default=RESULTS)
 
     anatomy = commands.add_parser(
-        "anatomy", help="count syscalls and user/system CPU per echo request (untimed)"
+        "anatomy", help="count syscalls and server CPU per echo request (untimed)"
     )
     anatomy.add_argument("--loop", action="append", metavar="NAME", help="only this loop")
     anatomy.add_argument("--counter", choices=("perf", "strace"), help="default: the first usable")

@@ -179,10 +179,13 @@ def _stored(counter="perf"):
 def test_section_writes_the_table_and_what_each_loops_figures_say():
     text = "\n".join(section(_stored()))
     assert "## Cost anatomy" in text and "perf stat" in text
-    assert re.search(r"\| traps · coroutines \| 13\.00 \| 5\.00 \| 8\.00 \| 38% \| 1\.62 \|", text)
+    assert re.search(r"\| traps · coroutines \| 13\.00 \| 1\.62 \| 3\.00 \|", text)
+    # The kernel's user/system split swings between windows: the table shows the exact sum.
+    assert "| user µs |" not in text and "| user share |" not in text
     traps = next(line for line in text.splitlines() if line.startswith("- **traps"))
     assert "1.00 receives per request failed with EAGAIN" in traps
-    assert "+3.50 µs of Python" in traps
+    assert "CPU 13.00 µs per request against 8.00 for uvloop-protocol (+5.00 µs)" in traps
+    assert "of Python" not in traps
     roundrobin = next(line for line in text.splitlines() if line.startswith("- **roundrobin"))
     assert "0.40 epoll_ctl per request" in roundrobin
     assert "- **uvloop" not in text  # anchors are the yardstick, not explained
@@ -342,7 +345,9 @@ def test_bench_anatomy_stores_a_row_and_the_report_renders_it(tmp_path: Path):
     data = store.load_anatomy(tmp_path)
     entry = data["rows"]["handlers/callbacks"]
     assert "error" not in entry, entry
-    assert entry["syscalls"]["send"] > 0.9 and entry["user_us"] > 0
+    # The CPU is the scheduler's exact figure; its user/system split is the kernel's tick
+    # sample, which can put a short window's whole CPU in either mode (not asserted).
+    assert entry["syscalls"]["send"] > 0.9 and entry["user_us"] + entry["system_us"] > 0
     text = "\n".join(section(data))
     assert re.search(r"\| handlers · callbacks( †)? \|", text)  # † on a machine too busy
     # What the line says first depends on the figures (failed reads, churn, waits, or the total).

@@ -22,6 +22,7 @@ from rich.console import Console
 
 import loops
 from bench import matrix, runner
+from bench.interpreters import RUNNING
 from bench.matrix import echo, micro
 from bench.measure import echo as echo_measure
 from bench.measure import micro as micro_measure
@@ -482,7 +483,7 @@ def run_fake(tmp_path: Path, **options) -> None:
 
 
 def stored(tmp_path: Path) -> dict:
-    return json.loads(results_path(tmp_path, "quick", "fake").read_text())
+    return json.loads(results_path(tmp_path, "quick", "fake", RUNNING).read_text())
 
 
 def test_runner_measures_everything_once_then_skips_what_is_stored(fake, tmp_path):
@@ -497,7 +498,7 @@ def test_runner_measures_everything_once_then_skips_what_is_stored(fake, tmp_pat
 
 def test_runner_remeasures_a_missing_or_changed_row_with_a_fresh_baseline(fake, tmp_path):
     run_fake(tmp_path)
-    path = results_path(tmp_path, "quick", "fake")
+    path = results_path(tmp_path, "quick", "fake", RUNNING)
     data = stored(tmp_path)
     del data["points"]["n=1"]["rows"]["callbacks/callbacks"]
     data["points"]["n=2"]["rows"]["uvloop/callbacks"]["code"] = "changed"
@@ -556,7 +557,7 @@ def test_an_interrupted_run_resumes_where_it_stopped(fake, tmp_path):
 
 def test_results_from_another_machine_are_not_reused(fake, tmp_path):
     run_fake(tmp_path)
-    path = results_path(tmp_path, "quick", "fake")
+    path = results_path(tmp_path, "quick", "fake", RUNNING)
     data = stored(tmp_path)
     for session in data["sessions"].values():
         session["environment"]["host"] = "another-machine"
@@ -571,7 +572,7 @@ def test_results_from_another_machine_are_not_reused(fake, tmp_path):
 
 def test_a_library_upgrade_is_another_machine_but_a_library_no_longer_listed_is_not(fake, tmp_path):
     run_fake(tmp_path)
-    path = results_path(tmp_path, "quick", "fake")
+    path = results_path(tmp_path, "quick", "fake", RUNNING)
     data = stored(tmp_path)
     session = next(iter(data["sessions"].values()))
     session["environment"]["libraries"]["a-library-since-dropped"] = "1.0"
@@ -588,7 +589,7 @@ def test_a_library_upgrade_is_another_machine_but_a_library_no_longer_listed_is_
 
 def test_each_ratio_uses_the_baseline_of_its_own_session(fake, tmp_path):
     run_fake(tmp_path)
-    path = results_path(tmp_path, "quick", "fake")
+    path = results_path(tmp_path, "quick", "fake", RUNNING)
     data = stored(tmp_path)
     first_session = data["points"]["n=1"]["rows"]["uvloop/callbacks"]["session"]
     del data["points"]["n=1"]["rows"]["callbacks/callbacks"]
@@ -1054,7 +1055,7 @@ def test_a_registered_workload_is_measured_stored_and_rendered(monkeypatch, tmp_
     results, reports = tmp_path / "results", tmp_path / "reports"
     console = Console(file=io.StringIO())
     assert runner.run(["tiny"], False, None, False, results, console=console) == 0
-    stored = json.loads(results_path(results, "quick", "tiny").read_text())
+    stored = json.loads(results_path(results, "quick", "tiny", RUNNING).read_text())
     assert set(stored["points"]) == {"sleep_ms=1", "sleep_ms=2"}
     for point in stored["points"].values():
         assert set(point["rows"]) == {"asyncio/coroutines", "traps/coroutines"}

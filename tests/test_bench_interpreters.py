@@ -60,7 +60,7 @@ def test_rows_on_two_interpreters_are_stored_apart_and_read_side_by_side(tiny, t
     assert code == 0, console.file.getvalue()
     version = ask(other).version  # its results go beside the reference interpreter's
     stored = json.loads(results_path(results, "quick", "tiny", version).read_text())
-    here = json.loads(results_path(results, "quick", "tiny").read_text())
+    here = json.loads(results_path(results, "quick", "tiny", RUNNING).read_text())
     assert set(here["points"]) == {"sleep_ms=1"}  # --across: only the points the section reads
     assert set(here["points"]["sleep_ms=1"]["rows"]) == {
         "asyncio/coroutines", "traps/coroutines", "trio/coroutines"
@@ -154,3 +154,23 @@ def test_an_invalid_cell_says_why_it_has_no_figure():
         "on every interpreter)" in text
     )
     assert "no figure for futures · coroutines on 3.13: replies were lost." in text
+
+
+def test_a_lab_measured_only_on_another_interpreter_renders_its_own_main_tables(tiny, tmp_path):
+    """Run only on 3.13 (say), the results sit in python-3.13/; the report's main tables are
+    that interpreter's, and it says so, rather than "no stored results"."""
+    results, reports = tmp_path / "results", tmp_path / "reports"
+    other = next(v for v in PYTHONS if v != REFERENCE)
+    store = results_path(results, "quick", "tiny", other)
+    assert runner.run(["tiny"], False, None, False, results, console=Console(file=io.StringIO()),
+                      only_across=True) == 0  # fmt: skip
+    made = results_path(results, "quick", "tiny", RUNNING)
+    store.parent.mkdir(parents=True, exist_ok=True)
+    if made != store:  # what a run on `other` would have stored: its own folder only
+        made.replace(store)
+    assert not results_path(results, "quick", "tiny").exists()
+    report.render_all(results, reports)
+    text = (reports / "bench.md").read_text()
+    assert "## Tiny" in text and "| traps · coroutines" in text
+    section = text.split("## Interpreters", 1)[1].split("\n## ", 1)[0]
+    assert f"the tables above are Python {other}'s" in section

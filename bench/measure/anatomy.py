@@ -11,9 +11,11 @@ timed ones) records, per request served:
 - for a server that enters io_uring, **entries per enter**: the submission-queue entries (SQEs)
   each ``io_uring_enter`` handed to the kernel, and the completion-queue entries (CQEs) the loop
   reaped per enter (see "Entries per enter" below);
-- **user and system CPU** of the server process (``/proc/PID/stat``), over a load window with no
-  counter attached. User time is the interpreter running the loop's Python (and the C it calls
-  in-process); system time is the kernel's socket work. Their split is the Python share.
+- **CPU** of the server process over a load window with no counter attached: the scheduler's
+  exact on-CPU time (``/proc/PID/task/*/schedstat``), stored split by the user and system ticks
+  of ``/proc/PID/stat``. The report shows only the sum: the kernel samples the mode at each tick
+  and rescales its totals to stay monotonic, so for a server running in bursts of tens of
+  microseconds the split of one window swings by tens of points between runs.
 
 Two counters, the first that works here:
 
@@ -27,9 +29,8 @@ Two counters, the first that works here:
 
 Why no function-level profile: cProfile's per-call hook costs about as much as the calls it
 times, and the loops differ precisely in how many small calls they make per request, so it
-would inflate the call-heavy loops most and misstate the shares it is asked for. The user/system
-split is free of that distortion; ``python -X perf`` with ``perf record`` is the tool for a
-function breakdown, by hand.
+would inflate the call-heavy loops most and misstate the shares it is asked for; ``python -X
+perf`` with ``perf record`` is the tool for a function breakdown, by hand.
 
 Entries per enter. ``io_uring_enter`` returns how many SQEs the kernel consumed; ``strace``
 prints that return value, and the counted window sums it. ``perf stat`` counts events, not

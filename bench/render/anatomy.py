@@ -1,6 +1,6 @@
 """The report's "Cost anatomy" section, rendered from the stored anatomy alone.
 
-The counting (an untimed repetition per echo row, syscalls by kind, user and system CPU) is
+The counting (an untimed repetition per echo row, syscalls by kind, server CPU) is
 :mod:`bench.measure.anatomy`; this module reads what it stored (through :mod:`bench.store`)
 and writes the table and, for each home-made loop, what its figures say against
 :data:`bench.plan.YARDSTICK` and :data:`bench.plan.FLOOR`; for a server that enters io_uring
@@ -50,13 +50,18 @@ def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:
                 f", {s['total'] - floor['syscalls']['total']:+.2f} against the selectors floor"
             )
     if reference and "user_us" in reference:
-        python = entry["user_us"] - reference["user_us"]
+        cpu, base = cpu_us(entry), cpu_us(reference)
         said.append(
-            f"user CPU {entry['user_us']:.2f} µs per request against "
-            f"{reference['user_us']:.2f} for {YARDSTICK} ({python:+.2f} µs of Python), "
-            f"system {entry['system_us']:.2f} against {reference['system_us']:.2f}"
+            f"CPU {cpu:.2f} µs per request against {base:.2f} for {YARDSTICK} "
+            f"({cpu - base:+.2f} µs)"
         )
     return "; ".join(said) + "."
+
+
+def cpu_us(entry: dict) -> float:
+    """Server CPU per request: the scheduler's exact figure, stored as its user and system
+    shares (a split the table does not show, see the introduction)."""
+    return entry["user_us"] + entry["system_us"]
 
 
 def _batching(enters: float) -> str:
@@ -97,17 +102,17 @@ def section(data: dict | None) -> list[str]:
     lines += [
         COUNTERS[tool],
         "",
-        "| row | CPU µs/req | user µs | system µs | user share | × "
+        "| row | CPU µs/req | × "
         + YARDSTICK
         + " | syscalls/req | waits | recv | EAGAIN recv | send | epoll_ctl | io_uring_enter "
         "| SQEs / CQEs per enter | other |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     rows = data.get("rows", {})
     table, notes = table_rows(rows)
     lines += table
     for name, why in unavailable_variants().items():  # it would have a row: say why it has none
-        lines.append(f"| {name} | {why} |" + " |" * 13)
+        lines.append(f"| {name} | {why} |" + " |" * 10)
     if any(e.get("kept_rate") is False for e in rows.values()):
         lines += ["", "† the server did not keep the offered rate: its figures are at saturation."]
     if notes:
@@ -124,11 +129,15 @@ def introduction(data: dict) -> str:
         f"Where each echo request's microseconds go, at {point['size'] // 1024} KiB × "
         f"{point['connections']} connections and the fixed offered load of the echo section "
         f"({point.get('rate', 0):,} requests/s), measured by {COMMAND} on {data['date']} in an "
-        "untimed repetition per row: the server's user and system CPU per request over a "
-        f"{point['window_s']:g} s load window with nothing attached (user is the Python the "
-        "loop runs, system the kernel's socket work), then syscalls per request by kind over "
-        "a second window. The user/system split is the kernel's tick sampling over that window "
-        "(read it to about ±10%); their sum is the scheduler's exact figure. No function-level "
+        "untimed repetition per row: the server's CPU per request over a "
+        f"{point['window_s']:g} s load window with nothing attached (the scheduler's exact "
+        "figure), then syscalls per request by kind over a second window. No user/system "
+        "split: the kernel's comes from sampling the mode at each tick, rescaled to stay "
+        "monotonic, and for a server that runs in bursts of tens of microseconds it swings "
+        "from one window to the next (run `python -m bench anatomy --loop handlers` a few "
+        "times: the CPU agrees within about 1 %, the user share moves by tens of points), so "
+        "it cannot tell the Python apart from the kernel's socket work; the syscall counts "
+        "are what this section reads. No function-level "
         "profile: cProfile's per-call hook costs about as much as the small calls these loops "
         "differ by, so it would inflate the call-heavy loops most (`python -X perf` with "
         "`perf record`, Python 3.12+, gives one by hand). The CPU columns come from this one "
@@ -141,21 +150,17 @@ def table_rows(rows: dict) -> tuple[list[str], list[str]]:
     """The table's rows, and a note per home-made loop on what its figures say."""
     reference = next((e for e in rows.values() if e.get("label") == YARDSTICK), None)
     floor = next((e for e in rows.values() if e.get("label") == FLOOR), None)
-    base = None
-    if reference and "user_us" in reference:
-        base = reference["user_us"] + reference["system_us"]
+    base = cpu_us(reference) if reference and "user_us" in reference else None
     lines, notes = [], []
     for entry in rows.values():
         if "error" in entry:
-            lines.append(f"| {entry['label']} | failed: {entry['error'][:80]} |" + " |" * 13)
+            lines.append(f"| {entry['label']} | failed: {entry['error'][:80]} |" + " |" * 10)
             continue
         s = entry["syscalls"]
-        cpu = entry["user_us"] + entry["system_us"]
+        cpu = cpu_us(entry)
         mark = " †" if entry.get("kept_rate") is False else ""
         lines.append(
-            f"| {entry['label']}{mark} | {cpu:.2f} | {entry['user_us']:.2f} "
-            f"| {entry['system_us']:.2f} "
-            f"| {entry['user_us'] / cpu:.0%} | {f'{cpu / base:.2f}' if base else '–'} "
+            f"| {entry['label']}{mark} | {cpu:.2f} | {f'{cpu / base:.2f}' if base else '–'} "
             f"| {s['total']:.2f} | {s['wait']:.3f} | {s['recv']:.2f} | {s['recv_eagain']:.2f} "
             f"| {s['send']:.2f} | {s['epoll_ctl']:.3f} | {_uring_cells(entry)} "
             f"| {s['other']:.3f} |"
@@ -269,16 +274,11 @@ def completion_against_readiness(rows: dict) -> list[str]:
         said.append(
             "The kernel still performs every receive and send; what the ring saves is a "
             "crossing per operation and the separate readiness wait, so what that is worth "
-            "shows in the CPU columns"
+            "shows in the CPU column"
         )
         if readiness and "system_us" in entry:
-            system = [e["system_us"] for e in readiness if "system_us" in e]
-            user = [e["user_us"] for e in readiness if "user_us" in e]
-            said[-1] += (
-                f": system {entry['system_us']:.2f} µs per request against "
-                f"{_span(system, '.2f')}, user {entry['user_us']:.2f} against "
-                f"{_span(user, '.2f')}"
-            )
+            cpu = [cpu_us(e) for e in readiness if "system_us" in e]
+            said[-1] += f": {cpu_us(entry):.2f} µs per request against {_span(cpu, '.2f')}"
         said[-1] += "."
         reaped = uring.get("reaped_per_enter")
         if reaped is not None:

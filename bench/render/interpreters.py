@@ -30,16 +30,18 @@ MEASURE = " ".join(["python -m bench run --across", *(f"--python {v}" for v in P
 Figures = dict[str, dict[str, dict[Row, tuple[float | None, float | None, str, str]]]]
 
 
-def read(results: Path | None, mode: str, main: dict, main_points) -> dict[str, Figures]:
+def read(
+    results: Path | None, mode: str, main: dict, main_points, main_python: str = REFERENCE
+) -> dict[str, Figures]:
     """Per interpreter (those with results stored), per figure: each row's (median, its
-    same-session asyncio median, status)."""
+    same-session asyncio median, status, why no figure)."""
     found: dict[str, Figures] = {}
     for python in PYTHONS:
-        stores = main if python == REFERENCE else _stores(results, mode, python)
+        stores = main if python == main_python else _stores(results, mode, python)
         if not any(stores.values()):
             continue
-        # The reference's rows are the page's, summarized once.
-        points_of = main_points if python == REFERENCE else stored_points(stores, mode)
+        # The main tables' rows are the page's, summarized once.
+        points_of = main_points if python == main_python else stored_points(stores, mode)
         found[python] = {f.name: _figure(f, points_of(f.workload)) for f in FIGURES}
     return found
 
@@ -75,12 +77,13 @@ def _cell(value: float | None, status: str, digits: int, *ratios: float | None) 
 def table(figure: Figure, data: dict[str, Figures], unavailable: dict[str, dict]) -> str:
     """One figure: a row per variant·style, a column per interpreter with its ratios, then why
     a cell says "invalid"."""
+    first = oldest(data)
     pythons = list(data)
     rows = sorted({row for p in pythons for row in data[p][figure.name]}, key=_order)
     body = []
     for row in rows:
         cells = [_label(row)]
-        reference = data.get(REFERENCE, {}).get(figure.name, {}).get(row, (None,))[0]
+        reference = data.get(first, {}).get(figure.name, {}).get(row, (None,))[0]
         for python in pythons:
             value, base, status, _ = data[python][figure.name].get(
                 row, (None, None, "not measured", "")
@@ -88,7 +91,7 @@ def table(figure: Figure, data: dict[str, Figures], unavailable: dict[str, dict]
             if value is None and row.variant in unavailable.get(python, {}):
                 status = "unavailable"
             vs_base = value / base if value and base else None
-            if python == REFERENCE:
+            if python == first:
                 cells.append(_cell(value, status, figure.digits, vs_base))
                 continue
             vs_ref = value / reference if value and reference else None
@@ -97,9 +100,7 @@ def table(figure: Figure, data: dict[str, Figures], unavailable: dict[str, dict]
     headers = [
         "row",
         *(
-            f"Python {p} (× asyncio)"
-            if p == REFERENCE
-            else f"Python {p} (× {REFERENCE} · × asyncio)"
+            f"Python {p} (× asyncio)" if p == first else f"Python {p} (× {first} · × asyncio)"
             for p in pythons
         ),
     ]
@@ -132,6 +133,12 @@ def invalid_note(figure: Figure, data: dict[str, Figures]) -> list[str]:
     return [peer, *other]
 
 
+def oldest(data: dict[str, Figures]) -> str | None:
+    """The interpreter every ratio is read against: the reference where measured, else the
+    oldest measured."""
+    return REFERENCE if REFERENCE in data else next(iter(data), None)
+
+
 def _order(row: Row) -> tuple:
     return (row.anchor, row.variant != BASELINE, row.variant, row.style)
 
@@ -160,10 +167,11 @@ def uvloop_sentence(data: dict[str, Figures]) -> str | None:
 def gain_sentence(data: dict[str, Figures]) -> str | None:
     """What the newest interpreter measured does to each design's fixed-load cost: which
     variant·style gains most and which least (or, when all moved one way, how far)."""
+    first = oldest(data)
     newest = list(data)[-1]
-    if newest == REFERENCE or REFERENCE not in data:
+    if newest == first or first not in data:
         return None
-    old, new = data[REFERENCE][COST.name], data[newest][COST.name]
+    old, new = data[first][COST.name], data[newest][COST.name]
     ratios = {
         row: new[row][0] / old[row][0] for row in new if new[row][0] and old.get(row, (None,))[0]
     }
@@ -173,7 +181,7 @@ def gain_sentence(data: dict[str, Figures]) -> str | None:
     cheapest, dearest = min(designs, key=designs.get), max(designs, key=designs.get)
     low, high = f"{designs[cheapest]:.2f}×", f"{designs[dearest]:.2f}×"
     lead = (
-        f"**What a newer interpreter changes:** from {REFERENCE} to {newest}, the cost per "
+        f"**What a newer interpreter changes:** from {first} to {newest}, the cost per "
         "request at a fixed load"
     )
     if designs[cheapest] > 1:
@@ -199,7 +207,8 @@ def gain_sentence(data: dict[str, Figures]) -> str | None:
 
 def order_sentence(data: dict[str, Figures]) -> str | None:
     """Where the order of the loops (by fixed-load cost, cheapest first) changes."""
-    if REFERENCE not in data or len(data) < 2:
+    first = oldest(data)
+    if first not in data or len(data) < 2:
         return None
     ranks = {}
     for python, figures in data.items():
@@ -207,10 +216,10 @@ def order_sentence(data: dict[str, Figures]) -> str | None:
         ranks[python] = {row: i for i, row in enumerate(sorted(cost, key=cost.get), 1)}
     moves = []
     for python in data:
-        if python == REFERENCE:
+        if python == first:
             continue
-        common = set(ranks[python]) & set(ranks[REFERENCE])
-        before = {r: i for i, r in enumerate(sorted(common, key=ranks[REFERENCE].get), 1)}
+        common = set(ranks[python]) & set(ranks[first])
+        before = {r: i for i, r in enumerate(sorted(common, key=ranks[first].get), 1)}
         after = {r: i for i, r in enumerate(sorted(common, key=ranks[python].get), 1)}
         moved = [
             f"{r.label} #{before[r]} → #{after[r]}"
@@ -219,7 +228,7 @@ def order_sentence(data: dict[str, Figures]) -> str | None:
         ]
         moves.append(f"on {python}, " + (", ".join(moved) if moved else "the same order"))
     return (
-        f"**Where the order changes** (fixed-load cost, cheapest first, against {REFERENCE}): "
+        f"**Where the order changes** (fixed-load cost, cheapest first, against {first}): "
         + "; ".join(moves)
         + "."
     )
@@ -266,11 +275,11 @@ def unavailable_on(stores_by_python: dict[str, dict]) -> dict[str, dict[str, str
 
 def section(page) -> list[str]:
     """The section's lines: what is stored on which interpreter, a table per figure, a chart."""
-    lines = [f"## {TITLE}", "", INTRO, ""]
     stores = {
-        p: page.stores if p == REFERENCE else _stores(page.results, page.mode, p) for p in PYTHONS
+        p: page.stores if p == page.python else _stores(page.results, page.mode, p) for p in PYTHONS
     }
-    data = read(page.results, page.mode, page.stores, page.points_of)
+    data = read(page.results, page.mode, page.stores, page.points_of, page.python)
+    lines = [f"## {TITLE}", "", intro(page.python, oldest(data) or page.python), ""]
     missing = [p for p in PYTHONS if p not in data]
     if missing:
         lines += [
@@ -306,11 +315,12 @@ def section(page) -> list[str]:
     return lines
 
 
-INTRO = (
-    f"The same rows on each CPython the lab supports ({', '.join(PYTHONS)}), each interpreter's "
-    f"results stored apart and never mixed in one table; the tables above are Python "
-    f"{REFERENCE}'s. Every cell is the median, then its ratio to the same row on {REFERENCE} and "
-    "to asyncio measured in the same session on the same interpreter. The process under test "
-    "runs on the interpreter of its column; the peers (the echo load generator, the crawler's "
-    "site server) run on the interpreter running the bench, alike for every column."
-)
+def intro(main: str, first: str) -> str:
+    return (
+        f"The same rows on each CPython the lab supports ({', '.join(PYTHONS)}), each "
+        f"interpreter's results stored apart and never mixed in one table; the tables above are "
+        f"Python {main}'s. Every cell is the median, then its ratio to the same row on {first} "
+        "and to asyncio measured in the same session on the same interpreter. The process under "
+        "test runs on the interpreter of its column; the peers (the echo load generator, the "
+        "crawler's site server) run on the interpreter running the bench, alike for every column."
+    )

@@ -20,6 +20,7 @@ from tabulate import tabulate
 
 from bench import matrix
 from bench.environment import ROOT
+from bench.interpreters import PYTHONS, REFERENCE, RUNNING
 from bench.render import anatomy, charts, codesize, glance, interpreters, scale
 from bench.render.rows import current_matrix, rendered_rows, stored_points, unavailable_rows
 from bench.render.tables import table, what_this_shows
@@ -255,12 +256,13 @@ class Page:
     """What every section of one report reads."""
 
     mode: str
-    stores: dict[str, ResultStore | None]  # the reference interpreter's, by workload
+    stores: dict[str, ResultStore | None]  # the main tables' interpreter's, by workload
     out: Path
     chart_dir: Path
     points_of: Callable
     anatomy_data: dict | None
     results: Path | None  # where every interpreter's results are stored (None: only `stores`)
+    python: str = REFERENCE  # the interpreter of the main tables
 
 
 @dataclass(frozen=True)
@@ -327,11 +329,12 @@ def render(
     out: Path,
     anatomy_data: dict | None = None,
     results: Path | None = None,
+    python: str = REFERENCE,
 ) -> list[Path]:
-    """Write one report (and its charts); return the files written."""
+    """Write one report (and its charts) whose main tables are `python`'s; the files written."""
     chart_dir = out.parent / "charts"
     points_of = stored_points(stores, mode)
-    page = Page(mode, stores, out, chart_dir, points_of, anatomy_data, results)
+    page = Page(mode, stores, out, chart_dir, points_of, anatomy_data, results, python)
     titles = [
         title
         for entry in SECTIONS
@@ -370,9 +373,22 @@ def render_all(results: Path, reports: Path | None = None) -> list[Path]:
     reports = reports or results.parent
     written = []
     for mode, filename in MODES.items():
-        stores = load_mode(results, mode, matrix.names())
+        python, stores = main_tables(results, mode)
         if any(stores.values()):
-            written += render(mode, stores, reports / filename, load_anatomy(results), results)
+            out = reports / filename
+            written += render(mode, stores, out, load_anatomy(results), results, python)
     if not written:
         raise SystemExit(f"no stored results under {results}: run `nox -s bench` first")
     return written
+
+
+def main_tables(results: Path, mode: str) -> tuple[str, dict[str, ResultStore | None]]:
+    """The interpreter whose results make a mode's main tables, with its stores: the reference
+    interpreter's where stored; else (a lab run only on, say, 3.13) the running one's, else the
+    newest that has any. Never two interpreters in one table."""
+    stores: dict[str, ResultStore | None] = {}
+    for python in dict.fromkeys([REFERENCE, RUNNING, *reversed(PYTHONS)]):
+        stores = load_mode(results, mode, matrix.names(), python)
+        if any(stores.values()):
+            return python, stores
+    return REFERENCE, stores
