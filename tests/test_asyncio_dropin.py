@@ -10,6 +10,7 @@ import asyncio
 import os
 import signal
 import socket
+import ssl
 import sys
 
 import pytest
@@ -27,19 +28,21 @@ async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
     await writer.wait_closed()
 
 
-async def echo_roundtrips() -> list[int]:
-    """A streams echo server and client over loopback; the lengths that came back."""
-    server = await asyncio.start_server(echo, "127.0.0.1", 0)
+async def echo_roundtrips(server_tls=None, client_tls=None) -> list[int]:
+    """A streams echo server and client over loopback (over TLS with both contexts); the
+    lengths that came back."""
+    server = await asyncio.start_server(echo, "127.0.0.1", 0, ssl=server_tls)
     port = server.sockets[0].getsockname()[1]
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_tls)
     lengths = []
     for message in MESSAGES:
         writer.write(message)
         await writer.drain()
         assert await reader.readexactly(len(message)) == message
         lengths.append(len(message))
-    writer.write_eof()
-    assert await reader.read() == b""
+    if client_tls is None:  # TLS has no half-close in asyncio: its write_eof() raises
+        writer.write_eof()
+        assert await reader.read() == b""
     writer.close()
     await writer.wait_closed()
     server.close()
@@ -48,13 +51,46 @@ async def echo_roundtrips() -> list[int]:
     return lengths
 
 
-def test_asyncio_run_streams_echo_on_the_callbacks_loop():
+def run(program):
     if sys.version_info >= (3, 12):
-        result = asyncio.run(echo_roundtrips(), loop_factory=new_event_loop)
-    else:  # asyncio.run() takes loop_factory from 3.12; Runner has it on 3.11
-        with asyncio.Runner(loop_factory=new_event_loop) as runner:
-            result = runner.run(echo_roundtrips())
-    assert result == [len(m) for m in MESSAGES]
+        return asyncio.run(program, loop_factory=new_event_loop)
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:  # loop_factory in run(): 3.12
+        return runner.run(program)
+
+
+def test_asyncio_run_streams_echo_on_the_callbacks_loop():
+    assert run(echo_roundtrips()) == [len(m) for m in MESSAGES]
+
+
+def tls_contexts():
+    """A server context with CPython's test certificate, and a client that trusts it."""
+    utils = pytest.importorskip("test.test_asyncio.utils", reason="CPython's test package")
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(utils.ONLYCERT, utils.ONLYKEY)
+    client = ssl.create_default_context(cafile=utils.ONLYCERT)
+    client.check_hostname = False  # the test certificate names "localhost", we dial 127.0.0.1
+    return server, client
+
+
+def test_streams_echo_over_tls_and_a_refused_handshake_leaves_the_server_serving():
+    server_tls, client_tls = tls_contexts()
+    assert run(echo_roundtrips(server_tls, client_tls)) == [len(m) for m in MESSAGES]
+
+    async def stranger_then_friend() -> bytes:
+        server = await asyncio.start_server(echo, "127.0.0.1", 0, ssl=server_tls)
+        port = server.sockets[0].getsockname()[1]
+        with pytest.raises(ssl.SSLCertVerificationError):  # trusts no one: the handshake fails
+            await asyncio.open_connection("127.0.0.1", port, ssl=ssl.create_default_context())
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_tls)
+        writer.write(b"still here")
+        answer = await reader.readexactly(10)
+        writer.close()
+        await writer.wait_closed()
+        server.close()
+        await server.wait_closed()
+        return answer
+
+    assert run(asyncio.wait_for(stranger_then_friend(), 20)) == b"still here"
 
 
 def test_runner_runs_tasks_threads_timeouts_and_async_generators():

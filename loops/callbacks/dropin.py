@@ -21,11 +21,13 @@ only what asyncio's *high-level* API asks for on top, each part under its own ba
 
 The boundary is uvloop's: asyncio's own ``Future`` and ``Task`` (the C ones), the lab's loop.
 Nothing here touches the reactor's run loop (``Loop._run_once``): the variant's callbacks
-rows cost what they cost before. Not provided (``NotImplementedError`` naming it): SSL and
-``sendfile``; subprocesses (``subprocesses.py``) need Linux's pidfd. asyncio's public names
-are used (``asyncio.Future``, ``asyncio.AbstractServer``, ``asyncio._set_running_loop``, the
-hook asyncio gives loop implementations, which uvloop calls too); no private class of
-asyncio (``BaseEventLoop``, ``selector_events``, ``base_subprocess``) is reused.
+rows cost what they cost before. TLS (``ssl=`` on connections and servers, ``start_tls``) is
+asyncio's own ``SSLProtocol`` over this module's transports (``tls.py`` argues why). Not
+provided (``NotImplementedError`` naming it): ``sendfile``; subprocesses (``subprocesses.py``)
+need Linux's pidfd. asyncio's public names are used (``asyncio.Future``,
+``asyncio.AbstractServer``, ``asyncio._set_running_loop``, the hook asyncio gives loop
+implementations, which uvloop calls too); besides ``sslproto``, no private class of asyncio
+(``BaseEventLoop``, ``selector_events``, ``base_subprocess``) is reused.
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ import collections.abc
 import concurrent.futures
 import contextlib
 import errno
+import functools
 import itertools
 import logging
 import os
 import signal
 import socket
+import ssl as ssl_module
 import stat
 import sys
 import threading
@@ -48,7 +52,7 @@ from collections.abc import Callable
 from subprocess import PIPE
 from typing import Any
 
-from loops.callbacks import subprocesses
+from loops.callbacks import subprocesses, tls
 from loops.callbacks.handles import Handle
 from loops.callbacks.reactor import Loop
 from loops.callbacks.readiness import READ, WRITE
@@ -406,8 +410,10 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
         interleave: Any = None,
         all_errors: bool = False,
     ) -> tuple[Any, Any]:
-        """Connect to host:port (each address getaddrinfo gives, in turn) or use sock."""
-        _refuse_ssl(ssl, server_hostname, ssl_handshake_timeout, ssl_shutdown_timeout)
+        """Connect to host:port (each address getaddrinfo gives, in turn) or use sock; with
+        ssl (a context, or True for the default one), TLS over it (``tls.py``)."""
+        tls.check(ssl, server_hostname, ssl_handshake_timeout, ssl_shutdown_timeout)
+        server_hostname = tls.client_hostname(ssl, server_hostname, host)
         if sock is not None:
             if host is not None or port is not None:
                 raise ValueError("host/port and sock can not be specified at the same time")
@@ -431,7 +437,14 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
                     errors.append(exc)
             else:
                 raise _connect_error(errors, all_errors)
-        return await self._make_stream(sock, protocol_factory)
+        return await self._make_stream(
+            sock,
+            protocol_factory,
+            ssl=ssl,
+            server_hostname=server_hostname,
+            handshake_timeout=ssl_handshake_timeout,
+            shutdown_timeout=ssl_shutdown_timeout,
+        )
 
     async def _connect_one(
         self, family: int, type_: int, proto: int, address: Any, local_infos: Any
@@ -461,12 +474,24 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
             raise
 
     async def _make_stream(
-        self, sock: socket.socket, protocol_factory: Callable[[], Any], server: Any = None
+        self,
+        sock: socket.socket,
+        protocol_factory: Callable[[], Any],
+        server: Any = None,
+        ssl: Any = None,
+        **tls_options: Any,
     ) -> tuple[Any, Any]:
+        """A connected socket's transport and protocol, once connection_made has run (with
+        ssl: once the TLS handshake is done, the app's transport the TLS protocol's)."""
         sock.setblocking(False)
         protocol = protocol_factory()
         waiter = self.create_future()
-        transport = StreamTransport(self, sock, protocol, waiter, server=server)
+        if ssl:
+            over = tls.protocol(self, protocol, ssl, waiter, **tls_options)
+            StreamTransport(self, sock, over, server=server)
+            transport = over._app_transport
+        else:
+            transport = StreamTransport(self, sock, protocol, waiter, server=server)
         try:
             await waiter
         except BaseException:
@@ -483,10 +508,17 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
         ssl_handshake_timeout: Any = None,
         ssl_shutdown_timeout: Any = None,
     ) -> tuple[Any, Any]:
-        _refuse_ssl(ssl, None, ssl_handshake_timeout, ssl_shutdown_timeout)
+        tls.check(ssl, None, ssl_handshake_timeout, ssl_shutdown_timeout)
         if sock.type != socket.SOCK_STREAM:
             raise ValueError(f"A Stream Socket was expected, got {sock!r}")
-        return await self._make_stream(sock, protocol_factory)
+        return await self._make_stream(
+            sock,
+            protocol_factory,
+            ssl=ssl,
+            server_side=True,
+            handshake_timeout=ssl_handshake_timeout,
+            shutdown_timeout=ssl_shutdown_timeout,
+        )
 
     async def create_unix_connection(
         self,
@@ -499,7 +531,9 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
         ssl_handshake_timeout: Any = None,
         ssl_shutdown_timeout: Any = None,
     ) -> tuple[Any, Any]:
-        _refuse_ssl(ssl, server_hostname, ssl_handshake_timeout, ssl_shutdown_timeout)
+        if ssl and server_hostname is None:
+            raise ValueError("you have to pass server_hostname when using ssl")
+        tls.check(ssl, server_hostname, ssl_handshake_timeout, ssl_shutdown_timeout)
         if path is not None:
             if sock is not None:
                 raise ValueError("path and sock can not be specified at the same time")
@@ -514,7 +548,14 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
             raise ValueError("no path and sock were specified")
         elif sock.family != socket.AF_UNIX or sock.type != socket.SOCK_STREAM:
             raise ValueError(f"A UNIX Domain Stream Socket was expected, got {sock!r}")
-        return await self._make_stream(sock, protocol_factory)
+        return await self._make_stream(
+            sock,
+            protocol_factory,
+            ssl=ssl,
+            server_hostname=server_hostname,
+            handshake_timeout=ssl_handshake_timeout,
+            shutdown_timeout=ssl_shutdown_timeout,
+        )
 
     async def _resolve(
         self, host: Any, port: Any, family: int, type_: int, proto: int, flags: int
@@ -546,8 +587,10 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
         ssl_shutdown_timeout: Any = None,
         start_serving: bool = True,
     ) -> Server:
-        """Listen on every address of host (a name, a list of names, or None: all) and port."""
-        _refuse_ssl(ssl, None, ssl_handshake_timeout, ssl_shutdown_timeout)
+        """Listen on every address of host (a name, a list of names, or None: all) and port;
+        with ssl (a context), every accepted connection speaks TLS."""
+        ssl = tls.server_context(ssl)
+        tls.check(ssl, None, ssl_handshake_timeout, ssl_shutdown_timeout)
         if sock is not None:
             if host is not None or port is not None:
                 raise ValueError("host/port and sock can not be specified at the same time")
@@ -591,7 +634,15 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
                 raise OSError(f"could not bind on any address out of {hosts!r}")
         for listener in sockets:
             listener.setblocking(False)
-        server = Server(self, sockets, protocol_factory, backlog)
+        server = Server(
+            self,
+            sockets,
+            protocol_factory,
+            backlog,
+            ssl,
+            ssl_handshake_timeout,
+            ssl_shutdown_timeout,
+        )
         if start_serving:
             server._start_serving()
             await asyncio.sleep(0)  # let the listeners settle, as asyncio does
@@ -610,7 +661,8 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
         start_serving: bool = True,
         cleanup_socket: bool = True,
     ) -> Server:
-        _refuse_ssl(ssl, None, ssl_handshake_timeout, ssl_shutdown_timeout)
+        ssl = tls.server_context(ssl)
+        tls.check(ssl, None, ssl_handshake_timeout, ssl_shutdown_timeout)
         if path is not None:
             if sock is not None:
                 raise ValueError("path and sock can not be specified at the same time")
@@ -632,7 +684,15 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
         elif sock.family != socket.AF_UNIX or sock.type != socket.SOCK_STREAM:
             raise ValueError(f"A UNIX Domain Stream Socket was expected, got {sock!r}")
         sock.setblocking(False)
-        server = Server(self, [sock], protocol_factory, backlog)
+        server = Server(
+            self,
+            [sock],
+            protocol_factory,
+            backlog,
+            ssl,
+            ssl_handshake_timeout,
+            ssl_shutdown_timeout,
+        )
         if start_serving:
             server._start_serving()
             await asyncio.sleep(0)
@@ -671,7 +731,39 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
                     {"message": "Error in protocol factory", "exception": exc, "socket": listener}
                 )
                 continue
-            StreamTransport(self, conn, protocol, extra={"peername": address}, server=server)
+            extra = {"peername": address}
+            if server._ssl is None:
+                StreamTransport(self, conn, protocol, extra=extra, server=server)
+                continue
+            handshake = self.create_future()
+            over = tls.protocol(
+                self,
+                protocol,
+                server._ssl,
+                handshake,
+                server_side=True,
+                handshake_timeout=server._ssl_handshake_timeout,
+                shutdown_timeout=server._ssl_shutdown_timeout,
+            )
+            StreamTransport(self, conn, over, extra=extra, server=server)
+            handshake.add_done_callback(
+                functools.partial(self._handshake_done, over._app_transport, listener)
+            )
+
+    def _handshake_done(self, transport: Any, listener: socket.socket, done: Any) -> None:
+        """An accepted TLS connection whose handshake failed is closed; the error is told
+        only in debug mode, as asyncio does (a scanner's bad hello is no server error)."""
+        if done.cancelled() or done.exception() is None:
+            return
+        transport.close()
+        if self.get_debug():
+            self.call_exception_handler(
+                {
+                    "message": "Error on transport creation for incoming connection",
+                    "exception": done.exception(),
+                    "socket": listener,
+                }
+            )
 
     # -- pipes --------------------------------------------------------------------------------
 
@@ -886,7 +978,53 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
     # -- what this loop does not provide ----------------------------------------------------
 
     sendfile = _not_provided("sendfile")
-    start_tls = _not_provided("start_tls")
+
+    # -- TLS on an open connection ------------------------------------------------------------
+
+    async def start_tls(
+        self,
+        transport: Any,
+        protocol: Any,
+        sslcontext: Any,
+        *,
+        server_side: bool = False,
+        server_hostname: Any = None,
+        ssl_handshake_timeout: Any = None,
+        ssl_shutdown_timeout: Any = None,
+    ) -> Any:
+        """Upgrade a plain stream transport to TLS in place (STARTTLS): its protocol becomes
+        the TLS protocol, whose plaintext transport is returned once the handshake is done."""
+        if not isinstance(sslcontext, ssl_module.SSLContext):
+            raise TypeError(
+                f"sslcontext is expected to be an instance of ssl.SSLContext, got {sslcontext!r}"
+            )
+        if not isinstance(transport, StreamTransport):
+            raise TypeError(f"transport {transport!r} is not supported by start_tls()")
+        handshake = self.create_future()
+        over = tls.protocol(
+            self,
+            protocol,
+            sslcontext,
+            handshake,
+            server_side=server_side,
+            server_hostname=server_hostname,
+            handshake_timeout=ssl_handshake_timeout,
+            shutdown_timeout=ssl_shutdown_timeout,
+            call_connection_made=False,
+        )
+        # Paused first, so that no bytes reach the TLS protocol before its connection_made.
+        transport.pause_reading()
+        transport.set_protocol(over)
+        made = self.call_soon(over.connection_made, transport)
+        resumed = self.call_soon(transport.resume_reading)
+        try:
+            await handshake
+        except BaseException:
+            transport.close()
+            made.cancel()
+            resumed.cancel()
+            raise
+        return over._app_transport
 
 
 # -- the server object ----------------------------------------------------------------------
@@ -901,11 +1039,17 @@ class Server(asyncio.AbstractServer):
         sockets: list[socket.socket],
         protocol_factory: Callable[[], Any],
         backlog: int,
+        ssl: Any = None,
+        ssl_handshake_timeout: Any = None,
+        ssl_shutdown_timeout: Any = None,
     ) -> None:
         self._loop = loop
         self._sockets: list[socket.socket] | None = sockets  # None once closed
         self._protocol_factory = protocol_factory
         self._backlog = backlog
+        self._ssl = ssl  # an SSLContext: every accepted connection speaks TLS (tls.py)
+        self._ssl_handshake_timeout = ssl_handshake_timeout
+        self._ssl_shutdown_timeout = ssl_shutdown_timeout
         self._serving = False
         self._transports: set[Any] = set()  # accepted connections still open
         self._waiters: list[asyncio.Future] | None = []  # wait_closed() callers; None when done
@@ -1063,19 +1207,6 @@ def _check_signal(sig: Any) -> None:
 
 def _ignore_signal(signum: int, frame: Any) -> None:
     """The Python-level handler of a loop's signals: set_wakeup_fd already told the loop."""
-
-
-def _refuse_ssl(
-    ssl: Any, server_hostname: Any, handshake_timeout: Any, shutdown_timeout: Any
-) -> None:
-    if ssl:
-        raise NotImplementedError("SSL is not provided by the callbacks loop")
-    if server_hostname is not None:
-        raise ValueError("server_hostname is only meaningful with ssl")
-    if handshake_timeout is not None:
-        raise ValueError("ssl_handshake_timeout is only meaningful with ssl")
-    if shutdown_timeout is not None:
-        raise ValueError("ssl_shutdown_timeout is only meaningful with ssl")
 
 
 def _connect_error(errors: list[OSError], all_errors: bool) -> BaseException:

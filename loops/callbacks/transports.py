@@ -24,8 +24,9 @@ Four transports: ``StreamTransport`` (TCP and Unix sockets), ``DatagramTransport
 ``connect_write_pipe``), sharing ``_Transport`` (extra info, closing, errors, flow control).
 
 Not asyncio's ``_SelectorSocketTransport``: the same contract (its docs, not its code), in
-about a third of the lines, without SSL, sendfile or Windows. The one piece of asyncio
-reused is the public ``asyncio.trsock.TransportSocket`` (see ``dropin.Server.sockets``).
+about a third of the lines, without sendfile or Windows; TLS is a protocol on top of a
+``StreamTransport`` (``tls.py``). The one piece of asyncio reused here is the public
+``asyncio.trsock.TransportSocket`` (see ``dropin.Server.sockets``).
 """
 
 from __future__ import annotations
@@ -221,6 +222,10 @@ class StreamTransport(_Transport, asyncio.Transport):
         if waiter is not None:
             loop.call_soon(_set_result_unless_done, waiter)
         self._buffered = hasattr(protocol, "get_buffer")  # an asyncio.BufferedProtocol
+
+    def set_protocol(self, protocol: Any) -> None:
+        super().set_protocol(protocol)
+        self._buffered = hasattr(protocol, "get_buffer")  # start_tls hands in a BufferedProtocol
 
     def _start_reading(self) -> None:
         if not self._closing and not self._paused:

@@ -10,7 +10,9 @@ the interpreter that runs this file are the ones run (they differ from version t
 - ``test_sock_lowlevel.BaseSockTestsMixin``: the ``sock_*`` coroutines;
 - ``test_streams.StreamTests`` and ``test_server.BaseStartServer``: asyncio's streams and
   ``start_server`` over the loop's transports (``new_event_loop()`` is the loop's, through an
-  event loop policy set for this module).
+  event loop policy set for this module);
+- ``test_sslproto.BaseStartTLS``: TLS over the loop's transports, ``start_tls`` on an open
+  connection, handshake and shutdown timeouts, a client that goes away mid-handshake.
 
 What fails is data: ``deviations.toml`` beside this file, one entry per test with its reason,
 turned into strict expected failures (or skips, for a test that would hang or that reads
@@ -29,7 +31,13 @@ import pytest
 from loops.callbacks.dropin import new_event_loop
 
 try:
-    from test.test_asyncio import test_events, test_server, test_sock_lowlevel, test_streams
+    from test.test_asyncio import (
+        test_events,
+        test_server,
+        test_sock_lowlevel,
+        test_sslproto,
+        test_streams,
+    )
     from test.test_asyncio import utils as test_utils
 except ImportError as error:  # a Python without its test package (Debian's python3 minimal)
     pytest.skip(f"CPython's test package is not installed: {error}", allow_module_level=True)
@@ -52,6 +60,11 @@ class CallbacksStreamTests(test_streams.StreamTests):
 
 
 class CallbacksStartServerTests(test_server.BaseStartServer, unittest.TestCase):
+    def new_loop(self):
+        return new_event_loop()
+
+
+class CallbacksStartTLSTests(test_sslproto.BaseStartTLS, unittest.TestCase):
     def new_loop(self):
         return new_event_loop()
 
