@@ -160,11 +160,6 @@ def anchor_names() -> list[str]:
     return [name for name, why in anchor_reasons().items() if why is None]
 
 
-def unloadable_anchors() -> list[str]:
-    """The anchor servers the lab has whose library does not load here."""
-    return [name for name, why in anchor_reasons().items() if why is not None]
-
-
 def anchor_reasons() -> dict[str, str | None]:
     """Every anchor server, with why it cannot run here (None: it can)."""
     if importlib.util.find_spec("workloads.echo.native") is None:

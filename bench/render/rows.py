@@ -125,7 +125,8 @@ def unavailable_rows(stored: list[RenderedRow] = ()) -> list[RenderedRow]:
 @functools.cache
 def unloadable_here() -> frozenset[str]:
     """The variants and anchor servers the lab has that cannot load on this interpreter."""
-    return frozenset(unavailable_variants()) | frozenset(echo.unloadable_anchors())
+    anchors = {name for name, why in echo.anchor_reasons().items() if why}
+    return frozenset(unavailable_variants()) | frozenset(anchors)
 
 
 def current_matrix(workload: Workload, mode: str) -> dict[str, tuple[Row, ...]]:
