@@ -72,9 +72,11 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python=PYTHONS)
 def report(session: nox.Session) -> None:
-    """Render reports/bench.md and its charts from stored results only (runs no workload)."""
+    """Render reports/bench.md, its charts and the HTML site (reports/site/) from stored data
+    only (runs no workload)."""
     _install(session, "bench")
     session.run("python", "-m", "bench", "report", *session.posargs)
+    session.run("python", "-m", "htmlreport")
 
 
 @nox.session(python=PYTHONS)

@@ -78,3 +78,14 @@ def metrics(record: dict[str, Any]) -> dict[str, Any]:
         "median_gap": statistics.median(gaps) if gaps else 0.0,
         "tasks": sum(row["kind"] != "thread" for row in record["rows"]),
     }
+
+
+def time_unit(record: dict[str, Any]) -> tuple[str, float]:
+    """The unit a chart of this record's time axis reads in, and seconds' factor to it.
+
+    Microseconds while the run spans under 10 ms (a slice is then a few µs, and a millisecond
+    axis would show only 0.0x), milliseconds above.
+    """
+    ends = [s["end"] for s in record["slices"]]
+    span = max(ends) - min(s["start"] for s in record["slices"]) if ends else 0.0
+    return ("µs", 1e6) if span < 0.01 else ("ms", 1e3)
