@@ -2,7 +2,7 @@
 
 Rows are the record's tasks, callbacks and thread work; a bar is one run slice. Colour means
 one thing on every chart: the kind of row (task, callback, thread work). The time axis is in
-the unit of the record's events (:func:`timeline.records.time_unit`). Drag to zoom, scroll to
+the unit of the record's events (:func:`timeline.readings.time_unit`). Drag to zoom, scroll to
 zoom, double-click to reset; each chart links to its trace-event file, which Perfetto opens.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from timeline import records  # the reading side of the timelines: no tracer, no loop
+from timeline import readings, store  # the reading side of the timelines: no tracer, no loop
 from timeline.traceevents import trace_events
 
 KIND_COLOUR = {"task": "#1f77b4", "callback": "#2ca02c", "thread": "#d62728"}
@@ -22,7 +22,7 @@ def _name(record: dict) -> str:
 
 
 def _figure(record: dict) -> dict:
-    unit, factor = records.time_unit(record)
+    unit, factor = readings.time_unit(record)
     names = {row["id"]: row["name"] for row in record["rows"]}
     kinds = {row["id"]: row["kind"] for row in record["rows"]}
     traces = []
@@ -71,7 +71,7 @@ def _figure(record: dict) -> dict:
 def render(reports: Path) -> str:
     from htmlreport.build import _chart, esc
 
-    stored = records.load_all(reports / "timelines")
+    stored = store.load_all(reports / "timelines")
     if not stored:
         return "<p>No timelines are recorded yet: <code>nox -s timeline</code>.</p>"
     pythons = sorted({r.get("python", "?") for r in stored})
@@ -99,7 +99,7 @@ def render(reports: Path) -> str:
 def write_traces(reports: Path, out: Path) -> None:
     """Every stored record as trace-event JSON in out/<scenario>-<loop>-<style>.json."""
     out.mkdir(parents=True, exist_ok=True)
-    for record in records.load_all(reports / "timelines"):
+    for record in store.load_all(reports / "timelines"):
         text = json.dumps(trace_events(record), sort_keys=True, separators=(",", ":")) + "\n"
         path = out / f"{_name(record)}.json"
         if not path.exists() or path.read_text() != text:
