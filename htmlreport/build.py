@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import json
 import random
+import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -84,6 +85,11 @@ def verdict(row: list[float], base: list[float], higher_is_better: bool) -> str:
 
 def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
+
+
+def markdown_code(text: str) -> str:
+    """Escaped text with markdown's `code` spans as <code> (the severities file is markdown)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text))
 
 
 def fmt(value: float, digits: int) -> str:
@@ -287,9 +293,10 @@ def _conformance_page(reports: Path) -> str:
     for f in found.findings(here, severities, others):
         loops = ", ".join(f"{v} ({'/'.join(s)})" for v, s in sorted(f.affected.items()))
         rank = severities.rank(f.severity)
+        text = markdown_code(f.text or "fails with no known deviation")
         rows.append(
             f'<tr><td data-sort="{rank}">{esc(f.severity)}</td>'
-            f"<td>{esc(f.text or 'fails with no known deviation')} <code>{esc(f.pid)}</code></td>"
+            f"<td>{text} <code>{esc(f.pid)}</code></td>"
             f"<td>{esc(loops)}</td>"
             + "".join(f"<td>{esc(f.elsewhere[p])}</td>" for p in others)
             + f"<td><code>{esc(f.command())}</code></td></tr>"
@@ -299,6 +306,20 @@ def _conformance_page(reports: Path) -> str:
         f'<tr><td data-sort="{esc(v)}">{esc(v)}</td><td>{esc(s)}</td>'
         f'<td class="num" data-sort="{p}">{p}</td><td class="num" data-sort="{n}">{n}</td></tr>'
         for (v, s), (p, n) in found.style_counts(here).items()
+    ]
+    symbol = {"pass": "✅", "fail": "❌", "deviation": "⚠️", "not claimed": "·"}
+    variants = sorted({v for _, v, _ in here.outcomes})
+    cells: dict[tuple[str, str], list[str]] = {}
+    for (pid, variant, style), outcome in sorted(here.outcomes.items()):
+        mark = f"{style[:3]} {symbol[outcome]}"
+        if outcome == "deviation":
+            mark = f'<span title="{esc(here.reasons.get((pid, variant, style), ""))}">{mark}</span>'
+        cells.setdefault((pid, variant), []).append(mark)
+    matrix = [
+        f'<tr><td data-sort="{esc(pid)}">{esc(pid)}</td>'
+        + "".join(f"<td>{' '.join(cells.get((pid, v), ['—']))}</td>" for v in variants)
+        + "</tr>"
+        for pid in sorted({pid for pid, _, _ in here.outcomes})
     ]
     return "\n".join(
         [
@@ -310,6 +331,10 @@ def _conformance_page(reports: Path) -> str:
             _table(head, rows),
             "<h2>Properties holding, per loop and style</h2>",
             _table(["loop", "style", "holding", "played"], counts),
+            "<h2>Every property</h2><p>One mark per style (cal = callbacks, gen = generators, "
+            "cor = coroutines): ✅ pass, ❌ fail, ⚠️ known deviation (hover: its reason), "
+            "· not claimed.</p>",
+            _table(["property", *variants], matrix),
         ]
     )
 
