@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from htmlreport import timelines as timeline_pages
+from htmlreport import verdict
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 PLOTLY = "plotly.min.js"
@@ -76,7 +77,7 @@ def stat(reps: list[dict], metric: str, seed: str) -> list[float] | None:
     return [statistics.median(values), low, high, len(values)]
 
 
-def verdict(row: list[float], base: list[float], higher_is_better: bool) -> str:
+def comparison(row: list[float], base: list[float], higher_is_better: bool) -> str:
     """better, worse, or level (the two intervals overlap) for one figure against a baseline."""
     if row[1] <= base[2] and base[1] <= row[2]:
         return "level"
@@ -136,7 +137,7 @@ def _ratio_attributes(stats: list[float] | None, session: str, bases: dict, high
             continue
         ratio = stats[0] / base[0]
         attributes.append(
-            f'data-ratio-{key}="{ratio:.3f}" data-verdict-{key}="{verdict(stats, base, higher)}"'
+            f'data-ratio-{key}="{ratio:.3f}" data-verdict-{key}="{comparison(stats, base, higher)}"'
         )
     return " ".join(attributes)
 
@@ -376,6 +377,9 @@ def _frame(title: str, body: str, current: str) -> str:
 def _index(reports: Path) -> str:
     items = "".join(f'<li><a href="{p.file}">{esc(p.title)}</a></li>' for p in PAGES)
     return (
+        "<h2>The answer first</h2>"
+        + verdict.html(verdict.lines(reports, link="../"))
+        + "<h2>The reports</h2>"
         "<p>The event loop lab's reports as a site: rendered by <code>nox -s report</code> "
         "from the stored data in <code>reports/</code>; opens from a file, with no network. "
         "The markdown reports beside it hold the same figures with their prose: "

@@ -8,6 +8,8 @@ Chromium and its driver are Debian's (``.ci/run`` installs them); selenium drive
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -32,15 +34,7 @@ FLAGS = (
     "--window-size=1400,1000",
 )
 
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-pytestmark = [
-    pytest.mark.skipif(
-        not (Path(CHROMIUM).exists() and Path(DRIVER).exists()),
-        reason="Chromium and chromedriver are not installed (apt-get install chromium "
-        "chromium-driver, as .ci/run does)",
-    ),
-    pytest.mark.timeout(600),  # the hang guard: a loaded 2-core machine draws charts slowly
-]
+BROWSER = pytest.mark.timeout(600)  # the hang guard: a loaded 2-core machine draws slowly
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +46,12 @@ def site(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
+    if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
+        pytest.skip(
+            "Chromium and chromedriver are not installed (apt-get install chromium "
+            "chromium-driver, as .ci/run does)"
+        )
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
@@ -76,6 +76,7 @@ def _open(browser, site: Path, page: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("page", ["index.html", *[p.file for p in PAGES]])
+@BROWSER
 def test_every_page_loads_without_a_console_error_and_draws_every_chart(browser, site, page):
     log = _open(browser, site, page)
     assert [entry for entry in log if entry["level"] == "SEVERE"] == []
@@ -99,6 +100,7 @@ def _column(browser, table: int, column: int) -> list[str]:
     )
 
 
+@BROWSER
 def test_a_table_sorts_on_a_header_click(browser, site):
     _open(browser, site, "bench.html")
     header = browser.find_elements("css selector", "table.sortable")[0].find_elements(
@@ -112,6 +114,7 @@ def test_a_table_sorts_on_a_header_click(browser, site):
     assert values == sorted(values, reverse=True)
 
 
+@BROWSER
 def test_the_baseline_selector_changes_the_ratios(browser, site):
     from selenium.webdriver.support.ui import Select
 
@@ -125,6 +128,7 @@ def test_the_baseline_selector_changes_the_ratios(browser, site):
     assert "asyncio · coroutines" in browser.find_element("css selector", ".baseline-name").text
 
 
+@BROWSER
 def test_a_timeline_zooms(browser, site):
     from selenium.webdriver.common.action_chains import ActionChains
 
@@ -146,3 +150,44 @@ def test_a_timeline_zooms(browser, site):
     )
     after = browser.execute_script(script, chart)
     assert after[1] - after[0] < (before[1] - before[0]) / 2
+
+
+# --- the verdict: the answer first, from stored data, never a ratio across sessions ----------
+
+
+def _echo_store(reports: Path, anchor_session: str) -> None:
+    """A stored quick echo run: a home-made row in session A, uvloop-protocol in another."""
+    from bench.matrix import echo
+
+    def reps(value):
+        return [{"server_cpu_us": value * f, "rate": 5000.0} for f in (0.98, 1.0, 1.02)]
+
+    params = {"measure": echo.PACED, **echo.HEADLINE_POINT}
+    rows = {
+        "traps/coroutines": {"kind": "home-made", "session": "A", "reps": reps(20.0)},
+        "uvloop-protocol/native": {"kind": "anchor", "session": anchor_session, "reps": reps(25)},
+    }
+    folder = reports / "results" / "quick"
+    folder.mkdir(parents=True)
+    point = {"params": params, "rows": rows, "baselines": {}}
+    (folder / "echo.json").write_text(json.dumps({"points": {"p": point}, "sessions": {}}))
+
+
+def test_the_verdict_takes_no_ratio_across_sessions(tmp_path):
+    from htmlreport import verdict
+
+    _echo_store(tmp_path, anchor_session="B")
+    (line, *_) = verdict.lines(tmp_path)
+    assert "`traps · coroutines`, 20.0 µs" in line and "5,000 requests/s" in line
+    assert "no ratio to uvloop-protocol: it was measured in another session (B)" in line
+    assert not re.search(r"×\d", line)  # no ratio printed
+
+
+def test_the_verdict_words_a_same_session_ratio_from_its_interval(tmp_path):
+    from htmlreport import verdict
+
+    _echo_store(tmp_path, anchor_session="A")
+    (line, *_) = verdict.lines(tmp_path)
+    assert "×0.80 [" in line and "cheaper uvloop-protocol" in line
+    assert verdict.worded((1.02, 0.95, 1.08)) == "×1.02 [0.95–1.08], level (the interval holds 1)"
+    assert verdict.worded((1.2, 1.1, 1.3)).endswith("dearer")

@@ -1,0 +1,170 @@
+"""The answer first: at most eight lines, read off the stored data, that a chooser needs.
+
+The cheapest home-made design per echo request at the fixed offered load, against
+uvloop-protocol and asyncio-protocol, each ratio with its interval and only within one session;
+the fastest switch; the cheapest sleeper; the worst finding of the conformance suite; where to
+read next. Every figure comes from ``reports/results/`` (the bench's stored repetitions and the
+conformance suite's outcomes); the points are the ones the workloads declare as their headline
+(``HEADLINE_POINT``), so this page and the bench's glance read the same rows.
+
+The lines are markdown (the bench's page can print them as they are); :func:`html` turns them
+into the site's.
+"""
+
+from __future__ import annotations
+
+import html as html_module
+import json
+import random
+import re
+import statistics
+from pathlib import Path
+
+RESAMPLES = 400
+CONFIDENCE = 0.95
+MODE = "quick"  # the main tables' run
+
+
+def _stored(reports: Path, workload: str) -> dict | None:
+    path = reports / "results" / MODE / f"{workload}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _point(stored: dict | None, where: dict) -> dict | None:
+    """The stored point whose parameters hold every item of where (None: not stored)."""
+    for point in (stored or {}).get("points", {}).values():
+        params = point["params"]
+        if all(params.get(k) == v for k, v in where.items()):
+            return point
+    return None
+
+
+def _values(reps: list[dict], metric: str) -> list[float]:
+    return [r[metric] for r in reps if isinstance(r.get(metric), int | float)]
+
+
+def ratio_interval(row: list[float], base: list[float], seed: str) -> tuple[float, float, float]:
+    """The ratio of two medians and its percentile-bootstrap interval (each side resampled)."""
+    rng = random.Random(seed)
+    ratios = sorted(
+        statistics.median(rng.choices(row, k=len(row)))
+        / statistics.median(rng.choices(base, k=len(base)))
+        for _ in range(RESAMPLES)
+    )
+    tail = (1 - CONFIDENCE) / 2
+    low, high = ratios[int(tail * RESAMPLES)], ratios[int((1 - tail) * RESAMPLES) - 1]
+    return statistics.median(row) / statistics.median(base), low, high
+
+
+def worded(ratio: tuple[float, float, float], lower_is_better: bool = True) -> str:
+    """×r [low–high] and what the interval says: cheaper, dearer, or level (it holds 1)."""
+    value, low, high = ratio
+    if low <= 1 <= high:
+        word = "level (the interval holds 1)"
+    elif (high < 1) == lower_is_better:
+        word = "cheaper" if lower_is_better else "faster"
+    else:
+        word = "dearer" if lower_is_better else "slower"
+    return f"×{value:.2f} [{low:.2f}–{high:.2f}], {word}"
+
+
+def _label(key: str) -> str:
+    return key.replace("/", " · ")
+
+
+def _cheapest(point: dict | None, metric: str) -> tuple[str, dict, list[float]] | None:
+    """The home-made row with the lowest median of metric at point."""
+    best = None
+    for key, row in sorted((point or {}).get("rows", {}).items()):
+        values = _values(row["reps"], metric)
+        if row.get("kind") != "home-made" or not values:
+            continue
+        if best is None or statistics.median(values) < statistics.median(best[2]):
+            best = (key, row, values)
+    return best
+
+
+def _against(point: dict, key: str, row: dict, values: list[float], anchor: str, metric: str):
+    base = point["rows"].get(f"{anchor}/native")
+    if base is None:
+        return f"{anchor} is not stored at this point"
+    if base["session"] != row["session"]:
+        return (
+            f"no ratio to {anchor}: it was measured in another session ({base['session'][:15]}) "
+            f"than this row ({row['session'][:15]})"
+        )
+    ratio = ratio_interval(values, _values(base["reps"], metric), f"{key}:{anchor}:{metric}")
+    return f"{worded(ratio)} {anchor}"
+
+
+def lines(reports: Path, link: str = "") -> list[str]:
+    """The verdict as markdown lines (at most 8); link prefixes relative links to reports/."""
+    from bench.matrix import echo, micro, sleep  # the headline points, declared there
+    from conformance import findings as found
+
+    out = []
+    where = {"measure": echo.PACED, **echo.HEADLINE_POINT}
+    point = _point(_stored(reports, "echo"), where)
+    best = _cheapest(point, "server_cpu_us")
+    if point is not None and best is not None:
+        key, row, values = best
+        rates = sorted({r.get("rate") for r in row["reps"] if r.get("rate")})
+        rate = " or ".join(f"{r:,.0f}" for r in rates) or "?"
+        out.append(
+            f"**Cheapest home-made design per echo request**: `{_label(key)}`, "
+            f"{statistics.median(values):.1f} µs of server CPU per request (median of "
+            f"{len(values)}) at a fixed {rate} requests/s, "
+            f"{echo.HEADLINE_POINT['size']:,} B × {echo.HEADLINE_POINT['connections']} "
+            "connections: "
+            + "; ".join(
+                _against(point, key, row, values, anchor, "server_cpu_us")
+                for anchor in ("uvloop-protocol", "asyncio-protocol")
+            )
+            + "."
+        )
+    switch = _cheapest(_point(_stored(reports, "micro"), micro.HEADLINE_POINT), "switch")
+    if switch is not None:
+        out.append(
+            f"**Fastest switch**: `{_label(switch[0])}`, {statistics.median(switch[2]):,.0f} ns "
+            "per `switch` (the micro benchmarks; bench.md's Micro section says what each times)."
+        )
+    sleeper = _cheapest(
+        _point(_stored(reports, "sleep"), sleep.HEADLINE_POINT), "cpu_per_sleeper_us"
+    )
+    if sleeper is not None:
+        out.append(
+            f"**Cheapest sleeper**: `{_label(sleeper[0])}`, "
+            f"{statistics.median(sleeper[2]):.1f} µs of CPU per sleeper at "
+            f"{sleep.HEADLINE_POINT['tasks']:,} sleepers."
+        )
+    stored = found.stored(reports / "results" / "conformance")
+    if stored:
+        from bench.interpreters import REFERENCE
+
+        results = stored.get(REFERENCE) or next(iter(stored.values()))
+        worst = found.findings(results, found.load_severities(), {})
+        if worst:
+            f = worst[0]
+            loops = ", ".join(f"{v} ({'/'.join(s)})" for v, s in sorted(f.affected.items()))
+            out.append(
+                f"**Biggest correctness hazard** ([conformance]({link}conformance.md#findings)): "
+                f"*{f.severity}* on {loops}: {f.text}."
+            )
+    out.append(
+        f"Read next: [bench]({link}bench.md), [conformance]({link}conformance.md), "
+        f"[timelines]({link}timelines.md), [the loops' reading path]({link}../loops/README.md)."
+    )
+    return out[:8]
+
+
+def html(markdown_lines: list[str]) -> str:
+    """The lines as an HTML list (bold, code spans and links; everything else escaped)."""
+    items = []
+    for line in markdown_lines:
+        text = html_module.escape(line, quote=False)
+        text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+        text = re.sub(r"\*([^*]+)\*", r"<em>\1</em>", text)
+        text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+        text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)
+        items.append(f"<li>{text}</li>")
+    return "<ul class=verdict>" + "".join(items) + "</ul>"
