@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.summary import invalid, summarize  # the bench's rules for a row's figures
 from htmlreport import timelines as timeline_pages
 from htmlreport import verdict
 
@@ -116,7 +117,14 @@ def _baseline_stats(point: dict, metric: str) -> dict[str, dict[str, list[float]
     for key, _, row_key in BASELINES:
         by_session: dict[str, list[float]] = {}
         row = point["rows"].get(row_key)
-        if row and (s := stat(row["reps"], metric, f"{row_key}:{metric}")):
+        # A baseline with a failed repetition, or fewer than half valid, has no figure.
+        valid = [r for r in row["reps"] if not invalid(r)] if row else []
+        ok = row and not any(r.get("error") for r in row["reps"])
+        if (
+            ok
+            and len(valid) * 2 >= len(row["reps"])
+            and (s := stat(valid, metric, f"{row_key}:{metric}"))
+        ):
             by_session[row["session"]] = s
         for session, rows in sorted(point.get("baselines", {}).items()):
             if row_key in rows and session not in by_session:
@@ -155,14 +163,18 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
     for key, row in rows:
         label = _row_label(key, row)
         kind = row.get("kind", "")
+        summary = summarize(row["reps"], columns)  # the bench's rules: valid, invalid, failed
+        bound = summary.status == "invalid" and summary.costs is not None  # the peer saturated
+        reps = _usable(row["reps"]) if summary.status == "ok" or bound else []
         cells = [f'<td data-sort="{esc(label)}">{esc(label)}</td>', f"<td>{esc(kind)}</td>"]
         head_stat = None
         for metric in columns:
-            s = stat(row["reps"], metric.name, f"{key}:{metric.name}")
-            if metric is headline:
+            s = stat(reps, metric.name, f"{key}:{metric.name}") if reps else None
+            if metric is headline and not bound:
                 head_stat = s
             if s is None:
-                cells.append('<td data-sort="">—</td>')
+                text = summary.status if summary.status != "ok" else "—"
+                cells.append(f'<td data-sort="" title="{esc(summary.reason)}">{esc(text)}</td>')
                 continue
             value, low, high, n = (
                 s[0] * metric.scale,
@@ -172,34 +184,23 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
             )
             span = f"{fmt(low, metric.digits)}–{fmt(high, metric.digits)}"
             title = f"median of {n}; {CONFIDENCE:.0%} bootstrap interval {span}"
+            shown = fmt(value, metric.digits)
+            if bound:  # client-bound: the server did at least this; the figure is the peer's
+                title, shown = f"client-bound: {summary.reason}", f"≥ {shown}"
             cells.append(
-                f'<td class="num" data-sort="{value:.6g}" title="{esc(title)}">'
-                f"{fmt(value, metric.digits)}</td>"
+                f'<td class="num" data-sort="{value:.6g}" title="{esc(title)}">{shown}</td>'
             )
         attributes = _ratio_attributes(head_stat, row["session"], bases, headline.higher_is_better)
         cells.append(f'<td class="ratio num" data-sort="" {attributes}>—</td>')
         cells.append(f"<td>{esc(row['session'][:15])}</td>")
         body.append(f'<tr class="{esc(kind)}">{"".join(cells)}</tr>')
-        if head_stat is not None:
-            value, low, high = (v * headline.scale for v in head_stat[:3])
-            traces.append(
-                {
-                    "type": "bar",
-                    "name": label,
-                    "x": [label],
-                    "y": [round(value, 6)],
-                    "marker": {"color": KIND_COLOUR.get(kind, "#2ca02c")},
-                    "error_y": {
-                        "type": "data",
-                        "array": [round(high - value, 6)],
-                        "arrayminus": [round(value - low, 6)],
-                    },
-                    "text": [fmt(value, headline.digits)],
-                    "textposition": "outside",
-                    "hovertemplate": f"{esc(label)}: %{{y}} ({esc(kind)})<extra></extra>",
-                    "legendgroup": kind,
-                }
-            )
+        trace = _bar(label, kind, headline, head_stat or (bound and stat(reps, headline.name, key)))
+        if trace is not None and bound:  # drawn hatched, labelled as a lower bound
+            trace["marker"]["pattern"] = {"shape": "/"}
+            trace["text"] = ["≥ " + trace["text"][0] + " (client-bound)"]
+            trace.pop("error_y")
+        if trace is not None:
+            traces.append(trace)
     headers = [
         "loop · style",
         "kind",
@@ -231,6 +232,35 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
             _chart(point_id + "-chart", figure),
         ]
     )
+
+
+def _usable(reps: list[dict]) -> list[dict]:
+    """The repetitions a figure is taken from: valid ones (the bench's rule), else all."""
+    valid = [r for r in reps if not invalid(r) and not r.get("error")]
+    return valid or [r for r in reps if not r.get("error")]
+
+
+def _bar(label: str, kind: str, metric: Any, s: list[float] | None) -> dict | None:
+    """One row's bar in a point's chart: its median, its interval as an error bar."""
+    if not s:
+        return None
+    value, low, high = (v * metric.scale for v in s[:3])
+    return {
+        "type": "bar",
+        "name": label,
+        "x": [label],
+        "y": [round(value, 6)],
+        "marker": {"color": KIND_COLOUR.get(kind, "#2ca02c")},
+        "error_y": {
+            "type": "data",
+            "array": [round(high - value, 6)],
+            "arrayminus": [round(value - low, 6)],
+        },
+        "text": [fmt(value, metric.digits)],
+        "textposition": "outside",
+        "hovertemplate": f"{esc(label)}: %{{y}} ({esc(kind)})<extra></extra>",
+        "legendgroup": kind,
+    }
 
 
 def _chart(chart_id: str, figure: dict, zoom: bool = False) -> str:
