@@ -171,10 +171,20 @@ def compare(here: Results, there: Results | None, pid: str) -> str:
     """Whether another interpreter's stored run deviates in the same (variant, style) cases."""
     if there is None:
         return "not measured"
-    both = _measured(here, pid) & _measured(there, pid)
-    if not both:
-        return "not measured"
     mine, theirs = _deviating(here, pid), _deviating(there, pid)
+    both = _measured(here, pid) & _measured(there, pid)
+
+    def absent(variants: set[str]) -> str:
+        """Why these variants have no case there: unavailable (with the run's reason) or not run."""
+        return ", ".join(
+            f"{v} unavailable there" if v in there.unavailable else f"{v} not run there"
+            for v in sorted(variants)
+        )
+
+    if not mine & both:  # none of the loops affected here was played there
+        missing = {v for v, _ in mine}
+        played_there = bool(_measured(there, pid))
+        return f"not measured ({absent(missing)})" if missing and played_there else "not measured"
     only_here = sorted({v for v, s in (mine - theirs) & both})
     only_there = sorted({v for v, s in (theirs - mine) & both})
     parts = []
@@ -183,10 +193,10 @@ def compare(here: Results, there: Results | None, pid: str) -> str:
     if only_there:
         parts.append("deviates there also on " + ", ".join(only_there))
     # Loops that ran on one interpreter only (curio before 3.12, asyncio_eager from 3.12).
-    not_there = sorted({v for v, _ in mine - _measured(there, pid)})
+    not_there = {v for v, _ in mine - _measured(there, pid)}
     new_there = sorted({v for v, _ in theirs - _measured(here, pid)})
     if not_there:
-        parts.append(", ".join(not_there) + " not run there")
+        parts.append(absent(not_there))
     if new_there:
         parts.append("also " + ", ".join(new_there))
     if only_here or only_there:

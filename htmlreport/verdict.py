@@ -97,6 +97,17 @@ def _against(point: dict, key: str, row: dict, values: list[float], anchor: str,
     return f"{worded(ratio)} {anchor}"
 
 
+def _sessions_note(point: dict) -> str:
+    """A warning when the home-made rows ranked here come from more than one session."""
+    sessions = {r["session"] for r in point["rows"].values() if r.get("kind") == "home-made"}
+    if len(sessions) < 2:
+        return ""
+    return (
+        f" The home-made rows come from {len(sessions)} sessions, so this rank crosses "
+        "sessions: indicative only until they are measured together."
+    )
+
+
 def lines(reports: Path, link: str = "") -> list[str]:
     """The verdict as markdown lines (at most 8); link prefixes relative links to reports/."""
     from bench.matrix import echo, micro, sleep  # the headline points, declared there
@@ -121,6 +132,7 @@ def lines(reports: Path, link: str = "") -> list[str]:
                 for anchor in ("uvloop-protocol", "asyncio-protocol")
             )
             + "."
+            + _sessions_note(point)
         )
     switch = _cheapest(_point(_stored(reports, "micro"), micro.HEADLINE_POINT), "switch")
     if switch is not None:

@@ -225,3 +225,15 @@ def test_the_per_style_counts_on_the_page_are_the_ones_a_report_imports():
             path = Path(folder) / "conformance.md"
             path.write_text(page)
             assert counts_from_cells(path) == findings.style_counts(results)
+
+
+def test_a_loop_unavailable_on_another_interpreter_is_not_called_the_same_there():
+    here = _results(**{f"{DATA_LOSS}__curio__coroutines": "deviation"})
+    there = _results("3.12.1", **{f"{DATA_LOSS}__traps__coroutines": "pass"})
+    there.unavailable["curio"] = "unavailable on Python 3.12: curio does not load"
+    (loss,) = findings.findings(here, findings.load_severities(), {"3.12": there})
+    assert loss.elsewhere == {"3.12": "not measured (curio unavailable there)"}
+    here.outcomes.update(_results(**{f"{DATA_LOSS}__asyncio__coroutines": "deviation"}).outcomes)
+    there.outcomes.update(_results(**{f"{DATA_LOSS}__asyncio__coroutines": "deviation"}).outcomes)
+    (loss,) = findings.findings(here, findings.load_severities(), {"3.12": there})
+    assert loss.elsewhere == {"3.12": "same (curio unavailable there)"}
