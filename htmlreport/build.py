@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import html
 import json
-import random
 import re
 import statistics
 from collections.abc import Callable
@@ -21,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.summary import invalid, summarize  # the bench's rules for a row's figures
+from htmlreport import stats, verdict
 from htmlreport import timelines as timeline_pages
-from htmlreport import verdict
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 PLOTLY = "plotly.min.js"
@@ -37,8 +36,6 @@ BASELINES = (
 )
 KIND_ORDER = {"home-made": 0, "reference": 1, "anchor": 2}
 KIND_COLOUR = {"home-made": "#1f77b4", "reference": "#7f7f7f", "anchor": "#ff7f0e"}
-RESAMPLES = 400  # bootstrap resamples per interval
-CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
@@ -48,41 +45,22 @@ class Page:
     file: str
     title: str
     render: Callable[[Path], str]  # reports folder -> the page's body (HTML)
-    scripts: bool = True  # needs plotly.js
 
 
 # --- figures -------------------------------------------------------------------------------
 
 
-def interval(values: list[float], seed: str) -> tuple[float, float]:
-    """A percentile-bootstrap interval of the median over the repetitions (seeded by name).
-
-    With three repetitions it is close to their range: say so, never more.
-    """
-    if len(values) < 2:
-        return values[0], values[0]
-    rng = random.Random(seed)
-    medians = sorted(
-        statistics.median(rng.choices(values, k=len(values))) for _ in range(RESAMPLES)
-    )
-    tail = (1 - CONFIDENCE) / 2
-    return medians[int(tail * RESAMPLES)], medians[int((1 - tail) * RESAMPLES) - 1]
-
-
 def stat(reps: list[dict], metric: str, seed: str) -> list[float] | None:
     """[median, low, high, n] of one figure over a row's repetitions (None: no value)."""
-    values = [r[metric] for r in reps if isinstance(r.get(metric), int | float)]
+    values = _values(reps, metric)
     if not values:
         return None
-    low, high = interval(values, seed)
+    low, high = stats.median_interval(values, seed)
     return [statistics.median(values), low, high, len(values)]
 
 
-def comparison(row: list[float], base: list[float], higher_is_better: bool) -> str:
-    """better, worse, or level (the two intervals overlap) for one figure against a baseline."""
-    if row[1] <= base[2] and base[1] <= row[2]:
-        return "level"
-    return "better" if (row[0] > base[0]) == higher_is_better else "worse"
+def _values(reps: list[dict], metric: str) -> list[float]:
+    return [r[metric] for r in reps if isinstance(r.get(metric), int | float)]
 
 
 def esc(text: object) -> str:
@@ -111,41 +89,47 @@ def _row_label(key: str, row: dict) -> str:
     return key.split("/")[0] if row.get("style") == "native" else key.replace("/", " · ")
 
 
-def _baseline_stats(point: dict, metric: str) -> dict[str, dict[str, list[float]]]:
-    """baseline key -> session -> the baseline's stat in that session (where measured)."""
+def _baseline_values(point: dict, metric: str) -> dict[str, dict[str, list[float]]]:
+    """baseline key -> session -> the baseline's valid repetitions of metric in that session."""
     found: dict[str, dict[str, list[float]]] = {}
     for key, _, row_key in BASELINES:
         by_session: dict[str, list[float]] = {}
         row = point["rows"].get(row_key)
         # A baseline with a failed repetition, or fewer than half valid, has no figure.
-        valid = [r for r in row["reps"] if not invalid(r)] if row else []
-        ok = row and not any(r.get("error") for r in row["reps"])
-        if (
-            ok
-            and len(valid) * 2 >= len(row["reps"])
-            and (s := stat(valid, metric, f"{row_key}:{metric}"))
-        ):
-            by_session[row["session"]] = s
+        if row and not any(r.get("error") for r in row["reps"]):
+            valid = [r for r in row["reps"] if not invalid(r)]
+            if len(valid) * 2 >= len(row["reps"]) and (values := _values(valid, metric)):
+                by_session[row["session"]] = values
         for session, rows in sorted(point.get("baselines", {}).items()):
-            if row_key in rows and session not in by_session:
-                s = stat(rows[row_key], metric, f"{row_key}:{metric}:{session}")
-                if s:
-                    by_session[session] = s
+            values = _values(rows.get(row_key, []), metric)
+            if values and session not in by_session:
+                by_session[session] = values
         found[key] = by_session
     return found
 
 
-def _ratio_attributes(stats: list[float] | None, session: str, bases: dict, higher: bool) -> str:
+def _ratio_attributes(
+    values: list[float] | None, key: str, session: str, bases: dict, metric: Any
+) -> str:
+    """Each baseline's ratio of this row's figure, its word, or why there is none."""
     attributes = []
-    for key, _, _ in BASELINES:
-        base = bases[key].get(session)
-        if stats is None or base is None or base[0] == 0:
-            why = "not measured at this point" if not bases[key] else "baseline of another session"
-            attributes.append(f'data-ratio-{key}="" data-why-{key}="{esc(why)}"')
+    for name, _, _ in BASELINES:
+        base = bases[name].get(session)
+        if not values or not base or statistics.median(base) == 0:
+            why = (
+                "this row has no valid figure"
+                if not values
+                else f"{name} is not a row of this point"
+                if not bases[name]
+                else f"{name} was not measured in this row's session"
+            )
+            attributes.append(f'data-ratio-{name}="" data-why-{name}="{esc(why)}"')
             continue
-        ratio = stats[0] / base[0]
+        ratio = stats.ratio_interval(values, base, f"{key}/{name}:{metric.name}")
+        said = stats.word(ratio, metric.higher_is_better, cost=not metric.higher_is_better)
         attributes.append(
-            f'data-ratio-{key}="{ratio:.3f}" data-verdict-{key}="{comparison(stats, base, higher)}"'
+            f'data-ratio-{name}="{ratio[0]:.3f}" data-verdict-{name}="{said}" '
+            f'data-interval-{name}="{ratio[1]:.2f}–{ratio[2]:.2f}"'
         )
     return " ".join(attributes)
 
@@ -154,7 +138,7 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
     params = point["params"]
     columns = workload.columns_at(params)[:4]  # at most 8 columns in all
     headline = columns[0]
-    bases = _baseline_stats(point, headline.name)
+    bases = _baseline_values(point, headline.name)
     rows = sorted(
         point["rows"].items(),
         key=lambda item: (KIND_ORDER.get(item[1].get("kind"), 3), item[0]),
@@ -183,14 +167,15 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
                 s[3],
             )
             span = f"{fmt(low, metric.digits)}–{fmt(high, metric.digits)}"
-            title = f"median of {n}; {CONFIDENCE:.0%} bootstrap interval {span}"
+            title = f"median of {n}; {stats.CONFIDENCE:.0%} bootstrap interval {span}"
             shown = fmt(value, metric.digits)
             if bound:  # client-bound: the server did at least this; the figure is the peer's
                 title, shown = f"client-bound: {summary.reason}", f"≥ {shown}"
             cells.append(
                 f'<td class="num" data-sort="{value:.6g}" title="{esc(title)}">{shown}</td>'
             )
-        attributes = _ratio_attributes(head_stat, row["session"], bases, headline.higher_is_better)
+        head_values = _values(reps, headline.name) if head_stat else None
+        attributes = _ratio_attributes(head_values, key, row["session"], bases, headline)
         cells.append(f'<td class="ratio num" data-sort="" {attributes}>—</td>')
         cells.append(f"<td>{esc(row['session'][:15])}</td>")
         body.append(f'<tr class="{esc(kind)}">{"".join(cells)}</tr>')
@@ -294,11 +279,13 @@ def _bench_page(mode: str) -> Callable[[Path], str]:
         )
         intro = (
             "<p>Every figure is the median of a row's stored repetitions; hover a cell for its "
-            f"{CONFIDENCE:.0%} bootstrap interval. The ratio column divides the table's first "
-            "figure by the baseline's, <em>only where the baseline was measured in the same "
-            "session as the row</em> (otherwise it says why), and reads <em>level</em> where "
-            "the two intervals overlap. Click a header to sort; click a legend entry to hide "
-            "a row in the chart.</p>"
+            f"{stats.CONFIDENCE:.0%} bootstrap interval. The ratio column divides the table's "
+            "first figure by the baseline's, <em>only where the baseline was measured in the "
+            "same session as the row</em> (otherwise it says why), and is worded from the "
+            "ratio's own bootstrap interval: <em>level</em> where it holds 1. A client-bound "
+            "row (its peer, load generator or site server, saturated) shows ≥ its figure, with no "
+            "ratio. Click a "
+            "header to sort; click a legend entry to hide a row in the chart.</p>"
             f'<p><label>Baseline: <select id="baseline">{options}</select></label></p>'
             f"<p>Workloads: {' · '.join(index)}</p>"
         )

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import html as html_module
 import json
-import random
 import re
 import statistics
 from pathlib import Path
 
-RESAMPLES = 400
-CONFIDENCE = 0.95
+from htmlreport.stats import ratio_interval, worded
+
 MODE = "quick"  # the main tables' run
 
 
@@ -41,31 +40,6 @@ def _point(stored: dict | None, where: dict) -> dict | None:
 
 def _values(reps: list[dict], metric: str) -> list[float]:
     return [r[metric] for r in reps if isinstance(r.get(metric), int | float)]
-
-
-def ratio_interval(row: list[float], base: list[float], seed: str) -> tuple[float, float, float]:
-    """The ratio of two medians and its percentile-bootstrap interval (each side resampled)."""
-    rng = random.Random(seed)
-    ratios = sorted(
-        statistics.median(rng.choices(row, k=len(row)))
-        / statistics.median(rng.choices(base, k=len(base)))
-        for _ in range(RESAMPLES)
-    )
-    tail = (1 - CONFIDENCE) / 2
-    low, high = ratios[int(tail * RESAMPLES)], ratios[int((1 - tail) * RESAMPLES) - 1]
-    return statistics.median(row) / statistics.median(base), low, high
-
-
-def worded(ratio: tuple[float, float, float], lower_is_better: bool = True) -> str:
-    """×r [low–high] and what the interval says: cheaper, dearer, or level (it holds 1)."""
-    value, low, high = ratio
-    if low <= 1 <= high:
-        word = "level (the interval holds 1)"
-    elif (high < 1) == lower_is_better:
-        word = "cheaper" if lower_is_better else "faster"
-    else:
-        word = "dearer" if lower_is_better else "slower"
-    return f"×{value:.2f} [{low:.2f}–{high:.2f}], {word}"
 
 
 def _label(key: str) -> str:
