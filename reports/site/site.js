@@ -39,7 +39,9 @@ function showBaseline(key) {
       const verdict = cell.getAttribute("data-verdict-" + key);
       cell.textContent = "×" + Number(ratio).toFixed(2) + " (" + verdict + ")";
       cell.setAttribute("data-sort", ratio);
-      cell.title = verdict === "level" ? "the two intervals overlap" : "";
+      const interval = cell.getAttribute("data-interval-" + key);
+      cell.title = "95% bootstrap interval of the ratio: " + interval +
+        (verdict === "level" ? " (it holds 1)" : "");
     } else {
       cell.textContent = "—";
       cell.setAttribute("data-sort", "");
