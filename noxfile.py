@@ -2,7 +2,8 @@
 
 Every session runs on each CPython the lab supports, the nox way: `nox -s conformance-3.13`
 or `nox -p 3.13 -s conformance`. Without either, a session runs on the interpreter nox itself
-runs on, so `python3 -m nox -s conformance` means what it always did.
+runs on, so `python3 -m nox -s conformance` means what it always did. A session that needs no
+venv of its own (`new`) is declared with `@no_venv` and runs on that interpreter too.
 """
 
 import re
@@ -22,6 +23,19 @@ PYTHONS = sorted({*interpreters.PYTHONS, RUNNING}, key=interpreters.version_key)
 # No interpreter named on the command line (no `-p`, no `session-3.x`): the running one.
 if not any(re.search(r"-3\.\d+$", arg) for arg in sys.argv[1:]):
     nox.options.pythons = [RUNNING]
+
+
+def no_venv(func):
+    """Declare a session that runs in nox's own process, on the interpreter nox runs on.
+
+    nox's python selection (`nox.options.pythons` above, or `-p`) keeps only the sessions whose
+    python is in its list, so a session declared without one is dropped by it, and `nox -s new`
+    printed "Python version selection caused no sessions to be selected". Naming the running
+    interpreter, which is what such a session runs on anyway, keeps it selected wherever that
+    interpreter is (always, unless `-p` names only others).
+    tests/test_scaffold.py checks that every session of this file is selectable by its name.
+    """
+    return nox.session(python=RUNNING, venv_backend="none")(func)
 
 
 # The pyenv lookup is the bench's too (`python -m bench run --python 3.13`): one copy.
@@ -54,10 +68,12 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "tests", *session.posargs)
 
 
-@nox.session(venv_backend="none")
+@no_venv
 def new(session: nox.Session) -> None:
     """Scaffold a variant folder from the contract: nox -s new -- NAME --style STYLE."""
-    session.run("python", "-m", "loops._template", *session.posargs)
+    # The scaffolder needs only the standard library: nox's own interpreter runs it (a bare
+    # `python` may not be on PATH where only `python3` is).
+    session.run(sys.executable, "-m", "loops._template", *session.posargs)
 
 
 @nox.session(python=PYTHONS)
