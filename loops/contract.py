@@ -53,6 +53,15 @@ TASK_CAPABILITIES = frozenset({"tasks-scale", "timeouts", "queue"})  # need task
 
 PYTHON = ".".join(platform.python_version_tuple()[:2])  # "3.13": how reports name it
 
+# The two kinds of variant. A home-made loop is built here on one idea; a reference adapter only
+# maps a production loop (asyncio, uvloop, trio, curio) onto the contract. A reference adapter
+# says so twice in its folder, in `Variant(reference=True)` and in the first word of its
+# `__init__.py`'s docstring, "Reference:", which discovery reads without running the folder, so
+# that a variant unavailable here keeps its kind (tests/test_availability.py holds the two
+# together for every variant).
+HOME_MADE, REFERENCE = "home-made", "reference"
+REFERENCE_DOCSTRING = "Reference:"
+
 
 class Unavailable(ImportError):
     """Raised by a variant folder's ``__init__`` that cannot run here; ``str()`` is the reason.
@@ -117,15 +126,22 @@ class Variant:
             )
 
     @classmethod
-    def unavailable_here(cls, name: str, reason: str) -> Variant:
-        """The record discovery keeps for a folder that raised :class:`Unavailable`."""
+    def unavailable_here(cls, name: str, reason: str, *, reference: bool = False) -> Variant:
+        """The record discovery keeps for a folder that raised :class:`Unavailable`; its kind
+        (``reference``) is the folder's, read from its docstring."""
         return cls(
             name=name,
             summary=f"unavailable on Python {PYTHON}: {reason}",
             lineage="",
             capabilities=frozenset(),
+            reference=reference,
             unavailable=reason,
         )
+
+    @property
+    def kind(self) -> str:
+        """:data:`REFERENCE` for an adapter of a production loop, else :data:`HOME_MADE`."""
+        return REFERENCE if self.reference else HOME_MADE
 
     @property
     def available(self) -> bool:
