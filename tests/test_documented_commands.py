@@ -10,8 +10,8 @@ They run in document order in one fresh ``git clone`` of this checkout (with the
 tree's uncommitted changes to tracked files applied), through bash, with the clone as the
 working directory, so a command that depends on an earlier one (``nox -s new`` before the suite
 on the new variant) finds what it made; nox makes its venvs in the clone. A command that takes
-long as written runs with a declared smaller scope (``SCOPE``: one loop, one workload, one test
-file), and a few are skipped with their reason (``SKIP``); what is not declared runs exactly as
+long as written runs with a declared smaller scope (``SCOPE``: one loop, one workload, a few
+tests), and a few are skipped with their reason (``SKIP``); what is not declared runs exactly as
 written and must exit 0. One nox command naming several sessions runs as one command per
 session, because nox hands the same arguments after ``--`` to every session it runs.
 
@@ -39,7 +39,8 @@ INSIDE = "LAB_DOCUMENTED_COMMANDS"  # set in the commands' environment: no test 
 # A session's smaller scope: the arguments it gets when a documented command gives it none.
 SCOPE = {
     "conformance": ["--loop", "callbacks"],  # the suite on one loop (all of it: ~3 min)
-    "tests": ["tests/test_discovery.py"],  # one file (all of them: this test among them)
+    # The session runs `pytest tests ARGS`: -k picks the discovery tests (all: this one among them).
+    "tests": ["-k", "test_discovery"],
     "bench": ["--loop", "callbacks", "--workload", "sleep"],  # one loop, one workload
     "timeline": ["--loop", "callbacks"],  # re-records one loop's runs, renders the page
 }
@@ -161,10 +162,10 @@ def test_a_nox_command_of_several_sessions_runs_as_one_per_session_at_its_scope(
     assert runs == [
         "python3 -m pip install nox && python3 -m nox -s lint",
         "python3 -m pip install nox && python3 -m nox -s conformance -- --loop callbacks",
-        "python3 -m pip install nox && python3 -m nox -s tests -- tests/test_discovery.py",
+        "python3 -m pip install nox && python3 -m nox -s tests -- -k test_discovery",
     ]
     assert as_run("python3 -m nox -p 3.12 -s tests") == [
-        "python3 -m nox -p 3.12 -s tests -- tests/test_discovery.py"
+        "python3 -m nox -p 3.12 -s tests -- -k test_discovery"
     ]
     assert as_run("python3 -m nox -s new -- demo --style coroutines") == [
         "python3 -m nox -s new -- demo --style coroutines"
