@@ -38,7 +38,7 @@ INSIDE = "LAB_DOCUMENTED_COMMANDS"  # set in the commands' environment: no test 
 
 # A session's smaller scope: the arguments it gets when a documented command gives it none.
 SCOPE = {
-    "conformance": ["--loop", "callbacks"],  # the suite on one loop (all of it: ~3 min)
+    "conformance": ["--loop", "callbacks"],  # the whole suite, on one loop
     # The session runs `pytest tests ARGS`: -k picks the discovery tests (all: this one among them).
     "tests": ["-k", "test_discovery"],
     "bench": ["--loop", "callbacks", "--workload", "sleep"],  # one loop, one workload
