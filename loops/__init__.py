@@ -11,14 +11,13 @@ keeps it as an *unavailable* variant (no styles, ``variant.unavailable`` the one
 which every consumer shows, and :func:`get` raises :class:`UnavailableVariantError` naming the
 reason. Any other error in a folder is a bug in it, and discovery lets it through.
 
-What else lives in ``loops/`` is told apart by its name, so a glance at the folder (or
-``python -m loops``, which lists it grouped by kind) shows what each entry is: a folder not
-starting with ``_`` is a variant, a *home-made* loop or a *reference* adapter of a production
-loop (``Variant.kind``; an adapter's docstring opens with "Reference:", so even an unavailable
-one keeps its kind); ``_template/`` is the scaffold ``nox -s new`` copies, not a variant;
-``contract.py`` is the contract; the other modules not starting with ``_`` are for reading
-(step 0 and the primer of ``loops/README.md``); a module starting with ``_`` is a helper the
-adapters share.
+Every entry of ``loops/`` is of one kind, and ``python -m loops`` lists them grouped by kind
+(as ``loops/README.md`` does): a folder not starting with ``_`` is a variant, a *home-made*
+loop or a *reference* adapter of a production loop (``Variant.kind``; an adapter's docstring
+opens with "Reference:", so even an unavailable one keeps its kind); ``_template/`` is the
+scaffolder ``nox -s new`` runs, not a variant; ``contract.py`` is the contract; the other
+modules not starting with ``_`` are for reading (step 0 and the primer of ``loops/README.md``);
+a module starting with ``_`` is a helper the adapters share.
 
 ``LAB_EXTRA_LOOPS`` (directories separated by ``os.pathsep``) adds folders of variants kept
 outside the tree, which is how the lab's own tests try a throw-away variant.
