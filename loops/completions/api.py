@@ -55,6 +55,7 @@ from loops.completions.uring import (
 )
 from loops.contract import check_nonblocking
 
+# twin of loops/traps/api.py: __all__
 __all__ = [
     "CancelledError",
     "Queue",
@@ -85,21 +86,22 @@ MSGHDR_IOVEC = struct.Struct(MSGHDR.format + IOVEC.format[1:])  # the two, packe
 ACCEPT_FLAGS = socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC
 
 
+# twin of loops/traps/api.py: run
 def run(coro: Any) -> Any:
-    """Run coro on a new loop (a new ring) until it ends; return its result or raise."""
-    loop = Loop()
+    """Run coro on a new kernel until it ends; return its result or raise its exception."""
+    kernel = Loop()
     try:
-        return loop.run(coro)
+        return kernel.run(coro)
     finally:
-        loop.close()
+        kernel.close()
 
 
+# twin of loops/traps/api.py: timeout_after
 async def timeout_after(seconds: float, coro: Any) -> Any:
     """Run coro; if it takes longer than seconds, cancel it and raise TimeoutError.
 
-    The inner work is cancelled in place (an Expired, a CancelledError, thrown at its
-    suspension point, after its operation in flight completed or was cancelled) and the
-    TimeoutError is raised here, where the timer was set.
+    The inner work is cancelled in place (a CancelledError subclass thrown at its suspension
+    point, so its cleanup runs) and the TimeoutError is raised here, where the timer was set.
     """
     try:
         timer = await set_timer(seconds)
@@ -450,6 +452,7 @@ def _parse_sockaddr(raw: bytes) -> Any:
 # ---------------------------------------------------------------------- threads
 
 
+# twin of loops/traps/api.py: run_in_thread
 async def run_in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """Run fn(*args) in a worker thread; its result, or its exception re-raised."""
     return await call_in_thread(fn, args)

@@ -32,6 +32,8 @@ a task may await only this kernel's traps (an asyncio future is rejected with a 
 the kernel runs in one thread (one ring per ``run()``), and only run_in_thread crosses threads.
 """
 
+# twin of loops/traps/kernel.py
+
 from __future__ import annotations
 
 import collections

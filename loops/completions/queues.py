@@ -9,6 +9,8 @@ woken and running loses nothing: it passes its wake-up on to the next waiter.
 through the kernel running in this thread instead.
 """
 
+# twin of loops/traps/queues.py
+
 from __future__ import annotations
 
 import collections

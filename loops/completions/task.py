@@ -17,6 +17,8 @@ most one operation in flight, since it waits for each one's completion, even aft
 cancellation.
 """
 
+# twin of loops/traps/task.py
+
 from __future__ import annotations
 
 import itertools

@@ -14,6 +14,8 @@ then reads; here it hands over the whole operation (``operation``) and is resume
 result.
 """
 
+# twin of loops/traps/traps.py
+
 from __future__ import annotations
 
 import types

@@ -27,6 +27,7 @@ from loops.futures.futures import _PENDING, CancelledError, Future, InvalidState
 from loops.futures.queues import Queue, QueueEmpty, QueueFull
 from loops.futures.reactor import Loop, get_running_loop, loop_is_running
 
+# twin of loops/traps/api.py: __all__
 __all__ = [
     "CancelledError",
     "Future",

@@ -39,6 +39,7 @@ from loops.roundrobin.scheduler import (
     running_loop,
 )
 
+# twin of loops/traps/api.py: __all__
 __all__ = [
     "CancelledError",
     "Queue",
@@ -373,6 +374,7 @@ class Queue:
             running_loop().wake(self._putters, 1)
         return item
 
+    # twin of loops/traps/queues.py: Queue.task_done
     def task_done(self) -> None:
         """Mark one got item as processed; join() returns once every put item is."""
         if self._unfinished <= 0:
@@ -381,6 +383,7 @@ class Queue:
         if not self._unfinished and self._joiners:
             running_loop().wake(self._joiners)
 
+    # twin of loops/traps/queues.py: Queue.join
     async def join(self) -> None:
         """Wait until every item put has been marked done."""
         while self._unfinished:

@@ -67,6 +67,9 @@ _drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came b
 # moves only after an EAGAIN that followed a wait.
 WAKEUPS_FOR_NOTHING_BEFORE_REBUILD = 2
 
+# twin of loops/completions/api.py: __all__
+# twin of loops/roundrobin/api.py: __all__
+# twin of loops/futures/api.py: __all__
 __all__ = [
     "CancelledError",
     "Queue",
@@ -87,6 +90,7 @@ __all__ = [
 ]
 
 
+# twin of loops/completions/api.py: run
 def run(coro: Any) -> Any:
     """Run coro on a new kernel until it ends; return its result or raise its exception."""
     kernel = Loop()
@@ -96,6 +100,7 @@ def run(coro: Any) -> Any:
         kernel.close()
 
 
+# twin of loops/completions/api.py: timeout_after
 async def timeout_after(seconds: float, coro: Any) -> Any:
     """Run coro; if it takes longer than seconds, cancel it and raise TimeoutError.
 
@@ -248,6 +253,7 @@ async def _yield_turn() -> None:
     await sleep(0)
 
 
+# twin of loops/completions/api.py: run_in_thread
 async def run_in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """Run fn(*args) in a worker thread; its result, or its exception re-raised."""
     return await call_in_thread(fn, args)

@@ -20,6 +20,8 @@ a task may await only this kernel's traps (an asyncio future is rejected with a 
 the kernel runs in one thread, and only run_in_thread crosses threads.
 """
 
+# twin of loops/completions/kernel.py
+
 from __future__ import annotations
 
 import collections
