@@ -28,6 +28,8 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,6 +239,24 @@ def test_no_declared_difference_is_left_without_its_pair():
     slugs = {pair.slug for pair in PAIRS}
     stale = [p.name for p in DECLARED.glob("*.diff") if p.stem not in slugs]
     assert not stale, f"declared differences of twins no marker names any more: {stale}"
+
+
+def test_the_completions_readme_gives_the_size_of_the_kernels_diff():
+    """loops/completions/README.md walks `diff -u` of the two kernels and says how long it is:
+    the figure must be today's (GNU diff, as the README's command runs it)."""
+    if shutil.which("diff") is None:
+        pytest.skip("no diff command here")
+    readme = (ROOT / "loops" / "completions" / "README.md").read_text()
+    stated = re.search(r"\| grep -c '\^\[-\+\]\[\^-\+\]'` counts (\d+)", readme)
+    assert stated, "the README no longer states the size of the kernels' diff"
+    done = subprocess.run(
+        ["diff", "-u", "loops/traps/kernel.py", "loops/completions/kernel.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    count = sum(1 for line in done.stdout.splitlines() if re.match(r"[-+][^-+]", line))
+    assert int(stated[1]) == count, f"the README says {stated[1]}, diff -u counts {count}"
 
 
 # ---------------------------------------------------------------------- the mechanism itself

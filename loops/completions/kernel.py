@@ -18,14 +18,10 @@ with the task's id as ``user_data``; one ``io_uring_enter`` per turn hands every
 Linux and, if nothing is ready to run, waits for the first completion or the next timer (the
 enter's own timeout, ``IORING_ENTER_EXT_ARG``: the README argues why not ``IORING_OP_TIMEOUT``).
 Each CQE names its task by ``user_data``; ``res`` is the operation's result (a byte count, a new
-fd, 0) or ``-errno``, which the task gets as ``OSError(errno)``.
-
-The proactor's classic hazard, handled in ``_interrupt``: while an operation is in flight Linux
-owns its buffer. Cancelling the task cannot take the buffer back; it can only ask Linux to
-cancel (``IORING_OP_ASYNC_CANCEL``) and wait for the operation's completion, which comes
-either as ``-ECANCELED`` or, if the operation won the race, with its result. Only then is the
-buffer released and the task resumed with the cancellation; a result that won the race is kept
-for the next call on that socket, so a recv that completed is never lost.
+fd, 0) or ``-errno``, which the task gets as ``OSError(errno)``. The proactor's classic hazard,
+a buffer Linux owns until its operation's completion even if the task is cancelled meanwhile,
+is handled in ``_interrupt``; ``_drain_ring`` waits for every completion before close() frees
+the ring.
 
 Limits: Linux x86-64 with io_uring (the variant is unavailable elsewhere, see ``__init__.py``);
 a task may await only this kernel's traps (an asyncio future is rejected with a TypeError);
@@ -108,7 +104,7 @@ def running_loop() -> Loop:
 
 
 class Loop:
-    """Runs coroutines as tasks; their I/O reaches it as traps, and Linux as io_uring operations."""
+    """Runs coroutines as tasks; every blocking operation reaches it as a trap."""
 
     def __init__(self) -> None:
         self._ready: collections.deque[Task] = collections.deque()  # runnable tasks, FIFO
@@ -185,8 +181,7 @@ class Loop:
         """Cancel the tasks still alive, let them unwind, then release every resource.
 
         Idempotent. Like asyncio.run(), leftover tasks get a CancelledError and run their
-        cleanup; failures nobody joined are logged here, once. Every completion still due is
-        collected before the ring goes (``_drain_ring``).
+        cleanup; failures nobody joined are logged here, once.
         """
         if self._closed:
             return
