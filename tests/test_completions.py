@@ -348,3 +348,22 @@ def test_completions_that_overflow_the_cq_are_posted_by_a_submit_only_enter():
         assert not ring._sq32[ring._sq_flags] & uring.SQ_CQ_OVERFLOW
     finally:
         ring.close()
+
+
+@needs_io_uring
+def test_the_essence_cancels_a_recv_in_flight_and_frees_its_buffer_only_at_its_completion():
+    """The essence's demo (python -m loops.completions.essence): at the cancel the victim's
+    buffer is still lent to the kernel; its RECV's own CQE (-ECANCELED) comes after the
+    ASYNC_CANCEL was submitted, and only that frees it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "loops.completions.essence"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    lent = lines.index("main: cancel the victim's RECV; its buffer still lent: True")
+    cancel_submitted = lines.index("io_uring_enter: submit 1, wait True", lent)
+    freed = next(i for i, line in enumerate(lines) if line.startswith("CQE for recv: res -125"))
+    assert lent < cancel_submitted < freed
