@@ -7,7 +7,8 @@ marker on both sides, naming the other side:
     # twin of loops/traps/kernel.py                  the whole file
     # twin of loops/traps/api.py: timeout_after      one definition: a function, a class, a
                                                      method (Queue.join) or an assignment
-                                                     (__all__), the marker right above it
+                                                     (__all__), with the comment block right
+                                                     above it; the marker above them both
 
 This test finds every marker and compares each marked pair. Identical twins must stay
 identical. Twins that differ must declare how: ``tests/twins/<pair>.diff`` holds a line
@@ -120,6 +121,10 @@ def _definition(path: Path, name: str) -> tuple[str, int, int] | None:
         body = getattr(node, "body", [])
     first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
     lines = path.read_text().splitlines()
+    while first > 1 and lines[first - 2].lstrip().startswith("#"):
+        if MARKER.match(lines[first - 2]):
+            break
+        first -= 1  # the comment block right above it is part of it
     return "\n".join(lines[first - 1 : node.end_lineno]), first, node.end_lineno
 
 

@@ -43,6 +43,8 @@ from loops.traps.traps import (
 FAST_CALLS_PER_TURN = 16  # socket calls that may complete in a row before a forced yield
 _fast_calls = 0  # socket calls completed without waiting since a call last waited
 
+# twin of loops/roundrobin/api.py: _drained
+# twin of loops/futures/api.py: _drained
 # Speed trick, fenced here: the fds whose last recv came back short. A short read means the
 # kernel handed over everything it had, so the next recv on that socket would most likely fail
 # with EAGAIN (a request/response peer answers only after our reply): that costs a syscall and
@@ -55,6 +57,8 @@ _fast_calls = 0  # socket calls completed without waiting since a call last wait
 # the figures and the command.
 _drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came back short
 
+# twin of loops/roundrobin/api.py: WAKEUPS_FOR_NOTHING_BEFORE_REBUILD
+# twin of loops/futures/api.py: WAKEUPS_FOR_NOTHING_BEFORE_REBUILD
 # The rare path, fenced here: a socket call that fails with EAGAIN right after the kernel woke
 # it for that socket was woken for nothing. Level-triggered readiness that is real cannot do
 # that twice in a row (the data or the room is there until someone takes it; only another
@@ -238,6 +242,8 @@ async def _try_first(
             return result
 
 
+# twin of loops/roundrobin/api.py: _woken_for_nothing
+# twin of loops/futures/api.py: _woken_for_nothing
 async def _woken_for_nothing(idle: int) -> int:
     """Count one more wake-up that found nothing; at the limit, drop ghosts (see above)."""
     idle += 1

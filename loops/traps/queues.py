@@ -31,14 +31,17 @@ class Queue:
         self._joiners: collections.deque = collections.deque()  # tasks waiting in join()
         self._unfinished = 0  # items put and not yet marked done
 
+    # twin of loops/futures/queues.py: Queue.qsize
     def qsize(self) -> int:
         """The number of items queued."""
         return len(self._items)
 
+    # twin of loops/futures/queues.py: Queue.empty
     def empty(self) -> bool:
         """True if no item is queued."""
         return not self._items
 
+    # twin of loops/futures/queues.py: Queue.full
     def full(self) -> bool:
         """True if a put() would wait."""
         return 0 < self.maxsize <= len(self._items)
