@@ -8,7 +8,7 @@ handler either answers at once (``spawn``: the task goes on running, no switch) 
 ``SUSPEND`` after recording what the task waits for (``sleep``, ``operation``, ``join``...); the
 event that satisfies the wait puts the task back on the ready queue. Cancellation is
 ``coro.throw(CancelledError())`` at the suspension point, after the kernel undoes the wait.
-(Here, as in curio, "the kernel" is this loop; the operating system's is called Linux.)
+(Here, as in curio, "the kernel" is this loop; the operating system's kernel is "Linux".)
 
 What it builds on: the traps kernel, with its epoll replaced by an io_uring (a proactor, as
 Windows IOCP is; :class:`loops.completions.uring.Ring`), which ``diff -u loops/traps/kernel.py
