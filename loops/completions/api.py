@@ -15,8 +15,9 @@ itself (immutable, its address fixed), kept alive by the task until the completi
 The task calls (run, timeout_after, run_in_thread) are twins of ``loops/traps/api.py``'s on
 purpose, each variant being read alone (``tests/test_twins.py`` holds them together); only the
 socket calls differ. Each socket call's *completer* (``_complete_recv``, ``_complete_send``...)
-turns its operation's ``res`` into the answer; the kernel calls it with ``interrupted=True``
-instead when the task will not take the answer, to release the buffer and keep what came.
+turns its operation's ``res`` into the answer (``Loop._deliver``); ``Loop._give_back`` calls
+it with ``interrupted=True`` instead when the task will not take the answer, to release the
+buffer and keep what came.
 """
 
 from __future__ import annotations
