@@ -139,7 +139,7 @@ def test_ring_states_reads_a_live_rings_counters_once_per_ring():
         before = anatomy.ring_states(os.getpid())
         assert len(before) == 1  # its mmaps dup the fd: still one ring
         for _ in range(3):
-            ring.prepare(uring.OP_NOP, -1, 0, 0, 7)
+            ring.prepare(uring.OP_NOP, user_data=7)
         assert ring.enter(None) == 3
         assert len(ring.reap()) == 3
         after = anatomy.ring_states(os.getpid())
