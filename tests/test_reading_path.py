@@ -138,37 +138,52 @@ def test_the_primer_runs_as_a_script():
 
 
 def test_step_0_shows_why_a_loop_exists():
-    """loops/why_a_loop.py: blocking serves one client at a time, busy polling serves both and
-    burns CPU in failed calls, readiness serves both and sleeps. The shape, never a duration."""
+    """loops/why_a_loop.py: blocking serves one client at a time, a thread per client serves both
+    with a thread each, busy polling serves both and burns CPU in failed calls, readiness serves
+    both and sleeps; then a thread per client's cost against the selectors server's at a few
+    hundred clients. The shape, never a duration."""
     done = subprocess.run(
         [sys.executable, "-m", "loops.why_a_loop"],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
     assert done.returncode == 0 and not done.stderr, done.stderr
     sections = {}
-    for block in done.stdout.split("\n\n")[1:4]:
+    for block in done.stdout.split("\n\n")[1:5]:
         title, order, _waited, costs = block.strip().splitlines()
         figures = re.search(
-            r"CPU ([\d.]+) s.*BlockingIOError: (\d+); select\(\) calls: (\d+)", costs
+            r"CPU ([\d.]+) s.*BlockingIOError: (\d+); select\(\) calls: (\d+); "
+            r"threads started: (\d+)",
+            costs,
         )
         assert figures, costs
         events = order.split("order: ")[1].split(", ")
-        cpu, failed, selects = float(figures[1]), int(figures[2]), int(figures[3])
-        sections[title.split(" (")[1].rstrip(")")] = events, cpu, failed, selects
-    assert list(sections) == ["serve_blocking", "serve_busy", "serve_selectors"]
-    blocking, busy, readiness = sections.values()
+        cpu, failed, selects, threads = (float(figures[1]), *map(int, figures.groups()[1:]))
+        sections[title.split(" (")[1].rstrip(")")] = events, cpu, failed, selects, threads
+    assert list(sections) == ["serve_blocking", "serve_threads", "serve_busy", "serve_selectors"]
+    blocking, threads, busy, readiness = sections.values()
     # Blocking: B is served only once A has gone.
     assert blocking[0].index("B echoed") > blocking[0].index("A closed")
     assert blocking[2] == 0
-    # Non-blocking: both served at once; busy polling fails call after call, readiness never.
-    for events, *_ in (busy, readiness):
+    # Threads and non-blocking: both served at once; threads with a thread each.
+    for events, *_ in (threads, busy, readiness):
         assert events.index("B echoed") < events.index("A closed")
+    assert threads[4] == 2 and threads[2] == 0
+    # Busy polling fails call after call, readiness never.
     assert busy[2] > 100 and busy[3] == 0
     assert readiness[2] == 0 and readiness[3] > 0
     assert busy[1] > readiness[1]  # the busy loop's CPU against the sleeping one's, same run
+    # The cost at a few hundred clients: a thread each, and the memory a thread's stack takes.
+    found = re.findall(r"(serve_\w+): (\d+) thread\(s\); per client ([\d.]+) KiB", done.stdout)
+    if "not measured here" in done.stdout:
+        return
+    cost = {name: (int(n), float(kib)) for name, n, kib in found}
+    assert set(cost) == {"serve_threads", "serve_selectors"}
+    assert cost["serve_threads"][0] > 100 and cost["serve_selectors"][0] == 1
+    assert cost["serve_threads"][1] > cost["serve_selectors"][1]
+    assert "context switches per echo" in done.stdout
 
 
 # -- loops/README.md: the reading order and the concept table ------------------------------
