@@ -182,10 +182,10 @@ def cancellation_is_a_throw():
     armed), and a rule for a task that is not suspended when cancelled (it is running, or is
     already queued to resume): asyncio records a flag and throws at the next resume; trio and
     curio deliver it at the task's next blocking call. A task may also catch the exception and
-    go on, which is why "cancel" means "ask". asyncio's ``Task.cancel()`` (``asyncio/tasks.py``)
-    asks and returns at once; one awaits the task to see it end. curio's ``Task.cancel``
-    (``curio/task.py``, ``blocking=True`` by default) and the lab's contract (``cancel`` in ``loops/contract.py``) ask and
-    then wait for the task to end.
+    go on, which is why "cancel" means "ask". asyncio's ``Task.cancel()``
+    (``asyncio/tasks.py``) asks and returns at once; one awaits the task to see it end.
+    curio's ``Task.cancel`` (``curio/task.py``, ``blocking=True`` by default) and the lab's
+    contract (``cancel`` in ``loops/contract.py``) ask, then wait for the task to end.
     """
 
 

@@ -205,7 +205,7 @@ def test_no_bare_figure_outside_a_block(path):
     text = reading.BLOCK.sub("", path.read_text())
     for paragraph in re.split(r"\n\s*\n|\n\s*- ", text):  # paragraphs and list items
         for match in FIGURE.finditer(paragraph):
-            if path.suffix == ".py" and "f\"" in paragraph:
+            if path.suffix == ".py" and 'f"' in paragraph:
                 continue  # a program printing what it measures as it runs
             dated = all(pattern.search(paragraph) for pattern in DATED_COMMAND)
             where = f"{path.relative_to(ROOT)}: bare figure {match[0]!r} in {paragraph[:300]!r}"
@@ -219,7 +219,7 @@ EVERY_LOOP = r"\b(every|each|all( the)?|any) (home-made )?loops?\b|\ball six\b|\
 
 @pytest.mark.parametrize("path", reading_path_texts(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_sentence_generalises_a_declared_design_over_the_loops(path):
-    """"Every loop is readiness-based" was false the day a completion loop came: what differs
+    """ "Every loop is readiness-based" went false the day a completion loop came. What differs
     by loop is in the designs table, rendered from the loops' own declarations."""
     text = reading.BLOCK.sub("", path.read_text())
     for sentence in re.split(r"(?<=[.!?:])\s+", re.sub(r"\s+", " ", text)):

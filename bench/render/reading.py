@@ -132,7 +132,9 @@ def protocols(data: dict) -> str:
                 extra.append(f"{cpu_us(entry) - cpu_us(base):+.1f} µs")
         said.append(f"on {loop}, streams {extra[0]} and `sock_recv` {extra[1]}")
     return (
-        "\n" + "\n".join(lines) + "\n\nAgainst each loop's Protocol server, per request: "
+        "\n"
+        + "\n".join(lines)
+        + "\n\nAgainst each loop's Protocol server, per request: "
         + "; ".join(said)
         + f" ({_when(data)}; one untimed repetition per row, the echo section of "
         "[`reports/bench.md`](../reports/bench.md) has medians).\n"
