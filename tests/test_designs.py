@@ -219,8 +219,8 @@ EVERY_LOOP = r"\b(every|each|all( the)?|any) (home-made )?loops?\b|\ball six\b|\
 
 @pytest.mark.parametrize("path", reading_path_texts(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_sentence_generalises_a_declared_design_over_the_loops(path):
-    """ "Every loop is readiness-based" went false the day a completion loop came. What differs
-    by loop is in the designs table, rendered from the loops' own declarations."""
+    """A sentence such as "every loop is readiness-based" goes false the day a variant differs:
+    what differs by loop is in the designs table, rendered from the loops' own declarations."""
     text = reading.BLOCK.sub("", path.read_text())
     for sentence in re.split(r"(?<=[.!?:])\s+", re.sub(r"\s+", " ", text)):
         if re.search(EVERY_LOOP, sentence, re.I) and re.search(DECLARED_WORDS, sentence, re.I):
