@@ -28,7 +28,11 @@ MAX_LINES = 80
 DEMO_SAYS = {
     "callbacks": ["call_soon: first", "timer: 0.05 s", "reader: b'ping' arrived"],
     "futures": ["CancelledError landed at the victim's `yield from", "task is cancelled"],
-    "traps": ["answered Task at once", "main returned b'ping'"],
+    "traps": [
+        "answered Task at once",
+        "ended by CancelledError() and CancelledError()",
+        "main returned b'ping'",
+    ],
     "roundrobin": ["main read b'ping'", "a0 b0 a1 b1 a2 b2"],
     "handlers": ["('EchoConnection', False, True)", "got b'ping' back", "closed: ['EchoServer']"],
     "completions": ["io_uring_enter: submit 2, wait True", "main returned b'ping'"],
