@@ -272,3 +272,50 @@ def test_the_folder_readme_starts_from_the_essence_and_names_real_things(name):
         elif re.fullmatch(r"[A-Za-z_][\w.]*(\(\))?", ref) and ref not in dir(builtins):
             for word in re.findall(r"\w+", ref):
                 assert re.search(rf"\b{word}\b", source), f"{name}/README.md: no {word}"
+
+
+def glossary_terms(text: str) -> list[str]:
+    """The words of loops/README.md's "Words": each entry's bold head, split at " / " and ", "."""
+    words = text.split("\n## Words\n")[1].split("\n## ")[0]
+    terms = []
+    for head in re.findall(r"^- \*\*([^*]+)\*\*", words, re.M):
+        for term in re.split(r" / |, ", head):
+            term = re.sub(r" \d+$", "", term.strip())
+            if term and not term.isdigit():
+                terms.append(term)
+    return terms
+
+
+def prose(text: str) -> str:
+    """The path's text as a reader meets words in it: code spans, link targets, rendered blocks
+    and HTML comments left out (a name in backticks is code, not a use of the word)."""
+    from bench.render.reading import BLOCK
+
+    text = BLOCK.sub("", text)
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    text = re.sub(r"<!-- concepts:start -->.*?<!-- concepts:end -->", "", text, flags=re.S)
+    text = re.sub(r"`[^`]*`", "", text)
+    return re.sub(r"\]\([^)]*\)", "]", text)
+
+
+def test_no_glossary_word_is_used_before_the_path_defines_it():
+    """A glossary word's first use along the path is its definition, in italics or bold; the
+    path is loops/README.md up to its "Words", read in order."""
+    full = (ROOT / "loops" / "README.md").read_text()
+    concepts = full.split("<!-- concepts:start -->")
+    if len(concepts) > 1:  # the concept table is code names, not prose
+        full = concepts[0] + concepts[1].split("<!-- concepts:end -->", 1)[1]
+    path = prose(full.split("\n## Words\n")[0])
+    terms = glossary_terms(full)
+    assert {"SQE", "CQE", "proactor", "reactor", "transport", "protocol"} <= set(terms)
+    assert {"level-triggered", "edge-triggered", "checkpoint"} <= set(terms)
+    emphasis = [(m.start(), m.end()) for m in re.finditer(r"\*{1,2}[^*\n]+\*{1,2}", path)]
+    early = []
+    for term in terms:
+        pattern = re.compile(rf"(?<![\w-]){re.escape(term)}(s|es)?(?![\w-])", re.I)
+        first = pattern.search(path)
+        assert first, f"the path never uses {term!r}, which its glossary defines"
+        if not any(start <= first.start() < end for start, end in emphasis):
+            context = path[max(0, first.start() - 80) : first.end() + 40].replace("\n", " ")
+            early.append(f"{term!r} is used before it is defined: ...{context}...")
+    assert not early, "\n".join(early)

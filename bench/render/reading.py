@@ -104,7 +104,7 @@ def floor(data: dict) -> str:
 SERVERS = (  # (row, what reads the socket), on each of the two loops that speak asyncio's API
     ("{loop}-protocol", "`Protocol.data_received`, a callback per read"),
     ("{loop}-streams", "`StreamReader.read` in a task, fed by a Protocol"),
-    ("{loop}/coroutines", "`loop.sock_recv` in a task: a future and a reader per read"),
+    ("{loop}/coroutines", "`loop.sock_recv` in a task, waiting through a future and a reader"),
 )
 
 
@@ -112,8 +112,8 @@ def protocols(data: dict) -> str:
     """The table of the "Why transports and protocols" section, and what it says."""
     lines = [
         "| server | reads with | CPU per request | × Protocol | syscalls per request "
-        "| epoll_ctl | failed recvs |",
-        "|---|---|--:|--:|--:|--:|--:|",
+        "| epoll_ctl | failed recvs | other |",
+        "|---|---|--:|--:|--:|--:|--:|--:|",
     ]
     said = []
     for loop in ("asyncio", "uvloop"):
@@ -126,7 +126,7 @@ def protocols(data: dict) -> str:
             label = name.replace("/", " · ")
             lines.append(
                 f"| {label} | {reads} | {_cpu(entry)} | {_ratio(entry, base)} | {s['total']:.2f} "
-                f"| {s['epoll_ctl']:.2f} | {s['recv_eagain']:.2f} |"
+                f"| {s['epoll_ctl']:.2f} | {s['recv_eagain']:.2f} | {s['other']:.2f} |"
             )
             if entry is not base:
                 extra.append(f"{cpu_us(entry) - cpu_us(base):+.1f} µs")
