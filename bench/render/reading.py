@@ -88,7 +88,8 @@ def drained(data: dict, name: str) -> str:
     entry, yard = _row(data, name)["syscalls"], _row(data, YARDSTICK)["syscalls"]
     return (
         f"{entry['total']:.2f} syscalls per request, {entry['recv_eagain']:.2f} of them failed "
-        f"recvs ({YARDSTICK}: {yard['total']:.2f} and {yard['recv_eagain']:.2f}; {_when(data)})"
+        f"recvs and {entry['epoll_ctl']:.2f} `epoll_ctl` ({YARDSTICK}: {yard['total']:.2f}, "
+        f"{yard['recv_eagain']:.2f} and {yard['epoll_ctl']:.2f}; {_when(data)})"
     )
 
 
