@@ -184,7 +184,7 @@ FIGURE = re.compile(
     r"\d[\d,.]*\s*(µs|ns|req/s|requests/s|syscalls per|syscalls/req)|"
     r"\d[\d,.]*\s*(of them )?failed recvs"
 )
-DATED_COMMAND = (re.compile(r"`python3? -m [^`]+`"), re.compile(r"\b20\d\d-\d\d-\d\d\b"))
+DATED_COMMAND = (re.compile(r"`[^`]*python3? -m [^`]+`"), re.compile(r"\b20\d\d-\d\d-\d\d\b"))
 
 
 def reading_path_texts() -> list[Path]:
