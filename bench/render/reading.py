@@ -160,8 +160,9 @@ def design_row(variant: loops.Variant) -> str:
     )
 
 
-def designs(existing: str = "") -> str:
-    """The designs table; an unavailable variant keeps its row from `existing`."""
+def designs(existing: str = "", root: Path = ROOT) -> str:
+    """The designs table of the variants whose folder is under root/loops (not those a
+    LAB_EXTRA_LOOPS adds); an unavailable variant keeps its row from `existing`."""
     kept = {m[1]: m[0] for m in re.finditer(r"^\| `(\w+)`.*$", existing, re.M)}
     lines = [
         "| loop | I/O | styles | sleeps in | woken from threads by | thread entry points "
@@ -169,6 +170,8 @@ def designs(existing: str = "") -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for name, variant in loops.discover().items():
+        if not (root / "loops" / name).is_dir():
+            continue
         if variant.available:
             lines.append(design_row(variant))
         else:
@@ -207,9 +210,15 @@ def render_text(text: str, rendering: dict[str, Callable[[str], str]]) -> str:
     return BLOCK.sub(one, text)
 
 
-def render_reading(results: Path, root: Path = ROOT) -> list[Path]:
-    """Re-render every block of the reading path; the files that changed."""
+def render_reading(results: Path) -> list[Path]:
+    """Re-render every block of the reading path of the tree that holds `results` (its
+    ``reports/results``); the files that changed. Results kept elsewhere (a test's temporary
+    folder) have no reading path beside them: nothing is written."""
+    root = results.resolve().parent.parent
+    if not (root / "loops" / "README.md").is_file():
+        return []
     rendering = blocks(load_anatomy(results))
+    rendering["designs"] = lambda old: designs(old, root)
     changed = []
     for path in pages(root):
         text = path.read_text()
