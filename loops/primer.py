@@ -180,8 +180,10 @@ def cancellation_is_a_throw():
     The exception lands at the ``await`` that suspended, so cleanup is the task's own code.
     What a loop must add is the undoing of the wait (the read it registered, the timer it
     armed), and a rule for a task that is not suspended when cancelled (it is running, or is
-    already queued to resume): asyncio records a flag and throws at the next resume; trio and
-    curio deliver it at the task's next blocking call. A task may also catch the exception and
+    already queued to resume): asyncio records a flag and throws at the next resume
+    (``_must_cancel`` in ``asyncio/tasks.py``); trio and curio deliver it at the task's next
+    blocking call (``trio/_core/_run.py``: ``CancelScope``; ``curio/kernel.py``:
+    ``trap_cancel_task``). A task may also catch the exception and
     go on, which is why "cancel" means "ask". asyncio's ``Task.cancel()``
     (``asyncio/tasks.py``) asks and returns at once; one awaits the task to see it end.
     curio's ``Task.cancel`` (``curio/task.py``, ``blocking=True`` by default) and the lab's
@@ -199,7 +201,7 @@ def dunder_await_makes_objects_awaitable():
     ...         if not self.done:
     ...             yield self                  # hand the future itself to the driver
     ...         return self.result
-    ...     __await__ = __iter__                # `await future` (coroutines): asyncio's trick
+    ...     __await__ = __iter__                # `await future`: asyncio/futures.py's trick
     >>> async def waiter(fut):
     ...     return await fut
     >>> fut = Future()
@@ -218,7 +220,7 @@ def dunder_await_makes_objects_awaitable():
 
 
 def sleep_is_a_future_and_a_timer():
-    """``sleep`` built as Python's own asyncio builds it: a future that a timer completes.
+    """``sleep`` built as asyncio's (``asyncio/tasks.py``: ``sleep``): a future a timer completes.
 
     >>> import heapq, itertools
     >>> class Future:
