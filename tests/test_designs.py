@@ -27,7 +27,8 @@ from bench.store import RESULTS, load_anatomy
 from loops.contract import IO_MODELS, THREAD_ENTRIES
 
 ROOT = Path(__file__).resolve().parent.parent
-AVAILABLE = loops.available()
+# The tree's own variants (not a throw-away folder that LAB_EXTRA_LOOPS adds).
+AVAILABLE = {n: v for n, v in loops.available().items() if (ROOT / "loops" / n).is_dir()}
 HOME_MADE = sorted(name for name, v in AVAILABLE.items() if not v.reference)
 REFERENCES = sorted(name for name, v in AVAILABLE.items() if v.reference)
 FIELDS = ("io_model", "waits_in", "wake_up", "thread_entries", "cancellation")
