@@ -48,7 +48,8 @@ def essence(name: str) -> Path:
 
 def test_the_five_home_made_loops_have_an_essence():
     # A variant added later (nox -s new) is welcome to one: the tests below then run it too.
-    assert set(DEMO_SAYS) <= set(HOME_MADE)
+    # (One unavailable here, completions without io_uring, still has its folder and essence.)
+    assert set(DEMO_SAYS) <= {name for name, v in loops.discover().items() if not v.reference}
     for name in DEMO_SAYS:
         assert essence(name).is_file(), f"loops/{name}/essence.py is missing"
 
