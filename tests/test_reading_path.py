@@ -30,7 +30,7 @@ DEMO_SAYS = {
     "futures": ["CancelledError landed at the victim's `yield from", "task is cancelled"],
     "traps": [
         "answered Task at once",
-        "ended by CancelledError() and CancelledError()",
+        "thrown in: CancelledError(), CancelledError()",
         "main returned b'ping'",
     ],
     "roundrobin": ["main read b'ping'", "a0 b0 a1 b1 a2 b2"],

@@ -86,14 +86,14 @@ if __name__ == "__main__":
 
     async def main():
         a, b = socket.socketpair()
-        sleeper, reader = [await _trap("spawn", c) for c in (_trap("sleep", 10), _trap("read", a))]
-        await _trap("sleep", 0.01)  # both run to their await and suspend there
-        await _trap("cancel", sleeper)
-        await _trap("cancel", reader)  # its wait undone: the ping below is main's to read
-        b.send(b"ping")
-        await _trap("read", a)
-        print(f"spawn answered {type(reader).__name__} at once; the sleeper and the reader")
-        print(f"ended by {sleeper.value!r} and {reader.value!r}, thrown in at their await")
-        return a.recv(100)
+        with a, b:  # s sleeps, r waits to read a: both are cancelled where they wait
+            s, r = [await _trap("spawn", c) for c in (_trap("sleep", 10), _trap("read", a))]
+            await _trap("sleep", 0.01)  # both run to their await and suspend there
+            await _trap("cancel", s)
+            await _trap("cancel", r)  # its wait undone: the ping below is main's to read
+            b.send(b"ping")
+            await _trap("read", a)
+            print(f"spawn answered {type(r).__name__} at once; thrown in: {s.value!r}, {r.value!r}")
+            return a.recv(100)
 
     print(f"main returned {Loop().run(main())!r}")
