@@ -181,6 +181,16 @@ def test_every_figure_block_holds_what_the_committed_results_render():
             )
 
 
+@pytest.mark.parametrize("name", HOME_MADE)
+def test_each_loops_readme_ends_with_what_its_design_gives_up(name):
+    """One short last paragraph: good for, costs (a rendered block), gives up against the two
+    control rows."""
+    last = (ROOT / "loops" / name / "README.md").read_text().rstrip().split("\n\n")[-1]
+    assert last.startswith("**What this design is good for, what it costs, what it gives up.**")
+    assert f"<!-- figures:cost:{name} -->" in last
+    assert "asyncio-protocol" in last and "uvloop" in last
+
+
 FIGURE = re.compile(
     r"\d[\d,.]*\s*(µs|ns|req/s|requests/s|syscalls per|syscalls/req)|"
     r"\d[\d,.]*\s*(of them )?failed recvs"
