@@ -124,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
                 stop, "the anatomy stores its rows at the end: none of this run is kept"
             )
     from bench.render import render_all
+    from bench.render.reading import render_reading
 
-    for path in render_all(args.results):
+    for path in render_all(args.results) + render_reading(args.results):
         print(f"wrote {path}")
     return 0
 
