@@ -289,12 +289,13 @@ def glossary_terms(text: str) -> list[str]:
 
 def prose(text: str) -> str:
     """The path's text as a reader meets words in it: code spans, link targets, rendered blocks
-    the concept table (names of code) and HTML comments left out: a name in backticks is code,
+    the concept table and the folder listing (names of code) and HTML comments left out: a name in backticks is code,
     not a use of the word."""
     from bench.render.reading import BLOCK
 
     text = BLOCK.sub("", text)
-    text = re.sub(r"<!-- concepts:start -->.*?<!-- concepts:end -->", "", text, flags=re.S)
+    for block in ("concepts", "listing"):  # generated inventories: names, not prose
+        text = re.sub(rf"<!-- {block}:start -->.*?<!-- {block}:end -->", "", text, flags=re.S)
     text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
     text = re.sub(r"`[^`]*`", "", text)
     return re.sub(r"\]\([^)]*\)", "]", text)
