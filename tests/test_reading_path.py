@@ -288,9 +288,9 @@ def glossary_terms(text: str) -> list[str]:
 
 
 def prose(text: str) -> str:
-    """The path's text as a reader meets words in it: code spans, link targets, rendered blocks
-    the concept table and the folder listing (names of code) and HTML comments left out: a name in backticks is code,
-    not a use of the word."""
+    """The path's text as a reader meets words in it: code spans, link targets, rendered blocks,
+    the concept table and the folder listing (names of code) and HTML comments left out: a name
+    in backticks is code, not a use of the word."""
     from bench.render.reading import BLOCK
 
     text = BLOCK.sub("", text)
