@@ -92,6 +92,20 @@ class Chart:
 
 
 @dataclass(frozen=True)
+class Glance:
+    """A column of the at-a-glance table opening each report: one of a workload's figures at
+    one of its points (its digits, scale and better direction are the Metric's)."""
+
+    header: str
+    where: tuple[tuple[str, object], ...]  # the point: these parameter values (None: absent)
+    metric: str  # a Metric.name of the workload
+    noun: str  # for the sentence under the table: "requests/s", "ns per switch"
+    point_text: str  # for the sentence: "1 KiB × 100 connections"
+    per_loop: bool = False  # one figure per loop, shown in each of its style rows (http)
+    place: int = 100  # where the column stands, left to right (a tie keeps report order)
+
+
+@dataclass(frozen=True)
 class Point:
     """One configuration of a workload and the rows compared at it."""
 

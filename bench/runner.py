@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import importlib
 import os
 import sys
 import tempfile
@@ -38,7 +39,7 @@ from bench import across, matrix
 from bench.interpreters import RUNNING
 from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
 from bench.procs import ChildFailed, Cores, DidNotFinish, subject_on
-from bench.store import RESULTS, ResultStore, results_path, row_fingerprint
+from bench.store import RESULTS, ResultStore, results_path
 from bench.summary import complete, summarize
 from bench.venvs import Interpreter, NoInterpreter, interpreter
 from bench.workload import Measuring, Workload
@@ -80,7 +81,7 @@ def plan_jobs(
     """What to measure for one workload (on one interpreter), and how many stored rows are
     skipped; `only_across`: only the points the Interpreters section reads."""
     jobs, skipped = [], 0
-    measuring = workload.measuring()
+    measuring = running_side(workload)
     for point in workload.points(full):
         if not matches(point, where) or (only_across and not across.read_at(point)):
             continue
@@ -90,7 +91,7 @@ def plan_jobs(
         todo = [
             row
             for row in rows
-            if redo or store.needs(point, row, row_fingerprint(point.workload, row), headline)
+            if redo or store.needs(point, row, workload.fingerprint(row), headline)
         ]
         skipped += len(rows) - len(todo)
         if todo:
@@ -99,12 +100,17 @@ def plan_jobs(
             resumed = {}
             if not redo:
                 for row in todo:
-                    reps = store.resumable(point, row, row_fingerprint(point.workload, row))
+                    reps = store.resumable(point, row, workload.fingerprint(row))
                     if reps and row not in baseline:
                         resumed[row] = list(reps)
             todo = [*baseline, *(r for r in todo if r not in baseline)]
             jobs.append(Job(workload, measuring, store, point, todo, resumed, python))
     return jobs, skipped
+
+
+def running_side(workload: Workload) -> Measuring:
+    """The workload's running side: the MEASURING of the module its registration names."""
+    return importlib.import_module(workload.running).MEASURING
 
 
 def rows_on(rows: tuple[Row, ...], python: Interpreter | None) -> list[Row]:
@@ -168,7 +174,7 @@ def measure_point(group: list[Job], session: str, cores: Cores, full: bool, prog
             progress.advance(task)
             if done(job, row):  # steady after its minimum, or failed: its last rounds not run
                 progress.advance(task, total - len(kept))
-            job.store.put(point, row, session, row_fingerprint(point.workload, row), kept)
+            job.store.put(point, row, session, job.workload.fingerprint(row), kept)
             job.store.save()
 
 

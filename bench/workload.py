@@ -9,8 +9,11 @@ default here: a workload states only what differs, and no caller asks "does it h
 Why two halves. :class:`Workload` is what the report needs (points, figures, titles, the prose
 written from the data) and never imports the running code; :class:`Measuring` is what only
 ``python -m bench run`` needs (one repetition, a point's settings, the peers kept across
-points), handed over by :attr:`Workload.measuring`, which imports it when called. So
-``python -m bench report`` loads neither the runner nor the process machinery.
+points). The registration names its running module by name (:attr:`Workload.running`), and
+the runner imports that module's ``MEASURING``: the arrows go one way, from the running side
+to the declaration, never back. So ``python -m bench report`` loads neither the runner nor
+the process machinery, and the running module's code is part of every row's fingerprint
+(:func:`bench.store.row_fingerprint`).
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.plan import Chart, Metric, Point, Row
+from bench.plan import Chart, Glance, Metric, Point, Row
+from bench.store import ResultStore, row_fingerprint
 
 if TYPE_CHECKING:  # the running side's types, named for readers and checkers only
     from bench.procs import Cores
-    from bench.store import ResultStore
 
 
 def _nothing(*args: Any) -> None:
@@ -70,9 +73,12 @@ class Workload:
     headline: str  # the Metric.name a table leads with (unless columns says otherwise)
     points: Callable[[bool], list[Point]]  # the matrix: points(full) in measuring order
     point_title: Callable[[dict], str]  # a point's table heading, from its parameters
-    # The running side, imported when called (never while rendering): see Measuring.
-    measuring: Callable[[], Measuring]
+    # The running side: the dotted name of the module whose MEASURING (a Measuring) the
+    # runner imports; rendering never imports it.
+    running: str
     charts: tuple[Chart, ...] = ()  # drawn under the section (bench.render.charts)
+    # Its columns in the at-a-glance table opening each report (bench.render.glance).
+    glance: tuple[Glance, ...] = ()
     # The figures a point's table shows, its headline first. Default (None): the headline,
     # then every other metric in order.
     columns: Callable[[dict], list[Metric]] | None = None
@@ -100,6 +106,10 @@ class Workload:
             return list(self.columns(params))
         headline = self.metric(self.headline)
         return [headline, *(m for m in self.metrics if m is not headline)]
+
+    def fingerprint(self, row: Row) -> str:
+        """The code fingerprint of one of its rows: what marks a stored row stale."""
+        return row_fingerprint(self.name, self.running, row)
 
     def metric(self, name: str) -> Metric:
         """The declared figure of that name."""

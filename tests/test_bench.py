@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 import pytest
 from rich.console import Console
@@ -103,7 +103,7 @@ def paced_rep(server_us: float, kept: bool = True, share: float = 0.2) -> dict:
 
 def put_all(store: ResultStore, point: Point, reps_by_row: dict[Row, list[dict]]) -> None:
     for row, reps in reps_by_row.items():
-        store.put(point, row, SESSION, row_fingerprint(point.workload, row), reps)
+        store.put(point, row, SESSION, matrix.get(point.workload).fingerprint(row), reps)
 
 
 @pytest.fixture
@@ -425,6 +425,7 @@ class FakeWorkload:
     METRICS = (Metric("value", "value", higher_is_better=True),)
     HEADLINE = "value"
     ROWS = (Row("asyncio", "coroutines"), Row("callbacks", "callbacks"), Row("uvloop", "callbacks"))
+    RUNNING = "tests_fake_running"
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
@@ -465,8 +466,14 @@ class FakeWorkload:
             headline=self.HEADLINE,
             points=self.points,
             point_title=str,
-            measuring=lambda: Measuring(measure=self.measure),
+            running=self.RUNNING,
         )
+
+    def running_side(self) -> ModuleType:
+        """Its running module, made in memory: MEASURING counts calls on this fake."""
+        module = ModuleType(self.RUNNING)
+        module.MEASURING = Measuring(measure=self.measure)
+        return module
 
 
 @pytest.fixture
@@ -474,6 +481,7 @@ def fake(monkeypatch) -> FakeWorkload:
     workload = FakeWorkload()
     # Registered for this test only, as a workload module registers itself in bench.matrix.
     monkeypatch.setattr(matrix, "WORKLOADS", (*matrix.WORKLOADS, workload.declared()))
+    monkeypatch.setitem(sys.modules, workload.RUNNING, workload.running_side())
     return workload
 
 
@@ -889,7 +897,7 @@ def test_the_glance_marks_a_figure_from_another_session_and_says_so_of_the_gap()
     from bench.render.rows import RenderedRow
     from bench.summary import RowSummary, Stat
 
-    column = next(c for c in glance.COLUMNS if c.metric == "requests_per_s")
+    column = next(c for c in glance.columns() if c.metric == "requests_per_s")
 
     def rendered(variant, rate, session, earlier=False, stale=False):
         summary = RowSummary("ok", stats={"requests_per_s": Stat(rate, rate, rate)})
@@ -1027,20 +1035,20 @@ def test_a_rows_fingerprint_follows_its_code_not_its_prose(tmp_path):
     (folder / "loop.py").write_text("x = 1\n")
     (folder / "README.md").write_text("the idea\n")
     row = Row("zz", "callbacks")
-    before = row_fingerprint("echo", row, tmp_path)
+    before = row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path)
     (folder / "README.md").write_text("the idea, told better\n")
-    assert row_fingerprint("echo", row, tmp_path) == before
+    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) == before
     (folder / "deviations.toml").write_text("# what conformance expects of it\n")
-    assert row_fingerprint("echo", row, tmp_path) == before
+    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) == before
     # A docstring or a comment reworded, an essence rewritten: nothing a measurement runs.
     (folder / "loop.py").write_text('"""What it is, told better."""\n\nx = 1  # why\n')
-    assert row_fingerprint("echo", row, tmp_path) == before
+    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) == before
     (folder / "essence.py").write_text("print('the idea alone')\n")
-    assert row_fingerprint("echo", row, tmp_path) == before
+    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) == before
     (folder / "loop.py").write_text("x = 2\n")
-    assert row_fingerprint("echo", row, tmp_path) != before
+    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) != before
     (folder / "loop.py").write_text("x = 1\nprint('a side effect')\n")
-    assert row_fingerprint("echo", row, tmp_path) != before
+    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) != before
 
 
 # -- the workload protocol: a registered workload is measured, stored and rendered -------------

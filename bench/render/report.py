@@ -358,6 +358,7 @@ def render(
     for entry in SECTIONS:
         lines += entry.lines(page)
     text = "\n".join(lines).rstrip() + "\n"
+    out.parent.mkdir(parents=True, exist_ok=True)  # a workload without charts made no folder
     out.write_text(text)
     # A chart of this mode the report no longer shows (its results were dropped) is removed,
     # so reports/charts/ holds nothing that the stored results do not draw.

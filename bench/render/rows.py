@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from bench import matrix
 from bench.matrix import echo
 from bench.plan import BASELINE, Metric, Row, baseline_key, unavailable_variants
-from bench.store import ResultStore, row_fingerprint
+from bench.store import ResultStore
 from bench.summary import RowSummary, ratio, summarize
 from bench.workload import Workload
 
@@ -85,7 +85,7 @@ def rendered_rows(
                 session=entry["session"],
                 summary=summary,
                 baseline=summarize(base_reps, workload.metrics) if base_reps else None,
-                stale=row_fingerprint(workload.name, row) != entry["code"],
+                stale=workload.fingerprint(row) != entry["code"],
                 earlier=entry["session"] != newest,
             )
         )
