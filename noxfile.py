@@ -62,7 +62,7 @@ def new(session: nox.Session) -> None:
 
 @nox.session(python=PYTHONS)
 def bench(session: nox.Session) -> None:
-    """Measure the quick matrix (-- --full, --loop NAME, --workload NAME) and render reports/."""
+    """Measure the quick run (-- --full, --loop NAME, --workload NAME) and render reports/."""
     _install(session, "bench")
     session.run("python", "-m", "bench", "run", *session.posargs)
     # The cost anatomy (syscalls and user/system CPU per echo request); about 4 s per row.

@@ -1,4 +1,4 @@
-"""The matrix's vocabulary: a point (one configuration of a workload), its rows, its figures.
+"""The bench's vocabulary: a point (one configuration of a workload), its rows, its figures.
 
 A *point* is one set of workload parameters (say echo with 1 KiB messages over 100
 connections). Its *rows* are what is compared at that point: every discovered variant in

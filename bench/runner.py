@@ -1,6 +1,6 @@
-"""The bench run: walk the matrix, measure what is not stored yet, store it as it goes.
+"""The bench run: walk the points, measure what is not stored yet, store it as it goes.
 
-For each workload and each point of its matrix, the runner picks the rows that need measuring
+For each workload and each of its points, the runner picks the rows that need measuring
 (missing, incomplete, or measured on code that has changed since, see :mod:`bench.store`) and,
 if there are any, the asyncio rows too, so every ratio has a baseline from the same session.
 Repetitions are interleaved (all rows once, then all rows again, in a rotating order) so a
@@ -35,7 +35,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from bench import across, matrix
+from bench import interpreter_figures, registry
 from bench.interpreters import RUNNING
 from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
 from bench.procs import ChildFailed, Cores, DidNotFinish, subject_on
@@ -83,7 +83,7 @@ def plan_jobs(
     jobs, skipped = [], 0
     measuring = running_side(workload)
     for point in workload.points(full):
-        if not matches(point, where) or (only_across and not across.read_at(point)):
+        if not matches(point, where) or (only_across and not interpreter_figures.read_at(point)):
             continue
         point = dataclasses.replace(point, rows=tuple(rows_on(point.rows, python)))
         headline = workload.columns_at(point.args)[0].name
@@ -250,7 +250,7 @@ def run(
         env = {**python.environment, "pinning": cores.describe(), "unavailable": python.unavailable}
         for name in workloads:
             planned = plan_workload(
-                matrix.get(name), mode, env, session, console, results, loop_names, redo, where,
+                registry.get(name), mode, env, session, console, results, loop_names, redo, where,
                 python, only_across,
             )  # fmt: skip
             if planned is not None:

@@ -97,7 +97,7 @@ def row_fingerprint(workload: str, running: str, row: Row, root: Path = ROOT) ->
 # The package of the workloads' declarations: a value the running side reads from a module in
 # it is a setting of the measurement (the running side's other imports are code, hashed or not
 # figure-shaping: bench.procs is hashed by path above, bench.plan is the vocabulary).
-DECLARATIONS = "bench.matrix"
+DECLARATIONS = "bench.registry"
 # A bench module the running module starts as a CLI (micro runs "-m bench.measure.pyperf_micro").
 RUN_AS_CLI = re.compile(r"^bench\.measure\.\w+$")
 

@@ -1,7 +1,7 @@
 """The workload protocol: everything the bench asks of a workload, each hook named once.
 
-A workload is declared, not probed. Its module in :mod:`bench.matrix` builds one
-:class:`Workload` and the registry (``bench/matrix/__init__.py``) lists it; from there the
+A workload is declared, not probed. Its module in :mod:`bench.registry` builds one
+:class:`Workload` and the registry (``bench/registry/__init__.py``) lists it; from there the
 runner measures it, the store keeps it and the report renders it, with no other edit (as
 discovery does for a loop variant). Every hook below is typed and documented here, with its
 default here: a workload states only what differs, and no caller asks "does it have this?".
@@ -71,7 +71,8 @@ class Workload:
     description: str  # the section's opening paragraph
     metrics: tuple[Metric, ...]  # every figure a repetition records, in table order
     headline: str  # the Metric.name a table leads with (unless columns says otherwise)
-    points: Callable[[bool], list[Point]]  # the matrix: points(full) in measuring order
+    # points(full): the quick or the full run's points, in measuring order
+    points: Callable[[bool], list[Point]]
     point_title: Callable[[dict], str]  # a point's table heading, from its parameters
     # The running side: the dotted name of the module whose MEASURING (a Measuring) the
     # runner imports; rendering never imports it.
@@ -85,7 +86,7 @@ class Workload:
     # A chart panel's title, for a Chart with panels: panel_title(parameter, value).
     panel_title: Callable[[str, object], str] = _panel_title
     # Why this workload cannot run in this tree (None: it can). An unavailable workload is
-    # skipped by the run and has no "current matrix" in the report.
+    # skipped by the run and has no current points in the report.
     unavailable: Callable[[], str | None] = _nothing
     # The header of an extra column of per-row notes at a point (None: no such column), and
     # the note of a row from its repetitions (echo: which load generator measured it).

@@ -1,6 +1,6 @@
 """A workload's registration: arrows one way, rows that go stale when they should.
 
-A workload's declaration (``bench/matrix/<name>.py``) names its running module by name and
+A workload's declaration (``bench/registry/<name>.py``) names its running module by name and
 never imports it; the runner does. Every setting that shapes a figure is a parameter of the
 row's point or part of the row's fingerprint, so editing the running module, or a setting it
 reads from the declaration, plans the row again. Nothing here measures anything: the plan is
@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench import matrix, runner, store
+from bench import registry, runner, store
 from bench.interpreters import RUNNING
-from bench.matrix import crawler, http, micro
+from bench.registry import crawler, http, micro
 from bench.render import report
 from bench.store import ResultStore, results_path
 
@@ -44,10 +44,10 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def test_no_declaration_imports_the_running_side_and_the_runner_imports_it():
-    for path in sorted((ROOT / "bench" / "matrix").glob("*.py")):
+    for path in sorted((ROOT / "bench" / "registry").glob("*.py")):
         running = {m for m in imported_modules(path) if m.startswith("bench.measure")}
         assert not running, f"{path.name} imports {running}"
-    for workload in matrix.WORKLOADS:
+    for workload in registry.WORKLOADS:
         assert workload.running == f"bench.measure.{workload.name}"
         assert runner.running_side(workload).measure is not None
 
@@ -161,7 +161,7 @@ if __name__ == "__main__":
     with open(args.json, "w") as out:
         json.dump({"wall_ms": (time.perf_counter() - start) * 1000}, out)
 '''
-# Step 2: bench/matrix/<name>.py, its declaration: the required fields, one hook (glance).
+# Step 2: bench/registry/<name>.py, its declaration: the required fields, one hook (glance).
 RECIPE_DECLARATION = '''"""Recipe: one short sleep in a fresh process."""
 
 from bench.plan import Glance, Metric, Point, implemented_styles, variant_rows
@@ -199,7 +199,7 @@ RECIPE_RUNNING = '''"""Recipe, the running side: one fresh process per repetitio
 import importlib.util
 import json
 
-from bench.matrix.zzrecipe import SLEEP_S
+from bench.registry.zzrecipe import SLEEP_S
 from bench.procs import Child, python
 from bench.workload import Measuring
 
@@ -221,17 +221,17 @@ MEASURING = Measuring(measure=measure)
 @pytest.fixture
 def recipe(monkeypatch, tmp_path):
     """The recipe's three files, written where the packages look for them (a folder of this
-    test's beside each of workloads/, bench/matrix/ and bench/measure/), then step 4: the
+    test's beside each of workloads/, bench/registry/ and bench/measure/), then step 4: the
     workload added to WORKLOADS. A child process finds the CLI by its path, and the lab's
     packages by PYTHONPATH, since the folder beside workloads/ is this process's alone."""
-    import bench.matrix
     import bench.measure
+    import bench.registry
     import workloads
 
     files = {
         (workloads, f"{NAME}/__init__.py"): "",
         (workloads, f"{NAME}/coroutines.py"): RECIPE_CLI,
-        (bench.matrix, f"{NAME}.py"): RECIPE_DECLARATION,
+        (bench.registry, f"{NAME}.py"): RECIPE_DECLARATION,
         (bench.measure, f"{NAME}.py"): RECIPE_RUNNING,
     }
     for (package, name), text in files.items():
@@ -242,8 +242,8 @@ def recipe(monkeypatch, tmp_path):
             monkeypatch.setattr(package, "__path__", [*package.__path__, str(folder)])
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     importlib.invalidate_caches()
-    declared = importlib.import_module(f"bench.matrix.{NAME}")
-    monkeypatch.setattr(matrix, "WORKLOADS", (*matrix.WORKLOADS, declared.WORKLOAD))
+    declared = importlib.import_module(f"bench.registry.{NAME}")
+    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, declared.WORKLOAD))
     yield declared
     for module in [m for m in sys.modules if NAME in m]:
         del sys.modules[module]
@@ -252,7 +252,7 @@ def recipe(monkeypatch, tmp_path):
 def test_the_add_a_workload_recipe_followed_literally_is_planned_run_and_rendered(
     recipe, monkeypatch, tmp_path
 ):
-    workload = matrix.get(NAME)
+    workload = registry.get(NAME)
     (point,) = workload.points(False)
     assert {row.style for row in point.rows} == {"coroutines"}  # found by the style's name
     results, reports = tmp_path / "results", tmp_path / "reports"

@@ -1,6 +1,6 @@
 """A workload made for the test: one short sleep in a fresh process, on two loops.
 
-Everything the bench needs is declared here, as in a module of ``bench/matrix``, with its
+Everything the bench needs is declared here, as in a module of ``bench/registry``, with its
 running side beside it (``MEASURING``, which ``WORKLOAD.running`` names, as it names a module
 of ``bench/measure``): registering ``WORKLOAD`` is the only other step
 (``tests/test_bench.py`` does it for the length of one test).

@@ -21,9 +21,9 @@ from pathlib import Path
 from tabulate import tabulate
 
 import loops
-from bench import matrix
-from bench.matrix import echo
+from bench import registry
 from bench.plan import BASELINE, USER_SERVERS, YARDSTICK, Glance, Row, unavailable_variants
+from bench.registry import echo
 from bench.render.rows import anchor_label
 from bench.workload import Workload
 
@@ -71,7 +71,7 @@ class Column:
 def columns() -> list[Column]:
     """Every registered workload's glance columns, in their places (read when rendering, so a
     workload registered later, a test's, has its columns too)."""
-    declared = [(g, w) for w in matrix.WORKLOADS for g in w.glance]
+    declared = [(g, w) for w in registry.WORKLOADS for g in w.glance]
     return [Column.of(w, g) for g, w in sorted(declared, key=lambda pair: pair[0].place)]
 
 
@@ -92,7 +92,8 @@ CELL = re.compile(r"\b(cb|gen|co) (✅|❌|⚠️)")
 
 
 def conformance_counts(path: Path) -> dict[tuple[str, str], tuple[int, int]]:
-    """(variant, style) -> (properties passing, properties claimed) from the matrix file."""
+    """(variant, style) -> (properties passing, properties claimed), from the conformance
+    matrix's file."""
     if not path.exists():
         return {}
     counts: dict[tuple[str, str], list[int]] = {}
@@ -150,7 +151,7 @@ def cell(column: Column, rendered) -> str:
 
 
 def _metrics(workload: str):
-    return matrix.get(workload).metrics
+    return registry.get(workload).metrics
 
 
 def sentence(column: Column, rows: list | None) -> str:

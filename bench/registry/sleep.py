@@ -15,7 +15,7 @@ from bench.workload import Workload
 
 NAME = "sleep"
 TITLE = "Sleep"
-# Per matrix (False: quick, True: full): the longest sleep in seconds (delays are uniform in
+# Per run (False: quick, True: full): the longest sleep in seconds (delays are uniform in
 # [0, max]), the numbers of sleepers, the idle wait in seconds.
 MAX_DELAY = {False: 0.5, True: 1.0}
 TASKS = {False: (1_000, 10_000, 100_000), True: (1_000, 10_000, 100_000, 1_000_000)}

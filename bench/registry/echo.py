@@ -57,7 +57,7 @@ TITLE = "Echo"
 # the generator); handlers' select() ceiling shows there as its stated limit.
 FULL = {"sizes": (64, 1024, 16384, 102400), "connections": (1, 10, 100, 1000, 10_000)}
 QUICK_POINTS = ((1024, 1), (1024, 100))
-# The full matrix is 40 points × 20 rows: its timing is what lets it run in a few sessions.
+# The full run is 40 points × 20 rows: its timing is what lets it run in a few sessions.
 # 2 s holds thousands of requests even at 100 KiB × 10 000 connections (a full round each).
 TIMING = {  # seconds: (warm-up load, measured load)
     False: (0.2, 0.6),
