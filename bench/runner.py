@@ -193,6 +193,7 @@ def measure_once(job: Job, row: Row, cores: Cores, full: bool, session: str) -> 
         except DidNotFinish as error:  # over its cap: the row's result is that it did not finish
             record = {"error": str(error), "did_not_finish_s": error.cap_s}
             record["did_not_finish_kind"] = getattr(error, "kind", "wall")  # CPU or wall time
+            record["point_cap_s"] = job.point.cap_s  # under another cap, measured again
         except ChildFailed as error:
             record = {"error": str(error)}
         except Exception as error:  # a record the bench cannot read: say so, go on

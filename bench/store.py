@@ -8,15 +8,15 @@ a row's ratio is always to asyncio measured in the same session, even after late
 re-measured asyncio.
 
 Reuse: a stored row is skipped by a later run when it was measured on the same machine (host,
-CPU, Python, library versions) and its code fingerprint is unchanged. The fingerprint covers
-every setting that shapes a figure and is not a parameter of the row's point: its loop's folder,
-the shared loop files, its workload's folder, the bench's process handling, the workload's
-running module (and the bench modules it runs as CLIs), and the value of every setting that
-module reads from the workload's declaration (http's ``SECONDS``, the crawler's ``SEED``,
-micro's ``PYPERF_CAP_S``); Python as syntax trees without docstrings, so reworded prose stales
-nothing. The settings a point names (durations, counts) are its parameters, so changing them
-makes new points. A file from another machine is not mixed with this one's: the run starts it
-afresh (the old one stays in git history).
+CPU, Python, library versions) and its code fingerprint is unchanged. Beyond its point's
+parameters (durations, counts: changing them makes new points), the fingerprint covers its
+loop's folder, the shared loop files, its workload's folder, the bench's process handling, the
+workload's running module (and the bench modules it runs as CLIs), and the value of every
+setting that module reads from the workload's declaration (http's ``SECONDS``, the crawler's
+``SEED``, micro's ``PYPERF_CAP_S``); Python as syntax trees without docstrings, so reworded
+prose stales nothing. A point's time cap shapes one result, "did not finish": such a row,
+stopped under another cap than the point's, is measured again. A file from another machine is
+not mixed with this one's: the run starts it afresh (the old one stays in git history).
 """
 
 from __future__ import annotations
@@ -95,8 +95,9 @@ def row_fingerprint(workload: str, running: str, row: Row, root: Path = ROOT) ->
 
 
 # The package of the workloads' declarations: a value the running side reads from a module in
-# it is a setting of the measurement (the running side's other imports are code, hashed or not
-# figure-shaping: bench.procs is hashed by path above, bench.plan is the vocabulary).
+# it is a setting of the measurement. Its other imports are not followed: bench.procs is hashed
+# by path above; bench.plan, bench.summary and bench.workload serve both rooms, and an edit
+# there stales no row (echo's choice of rate reads bench.summary's medians).
 DECLARATIONS = "bench.registry"
 # A bench module the running module starts as a CLI (micro runs "-m bench.measure.pyperf_micro").
 RUN_AS_CLI = re.compile(r"^bench\.measure\.\w+$")
@@ -290,11 +291,14 @@ class ResultStore:
         """The stored repetitions a run may continue from (None: start this row afresh).
 
         Repetitions are saved one by one, so an interrupted run continues a row where it
-        stopped, provided they were measured on the same code.
+        stopped, provided they were measured on the same code. A row that did not finish under
+        a time cap other than the point's now starts afresh: the cap shapes that result.
         """
         stored = self.stored(point, row)
         if stored is None or stored.code != code or stored.session not in self.sessions:
             return None
+        if any(rep.get("point_cap_s", point.cap_s) != point.cap_s for rep in stored.reps):
+            return None  # it did not finish under another cap: under this one, it may
         return stored.reps
 
     def put(self, point: Point, row: Row, session: str, code: str, reps: list[dict]) -> None:

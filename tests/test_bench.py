@@ -435,10 +435,11 @@ class FakeWorkload:
         self.overrunning: str | None = None  # a row key whose measurement overruns its cap
         self.repetitions: tuple[int, int | None] = (2, None)  # (at most, at least)
         self.noisy: str | None = None  # a row key whose figure alternates 10, 20, 10, ...
+        self.cap_s = 5.0  # every point's time cap
 
     def points(self, full: bool) -> list[Point]:
         most, least = self.repetitions
-        return [Point("fake", (("n", n),), self.ROWS, most, least, 5.0) for n in (1, 2)]
+        return [Point("fake", (("n", n),), self.ROWS, most, least, self.cap_s) for n in (1, 2)]
 
     def measure(self, point, row, cores, workdir, full) -> dict:
         if point.key == self.interrupt_at or (
@@ -816,6 +817,11 @@ def test_a_row_over_its_cap_is_stored_as_did_not_finish(fake, tmp_path):
     fake.calls.clear()
     run_fake(tmp_path)
     assert fake.calls == []  # a stored result, not a hole to fill
+    # Under another cap the row may finish: measured again, and only that row.
+    fake.cap_s, fake.overrunning = 50.0, None
+    run_fake(tmp_path)
+    assert {row for _, row in fake.calls} == {"asyncio/coroutines", "uvloop/callbacks"}
+    assert stored(tmp_path)["points"]["n=1"]["rows"]["uvloop/callbacks"]["reps"][0]["value"]
 
 
 def test_a_sleep_run_over_its_cpu_cap_is_stopped_as_did_not_finish(tmp_path):
