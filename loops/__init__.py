@@ -11,13 +11,23 @@ keeps it as an *unavailable* variant (no styles, ``variant.unavailable`` the one
 which every consumer shows, and :func:`get` raises :class:`UnavailableVariantError` naming the
 reason. Any other error in a folder is a bug in it, and discovery lets it through.
 
+Every entry of ``loops/`` is of one kind, and ``python -m loops`` lists them grouped by kind
+(as ``loops/README.md`` does): a folder not starting with ``_`` is a variant, a *home-made*
+loop or a *reference* adapter of a production loop (``Variant.kind``; an adapter's docstring
+opens with "Reference:", so even an unavailable one keeps its kind); ``_template/`` is the
+scaffolder ``nox -s new`` runs, not a variant; ``contract.py`` is the contract; the other
+modules not starting with ``_`` are for reading (step 0 and the primer of ``loops/README.md``);
+a module starting with ``_`` is a helper the adapters share.
+
 ``LAB_EXTRA_LOOPS`` (directories separated by ``os.pathsep``) adds folders of variants kept
 outside the tree, which is how the lab's own tests try a throw-away variant.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import os
 import pkgutil
 import tomllib
@@ -27,7 +37,10 @@ from pathlib import Path
 from loops.contract import (
     CAPABILITIES,
     EVERY_CAPABILITY,
+    HOME_MADE,
     PYTHON,
+    REFERENCE,
+    REFERENCE_DOCSTRING,
     STYLES,
     TASK_CAPABILITIES,
     Deviation,
@@ -40,7 +53,9 @@ from loops.contract import (
 __all__ = [
     "CAPABILITIES",
     "EVERY_CAPABILITY",
+    "HOME_MADE",
     "PYTHON",
+    "REFERENCE",
     "STYLES",
     "TASK_CAPABILITIES",
     "Deviation",
@@ -88,7 +103,7 @@ def _load(name: str) -> Variant:
     try:
         module = importlib.import_module(f"{__name__}.{name}")
     except Unavailable as why:
-        return Variant.unavailable_here(name, str(why))
+        return Variant.unavailable_here(name, str(why), reference=_says_reference(name))
     variant = getattr(module, "VARIANT", None)
     if not isinstance(variant, Variant):
         raise TypeError(f"loops/{name}/__init__.py must define VARIANT = loops.Variant(...)")
@@ -97,6 +112,18 @@ def _load(name: str) -> Variant:
     return replace(
         variant, deviations=_deviations(Path(module.__file__).parent / "deviations.toml")
     )
+
+
+def _docstring(path: Path) -> str:
+    """A module's docstring, read without running it ("" if it has none)."""
+    return ast.get_docstring(ast.parse(path.read_text())) or ""
+
+
+def _says_reference(name: str) -> bool:
+    """Whether the folder's ``__init__.py`` says it is a reference adapter (its first word)."""
+    spec = importlib.util.find_spec(f"{__name__}.{name}")
+    origin = Path(spec.origin) if spec and spec.origin else None
+    return bool(origin) and _docstring(origin).startswith(REFERENCE_DOCSTRING)
 
 
 def _deviations(path: Path) -> tuple[Deviation, ...]:

@@ -86,9 +86,41 @@ def test_python_m_loops_lists_it_with_the_reason_and_exits_0(extra):
     done = _run(["-m", "loops"], extra)
     assert done.returncode == 0, done.stderr
     row = next(line for line in done.stdout.splitlines() if f"`{NAME}`" in line)
-    assert "| unavailable |" in row
-    assert f"unavailable on Python {loops.PYTHON}: {REASON}" in row
-    assert "`traps` | home-made" in done.stdout  # the others are still there
+    assert f"| `{NAME}` | home-made loop | — | unavailable on Python {loops.PYTHON}: " in row
+    assert REASON in row
+    assert "`traps` | home-made loop" in done.stdout  # the others are still there
+
+
+def test_an_unavailable_reference_adapter_keeps_its_kind(tmp_path):
+    """The kind is read from the folder's docstring, which a failed import does not hide."""
+    folder = tmp_path / NAME
+    folder.mkdir()
+    adapter = '"""Reference: a production loop this machine lacks."""\n' + UNAVAILABLE_VARIANT
+    (folder / "__init__.py").write_text(adapter.format(name=NAME).replace(
+        "capabilities=", "reference=True,\n    capabilities="))  # fmt: skip
+    env = {**os.environ, "LAB_EXTRA_LOOPS": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
+    probe = f"import loops; v = loops.discover()[{NAME!r}]; print(v.available, v.kind)"
+    done = _run(["-c", probe], env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", loops.REFERENCE]
+    listing = _run(["-m", "loops"], env)
+    assert f"| `{NAME}` | reference adapter | — | unavailable on Python" in listing.stdout
+
+
+def test_asyncio_eager_is_a_reference_adapter_on_every_python():
+    # Unavailable on 3.11 (no eager task factory): it once reported reference=False there.
+    assert loops.discover()["asyncio_eager"].kind == loops.REFERENCE
+
+
+def test_every_variant_declares_its_kind_alike_in_its_record_and_its_docstring():
+    """An adapter says "Reference:" in its docstring (read when it cannot load) and
+    `reference=True` in its VARIANT (read when it can): the two must agree."""
+    from loops import _docstring
+    from loops.contract import REFERENCE_DOCSTRING
+
+    for name, variant in loops.available().items():
+        says = _docstring(ROOT / "loops" / name / "__init__.py").startswith(REFERENCE_DOCSTRING)
+        assert says == variant.reference, name
 
 
 def test_a_workload_cli_names_the_reason(extra):
@@ -144,7 +176,7 @@ def test_curio_is_unavailable_exactly_where_it_cannot_import():
 
 
 def test_an_anchor_whose_library_does_not_load_is_left_out_with_its_reason():
-    from bench.matrix.echo import anchor_names
+    from bench.registry.echo import anchor_names
     from workloads.echo.native import SERVERS, unavailable
 
     reasons = {name: unavailable(name) for name in SERVERS}

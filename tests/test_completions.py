@@ -83,7 +83,7 @@ def test_a_ring_is_set_up_round_trips_an_operation_and_closes_without_a_trace():
     ring = uring.Ring(8, 32)
     assert ring.sq_entries == 8 and ring.cq_entries == 32 and ring.space == 8
     for user_data in (7, 8, 9):
-        ring.prepare(uring.OP_NOP, -1, 0, 0, user_data)
+        ring.prepare(uring.OP_NOP, user_data=user_data)
     assert ring.space == 5 and ring.pending == 3
     assert ring.enter(None) == 3  # one syscall: three submitted, waited for a completion
     assert sorted(ring.reap()) == [(7, 0), (8, 0), (9, 0)]
@@ -101,7 +101,7 @@ def test_a_ring_wraps_around_more_times_than_it_has_slots():
     try:
         for turn in range(50):
             for i in range(4):
-                ring.prepare(uring.OP_NOP, -1, 0, 0, turn * 4 + i)
+                ring.prepare(uring.OP_NOP, user_data=turn * 4 + i)
             ring.enter(None)
             got = ring.reap()
             while len(got) < 4:  # NOPs complete at submission, but do not count on it
@@ -222,7 +222,7 @@ def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypa
 
 @needs_io_uring
 def test_data_a_cancelled_recv_won_the_race_with_goes_to_the_next_recv():
-    from loops.completions import buffers, tasks
+    from loops.completions import api, buffers
 
     co = loops.get("completions").coroutines
 
@@ -231,7 +231,7 @@ def test_data_a_cancelled_recv_won_the_race_with_goes_to_the_next_recv():
         buffer = buffers.take(16)
         ctypes_memmove(buffer.address, b"raced", 5)
         # The completion of a recv whose task was interrupted meanwhile: 5 bytes came.
-        assert tasks._recv_done(5, buffer, a, True) is None
+        assert api._complete_recv(5, buffer, a, interrupted=True) is None
         assert not buffer.lent
         b.send(b" and more")
         first = await co.recv(a, 3)
@@ -311,7 +311,7 @@ def test_more_operations_than_the_rings_hold_are_all_submitted_and_completed(mon
     monkeypatch.setattr(uring.ctypes, "get_errno", lambda: errno.EBUSY)
     try:
         for user_data in range(40):
-            ring.prepare(uring.OP_NOP, -1, 0, 0, user_data)
+            ring.prepare(uring.OP_NOP, user_data=user_data)
         assert len(ring._backlog) == 38  # the first two fill the ring, the kernel refuses
         got = []
         for _ in range(1000):
@@ -322,3 +322,48 @@ def test_more_operations_than_the_rings_hold_are_all_submitted_and_completed(mon
         assert sorted(got) == list(range(40))
     finally:
         ring.close()
+
+
+@needs_io_uring
+def test_completions_that_overflow_the_cq_are_posted_by_a_submit_only_enter():
+    """A CQ smaller than what is in flight: the kernel keeps the CQEs that found it full
+    (IORING_FEAT_NODROP) and raises IORING_SQ_CQ_OVERFLOW; only an enter with GETEVENTS posts
+    them. The loop calls enter(0) while tasks are ready, so enter(0) must post them, as
+    liburing's io_uring_submit() does when cq_ring_needs_flush() says so: none is lost, and
+    none waits for the next enter that blocks."""
+    from loops.completions import uring
+
+    ring = uring.Ring(4, 4)  # four CQ slots, and 16 NOPs below
+    try:
+        for batch in range(4):
+            for i in range(4):
+                ring.prepare(uring.OP_NOP, user_data=batch * 4 + i)
+            ring.enter(0)  # submit only; NOPs complete at once, the CQ fills, then overflows
+        assert ring._sq32[ring._sq_flags] & uring.SQ_CQ_OVERFLOW  # the kernel says so
+        got = []
+        for _ in range(16):  # each turn: a submit-only enter, then reaping, as stage 1 does
+            ring.enter(0)
+            got += [user_data for user_data, _ in ring.reap()]
+        assert sorted(got) == list(range(16))
+        assert not ring._sq32[ring._sq_flags] & uring.SQ_CQ_OVERFLOW
+    finally:
+        ring.close()
+
+
+@needs_io_uring
+def test_the_essence_cancels_a_recv_in_flight_and_frees_its_buffer_only_at_its_completion():
+    """The essence's demo (python -m loops.completions.essence): at the cancel the victim's
+    buffer is still lent to the kernel; its RECV's own CQE (-ECANCELED) comes after the
+    ASYNC_CANCEL was submitted, and only that frees it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "loops.completions.essence"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    lent = lines.index("main: cancel the victim's RECV; its buffer still lent: True")
+    cancel_submitted = lines.index("io_uring_enter: submit 1, wait True", lent)
+    freed = next(i for i, line in enumerate(lines) if line.startswith("CQE for recv: res -125"))
+    assert lent < cancel_submitted < freed

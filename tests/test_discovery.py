@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import loops
-from loops.__main__ import README, readme_with_table
+from loops.__main__ import LOOPS_README, README, loops_readme_with_listing, readme_with_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,13 +60,34 @@ def test_readme_variants_table_is_current():
     # 3.12+, asyncio_eager before 3.12) has a row naming the interpreter, which may differ.
     text = README.read_text()
     fresh = readme_with_table(text)
-    unavailable = re.compile(r"^\| `(\w+)` \| unavailable \|", re.M)
+    unavailable = re.compile(r"^\| `(\w+)` \|.*\| unavailable on Python ", re.M)
     missing = {f"| `{name}` |" for name in unavailable.findall(text + fresh)}
 
     def rows(table: str) -> list[str]:
         return [line for line in table.splitlines() if not line.startswith(tuple(missing))]
 
     assert rows(fresh) == rows(text), "run `python -m loops --readme`"
+
+
+def test_loops_readme_listing_is_current():
+    """loops/README.md lists every entry of the folder by kind; it reads files, never runs them,
+    so the listing is the same on every interpreter."""
+    text = LOOPS_README.read_text()
+    assert loops_readme_with_listing(text) == text, "run `python -m loops --readme`"
+
+
+def test_the_listings_group_by_kind_and_every_variant_is_in_them():
+    from loops.__main__ import KINDS, entries, variants_table
+
+    kinds = [kind for kind, _, _ in entries()]
+    assert kinds == sorted(kinds, key=list(KINDS).index)  # grouped, in the declared order
+    listed = {entry.rstrip("/") for _, entry, _ in entries()}
+    assert {name for name in loops.discover() if (ROOT / "loops" / name).is_dir()} <= listed
+    assert {"_template", "contract.py", "primer.py", "why_a_loop.py"} <= listed
+    table = variants_table().splitlines()[2:]
+    home, reference = KINDS[loops.HOME_MADE], KINDS[loops.REFERENCE]
+    row_kinds = [row.split(" | ")[1] for row in table]
+    assert row_kinds == sorted(row_kinds, key=[home, reference].index)
 
 
 def test_a_new_folder_is_a_variant_in_the_conformance_suite():

@@ -1,7 +1,9 @@
 """`nox -s new`: a scaffolded variant is discovered at once and the suite says what is missing."""
 
 import inspect
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,3 +58,38 @@ def test_a_scaffold_is_discovered_and_the_suite_reports_what_to_implement(tmp_pa
     assert "demo-coroutines" in result.stdout
     assert "to implement next" in result.stdout
     assert "run()" in result.stdout and "loops/demo/tasks.py" in result.stdout
+
+
+def _nox(*args: str) -> str:
+    """Run the lab's noxfile with nox as a user runs it (`python3 -m nox ...`); its stdout."""
+    result = subprocess.run(
+        [sys.executable, "-m", "nox", *args], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def test_every_nox_session_is_selected_by_its_bare_name():
+    """`nox -s NAME` selects every session of the noxfile, those that make no venv included.
+
+    The noxfile narrows nox's python selection to the running interpreter (`nox -s conformance`
+    runs conformance on it, not on every CPython), and nox drops from that selection every
+    session whose python is not listed, so `nox -s new` once selected nothing.
+    """
+    listing = _nox("--list")
+    names = sorted(
+        {re.sub(r"-3\.\d+$", "", s) for s in re.findall(r"^[*-] (\S+) ->", listing, re.M)}
+    )
+    assert "new" in names and "conformance" in names, listing
+    selected = json.loads(_nox("--list", "--json", "-s", *names))
+    assert sorted({entry["name"] for entry in selected}) == names
+
+
+def test_nox_new_scaffolds_a_variant(tmp_path):
+    """The documented verb, `nox -s new -- NAME --style STYLE`, writes the folder."""
+    _nox("-s", "new", "--", "demo", "--style", "coroutines", "--into", str(tmp_path))
+    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == [
+        "README.md",
+        "__init__.py",
+        "tasks.py",
+    ]

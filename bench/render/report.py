@@ -18,11 +18,11 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from bench import matrix
+from bench import registry
 from bench.environment import ROOT
 from bench.interpreters import PYTHONS, REFERENCE, RUNNING
 from bench.render import anatomy, charts, codesize, glance, interpreters, scale
-from bench.render.rows import current_matrix, rendered_rows, stored_points, unavailable_rows
+from bench.render.rows import current_points, rendered_rows, stored_points, unavailable_rows
 from bench.render.tables import table, what_this_shows
 from bench.store import ResultStore, load_anatomy, load_mode
 from bench.summary import SATURATION, SPREAD_TOLERANCE
@@ -65,7 +65,7 @@ def section(
         command = "nox -s bench" + (" -- --full" if mode == "full" else "")
         lines += [f"No results stored for {workload.name} yet: run `{command}`.", ""]
         return lines
-    current = current_matrix(workload, mode)
+    current = current_points(workload, mode)
     by_key = stored.data["points"]
     order = [k for k in current if k in by_key] + [k for k in by_key if k not in current]
     points = []
@@ -74,7 +74,7 @@ def section(
         rows = rendered_rows(workload, point, current.get(key))
         points.append((key, point["params"], rows))  # figures only: for the charts
         rows = rows + unavailable_rows(rows)
-        aside = "" if key in current else " (not in the current matrix)"
+        aside = "" if key in current else " (not in the current points)"
         lines += [f"### {workload.point_title(point['params'])}{aside}", ""]
         lines += point_lines(workload, stored, point, rows)
     lines += workload.section_end({key: by_key[key] for key in order})  # across its points
@@ -113,10 +113,10 @@ def repetition_loads(stores: list[ResultStore]) -> dict[str, list[float]]:
 
 
 def coverage(stores: dict[str, ResultStore | None], mode: str) -> list[str]:
-    """How much of the matrix is stored, per workload, and how to measure the rest."""
+    """How much of the current points is stored, per workload, and how to measure the rest."""
     parts, missing = [], 0
-    for workload in matrix.WORKLOADS:
-        current = current_matrix(workload, mode)
+    for workload in registry.WORKLOADS:
+        current = current_points(workload, mode)
         if not current:
             continue
         kept = stores.get(workload.name)
@@ -246,7 +246,7 @@ is stopped and its row reads "did not finish in N s" (a result: cost grew past t
 failure that is a loop's stated limit (`select()` cannot watch a descriptor numbered 1 024 or
 more) reads "limit"; and a row stops after 3 repetitions when its headline's spread,
 (max − min) / median, is within {tolerance:.0%}, otherwise it runs up to 5 (4 for an echo
-row, whose matrix is the largest; 2 and 3 where one repetition takes minutes: a million
+row, whose run has the most points; 2 and 3 where one repetition takes minutes: a million
 sleepers, a crawl one page at a time).
 """
 
@@ -276,7 +276,7 @@ class Section:
 
 def workload_sections(page: Page) -> list[str]:
     lines = []
-    for workload in matrix.WORKLOADS:
+    for workload in registry.WORKLOADS:
         stored = page.stores.get(workload.name)
         lines += section(workload, stored, page.mode, page.chart_dir, page.out)
     return lines
@@ -339,7 +339,7 @@ def render(
         title
         for entry in SECTIONS
         for title in (
-            entry.titles if entry.titles is not None else [w.title for w in matrix.WORKLOADS]
+            entry.titles if entry.titles is not None else [w.title for w in registry.WORKLOADS]
         )
     ]
     lines = [
@@ -350,7 +350,7 @@ def render(
         *glance.section(points_of, ROOT, out.parent, chart_dir / f"{mode}-glance-echo-cost.png"),
         *load_line([s for s in stores.values() if s is not None]),
         *coverage(stores, mode),
-        f"The {mode} matrix; how it was measured is [below](#how-these-were-measured).",
+        f"The {mode} run; how it was measured is [below](#how-these-were-measured).",
         "",
         "Sections: " + ", ".join(f"[{t}](#{t.lower().replace(' ', '-')})" for t in titles) + ".",
         "",
@@ -358,6 +358,7 @@ def render(
     for entry in SECTIONS:
         lines += entry.lines(page)
     text = "\n".join(lines).rstrip() + "\n"
+    out.parent.mkdir(parents=True, exist_ok=True)  # a workload without charts made no folder
     out.write_text(text)
     # A chart of this mode the report no longer shows (its results were dropped) is removed,
     # so reports/charts/ holds nothing that the stored results do not draw.
@@ -388,7 +389,7 @@ def main_tables(results: Path, mode: str) -> tuple[str, dict[str, ResultStore | 
     newest that has any. Never two interpreters in one table."""
     stores: dict[str, ResultStore | None] = {}
     for python in dict.fromkeys([REFERENCE, RUNNING, *reversed(PYTHONS)]):
-        stores = load_mode(results, mode, matrix.names(), python)
+        stores = load_mode(results, mode, registry.names(), python)
         if any(stores.values()):
             return python, stores
     return REFERENCE, stores

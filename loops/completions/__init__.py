@@ -16,7 +16,7 @@ try:
 except OSError as error:
     raise Unavailable(f"io_uring cannot be set up here: {uring.why(error)}") from None
 
-from loops.completions import tasks  # only once io_uring is known to work
+from loops.completions import api  # only once io_uring is known to work
 
 VARIANT = Variant(
     name="completions",
@@ -24,9 +24,17 @@ VARIANT = Variant(
     lineage=(
         "the proactor pattern (Schmidt et al., POSA2; Windows IOCP behind asyncio's "
         "ProactorEventLoop), on Linux io_uring (Jens Axboe, 2019) driven the way liburing "
-        "does, with the traps kernel's request table: one SQE per awaited operation, one "
+        "does, with the traps kernel's trap table: one SQE per awaited operation, one "
         "io_uring_enter per turn, tasks resumed from CQEs by user_data"
     ),
     capabilities=EVERY_CAPABILITY,
-    coroutines=tasks,
+    coroutines=api,
+    io_model="completion",
+    waits_in="io_uring_enter",
+    wake_up="eventfd",
+    thread_entries=("run_in_thread",),
+    cancellation=(
+        "`Loop._interrupt` undoes a wait; an operation in flight is asked back with "
+        "`OP_ASYNC_CANCEL` and the error waits in `Task.pending` until its CQE arrives"
+    ),
 )

@@ -5,8 +5,9 @@ hands the buffer over when it *submits* the recv and gets it back when the recv 
 which may be long after the task that asked has been cancelled. Reusing or freeing the buffer
 in between is the proactor's classic bug: the kernel writes a late datagram into memory that
 now belongs to someone else. Here a buffer is given back to the pool in exactly one place, the
-completion of the operation it was lent to (``_recv_done``, ``_recvmsg_done`` in ``tasks.py``,
-reached from ``Loop._loop`` stage 1 or ``Loop._drain_ring``), never when a task is cancelled.
+completer of the operation it was lent to (``_complete_recv``, ``_complete_recvmsg`` in
+``api.py``), which the kernel calls once that operation's completion has arrived
+(``Loop._deliver``, ``Loop._give_back``), never when a task is cancelled.
 
 Speed trick, fenced here: buffers are pooled by size, so the steady state of an echo server
 allocates (and zeroes) no buffer per recv; ``ctypes.create_string_buffer`` memory is zeroed

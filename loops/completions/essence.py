@@ -1,6 +1,5 @@
-"""completions, the idea alone: a task awaits an *operation* (recv into this buffer); one SQE
-per operation, one ``io_uring_enter`` submits them all, each CQE resumes the task it names.
-``uring.py``, ``kernel.py``, ``tasks.py``: the full loop (README.md says what they add)."""
+"""completions, the idea alone: a task awaits an *operation*, one ``io_uring_enter`` submits every
+SQE, and each CQE resumes the task it names (the full loop: uring.py, kernel.py, api.py)."""
 
 import ctypes
 import mmap
@@ -9,8 +8,7 @@ import struct
 import types
 from collections import deque
 
-libc = ctypes.CDLL(None, use_errno=True)
-OP_SEND, OP_RECV, ENTER_GETEVENTS = 26, 27, 1
+libc, OP_ASYNC_CANCEL, OP_RECV, ENTER_GETEVENTS = ctypes.CDLL(None), 14, 27, 1
 # An SQE (64 bytes): opcode, fd, off, addr, len, op flags, user_data. A CQE: user_data, res.
 SQE, CQE = struct.Struct("<B3xiQQIIQ24x"), struct.Struct("<Qi")
 
@@ -23,9 +21,9 @@ class Ring:
         size = max(p[16] + p[0] * 4, p[25] + p[1] * 16)  # SQ index array, CQE array: the ends
         self.rings = mmap.mmap(self.fd, size, offset=0)  # both rings in one map (5.4+)
         self.sqes = mmap.mmap(self.fd, p[0] * 64, offset=0x10000000)
-        self.u32, self.pending = memoryview(self.rings).cast("I"), 0
+        self.u32, self.pending, self.at = memoryview(self.rings).cast("I"), 0, p[25]  # at: CQEs
 
-    def prepare(self, opcode, fd, addr, length, user_data):  # one SQE, published
+    def prepare(self, opcode, *, user_data, fd=-1, addr=0, length=0):  # one SQE, published
         tail, mask = self.u32[self.sq[1]], self.u32[self.sq[2]]
         SQE.pack_into(self.sqes, (tail & mask) * 64, opcode, fd, 0, addr, length, 0, user_data)
         self.u32[self.sq[6] + (tail & mask)] = tail & mask  # the SQ ring: indices of SQEs
@@ -38,64 +36,63 @@ class Ring:
 
     def reap(self):  # the completions are in our memory: no syscall
         head, tail, mask = self.u32[self.cq[0]], self.u32[self.cq[1]], self.u32[self.cq[2]]
-        at = self.cq[5] * 4  # where the CQEs start
-        done = [CQE.unpack_from(self.rings, at + (i & mask) * 16) for i in range(head, tail)]
+        done = [CQE.unpack_from(self.rings, self.at + (i & mask) * 16) for i in range(head, tail)]
         self.u32[self.cq[0]] = tail
         return done
 
 
 @types.coroutine
-def _request(*request):
+def _trap(*request):
     return (yield request)
 
 
 async def recv(sock, n):
     buffer = ctypes.create_string_buffer(n)  # the kernel's until the completion comes
-    res = await _request("operation", OP_RECV, sock, ctypes.addressof(buffer), n, buffer)
+    res = await _trap("operation", OP_RECV, sock.fileno(), ctypes.addressof(buffer), n, buffer)
+    if res < 0:  # -errno (the full loop turns the -ECANCELED of a cancel into CancelledError)
+        raise OSError(-res, "recv")
     return buffer.raw[:res]
-
-
-async def sendall(sock, data):  # one SEND (the full loop sends again what was not taken)
-    address = ctypes.cast(data, ctypes.c_void_p).value  # bytes: a fixed address
-    return await _request("operation", OP_SEND, sock, address, len(data), data)
 
 
 class Task:
     def __init__(self, coro):
-        self.coro, self.id, self.value, self.pinned, self.done = coro, id(coro), None, None, False
+        self.coro, self.id, self.value, self.pinned = coro, id(coro), None, None
 
 
 class Loop:
-    def run(self, coro, *others):  # others: tasks started beside main (the full loop: spawn)
-        self._ring, self._ready, self._in_flight = Ring(), deque(), {}  # user_data -> task
-        self._ready.extend([main := Task(coro), *map(Task, others)])
-        while not main.done:
+    def run(self, main, *others):  # others: tasks started beside main (the full loop: spawn)
+        self._ring, self._ready, self._in_flight = Ring(), deque([main, *others]), {}
+        while main.coro.cr_frame is not None:  # until main has returned
             # Stage 1: submit every queued operation; wait for a completion if nothing is ready.
             self._ring.enter(wait=not self._ready)
             for user_data, res in self._ring.reap():  # each CQE resumes the task it names
                 task = self._in_flight.pop(user_data)
-                task.value, task.pinned = res, None  # the buffer is ours again
+                task.value, task.pinned = res, None  # the kernel is done with it: ours again
+                print(f"CQE for {task.coro.__name__}: res {res}; what it lent is free again")
                 self._ready.append(task)
+            # Stage 2: expire timers (this essence has none; the full loop keeps a heap).
             # Stage 3: run the ready tasks; each runs until it awaits an operation.
             for _ in range(len(self._ready)):
                 task = self._ready.popleft()
                 try:
                     request = task.coro.send(task.value)
-                except StopIteration as stop:
-                    task.done, task.value = True, stop.value
+                except (StopIteration, OSError) as end:  # returned, or raised (ECANCELED)
+                    task.value = getattr(end, "value", end)
                     continue
-                _, opcode, sock, addr, length, task.pinned = request  # pinned: kept alive
-                self._ring.prepare(opcode, sock.fileno(), addr, length, task.id)
+                _, opcode, fd, addr, length, task.pinned = request  # pinned: kept alive
+                self._ring.prepare(opcode, fd=fd, addr=addr, length=length, user_data=task.id)
                 self._in_flight[task.id] = task
         return main.value
 
 
 if __name__ == "__main__":
 
-    async def main(sock):
-        data = await recv(sock, 100)  # submitted before any byte exists: the kernel waits
-        print(f"recv completed with {data!r}")
+    async def main(sock, victim):  # victim: a recv task on a socket nobody writes to
+        data = await recv(sock, 100)  # its RECV and the victim's go in one enter
+        print(f"main: cancel the victim's RECV; its buffer still lent: {victim.pinned is not None}")
+        await _trap("operation", OP_ASYNC_CANCEL, -1, victim.id, 0, None)  # addr: what to cancel
         return data
 
-    a, b = socket.socketpair()  # main's RECV and the other task's SEND go in one enter
-    print(f"main returned {Loop().run(main(a), sendall(b, b'ping'))!r}")
+    (a, b), (c, _) = socket.socketpair(), socket.socketpair()
+    b.send(b"ping")
+    print(f"main returned {Loop().run(Task(main(a, victim := Task(recv(c, 100)))), victim)!r}")

@@ -1,33 +1,34 @@
-"""The loop: tasks hand it whole operations; it submits them in batches and resumes each task
-from its completion.
+"""The kernel: runs tasks until they trap, then does what the trap asks.
 
-The idea (a proactor, as Windows IOCP and io_uring are): a readiness loop asks the kernel
-"which sockets can I read now?" and then reads; this loop asks the kernel to *do* the read
-(recv into this buffer) and is told, later, that it is done and how many bytes came. A task
-awaits an operation (recv, send, accept, connect, recvmsg/sendmsg); the request handler writes
-one SQE into the submission ring with the task's id as its ``user_data`` and suspends the
-task. Each turn, one ``io_uring_enter`` hands every queued SQE to the kernel and, if nothing is
-ready to run, waits for the first completion or the next timer. Each CQE names its task by
-``user_data``; ``res`` is the operation's result (a byte count, a new fd, 0) or ``-errno``,
-which the task gets as ``OSError(errno)``.
+The idea (curio's design, "a tale of event loops" grown up): coroutines never see the loop.
+Every operation that may block is a *trap*, a request tuple ``(name, *args)`` yielded by the
+one ``@types.coroutine`` in :mod:`loops.completions.traps`. The kernel sends a task its next
+value, gets a request back, finds the handler for ``request[0]`` in its trap table and calls it. A
+handler either answers at once (``spawn``: the task goes on running, no switch) or returns
+``SUSPEND`` after recording what the task waits for (``sleep``, ``operation``, ``join``...); the
+event that satisfies the wait puts the task back on the ready queue. Cancellation is
+``coro.throw(CancelledError())`` at the suspension point, after the kernel undoes the wait.
+(Here, as in curio, "the kernel" is this loop; the operating system's kernel is "Linux".)
 
-What it builds on: the traps kernel's shape (a request table, tasks resumed by send/throw
-over a ready deque, a lazy timer heap with asyncio's compaction rule), with the epoll poller
-replaced by :class:`loops.completions.uring.Ring`. Timers stay a heap in Python, and the
-enter's own timeout (``IORING_ENTER_EXT_ARG``) is the wait for the earliest one: the README
-argues why not ``IORING_OP_TIMEOUT``.
+What it builds on: the traps kernel, with its epoll replaced by an io_uring (a proactor, as
+Windows IOCP is; :class:`loops.completions.uring.Ring`), which ``diff -u loops/traps/kernel.py
+loops/completions/kernel.py`` shows (the README walks it). A trap hands Linux the whole
+operation (recv into this buffer, send these bytes, accept, connect, recvmsg/sendmsg) as one SQE
+with the task's id as ``user_data``; one ``io_uring_enter`` per turn hands every queued SQE to
+Linux and, if nothing is ready to run, waits for the first completion or the next timer (the
+enter's own timeout, ``IORING_ENTER_EXT_ARG``: the README argues why not ``IORING_OP_TIMEOUT``).
+Each CQE names its task by ``user_data``; ``res`` is the operation's result (a byte count, a new
+fd, 0) or ``-errno``, which the task gets as ``OSError(errno)``. The proactor's classic hazard,
+a buffer Linux owns until its operation's completion even if the task is cancelled meanwhile,
+is handled in ``_interrupt``; ``_drain_ring`` waits for every completion before close() frees
+the ring.
 
-The proactor's classic hazard, handled in ``_interrupt``: while an operation is in flight the
-kernel owns its buffer. Cancelling the task cannot take the buffer back; it can only ask the
-kernel to cancel (``IORING_OP_ASYNC_CANCEL``) and wait for the operation's completion, which
-comes either as ``-ECANCELED`` or, if the operation won the race, with its result. Only then is
-the buffer released and the task resumed with the cancellation; a result that won the race is
-kept for the next call on that socket, so a recv that completed is never lost.
-
-Limits: Linux x86-64 with io_uring (the variant is unavailable elsewhere, see
-``__init__.py``); one ring per ``run()``; host names given to connect are resolved blocking;
-a task may await only this loop's requests.
+Limits: Linux x86-64 with io_uring (the variant is unavailable elsewhere, see ``__init__.py``);
+a task may await only this kernel's traps (an asyncio future is rejected with a TypeError);
+the kernel runs in one thread (one ring per ``run()``), and only run_in_thread crosses threads.
 """
+
+# twin of loops/traps/kernel.py
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ import collections
 import concurrent.futures
 import contextlib
 import ctypes
+import errno
 import heapq
 import itertools
 import logging
@@ -47,7 +49,6 @@ from time import monotonic
 from types import CoroutineType
 from typing import Any
 
-from loops.completions.requests import cancel
 from loops.completions.task import (
     CANCELLING,
     DONE,
@@ -61,55 +62,61 @@ from loops.completions.task import (
     Expired,
     Task,
 )
+from loops.completions.traps import cancel
 from loops.completions.uring import CANCEL_ANY, OP_ASYNC_CANCEL, OP_READ, Ring
 
-SUSPEND = object()  # a request handler's answer meaning: the task waits, resume it later
+SUSPEND = object()  # a trap handler's answer meaning: the task waits, resume it later
 # Compaction: rebuild the heap when more than COMPACT_MIN_TIMERS of its timers are cancelled
-# and they are more than COMPACT_CANCELLED_FRACTION of it (the same rule in every loop).
+# and they are more than COMPACT_CANCELLED_FRACTION of it (asyncio counts the whole heap).
 COMPACT_MIN_TIMERS = 100
 COMPACT_CANCELLED_FRACTION = 0.5
 MAX_WAIT = 24 * 3600.0  # the longest single wait (asyncio's cap)
+
 CANCEL_USER_DATA = 0  # the user_data of ASYNC_CANCEL requests: their own CQEs are ignored
 WAKE_USER_DATA = 1  # the user_data of the threads' wake-up read, kept in flight
 SHUTDOWN_GRACE = 5.0  # seconds close() waits for cancelled operations to complete
 RING_ENTRIES = 4096  # SQ slots; the CQ gets four times as many (completions pile up faster)
 
+
 logger = logging.getLogger(__name__)
 
 
 class _Running(threading.local):
-    loop: Loop | None = None  # the loop running in this thread, if any
+    loop: Loop | None = None  # the kernel (Loop) running in this thread, if any
 
 
 _running = _Running()
 
 
 def now() -> float:
-    """The running loop's clock (time.monotonic), in seconds."""
+    """The running kernel's clock (time.monotonic), in seconds."""
     if _running.loop is None:
-        running_loop()  # raises: no loop runs in this thread
+        running_loop()  # raises: no kernel runs in this thread
     return time.monotonic()
 
 
 def running_loop() -> Loop:
-    """The loop running in this thread, or RuntimeError outside of run()."""
-    loop = _running.loop
-    if loop is None:
+    """The kernel running in this thread, or RuntimeError outside of run()."""
+    kernel = _running.loop
+    if kernel is None:
         raise RuntimeError("no completions loop is running in this thread (call this inside run())")
-    return loop
+    return kernel
 
 
 class Loop:
-    """Runs coroutines as tasks; their I/O goes to the kernel as io_uring operations."""
+    """Runs coroutines as tasks; every blocking operation reaches it as a trap."""
 
     def __init__(self) -> None:
-        self._ring = Ring(RING_ENTRIES, 4 * RING_ENTRIES)  # the SQ and CQ rings, mapped
-        self._in_flight: dict[int, Task] = {}  # user_data (task.id) -> task, until its CQE
         self._ready: collections.deque[Task] = collections.deque()  # runnable tasks, FIFO
-        self._timers: list[tuple[float, int]] = []  # heap of (deadline, seq); seq: FIFO ties
+        # Timers: a heap of (deadline, seq) and, per armed timer, its task under its seq. A
+        # heap entry whose seq is in neither dict was cancelled and is dropped when it surfaces
+        # (lazy cancellation); the entries hold no task, so the GC never has to look at them.
+        self._timers: list[tuple[float, int]] = []  # heap; seq breaks ties: FIFO
         self._sleepers: dict[int, Task] = {}  # seq -> task sleeping until that timer
         self._timeouts: dict[int, Task] = {}  # seq -> task with a timeout_after armed
         self._timer_seq = itertools.count()  # the next seq
+        self._ring = Ring(RING_ENTRIES, 4 * RING_ENTRIES)  # the SQ and CQ rings, mapped
+        self._in_flight: dict[int, Task] = {}  # user_data (task.id) -> task, until its CQE
         self._tasks: set[Task] = set()  # every task not yet DONE
         self._unseen_failures: dict[Task, None] = {}  # failed tasks nobody joined (yet)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # for run_in_thread
@@ -117,21 +124,20 @@ class Loop:
         self._wake_buffer = ctypes.create_string_buffer(8)  # that READ's buffer (a counter)
         self._thread_jobs = 0  # thread calls submitted and not yet collected
         self._thread_results: collections.deque = collections.deque()  # (task, future) done
-        self._cancels = 0  # ASYNC_CANCEL requests whose own CQE has not come yet
         self._closed = False
         self._raised_by_a_task: BaseException | None = None  # see run()
-        # The request table: name -> handler(task, request) -> answer or SUSPEND.
-        self._requests = {
-            "operation": self._request_operation,
-            "sleep": self._request_sleep,
-            "spawn": self._request_spawn,
-            "join": self._request_join,
-            "cancel": self._request_cancel,
-            "thread": self._request_thread,
-            "park": self._request_park,
-            "wake": self._request_wake,
-            "set_timer": self._request_set_timer,
-            "clear_timer": self._request_clear_timer,
+        # The trap table: request name -> handler(task, request) -> answer or SUSPEND.
+        self._traps = {
+            "sleep": self._trap_sleep,
+            "spawn": self._trap_spawn,
+            "join": self._trap_join,
+            "cancel": self._trap_cancel,
+            "operation": self._trap_operation,
+            "thread": self._trap_thread,
+            "park": self._trap_park,
+            "wake": self._trap_wake,
+            "set_timer": self._trap_set_timer,
+            "clear_timer": self._trap_clear_timer,
         }
         # How to undo each kind of wait when a task is cancelled or times out. An operation
         # is not in this table: it cannot be undone at once (see _interrupt).
@@ -156,10 +162,13 @@ class Loop:
             self._run_until(main)
         except BaseException as error:
             if not isinstance(error, Exception) and error is not self._raised_by_a_task:
-                # A KeyboardInterrupt from a signal lands between any two lines of the loop's
-                # bookkeeping; the tasks are closed here, untouched by the loop (their finally
-                # blocks run). Their operations stay in _in_flight, buffers and all, until
-                # close() has the kernel cancel them and collects their completions.
+                # A KeyboardInterrupt from a signal lands between any two lines of the
+                # kernel's own bookkeeping: a task popped from the ready queue and not yet
+                # run, a finish half done. Another tick could wait forever on what that step
+                # left behind (close() cancelling a task no queue holds), so the tasks are
+                # closed here, untouched by the kernel: their finally blocks run. Their
+                # operations stay in _in_flight, buffers and all, until close() has Linux
+                # cancel them and collects their completions.
                 self._abandon_tasks()
             raise
         finally:
@@ -169,8 +178,11 @@ class Loop:
         return main.result
 
     def close(self) -> None:
-        """Cancel the tasks still alive, let them unwind, collect every completion still due,
-        then release the ring. Idempotent."""
+        """Cancel the tasks still alive, let them unwind, then release every resource.
+
+        Idempotent. Like asyncio.run(), leftover tasks get a CancelledError and run their
+        cleanup; failures nobody joined are logged here, once.
+        """
         if self._closed:
             return
         if _running.loop is self:
@@ -179,9 +191,7 @@ class Loop:
             while self._tasks:
                 leftovers = list(self._tasks)
                 for task in leftovers:  # before any of them runs again
-                    if type(task.throw) is not CancelledError and not isinstance(
-                        task.pending, CancelledError
-                    ):
+                    if not _cancel_on_its_way(task):
                         self._interrupt(task, CancelledError())
                 self._run_until(self._spawn(_cancel_all(leftovers)))
         finally:
@@ -193,40 +203,14 @@ class Loop:
                 self._pool.shutdown(wait=True)
             self._drain_ring()
 
-    def _drain_ring(self) -> None:
-        """Have the kernel cancel whatever is still in flight and wait for every completion,
-        so that no buffer is freed while the kernel may still write into it."""
-        ring = self._ring
-        if self._wake_fd >= 0:
-            os.eventfd_write(self._wake_fd, 1)  # completes the wake-up read
-        if self._in_flight:
-            ring.prepare(OP_ASYNC_CANCEL, -1, 0, 0, CANCEL_USER_DATA, op_flags=CANCEL_ANY)
-        deadline = monotonic() + SHUTDOWN_GRACE
-        while (self._in_flight or self._wake_fd >= 0) and monotonic() < deadline:
-            ring.enter(max(deadline - monotonic(), 0))
-            for user_data, _ in ring.reap():
-                if user_data == WAKE_USER_DATA:
-                    os.close(self._wake_fd)
-                    self._wake_fd = -1
-                    continue
-                task = self._in_flight.pop(user_data, None)
-                if task is not None:
-                    task.op = task.pinned = None
-        if self._in_flight or self._wake_fd >= 0:
-            # The kernel still owns these buffers: keep them alive for the life of the process
-            # rather than free memory it may write into. Never seen; logged if it happens.
-            _orphans.append((ring, self._in_flight, self._wake_buffer))
-            logger.error("%d io_uring operations did not complete at close", len(self._in_flight))
-            return
-        ring.close()
-
     def _abandon_tasks(self) -> None:
-        """Close every task's coroutine without the loop, and forget every wait."""
+        """Close every task's coroutine without the kernel, and forget every wait."""
         for task in self._tasks:
             if task.reaped is not None:  # completed, never delivered: its buffer goes back
                 self._give_back(task, task.reaped)
             task.state = DONE
-            with contextlib.suppress(RuntimeError):  # it awaited in a finally block
+            # RuntimeError: it awaited in a finally block; it cannot run any further anyway.
+            with contextlib.suppress(RuntimeError):
                 task.coro.close()
         self._tasks.clear()
         self._ready.clear()
@@ -255,16 +239,16 @@ class Loop:
         ready_pop = ready.popleft
         ready_push = ready.append
         timers = self._timers
-        sleepers_pop = self._sleepers.pop
+        sleepers = self._sleepers
+        sleepers_pop = sleepers.pop
         timeouts = self._timeouts
         heappop = heapq.heappop
-        ring = self._ring
-        enter = ring.enter
-        reap = ring.reap
-        in_flight = self._in_flight
+        enter = self._ring.enter
+        reap = self._ring.reap
+        in_flight = self._in_flight  # every operation submitted and not yet completed
         in_flight_pop = in_flight.pop
         clock = time.monotonic
-        requests = self._requests
+        traps = self._traps
         finish = self._finish
         done = DONE
         ready_state = READY
@@ -274,21 +258,20 @@ class Loop:
         while main.state is not done:
             # ---- stage 1: submit every queued operation, wait for completions only while
             # nothing is ready, and resume each task whose operation completed
-            if ready:
-                enter(0)  # submit only: no syscall if nothing is queued or due; reaping needs none
+            if ready:  # just submit: no syscall if nothing is queued or due; reaping needs none
+                enter(0)
             elif timers:
                 enter(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
-            elif len(in_flight) > 0 or self._thread_jobs:
+            elif in_flight or self._thread_jobs:
                 enter(None)
             else:
                 raise _deadlock(main)
             for user_data, res in reap():
                 task = in_flight_pop(user_data, None)
-                if task is None:  # an ASYNC_CANCEL's own answer, or the threads' wake-up
+                # No task: an ASYNC_CANCEL's own answer (ignored), or the threads' wake-up.
+                if task is None:
                     if user_data == WAKE_USER_DATA:
                         self._collect_thread_results()
-                    else:
-                        self._cancels -= 1
                     continue
                 if task.state is not operation:  # abandoned (see run): just release
                     self._give_back(task, res)
@@ -317,7 +300,7 @@ class Loop:
                     elif seq in timeouts:
                         self._expire(timeouts.pop(seq), seq)
                     # else: cancelled earlier, dropped here
-                cancelled = len(timers) - len(self._sleepers) - len(timeouts)
+                cancelled = len(timers) - len(sleepers) - len(timeouts)
                 if cancelled > COMPACT_MIN_TIMERS and cancelled > (
                     COMPACT_CANCELLED_FRACTION * len(timers)
                 ):
@@ -335,7 +318,7 @@ class Loop:
                     task.throw = None
                 if task.reaped is not None:  # its operation completed: the answer, at last
                     value, throw = self._deliver(task)
-                # Requests that need no wait are answered at once: a task runs until it waits.
+                # Non-blocking traps are answered at once, so a task runs until it suspends.
                 while True:
                     try:
                         if throw is None:
@@ -349,12 +332,12 @@ class Loop:
                     except BaseException as error:
                         finish(task, None, error)
                         if not isinstance(error, Exception | CancelledError):
-                            # KeyboardInterrupt, SystemExit: out of run(), the loop whole
+                            # KeyboardInterrupt, SystemExit: out of run(), the kernel whole
                             self._raised_by_a_task = error
                             raise
                         break
                     try:
-                        handler = requests[request[0]]
+                        handler = traps[request[0]]
                     except Exception:
                         value, throw = None, _unknown_request(task, request)
                         continue
@@ -366,39 +349,26 @@ class Loop:
                     if value is suspend:
                         break
 
-    # ------------------------------------------------------------------ requests
+    # ------------------------------------------------------------------ traps
 
-    def _request_operation(self, task: Task, request: tuple) -> Any:
-        _, opcode, sock, addr, length, pinned, complete, off, op_flags = request
-        fd = sock.fileno()
-        if fd < 0:
-            raise OSError(9, f"cannot operate on a closed socket: {sock!r}")  # EBADF
-        self._ring.prepare(opcode, fd, addr, length, task.id, off, op_flags)
-        self._in_flight[task.id] = task
-        task.op = complete
-        task.pinned = pinned
-        task.state = OPERATION
-        task.waiting_on = sock
-        return SUSPEND
-
-    def _request_sleep(self, task: Task, request: tuple) -> Any:
+    def _trap_sleep(self, task: Task, request: tuple) -> Any:
         seconds = request[1]
+        if math.isnan(seconds):
+            raise ValueError("sleep(nan): a delay must be a number of seconds")
         if seconds > 0:
             seq = next(self._timer_seq)
             heappush(self._timers, (monotonic() + seconds, seq))
             self._sleepers[seq] = task
             task.state = SLEEPING
             task.waiting_on = seq
-        elif seconds <= 0:  # just yield: back of the queue, still READY
+        else:  # just yield: back of the queue, still READY
             self._ready.append(task)
-        else:  # neither: NaN
-            raise ValueError("sleep(nan): a delay must be a number of seconds")
         return SUSPEND
 
-    def _request_spawn(self, task: Task, request: tuple) -> Task:
+    def _trap_spawn(self, task: Task, request: tuple) -> Task:
         return self._spawn(request[1])  # answered at once: the spawner runs on, no switch
 
-    def _request_join(self, task: Task, request: tuple) -> Any:
+    def _trap_join(self, task: Task, request: tuple) -> Any:
         target = request[1]
         if type(target) is not Task:
             raise _not_a_task(target, "join")
@@ -415,7 +385,7 @@ class Loop:
         self._wait_for_end(task, target, JOINING)
         return SUSPEND
 
-    def _request_cancel(self, task: Task, request: tuple) -> Any:
+    def _trap_cancel(self, task: Task, request: tuple) -> Any:
         target = request[1]
         if type(target) is not Task:
             raise _not_a_task(target, "cancel")
@@ -425,14 +395,27 @@ class Loop:
             raise CancelledError()
         if target not in self._tasks:
             raise _not_ours(target, "cancel")
-        if type(target.throw) is not CancelledError and type(target.pending) is not (
-            CancelledError
-        ):  # unless a cancel is on its way already
+        if not _cancel_on_its_way(target):
             self._interrupt(target, CancelledError())
         self._wait_for_end(task, target, CANCELLING)
         return SUSPEND
 
-    def _request_thread(self, task: Task, request: tuple) -> Any:
+    def _trap_operation(self, task: Task, request: tuple) -> Any:
+        _, opcode, sock, addr, length, pinned, complete, off, op_flags = request
+        fd = sock.fileno()
+        if fd < 0:
+            raise OSError(errno.EBADF, f"cannot operate on a closed socket: {sock!r}")
+        self._ring.prepare(
+            opcode, fd=fd, addr=addr, length=length, off=off, op_flags=op_flags, user_data=task.id
+        )
+        self._in_flight[task.id] = task
+        task.complete = complete
+        task.pinned = pinned
+        task.state = OPERATION
+        task.waiting_on = sock
+        return SUSPEND
+
+    def _trap_thread(self, task: Task, request: tuple) -> Any:
         _, fn, args = request
         if self._pool is None:
             self._start_threads()
@@ -443,19 +426,19 @@ class Loop:
         future.add_done_callback(lambda f, task=task: self._thread_finished(task, f))
         return SUSPEND
 
-    def _request_park(self, task: Task, request: tuple) -> Any:
+    def _trap_park(self, task: Task, request: tuple) -> Any:
         waiters = request[1]
         waiters.append(task)
         task.state = PARKED
         task.waiting_on = waiters
         return SUSPEND
 
-    def _request_wake(self, task: Task, request: tuple) -> None:
+    def _trap_wake(self, task: Task, request: tuple) -> None:
         _, waiters, n = request
         for _ in range(min(n, len(waiters))):
             self._make_ready(waiters.popleft())
 
-    def _request_set_timer(self, task: Task, request: tuple) -> int:
+    def _trap_set_timer(self, task: Task, request: tuple) -> int:
         seconds = request[1]
         if math.isnan(seconds):
             raise ValueError("timeout_after(nan): a timeout must be a number of seconds")
@@ -464,7 +447,7 @@ class Loop:
         self._timeouts[seq] = task
         return seq
 
-    def _request_clear_timer(self, task: Task, request: tuple) -> None:
+    def _trap_clear_timer(self, task: Task, request: tuple) -> None:
         self._timeouts.pop(request[1], None)  # lazily: its heap entry goes when it surfaces
 
     # ------------------------------------------------------------------ tasks
@@ -503,6 +486,8 @@ class Loop:
                         joiner.throw = exception
                 self._make_ready(joiner)
         elif isinstance(exception, Exception) and not task.joined:
+            # A cancellation is no failure; a KeyboardInterrupt or SystemExit goes out of run(),
+            # where the user sees it.
             self._unseen_failures[task] = None
 
     def _wait_for_end(self, task: Task, target: Task, state: str) -> None:
@@ -515,18 +500,17 @@ class Loop:
     def _interrupt(self, task: Task, error: BaseException) -> None:
         """Deliver error at task's suspension point, undoing whatever it waits for.
 
-        An operation in flight cannot be undone here: the kernel owns its buffer until its
-        completion. So the loop asks the kernel to cancel it and holds the error back
+        An operation in flight cannot be undone here: Linux owns its buffer until its
+        completion. So the kernel asks Linux to cancel it and holds the error back
         (``task.pending``); the task stays suspended until the operation's CQE arrives, which
         releases the buffer and resumes the task with the error. If the operation won the
         race (it completed before the cancel reached it), its result is not lost: its
-        completer keeps it for the next call on that socket (``_leftovers`` in ``tasks.py``),
+        completer keeps it for the next call on that socket (``_leftovers`` in ``api.py``),
         as the bytes would have stayed in the socket for a readiness loop.
         """
         if task.state is OPERATION:
-            if task.pending is None:
-                self._ring.prepare(OP_ASYNC_CANCEL, -1, task.id, 0, CANCEL_USER_DATA)
-                self._cancels += 1
+            if task.pending is None:  # ASYNC_CANCEL's addr: the user_data of what to cancel
+                self._ring.prepare(OP_ASYNC_CANCEL, addr=task.id, user_data=CANCEL_USER_DATA)
             task.pending = error
             return
         if task.state is not READY:
@@ -534,27 +518,8 @@ class Loop:
             self._make_ready(task)
         elif task.reaped is not None:  # completed, not yet delivered: nothing received is lost
             self._give_back(task, task.reaped)
-        task.value = None
+        task.value = None  # a ready task loses what it would have received
         task.throw = error
-
-    @staticmethod
-    def _deliver(task: Task) -> tuple[Any, BaseException | None]:
-        """A completed operation's (value, error) for the task about to run; the buffer goes."""
-        complete, pinned, res = task.op, task.pinned, task.reaped
-        task.op = task.pinned = task.reaped = None
-        try:
-            return complete(res, pinned, task.waiting_on, False), None
-        except Exception as error:
-            return None, error
-
-    @staticmethod
-    def _give_back(task: Task, res: int) -> None:
-        """Release an operation its task will not take: its buffer goes back to the pool, and
-        what it received is kept for the next call on that socket (tasks.py: _keep_leftover),
-        as the bytes would have stayed in the socket for a readiness loop."""
-        complete, pinned = task.op, task.pinned
-        task.op = task.pinned = task.reaped = None
-        complete(res, pinned, task.waiting_on, True)
 
     def _expire(self, task: Task, timer: int) -> None:
         if task.state is DONE:
@@ -584,13 +549,61 @@ class Loop:
         self._timers[:] = [entry for entry in self._timers if entry[1] in armed]
         heapq.heapify(self._timers)
 
+    # ------------------------------------------------------------------ I/O completions
+
+    @staticmethod
+    def _deliver(task: Task) -> tuple[Any, BaseException | None]:
+        """A completed operation's (value, error) for the task about to run; the buffer goes."""
+        complete, pinned, res = task.complete, task.pinned, task.reaped
+        task.complete = task.pinned = task.reaped = None
+        try:
+            return complete(res, pinned, task.waiting_on, interrupted=False), None
+        except Exception as error:
+            return None, error
+
+    @staticmethod
+    def _give_back(task: Task, res: int) -> None:
+        """Release an operation its task will not take: its buffer goes back to the pool, and
+        what it received is kept for the next call on that socket (api.py: _keep_leftover),
+        as the bytes would have stayed in the socket for a readiness loop."""
+        complete, pinned = task.complete, task.pinned
+        task.complete = task.pinned = task.reaped = None
+        complete(res, pinned, task.waiting_on, interrupted=True)
+
+    def _drain_ring(self) -> None:
+        """Have Linux cancel whatever is still in flight and wait for every completion, so
+        that no buffer is freed while Linux may still write into it."""
+        ring = self._ring
+        if self._wake_fd >= 0:
+            os.eventfd_write(self._wake_fd, 1)  # completes the wake-up read
+        if self._in_flight:
+            ring.prepare(OP_ASYNC_CANCEL, op_flags=CANCEL_ANY, user_data=CANCEL_USER_DATA)
+        deadline = monotonic() + SHUTDOWN_GRACE
+        while (self._in_flight or self._wake_fd >= 0) and monotonic() < deadline:
+            ring.enter(max(deadline - monotonic(), 0))
+            for user_data, _ in ring.reap():
+                if user_data == WAKE_USER_DATA:
+                    os.close(self._wake_fd)
+                    self._wake_fd = -1
+                    continue
+                task = self._in_flight.pop(user_data, None)
+                if task is not None:
+                    task.complete = task.pinned = None
+        if self._in_flight or self._wake_fd >= 0:
+            # Linux still owns these buffers: keep them alive for the life of the process
+            # rather than free memory it may write into. Never seen; logged if it happens.
+            _orphans.append((ring, self._in_flight, self._wake_buffer))
+            logger.error("%d io_uring operations did not complete at close", len(self._in_flight))
+            return
+        ring.close()
+
     # ------------------------------------------------------------------ threads
 
     def _start_threads(self) -> None:
         """The pool, and its wake-up: an eventfd whose READ stays in flight in the ring.
 
         A worker that finishes writes the eventfd; the READ completes, its CQE ends the
-        loop's wait like any other completion, and is submitted again once collected. The
+        kernel's wait like any other completion, and is submitted again once collected. The
         eventfd is blocking on purpose: io_uring returns EAGAIN for a READ of a non-blocking
         file instead of waiting for it."""
         self._pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="completions")
@@ -598,14 +611,15 @@ class Loop:
         self._arm_wake_up()
 
     def _arm_wake_up(self) -> None:
+        address = ctypes.addressof(self._wake_buffer)
         self._ring.prepare(
-            OP_READ, self._wake_fd, ctypes.addressof(self._wake_buffer), 8, WAKE_USER_DATA
+            OP_READ, fd=self._wake_fd, addr=address, length=8, user_data=WAKE_USER_DATA
         )
 
     def _thread_finished(self, task: Task, future: concurrent.futures.Future) -> None:
         # Runs in the worker thread: only a deque append (atomic) and a wake-up write.
         self._thread_results.append((task, future))
-        with contextlib.suppress(OSError):  # closed: the loop is gone
+        with contextlib.suppress(OSError):  # closed: the kernel is gone
             os.eventfd_write(self._wake_fd, 1)
 
     def _collect_thread_results(self) -> None:
@@ -625,13 +639,18 @@ class Loop:
             self._make_ready(task)
 
 
-_orphans: list = []  # (ring, operations) whose completions never came: never freed
+_orphans: list = []  # (ring, operations, buffer) whose completions never came: never freed
 
 
 async def _cancel_all(tasks: list[Task]) -> None:
     """The shutdown task: wait for each leftover task (already cancelled) to unwind."""
     for task in tasks:
         await cancel(task)
+
+
+def _cancel_on_its_way(task: Task) -> bool:
+    """True if a cancellation already waits to reach task: at its next run, or at its CQE."""
+    return type(task.throw) is CancelledError or type(task.pending) is CancelledError
 
 
 def _check_not_running() -> None:
@@ -644,6 +663,7 @@ def _not_a_task(obj: Any, verb: str) -> TypeError:
 
 
 def _not_ours(task: Task, verb: str) -> RuntimeError:
+    # Its wake-ups would go to another kernel's ready queue, from another thread: refuse.
     return RuntimeError(f"{verb}(): {task!r} belongs to another loop (spawned by another run)")
 
 

@@ -1,13 +1,15 @@
 """Queue: a FIFO for tasks with unfinished-work accounting (asyncio.Queue's semantics).
 
-Built entirely from two requests, ``park`` (wait in a deque) and ``wake`` (make the oldest
-parked tasks ready), a twin of the traps loop's ``queues.py``: no operation, no ring. A woken
-task re-checks its condition rather than being handed an item, so a task cancelled between
-being woken and running loses nothing: it passes its wake-up on to the next waiter.
+Built entirely from two traps, ``park`` (wait in a deque) and ``wake`` (make the oldest
+parked tasks ready), as curio builds its synchronization outside the kernel. A woken task
+re-checks its condition rather than being handed an item, so a task cancelled between being
+woken and running loses nothing: it passes its wake-up on to the next waiter.
 
-``task_done`` is synchronous in the lab's contract, so it cannot make a request; it wakes
-join()ers through the loop running in this thread instead.
+``task_done`` is synchronous in the lab's contract, so it cannot trap; it wakes join()ers
+through the kernel running in this thread instead.
 """
+
+# twin of loops/traps/queues.py
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import collections
 from typing import Any
 
 from loops.completions.kernel import running_loop
-from loops.completions.requests import park, wake
+from loops.completions.traps import park, wake
 
 
 class Queue:

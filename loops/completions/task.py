@@ -1,17 +1,23 @@
-"""Tasks: a coroutine plus what the loop needs to know to resume, wake or cancel it.
+"""Tasks: a coroutine plus what the kernel needs to know to resume, wake or cancel it.
 
-A task is passive data; only the loop changes its fields. ``state`` says what the task is
-doing and ``waiting_on`` holds the object that state refers to (the timer seq of a sleep, the
-socket of an operation, the task being joined, the deque a task is parked on, the future of a
-thread call). A task waiting on an *operation* also holds the operation's completer (``op``)
-and what the kernel may still be reading or writing (``pinned``: the buffer a recv fills, the
-bytes a send reads): the task is the operation's record, its ``id`` the ``user_data`` of the
-SQE. A task has at most one operation in flight, since it waits for each one's completion,
-even after a cancellation (see ``Loop._interrupt``).
+A task is passive data. The kernel is the only code that changes a task's fields; coroutines
+see a task only as a handle to pass to ``join`` and ``cancel``. The fields are slots because
+the kernel touches them on every switch.
 
-A twin of ``loops/traps/task.py`` on purpose (each variant is read alone): the same states
-and fields, plus the operation's (``op``, ``pinned``, ``pending``, ``reaped``).
+``state`` says what the task is doing, and ``waiting_on`` holds the one object that state
+refers to (the timer seq of a sleep, the socket of an operation, the task being joined, the
+wait queue a task is parked on, the future of a thread call). That pair is all the kernel
+needs to undo a wait when it cancels a task, with no per-wait closure; an operation in flight
+is the exception (``Loop._interrupt``).
+
+A task waiting on an *operation* is also that operation's record: its ``id`` is the SQE's
+``user_data``, ``complete`` its completer (``operation`` in ``traps.py``), ``pinned`` what
+Linux may still read or write (the buffer a recv fills, the bytes a send reads). A task has at
+most one operation in flight, since it waits for each one's completion, even after a
+cancellation.
 """
+
+# twin of loops/traps/task.py
 
 from __future__ import annotations
 
@@ -28,7 +34,11 @@ class CancelledError(BaseException):
 
 
 class Expired(CancelledError):
-    """A cancellation caused by ``timeout_after``: carries the timer that fired."""
+    """A cancellation caused by ``timeout_after``: carries the timer that fired.
+
+    It is a CancelledError so that the inner work unwinds exactly as it would on a cancel;
+    the ``timeout_after`` that owns ``timer`` turns it into the builtin TimeoutError.
+    """
 
     def __init__(self, timer: int) -> None:
         super().__init__("timeout expired")
@@ -45,20 +55,20 @@ PARKED = "parked"  # waiting in a wait queue (Queue); waiting_on is the deque
 THREAD = "thread"  # waiting for a worker thread; waiting_on is its concurrent Future
 DONE = "done"  # finished: result or exception is set
 
-# user_data 0 and 1 are the loop's own: ASYNC_CANCEL requests and the threads' wake-up read.
+# user_data 0 and 1 are the kernel's own: ASYNC_CANCEL requests and the threads' wake-up read.
 _ids = itertools.count(2)
 
 
 class Task:
-    """A coroutine run by the loop, with its outcome and the tasks waiting for it."""
+    """A coroutine run by the kernel, with its outcome and the tasks waiting for it."""
 
     __slots__ = (
+        "complete",
         "coro",
         "exception",
         "id",
         "joined",
         "joiners",
-        "op",
         "pending",
         "pinned",
         "reaped",
@@ -74,8 +84,8 @@ class Task:
         self.id = next(_ids)  # the user_data of its operations, and for repr
         self.state = READY  # one of the states above
         self.waiting_on: Any = None  # the object the current state waits on
-        self.op: Any = None  # OPERATION: turns the CQE's res into the value (or raises)
-        self.pinned: Any = None  # OPERATION: what the kernel may touch until the CQE
+        self.complete: Any = None  # OPERATION: its completer, res -> the value (or raises)
+        self.pinned: Any = None  # OPERATION: what Linux may touch until the CQE
         self.pending: BaseException | None = None  # an interruption waiting for the CQE
         self.reaped: int | None = None  # READY: the CQE's res, turned into the value as it runs
         self.value: Any = None  # what to send in at the next resumption

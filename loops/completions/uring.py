@@ -47,13 +47,17 @@ OP_RECV = 27
 ENTER_GETEVENTS = 1 << 0
 ENTER_EXT_ARG = 1 << 3  # the enter's last arguments are an io_uring_getevents_arg (a timeout)
 FEAT_SINGLE_MMAP = 1 << 0
-FEAT_NODROP = 1 << 1  # completions beyond the CQ's size are kept by the kernel, not dropped
 FEAT_EXT_ARG = 1 << 8
 SETUP_CQSIZE = 1 << 3
 SETUP_TASKRUN_FLAG = 1 << 9  # the kernel flags SQ_TASKRUN when completions wait to be posted
 SETUP_SINGLE_ISSUER = 1 << 12  # one thread submits (the loop's): required by DEFER_TASKRUN
 SETUP_DEFER_TASKRUN = 1 << 13  # completions are posted only inside our io_uring_enter
+SQ_CQ_OVERFLOW = 1 << 1  # in the SQ ring's flags: CQEs that found the CQ full wait in the kernel
 SQ_TASKRUN = 1 << 2  # in the SQ ring's flags: deferred work waits for an enter
+# Either flag means completions wait to be posted into the CQ, which only an enter with
+# GETEVENTS does: liburing's cq_ring_needs_flush() (src/queue.c) tests these two bits, and its
+# io_uring_submit() and io_uring_peek_batch_cqe() enter the kernel when it says so.
+CQ_NEEDS_FLUSH = SQ_CQ_OVERFLOW | SQ_TASKRUN
 CANCEL_ANY = 1 << 2  # ASYNC_CANCEL: every request, whatever its user_data
 OFF_SQ_RING = 0
 OFF_CQ_RING = 0x8000000
@@ -237,48 +241,42 @@ class Ring:
     def prepare(
         self,
         opcode: int,
-        fd: int,
-        addr: int,
-        length: int,
+        *,
         user_data: int,
+        fd: int = -1,
+        addr: int = 0,
+        length: int = 0,
         off: int = 0,
         op_flags: int = 0,
     ) -> None:
-        """Write one SQE and publish it (the kernel takes it at the next enter)."""
+        """Write one SQE and publish it (the kernel takes it at the next enter).
+
+        The keywords are the SQE's fields of those names (``length`` is its ``len``,
+        ``op_flags`` the opcode's own flags, such as ``MSG_NOSIGNAL`` for SEND); the SQE's
+        other fields stay 0."""
+        # The SQE's fields in the order of SQE: opcode, flags, ioprio, fd, off, addr, len,
+        # op_flags, user_data, buf_index, personality, splice_fd_in, addr3, padding.
+        self._push((opcode, 0, 0, fd, off, addr, length, op_flags, user_data, 0, 0, 0, 0, 0))
+
+    def _push(self, fields: tuple) -> None:
         if self._backlog:  # behind those already waiting: the kernel sees them in order
-            self._backlog.append((opcode, fd, addr, length, user_data, off, op_flags))
+            self._backlog.append(fields)
             return
         if self.pending >= self.sq_entries:  # every slot holds an SQE the kernel has not taken
             self.enter(0)  # hand them over to make room
             if self.pending >= self.sq_entries:  # refused (EBUSY: completions overflowing)
-                self._backlog.append((opcode, fd, addr, length, user_data, off, op_flags))
+                self._backlog.append(fields)
                 return  # written by enter() once the kernel has taken some
         tail = self._tail
-        SQE.pack_into(
-            self._sqe_map,
-            (tail & self._sq_mask) * 64,
-            opcode,
-            0,
-            0,
-            fd,
-            off,
-            addr,
-            length,
-            op_flags,
-            user_data,
-            0,
-            0,
-            0,
-            0,
-            0,
-        )
+        SQE.pack_into(self._sqe_map, (tail & self._sq_mask) * 64, *fields)
         self._tail = tail = (tail + 1) & 0xFFFFFFFF
         self._sq32[self._sq_tail] = tail  # after the entry: x86-64 keeps the stores in order
         self.pending += 1
 
     def enter(self, wait: float | None) -> int:
         """Submit what is queued; with wait (seconds) or None (forever), also wait for one
-        completion. 0 means: submit only. Returns how many SQEs the kernel took."""
+        completion. 0 means: submit only, and have the kernel post the completions waiting to
+        be posted, if any (``CQ_NEEDS_FLUSH``). Returns how many SQEs the kernel took."""
         submit, flags, arg, argsz = self.pending, 0, None, 0
         if wait != 0:
             flags = ENTER_GETEVENTS | ENTER_EXT_ARG
@@ -289,8 +287,10 @@ class Ring:
                 seconds = int(wait)
                 TIMESPEC.pack_into(self._timespec, 0, seconds, int((wait - seconds) * 1e9))
                 GETEVENTS_ARG.pack_into(self._arg, 0, 0, 0, 0, ctypes.addressof(self._timespec))
-        elif self._sq32[self._sq_flags] & SQ_TASKRUN:
-            flags = ENTER_GETEVENTS  # completions are waiting to be posted: post them
+        elif self._sq32[self._sq_flags] & CQ_NEEDS_FLUSH:
+            # Completions wait to be posted: deferred work (DEFER_TASKRUN), or CQEs that
+            # overflowed a full CQ, which would otherwise wait for the next enter that waits.
+            flags = ENTER_GETEVENTS
         elif not submit:
             return 0  # nothing to hand over, nothing to collect: no syscall
         taken = _enter(SYS_IO_URING_ENTER, self.fd, submit, wait != 0, flags, arg, argsz)
@@ -304,8 +304,8 @@ class Ring:
         self.pending -= taken
         if self._backlog:  # SQEs that found the ring full: into the room just made
             backlog, self._backlog = self._backlog, []
-            for entry in backlog:
-                self.prepare(*entry)  # a full ring again puts the rest back in the backlog
+            for fields in backlog:
+                self._push(fields)  # a full ring again puts the rest back in the backlog
         return taken
 
     def reap(self) -> list[tuple[int, int]]:

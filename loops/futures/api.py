@@ -27,6 +27,7 @@ from loops.futures.futures import _PENDING, CancelledError, Future, InvalidState
 from loops.futures.queues import Queue, QueueEmpty, QueueFull
 from loops.futures.reactor import Loop, get_running_loop, loop_is_running
 
+# twin of loops/traps/api.py: __all__
 __all__ = [
     "CancelledError",
     "Future",
@@ -238,6 +239,7 @@ def _retry(sock: socket.socket, event: int, call: Any, *args: Any) -> Generator[
         yield from get_running_loop().wait(sock, event)
 
 
+# twin of loops/traps/api.py: WAKEUPS_FOR_NOTHING_BEFORE_REBUILD
 # The rare path, fenced here: a socket call that fails with EAGAIN right after the loop woke
 # it for that socket was woken for nothing. Level-triggered readiness that is real cannot do
 # that twice in a row (the data or the room is there until someone takes it; only another
@@ -251,6 +253,7 @@ def _retry(sock: socket.socket, event: int, call: Any, *args: Any) -> Generator[
 WAKEUPS_FOR_NOTHING_BEFORE_REBUILD = 2
 
 
+# twin of loops/traps/api.py: _woken_for_nothing
 def _woken_for_nothing(idle: int) -> int:
     """Count one more wake-up that found nothing; at the limit, drop ghosts (see above)."""
     idle += 1
@@ -259,6 +262,7 @@ def _woken_for_nothing(idle: int) -> int:
     return idle
 
 
+# twin of loops/traps/api.py: _drained
 # Speed trick, fenced here: the fds whose last recv came back short. A short read means the
 # kernel handed over everything it had, so the next recv on that socket would most likely fail
 # with EAGAIN (a request/response peer answers only after our reply): that costs a syscall and

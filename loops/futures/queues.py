@@ -39,12 +39,15 @@ class Queue:
     def __repr__(self) -> str:
         return f"<Queue items={len(self._items)} unfinished={self._unfinished}>"
 
+    # twin of loops/traps/queues.py: Queue.qsize
     def qsize(self) -> int:
         return len(self._items)
 
+    # twin of loops/traps/queues.py: Queue.empty
     def empty(self) -> bool:
         return not self._items
 
+    # twin of loops/traps/queues.py: Queue.full
     def full(self) -> bool:
         return 0 < self.maxsize <= len(self._items)
 

@@ -300,6 +300,7 @@ class Loop:
         else:
             self._forget(record)
 
+    # twin of loops/roundrobin/scheduler.py: Loop._drop_ghost
     def _drop_ghost(self, record: IORecord) -> None:
         """Readiness for a socket closed since: drop it, on a fresh selector.
 
@@ -316,6 +317,7 @@ class Loop:
         del self._io[record.fd]
         self.drop_ghosts()
 
+    # twin of loops/roundrobin/scheduler.py: Loop.drop_ghosts
     def drop_ghosts(self) -> None:
         """Move every live registration to a fresh selector (see _drop_ghost), and close the old.
 

@@ -39,6 +39,7 @@ from loops.roundrobin.scheduler import (
     running_loop,
 )
 
+# twin of loops/traps/api.py: __all__
 __all__ = [
     "CancelledError",
     "Queue",
@@ -194,6 +195,7 @@ def _io(direction: str, sock, call, *args):
             yield (direction, sock)
 
 
+# twin of loops/traps/api.py: WAKEUPS_FOR_NOTHING_BEFORE_REBUILD
 # The rare path, fenced here: a socket call that fails with EAGAIN right after the loop woke
 # it for that socket was woken for nothing. Level-triggered readiness that is real cannot do
 # that twice in a row (the data or the room is there until someone takes it; only another
@@ -207,6 +209,7 @@ def _io(direction: str, sock, call, *args):
 WAKEUPS_FOR_NOTHING_BEFORE_REBUILD = 2
 
 
+# twin of loops/traps/api.py: _woken_for_nothing
 def _woken_for_nothing(idle: int) -> int:
     """Count one more wake-up that found nothing; at the limit, drop ghosts (see above)."""
     idle += 1
@@ -215,6 +218,7 @@ def _woken_for_nothing(idle: int) -> int:
     return idle
 
 
+# twin of loops/traps/api.py: _drained
 # Speed trick, fenced here: the fds whose last recv came back short. A short read means the
 # kernel handed over everything it had, so the next recv on that socket would most likely fail
 # with EAGAIN (a request/response peer answers only after our reply): a syscall and a
@@ -373,6 +377,7 @@ class Queue:
             running_loop().wake(self._putters, 1)
         return item
 
+    # twin of loops/traps/queues.py: Queue.task_done
     def task_done(self) -> None:
         """Mark one got item as processed; join() returns once every put item is."""
         if self._unfinished <= 0:
@@ -381,6 +386,7 @@ class Queue:
         if not self._unfinished and self._joiners:
             running_loop().wake(self._joiners)
 
+    # twin of loops/traps/queues.py: Queue.join
     async def join(self) -> None:
         """Wait until every item put has been marked done."""
         while self._unfinished:

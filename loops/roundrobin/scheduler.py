@@ -528,6 +528,7 @@ class Loop:
         except OSError:  # the socket was closed under us; the selector has dropped it
             del self._io[record.fd]
 
+    # twin of loops/futures/reactor.py: Loop._drop_ghost
     def _drop_ghost(self, record: IORecord) -> None:
         """Readiness for a socket closed since: drop it, on a fresh selector.
 
@@ -544,6 +545,7 @@ class Loop:
         del self._io[record.fd]
         self.drop_ghosts()
 
+    # twin of loops/futures/reactor.py: Loop.drop_ghosts
     def drop_ghosts(self) -> None:
         """Move every live registration to a fresh selector (see _drop_ghost), and close the old.
 

@@ -43,6 +43,8 @@ from loops.traps.traps import (
 FAST_CALLS_PER_TURN = 16  # socket calls that may complete in a row before a forced yield
 _fast_calls = 0  # socket calls completed without waiting since a call last waited
 
+# twin of loops/roundrobin/api.py: _drained
+# twin of loops/futures/api.py: _drained
 # Speed trick, fenced here: the fds whose last recv came back short. A short read means the
 # kernel handed over everything it had, so the next recv on that socket would most likely fail
 # with EAGAIN (a request/response peer answers only after our reply): that costs a syscall and
@@ -55,6 +57,8 @@ _fast_calls = 0  # socket calls completed without waiting since a call last wait
 # the figures and the command.
 _drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came back short
 
+# twin of loops/roundrobin/api.py: WAKEUPS_FOR_NOTHING_BEFORE_REBUILD
+# twin of loops/futures/api.py: WAKEUPS_FOR_NOTHING_BEFORE_REBUILD
 # The rare path, fenced here: a socket call that fails with EAGAIN right after the kernel woke
 # it for that socket was woken for nothing. Level-triggered readiness that is real cannot do
 # that twice in a row (the data or the room is there until someone takes it; only another
@@ -67,6 +71,9 @@ _drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came b
 # moves only after an EAGAIN that followed a wait.
 WAKEUPS_FOR_NOTHING_BEFORE_REBUILD = 2
 
+# twin of loops/completions/api.py: __all__
+# twin of loops/roundrobin/api.py: __all__
+# twin of loops/futures/api.py: __all__
 __all__ = [
     "CancelledError",
     "Queue",
@@ -87,6 +94,7 @@ __all__ = [
 ]
 
 
+# twin of loops/completions/api.py: run
 def run(coro: Any) -> Any:
     """Run coro on a new kernel until it ends; return its result or raise its exception."""
     kernel = Loop()
@@ -96,6 +104,7 @@ def run(coro: Any) -> Any:
         kernel.close()
 
 
+# twin of loops/completions/api.py: timeout_after
 async def timeout_after(seconds: float, coro: Any) -> Any:
     """Run coro; if it takes longer than seconds, cancel it and raise TimeoutError.
 
@@ -233,6 +242,8 @@ async def _try_first(
             return result
 
 
+# twin of loops/roundrobin/api.py: _woken_for_nothing
+# twin of loops/futures/api.py: _woken_for_nothing
 async def _woken_for_nothing(idle: int) -> int:
     """Count one more wake-up that found nothing; at the limit, drop ghosts (see above)."""
     idle += 1
@@ -248,6 +259,7 @@ async def _yield_turn() -> None:
     await sleep(0)
 
 
+# twin of loops/completions/api.py: run_in_thread
 async def run_in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """Run fn(*args) in a worker thread; its result, or its exception re-raised."""
     return await call_in_thread(fn, args)

@@ -20,6 +20,8 @@ a task may await only this kernel's traps (an asyncio future is rejected with a 
 the kernel runs in one thread, and only run_in_thread crosses threads.
 """
 
+# twin of loops/completions/kernel.py
+
 from __future__ import annotations
 
 import collections
@@ -373,16 +375,16 @@ class Loop:
 
     def _trap_sleep(self, task: Task, request: tuple) -> Any:
         seconds = request[1]
+        if math.isnan(seconds):
+            raise ValueError("sleep(nan): a delay must be a number of seconds")
         if seconds > 0:
             seq = next(self._timer_seq)
             heappush(self._timers, (monotonic() + seconds, seq))
             self._sleepers[seq] = task
             task.state = SLEEPING
             task.waiting_on = seq
-        elif seconds <= 0:  # just yield: back of the queue, still READY
+        else:  # just yield: back of the queue, still READY
             self._ready.append(task)
-        else:  # neither: NaN
-            raise ValueError("sleep(nan): a delay must be a number of seconds")
         return SUSPEND
 
     def _trap_spawn(self, task: Task, request: tuple) -> Task:

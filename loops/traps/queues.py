@@ -9,6 +9,8 @@ woken and running loses nothing: it passes its wake-up on to the next waiter.
 through the kernel running in this thread instead.
 """
 
+# twin of loops/completions/queues.py
+
 from __future__ import annotations
 
 import collections
@@ -29,14 +31,17 @@ class Queue:
         self._joiners: collections.deque = collections.deque()  # tasks waiting in join()
         self._unfinished = 0  # items put and not yet marked done
 
+    # twin of loops/futures/queues.py: Queue.qsize
     def qsize(self) -> int:
         """The number of items queued."""
         return len(self._items)
 
+    # twin of loops/futures/queues.py: Queue.empty
     def empty(self) -> bool:
         """True if no item is queued."""
         return not self._items
 
+    # twin of loops/futures/queues.py: Queue.full
     def full(self) -> bool:
         """True if a put() would wait."""
         return 0 < self.maxsize <= len(self._items)
@@ -59,6 +64,7 @@ class Queue:
             await wake(self._putters, 1)
         return item
 
+    # twin of loops/roundrobin/api.py: Queue.task_done
     def task_done(self) -> None:
         """Mark one got item as processed; join() returns when every item is."""
         if self._unfinished <= 0:
@@ -67,6 +73,7 @@ class Queue:
         if not self._unfinished and self._joiners:
             running_loop().wake_all(self._joiners)
 
+    # twin of loops/roundrobin/api.py: Queue.join
     async def join(self) -> None:
         """Wait until every item put has been marked done with task_done()."""
         while self._unfinished:

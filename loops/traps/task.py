@@ -10,6 +10,8 @@ joined, the wait queue a task is parked on, the future of a thread call). That p
 kernel needs to undo a wait when it cancels a task, with no per-wait closure.
 """
 
+# twin of loops/completions/task.py
+
 from __future__ import annotations
 
 import itertools

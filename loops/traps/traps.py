@@ -11,6 +11,8 @@ kernel meet (curio's ``_kernel_trap``). Each trap below is a two-line ``async de
 its request, so a traceback says what the task was waiting for.
 """
 
+# twin of loops/completions/traps.py
+
 from __future__ import annotations
 
 import types

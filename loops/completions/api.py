@@ -12,8 +12,12 @@ back only when the completion that used it has arrived (the proactor's hazard, s
 ``Loop._interrupt``). The bytes a send hands the kernel are the caller's ``bytes`` object
 itself (immutable, its address fixed), kept alive by the task until the completion.
 
-The task calls (run, spawn, join, cancel, timeout_after, the queue) are twins of
-``loops/traps/api.py``'s on purpose, each variant being read alone; only the socket calls differ.
+The task calls (run, timeout_after, run_in_thread) are twins of ``loops/traps/api.py``'s on
+purpose, each variant being read alone (``tests/test_twins.py`` holds them together); only the
+socket calls differ. Each socket call's *completer* (``_complete_recv``, ``_complete_send``...)
+turns its operation's ``res`` into the answer (``Loop._deliver``); ``Loop._give_back`` calls
+it with ``interrupted=True`` instead when the task will not take the answer, to release the
+buffer and keep what came.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from typing import Any
 from loops.completions import buffers
 from loops.completions.kernel import Loop, now
 from loops.completions.queues import Queue
-from loops.completions.requests import (
+from loops.completions.task import CancelledError, Expired
+from loops.completions.traps import (
     call_in_thread,
     cancel,
     clear_timer,
@@ -41,7 +46,6 @@ from loops.completions.requests import (
     sleep,
     spawn,
 )
-from loops.completions.task import CancelledError, Expired
 from loops.completions.uring import (
     OP_ACCEPT,
     OP_CONNECT,
@@ -52,6 +56,7 @@ from loops.completions.uring import (
 )
 from loops.contract import check_nonblocking
 
+# twin of loops/traps/api.py: __all__
 __all__ = [
     "CancelledError",
     "Queue",
@@ -82,21 +87,22 @@ MSGHDR_IOVEC = struct.Struct(MSGHDR.format + IOVEC.format[1:])  # the two, packe
 ACCEPT_FLAGS = socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC
 
 
+# twin of loops/traps/api.py: run
 def run(coro: Any) -> Any:
-    """Run coro on a new loop (a new ring) until it ends; return its result or raise."""
-    loop = Loop()
+    """Run coro on a new kernel until it ends; return its result or raise its exception."""
+    kernel = Loop()
     try:
-        return loop.run(coro)
+        return kernel.run(coro)
     finally:
-        loop.close()
+        kernel.close()
 
 
+# twin of loops/traps/api.py: timeout_after
 async def timeout_after(seconds: float, coro: Any) -> Any:
     """Run coro; if it takes longer than seconds, cancel it and raise TimeoutError.
 
-    The inner work is cancelled in place (an Expired, a CancelledError, thrown at its
-    suspension point, after its operation in flight completed or was cancelled) and the
-    TimeoutError is raised here, where the timer was set.
+    The inner work is cancelled in place (a CancelledError subclass thrown at its suspension
+    point, so its cleanup runs) and the TimeoutError is raised here, where the timer was set.
     """
     try:
         timer = await set_timer(seconds)
@@ -122,7 +128,9 @@ def _error(res: int, what: str) -> OSError:
 # ---------------------------------------------------------------------- recv, send
 
 
-def _recv_done(res: int, buffer: buffers.Buffer, sock: Any, interrupted: bool) -> bytes | None:
+def _complete_recv(
+    res: int, buffer: buffers.Buffer, sock: Any, *, interrupted: bool
+) -> bytes | None:
     try:
         if res < 0:
             if interrupted:
@@ -154,10 +162,13 @@ async def recv(sock: socket.socket, n: int) -> bytes:
                 data = data[:n]
             return data
     buffer = buffers.take(n)
-    return await operation(OP_RECV, sock, buffer.address, n, buffer, _recv_done)
+    return await operation(
+        OP_RECV, sock, addr=buffer.address, length=n, pinned=buffer, complete=_complete_recv
+    )
 
 
-def _send_done(res: int, data: bytes, sock: Any, interrupted: bool) -> int | None:
+def _complete_send(res: int, pinned: Any, sock: Any, *, interrupted: bool) -> int | None:
+    """The completer of SEND (sendall) and SENDMSG (sendto): the bytes Linux took."""
     if res < 0 and not interrupted:
         raise _error(res, "send")
     return res
@@ -174,14 +185,20 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
     sent = 0
     while sent < size:
         sent += await operation(
-            OP_SEND, sock, address + sent, size - sent, data, _send_done, 0, socket.MSG_NOSIGNAL
+            OP_SEND,
+            sock,
+            addr=address + sent,
+            length=size - sent,
+            pinned=data,
+            complete=_complete_send,
+            op_flags=socket.MSG_NOSIGNAL,
         )
 
 
 # ---------------------------------------------------------------------- accept, connect
 
 
-def _accept_done(res: int, name: Any, listener: Any, interrupted: bool) -> Any:
+def _complete_accept(res: int, name: Any, listener: Any, *, interrupted: bool) -> Any:
     if res < 0:
         if interrupted:
             return None
@@ -209,11 +226,18 @@ async def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
     base = _address_of(name)
     # ACCEPT: addr is the sockaddr, off (addr2) the address of its length, in and out.
     return await operation(
-        OP_ACCEPT, sock, base, 0, name, _accept_done, base + SOCKADDR_MAX, ACCEPT_FLAGS
+        OP_ACCEPT,
+        sock,
+        addr=base,
+        length=0,
+        pinned=name,
+        complete=_complete_accept,
+        off=base + SOCKADDR_MAX,
+        op_flags=ACCEPT_FLAGS,
     )
 
 
-def _connect_done(res: int, pinned: Any, sock: Any, interrupted: bool) -> None:
+def _complete_connect(res: int, pinned: Any, sock: Any, *, interrupted: bool) -> None:
     if res < 0 and not interrupted:
         raise _error(res, "connect")
 
@@ -223,7 +247,15 @@ async def connect(sock: socket.socket, address: Any) -> None:
     if sock.gettimeout() != 0:
         check_nonblocking(sock)
     name = ctypes.create_string_buffer(_sockaddr(sock, address))
-    await operation(OP_CONNECT, sock, _address_of(name), 0, name, _connect_done, len(name.raw))
+    await operation(
+        OP_CONNECT,
+        sock,
+        addr=_address_of(name),
+        length=0,
+        pinned=name,
+        complete=_complete_connect,
+        off=len(name.raw),  # CONNECT: off is the sockaddr's length
+    )
 
 
 # ---------------------------------------------------------------------- UDP: recvmsg, sendmsg
@@ -240,7 +272,7 @@ def _msghdr(name_size: int, data_address: int, data_size: int) -> ctypes.Array:
     return block
 
 
-def _recvmsg_done(res: int, pinned: tuple, sock: Any, interrupted: bool) -> Any:
+def _complete_recvmsg(res: int, pinned: tuple, sock: Any, *, interrupted: bool) -> Any:
     block, buffer = pinned
     try:
         if res < 0:
@@ -269,13 +301,14 @@ async def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
             return received
     buffer = buffers.take(max(n, 1))
     block = _msghdr(SOCKADDR_MAX, buffer.address, n)
-    return await operation(OP_RECVMSG, sock, _address_of(block), 1, (block, buffer), _recvmsg_done)
-
-
-def _sendmsg_done(res: int, pinned: Any, sock: Any, interrupted: bool) -> int | None:
-    if res < 0 and not interrupted:
-        raise _error(res, "sendto")
-    return res
+    return await operation(
+        OP_RECVMSG,
+        sock,
+        addr=_address_of(block),
+        length=1,  # RECVMSG: one msghdr
+        pinned=(block, buffer),
+        complete=_complete_recvmsg,
+    )
 
 
 async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
@@ -289,7 +322,14 @@ async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
         name = _sockaddr(sock, address)
     block = _msghdr(len(name), _cast(data, _c_void_p).value, len(data))
     block[MSGHDR_IOVEC.size :] = name
-    return await operation(OP_SENDMSG, sock, _address_of(block), 1, (block, data), _sendmsg_done)
+    return await operation(
+        OP_SENDMSG,
+        sock,
+        addr=_address_of(block),
+        length=1,  # SENDMSG: one msghdr
+        pinned=(block, data),
+        complete=_complete_send,
+    )
 
 
 # ---------------------------------------------------------------------- leftovers
@@ -413,6 +453,7 @@ def _parse_sockaddr(raw: bytes) -> Any:
 # ---------------------------------------------------------------------- threads
 
 
+# twin of loops/traps/api.py: run_in_thread
 async def run_in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """Run fn(*args) in a worker thread; its result, or its exception re-raised."""
     return await call_in_thread(fn, args)

@@ -1,0 +1,216 @@
+"""Every command the READMEs document runs as written, in a fresh clone, as a user would.
+
+The documented commands are the lines of the shell code blocks (a fence opened with ```sh,
+```bash, ```shell or ```console) of the root README.md, loops/README.md and bench/README.md,
+read when the tests are collected, so a command added to one of those blocks is run from then
+on; a command shown elsewhere (a table, a sentence) is reference, not a step to follow. A
+line ending in ``\\`` continues on the next; ``#`` starts a comment.
+
+They run in document order in one fresh ``git clone`` of this checkout (with the working
+tree's uncommitted changes to tracked files applied), through bash, with the clone as the
+working directory, so a command that depends on an earlier one (``nox -s new`` before the suite
+on the new variant) finds what it made; nox makes its venvs in the clone. A command that takes
+long as written runs with a declared smaller scope (``SCOPE``: one loop, one workload, a few
+tests), and a few are skipped with their reason (``SKIP``); what is not declared runs exactly as
+written and must exit 0. One nox command naming several sessions runs as one command per
+session, because nox hands the same arguments after ``--`` to every session it runs.
+
+Cost: the clone, a venv per nox session and interpreter (pip's cache makes them quick once the
+lab's own sessions ran), and each command at its scope; the bench's slice is the longest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCUMENTS = ("README.md", "loops/README.md", "bench/README.md")
+FENCE = re.compile(r"^```(sh|bash|shell|console)\s*$")
+INSIDE = "LAB_DOCUMENTED_COMMANDS"  # set in the commands' environment: no test runs itself
+
+# A session's smaller scope: the arguments it gets when a documented command gives it none.
+SCOPE = {
+    "conformance": ["--loop", "callbacks"],  # the whole suite, on one loop
+    # The session runs `pytest tests ARGS`: -k picks the discovery tests (all: this one among them).
+    "tests": ["-k", "test_discovery"],
+    "bench": ["--loop", "callbacks", "--workload", "sleep"],  # one loop, one workload
+    "timeline": ["--loop", "callbacks"],  # re-records one loop's runs, renders the page
+}
+
+# Commands that are not run, by a pattern of the command, with the reason.
+SKIP = {
+    r"^PYENV_VERSION=": "picks nox's interpreter through pyenv's shims, which a PATH led by a "
+    "venv (as under `nox -s tests`) bypasses; `-p 3.X` and `session-3.X` run the same sessions",
+}
+
+# Commands whose documented outcome is a failure, by a pattern, with what the output must say.
+EXPECT_FAILURE = {
+    r"nox -s conformance -- --loop demo\b": "to implement next",  # a fresh scaffold
+}
+
+
+@dataclass(frozen=True)
+class Command:
+    document: str
+    line: int
+    text: str  # as documented, continuations joined and the comment dropped
+
+
+def documented_commands(root: Path = ROOT) -> list[Command]:
+    """The commands of the shell code blocks of DOCUMENTS, in document order."""
+    commands = []
+    for document in DOCUMENTS:
+        path = root / document
+        if not path.is_file():
+            continue
+        fenced, pending, start = False, "", 0
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if line.startswith("```"):
+                fenced = bool(FENCE.match(line)) and not fenced
+                continue
+            if not fenced:
+                continue
+            code = re.sub(r"(^|\s)#.*$", "", line).strip()
+            start = start or number
+            if code.endswith("\\"):
+                pending += code[:-1] + " "
+                continue
+            text = (pending + code).strip()
+            if text:
+                commands.append(Command(document, start, text))
+            pending, start = "", 0
+    return commands
+
+
+def nox_sessions(text: str) -> tuple[str, list[str], list[str], list[str]] | None:
+    """A `... python3 -m nox [options] -s A B [-- args]` command split into (what comes before
+    nox and nox itself, its other options, its sessions, its arguments); None for another
+    command."""
+    before, found, after = text.rpartition("python3 -m nox ")
+    if not found:
+        return None
+    words = shlex.split(after)
+    args = words[words.index("--") + 1 :] if "--" in words else []
+    words = words[: words.index("--")] if "--" in words else words
+    sessions, options, taking = [], [], False
+    for word in words:
+        if word in ("-s", "--session", "--sessions"):
+            taking = True
+        elif word.startswith("-"):
+            taking = False
+            options.append(word)
+        elif taking:
+            sessions.append(word)
+        else:
+            options.append(word)
+    return before + found, options, sessions, args
+
+
+def as_run(text: str) -> list[str]:
+    """What runs for one documented command: itself, or one command per nox session, each
+    given its SCOPE when the documented command passes the sessions no arguments."""
+    split = nox_sessions(text)
+    if split is None:
+        return [text]
+    head, options, sessions, args = split
+    if not sessions or (args and len(sessions) == 1):
+        return [text]
+    runs = []
+    for session in sessions:
+        scoped = args or SCOPE.get(re.sub(r"-3\.\d+$", "", session), [])
+        tail = f" -- {shlex.join(scoped)}" if scoped else ""
+        runs.append(f"{head}{shlex.join([*options, '-s', session])}{tail}")
+    return runs
+
+
+def _matching(table: dict[str, str], text: str) -> str | None:
+    return next((value for pattern, value in table.items() if re.search(pattern, text)), None)
+
+
+def _missing_interpreter(text: str) -> str | None:
+    """The `3.X` a command names (`session-3.X`, `-p 3.X`) that this machine lacks, if any."""
+    from bench import interpreters
+
+    for version in re.findall(r"(?:-p\s+|--pythons?[=\s]\s*|\w-)(3\.\d+)\b", text):
+        if interpreters.find(version) is None:
+            return version
+    return None
+
+
+COMMANDS = documented_commands()
+
+
+def test_the_readmes_document_commands_and_every_declaration_is_used():
+    """The extraction finds the documented verbs, and no SKIP or EXPECT_FAILURE entry is stale."""
+    texts = [c.text for c in COMMANDS]
+    assert any("nox -s new" in t for t in texts), texts
+    assert any("nox -s lint conformance tests" in t for t in texts), texts
+    for pattern in [*SKIP, *EXPECT_FAILURE]:
+        assert any(re.search(pattern, t) for t in texts), f"no documented command matches {pattern}"
+
+
+def test_a_nox_command_of_several_sessions_runs_as_one_per_session_at_its_scope():
+    runs = as_run("python3 -m pip install nox && python3 -m nox -s lint conformance tests")
+    assert runs == [
+        "python3 -m pip install nox && python3 -m nox -s lint",
+        "python3 -m pip install nox && python3 -m nox -s conformance -- --loop callbacks",
+        "python3 -m pip install nox && python3 -m nox -s tests -- -k test_discovery",
+    ]
+    assert as_run("python3 -m nox -p 3.12 -s tests") == [
+        "python3 -m nox -p 3.12 -s tests -- -k test_discovery"
+    ]
+    assert as_run("python3 -m nox -s new -- demo --style coroutines") == [
+        "python3 -m nox -s new -- demo --style coroutines"
+    ]
+    assert as_run("python -m loops.primer") == ["python -m loops.primer"]
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory):
+    """A fresh clone of this checkout, with the working tree's changes to tracked files."""
+    if os.environ.get(INSIDE):
+        pytest.skip("already inside a documented command (a test must not run itself)")
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs git and a git checkout to clone")
+    where = tmp_path_factory.mktemp("documented") / "lab"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(where)], check=True)
+    changes = subprocess.run(
+        ["git", "diff", "HEAD", "--binary"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
+    if changes:
+        subprocess.run(
+            ["git", "apply", "--whitespace=nowarn"], cwd=where, input=changes, check=True
+        )
+    yield where
+    shutil.rmtree(where, ignore_errors=True)
+
+
+@pytest.mark.timeout(3600)  # a hang guard for the longest slice (the bench's), not a bound
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: f"{c.document}:{c.line}")
+def test_documented_command_runs_as_written(clone, command):
+    reason = _matching(SKIP, command.text)
+    if reason:
+        pytest.skip(reason)
+    version = _missing_interpreter(command.text)
+    if version:
+        pytest.skip(f"no CPython {version} on this machine")
+    env = {**os.environ, INSIDE: "1"}
+    for run in as_run(command.text):
+        result = subprocess.run(
+            run, shell=True, executable="/bin/bash", cwd=clone, env=env, capture_output=True,
+            text=True,
+        )  # fmt: skip
+        output = f"$ {run}\n{result.stdout}{result.stderr}"
+        says = _matching(EXPECT_FAILURE, run)
+        if says:
+            assert result.returncode != 0 and says in output, output[-4000:]
+        else:
+            assert result.returncode == 0, output[-4000:]
