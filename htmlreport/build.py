@@ -80,9 +80,9 @@ def fmt(value: float, digits: int) -> str:
 
 
 def _workloads() -> list[Any]:
-    from bench import matrix  # the registry: declarations only (its running side is lazy)
+    from bench import registry  # the registry: declarations only (its running side is lazy)
 
-    return list(matrix.WORKLOADS)
+    return list(registry.WORKLOADS)
 
 
 def _row_label(key: str, row: dict) -> str:

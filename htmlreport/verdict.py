@@ -84,7 +84,7 @@ def _sessions_note(point: dict) -> str:
 
 def lines(reports: Path, link: str = "") -> list[str]:
     """The verdict as markdown lines (at most 8); link prefixes relative links to reports/."""
-    from bench.matrix import echo, micro, sleep  # the headline points, declared there
+    from bench.registry import echo, micro, sleep  # the headline points, declared there
     from conformance import findings as found
 
     out = []

@@ -157,7 +157,7 @@ def test_a_timeline_zooms(browser, site):
 
 def _echo_store(reports: Path, anchor_session: str) -> None:
     """A stored quick echo run: a home-made row in session A, uvloop-protocol in another."""
-    from bench.matrix import echo
+    from bench.registry import echo
 
     def reps(value):
         return [{"server_cpu_us": value * f, "rate": 5000.0} for f in (0.98, 1.0, 1.02)]
