@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.render import intervals as stats  # one method for intervals and their words
+from bench.render import verdict
 from bench.summary import invalid, summarize  # the bench's rules for a row's figures
-from htmlreport import stats, verdict
 from htmlreport import timelines as timeline_pages
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -395,7 +396,7 @@ def _index(reports: Path) -> str:
     items = "".join(f'<li><a href="{p.file}">{esc(p.title)}</a></li>' for p in PAGES)
     return (
         "<h2>The answer first</h2>"
-        + verdict.html(verdict.lines(reports, link="../"))
+        + _markdown_list(verdict.lines(reports, link="../"))
         + "<h2>The reports</h2>"
         "<p>The event loop lab's reports as a site: rendered by <code>nox -s report</code> "
         "from the stored data in <code>reports/</code>; opens from a file, with no network. "
@@ -404,6 +405,19 @@ def _index(reports: Path) -> str:
         '<a href="../timelines.md">timelines.md</a>.</p>'
         f"<ul>{items}</ul>"
     )
+
+
+def _markdown_list(lines: list[str]) -> str:
+    """Markdown lines as an HTML list (bold, emphasis, code spans, links; the rest escaped)."""
+    items = []
+    for line in lines:
+        text = esc(line)
+        text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+        text = re.sub(r"\*([^*]+)\*", r"<em>\1</em>", text)
+        text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+        text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)
+        items.append(f"<li>{text}</li>")
+    return "<ul class=verdict>" + "".join(items) + "</ul>"
 
 
 def build(reports: Path, out: Path) -> list[Path]:

@@ -8,8 +8,6 @@ Chromium and its driver are Debian's (``.ci/run`` installs them); selenium drive
 
 from __future__ import annotations
 
-import json
-import re
 import shutil
 import time
 from pathlib import Path
@@ -150,44 +148,3 @@ def test_a_timeline_zooms(browser, site):
     )
     after = browser.execute_script(script, chart)
     assert after[1] - after[0] < (before[1] - before[0]) / 2
-
-
-# --- the verdict: the answer first, from stored data, never a ratio across sessions ----------
-
-
-def _echo_store(reports: Path, anchor_session: str) -> None:
-    """A stored quick echo run: a home-made row in session A, uvloop-protocol in another."""
-    from bench.registry import echo
-
-    def reps(value):
-        return [{"server_cpu_us": value * f, "rate": 5000.0} for f in (0.98, 1.0, 1.02)]
-
-    params = {"measure": echo.PACED, **echo.HEADLINE_POINT}
-    rows = {
-        "traps/coroutines": {"kind": "home-made", "session": "A", "reps": reps(20.0)},
-        "uvloop-protocol/native": {"kind": "anchor", "session": anchor_session, "reps": reps(25)},
-    }
-    folder = reports / "results" / "quick"
-    folder.mkdir(parents=True)
-    point = {"params": params, "rows": rows, "baselines": {}}
-    (folder / "echo.json").write_text(json.dumps({"points": {"p": point}, "sessions": {}}))
-
-
-def test_the_verdict_takes_no_ratio_across_sessions(tmp_path):
-    from htmlreport import verdict
-
-    _echo_store(tmp_path, anchor_session="B")
-    (line, *_) = verdict.lines(tmp_path)
-    assert "`traps · coroutines`, 20.0 µs" in line and "5,000 requests/s" in line
-    assert "no ratio to uvloop-protocol: it was measured in another session (B)" in line
-    assert not re.search(r"×\d", line)  # no ratio printed
-
-
-def test_the_verdict_words_a_same_session_ratio_from_its_interval(tmp_path):
-    from htmlreport import verdict
-
-    _echo_store(tmp_path, anchor_session="A")
-    (line, *_) = verdict.lines(tmp_path)
-    assert "×0.80 [" in line and "cheaper uvloop-protocol" in line
-    assert verdict.worded((1.02, 0.95, 1.08)) == "×1.02 [0.95–1.08], level (the interval holds 1)"
-    assert verdict.worded((1.2, 1.1, 1.3)).endswith("dearer")

@@ -7,25 +7,20 @@ read next. Every figure comes from ``reports/results/`` (the bench's stored repe
 conformance suite's outcomes); the points are the ones the workloads declare as their headline
 (``HEADLINE_POINT``), so this page and the bench's glance read the same rows.
 
-The lines are markdown (the bench's page can print them as they are); :func:`html` turns them
-into the site's.
+The lines are markdown: bench.md opens with them, and the HTML site's index shows them.
 """
 
 from __future__ import annotations
 
-import html as html_module
 import json
-import re
 import statistics
 from pathlib import Path
 
-from htmlreport.stats import ratio_interval, worded
-
-MODE = "quick"  # the main tables' run
+from bench.render.intervals import ratio_interval, worded
 
 
-def _stored(reports: Path, workload: str) -> dict | None:
-    path = reports / "results" / MODE / f"{workload}.json"
+def _stored(reports: Path, workload: str, mode: str) -> dict | None:
+    path = reports / "results" / mode / f"{workload}.json"
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -82,14 +77,15 @@ def _sessions_note(point: dict) -> str:
     )
 
 
-def lines(reports: Path, link: str = "") -> list[str]:
-    """The verdict as markdown lines (at most 8); link prefixes relative links to reports/."""
+def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
+    """The verdict as markdown lines (at most 8) from one run's stored results (quick or
+    full); link prefixes relative links to reports/ (the site is one folder down)."""
     from bench.registry import echo, micro, sleep  # the headline points, declared there
     from conformance import findings as found
 
     out = []
     where = {"measure": echo.PACED, **echo.HEADLINE_POINT}
-    point = _point(_stored(reports, "echo"), where)
+    point = _point(_stored(reports, "echo", mode), where)
     best = _cheapest(point, "server_cpu_us")
     if point is not None and best is not None:
         key, row, values = best
@@ -108,14 +104,14 @@ def lines(reports: Path, link: str = "") -> list[str]:
             + "."
             + _sessions_note(point)
         )
-    switch = _cheapest(_point(_stored(reports, "micro"), micro.HEADLINE_POINT), "switch")
+    switch = _cheapest(_point(_stored(reports, "micro", mode), micro.HEADLINE_POINT), "switch")
     if switch is not None:
         out.append(
             f"**Fastest switch**: `{_label(switch[0])}`, {statistics.median(switch[2]):,.0f} ns "
             "per `switch` (the micro benchmarks; bench.md's Micro section says what each times)."
         )
     sleeper = _cheapest(
-        _point(_stored(reports, "sleep"), sleep.HEADLINE_POINT), "cpu_per_sleeper_us"
+        _point(_stored(reports, "sleep", mode), sleep.HEADLINE_POINT), "cpu_per_sleeper_us"
     )
     if sleeper is not None:
         out.append(
@@ -136,21 +132,11 @@ def lines(reports: Path, link: str = "") -> list[str]:
                 f"**Biggest correctness hazard** ([conformance]({link}conformance.md#findings)): "
                 f"*{f.severity}* on {loops}: {f.text}."
             )
+    site = "" if link else ", [the HTML report](site/index.html)"
     out.append(
-        f"Read next: [bench]({link}bench.md), [conformance]({link}conformance.md), "
-        f"[timelines]({link}timelines.md), [the loops' reading path]({link}../loops/README.md)."
+        f"Read next: [the glance]({link}bench.md#at-a-glance), "
+        f"[the full run]({link}bench-full.md), [conformance]({link}conformance.md), "
+        f"[timelines]({link}timelines.md){site}, "
+        f"[the loops' reading path]({link}../loops/README.md)."
     )
     return out[:8]
-
-
-def html(markdown_lines: list[str]) -> str:
-    """The lines as an HTML list (bold, code spans and links; everything else escaped)."""
-    items = []
-    for line in markdown_lines:
-        text = html_module.escape(line, quote=False)
-        text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
-        text = re.sub(r"\*([^*]+)\*", r"<em>\1</em>", text)
-        text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-        text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)
-        items.append(f"<li>{text}</li>")
-    return "<ul class=verdict>" + "".join(items) + "</ul>"

@@ -1,10 +1,11 @@
-"""The site's figures from repetitions: a median's interval, a ratio's interval, its wording.
+"""Intervals from repetitions: a median's, a ratio's, and how a comparison is worded from it.
 
-One method for every page: a percentile bootstrap (seeded by the figure's name, so a
-re-render writes the same bytes) over the stored repetitions. A comparison is worded from the
-ratio's interval alone: "level" when it holds 1, otherwise better or worse in the figure's own
-direction (cheaper/dearer for a cost, faster/slower for a rate). With three repetitions a
-side the interval is close to the repetitions' range: wide, and honest about it.
+One method for every page that shows one (bench.md's verdict, the HTML site's tables): a
+percentile bootstrap over the stored repetitions, seeded by the figure's name so that a
+re-render writes the same bytes. A comparison is worded from the ratio's interval alone:
+"level" when it holds 1, otherwise better or worse in the figure's own direction
+(cheaper/dearer for a cost, faster/slower for a rate). With three repetitions a side the
+interval is close to the repetitions' range: wide, and honest about it.
 """
 
 from __future__ import annotations
