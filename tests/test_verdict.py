@@ -45,10 +45,22 @@ def test_the_verdict_takes_no_ratio_across_sessions(tmp_path):
 def test_the_verdict_words_a_same_session_ratio_from_its_interval(tmp_path):
     _echo_store(tmp_path, anchor_session="A")
     (line, *_) = verdict.lines(tmp_path)
-    assert "×0.80 [" in line and "cheaper uvloop-protocol" in line
+    assert "against uvloop-protocol ×0.80 [" in line and "], cheaper" in line
     assert verdict.worded((1.02, 0.95, 1.08)) == "×1.02 [0.95–1.08], level (the interval holds 1)"
     assert verdict.worded((1.2, 1.1, 1.3)).endswith("dearer")
     assert verdict.worded((1.2, 1.1, 1.3), higher_is_better=True).endswith("faster")
+
+
+def test_a_row_measured_at_two_rates_is_two_candidates_never_one_median(tmp_path):
+    _echo_store(tmp_path, anchor_session="A")
+    path = tmp_path / "results" / "quick" / "echo.json"
+    data = json.loads(path.read_text())
+    row = data["points"]["p"]["rows"]["traps/coroutines"]
+    row["reps"] += [{"server_cpu_us": 40.0, "rate": 9000.0} for _ in range(3)]
+    path.write_text(json.dumps(data))
+    (line, *_) = verdict.lines(tmp_path)
+    assert "20.0 µs of server CPU per request (median of 3) at a fixed 5,000 requests/s" in line
+    assert "against uvloop-protocol ×0.80 [" in line  # the anchor at the same rate only
 
 
 def test_bench_md_opens_with_the_verdict_and_the_data_loss_finding(tmp_path):

@@ -17,6 +17,7 @@ import statistics
 from pathlib import Path
 
 from bench.render.intervals import ratio_interval, worded
+from bench.summary import invalid
 
 
 def _stored(reports: Path, workload: str, mode: str) -> dict | None:
@@ -33,27 +34,42 @@ def _point(stored: dict | None, where: dict) -> dict | None:
     return None
 
 
-def _values(reps: list[dict], metric: str) -> list[float]:
-    return [r[metric] for r in reps if isinstance(r.get(metric), int | float)]
+def _values(reps: list[dict], metric: str, rate: float | None = None) -> list[float]:
+    """metric over the valid repetitions (the bench's rule), at one offered rate if given."""
+    return [
+        r[metric]
+        for r in reps
+        if isinstance(r.get(metric), int | float)
+        and not invalid(r)
+        and not r.get("error")
+        and (rate is None or r.get("rate") == rate)
+    ]
 
 
 def _label(key: str) -> str:
     return key.replace("/", " · ")
 
 
-def _cheapest(point: dict | None, metric: str) -> tuple[str, dict, list[float]] | None:
-    """The home-made row with the lowest median of metric at point."""
+def _cheapest(point: dict | None, metric: str):
+    """(key, row, values, rate) of the home-made row with the lowest median of metric.
+
+    A repetition's offered rate is part of its point: a row whose repetitions ran at two
+    rates is two candidates, never one median over both.
+    """
     best = None
     for key, row in sorted((point or {}).get("rows", {}).items()):
-        values = _values(row["reps"], metric)
-        if row.get("kind") != "home-made" or not values:
+        if row.get("kind") != "home-made":
             continue
-        if best is None or statistics.median(values) < statistics.median(best[2]):
-            best = (key, row, values)
+        for rate in sorted({r.get("rate") for r in row["reps"]}, key=lambda r: r or 0):
+            values = _values(row["reps"], metric, rate)
+            if values and (best is None or statistics.median(values) < statistics.median(best[2])):
+                best = (key, row, values, rate)
     return best
 
 
-def _against(point: dict, key: str, row: dict, values: list[float], anchor: str, metric: str):
+def _against(point: dict, best: tuple, anchor: str, metric: str) -> str:
+    """The ratio to an anchor measured in the same session at the same rate, or why none."""
+    key, row, values, rate = best
     base = point["rows"].get(f"{anchor}/native")
     if base is None:
         return f"{anchor} is not stored at this point"
@@ -62,8 +78,11 @@ def _against(point: dict, key: str, row: dict, values: list[float], anchor: str,
             f"no ratio to {anchor}: it was measured in another session ({base['session'][:15]}) "
             f"than this row ({row['session'][:15]})"
         )
-    ratio = ratio_interval(values, _values(base["reps"], metric), f"{key}:{anchor}:{metric}")
-    return f"{worded(ratio)} {anchor}"
+    base_values = _values(base["reps"], metric, rate)
+    if not base_values:
+        return f"no ratio to {anchor}: it has no valid repetition at this rate"
+    ratio = ratio_interval(values, base_values, f"{key}:{anchor}:{metric}:{rate}")
+    return f"against {anchor} {worded(ratio)}"
 
 
 def _sessions_note(point: dict) -> str:
@@ -88,17 +107,15 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     point = _point(_stored(reports, "echo", mode), where)
     best = _cheapest(point, "server_cpu_us")
     if point is not None and best is not None:
-        key, row, values = best
-        rates = sorted({r.get("rate") for r in row["reps"] if r.get("rate")})
-        rate = " or ".join(f"{r:,.0f}" for r in rates) or "?"
+        key, _, values, rate = best
         out.append(
             f"**Cheapest home-made design per echo request**: `{_label(key)}`, "
             f"{statistics.median(values):.1f} µs of server CPU per request (median of "
-            f"{len(values)}) at a fixed {rate} requests/s, "
+            f"{len(values)}) at a fixed {rate or 0:,.0f} requests/s, "
             f"{echo.HEADLINE_POINT['size']:,} B × {echo.HEADLINE_POINT['connections']} "
             "connections: "
             + "; ".join(
-                _against(point, key, row, values, anchor, "server_cpu_us")
+                _against(point, best, anchor, "server_cpu_us")
                 for anchor in ("uvloop-protocol", "asyncio-protocol")
             )
             + "."
@@ -108,7 +125,7 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     if switch is not None:
         out.append(
             f"**Fastest switch**: `{_label(switch[0])}`, {statistics.median(switch[2]):,.0f} ns "
-            "per `switch` (the micro benchmarks; bench.md's Micro section says what each times)."
+            "per `switch` operation of the micro benchmarks (their section says what it times)."
         )
     sleeper = _cheapest(
         _point(_stored(reports, "sleep", mode), sleep.HEADLINE_POINT), "cpu_per_sleeper_us"
