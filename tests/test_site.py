@@ -8,6 +8,7 @@ Chromium and its driver are Debian's (``.ci/run`` installs them); selenium drive
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -148,3 +149,14 @@ def test_a_timeline_zooms(browser, site):
     )
     after = browser.execute_script(script, chart)
     assert after[1] - after[0] < (before[1] - before[0]) / 2
+
+
+def test_the_site_opens_with_the_answer_and_lists_the_findings(site):
+    index = (site / "index.html").read_text()
+    assert "Cheapest home-made design per echo request" in index
+    assert (site / "plotly.min.js").stat().st_size > 1_000_000  # vendored, not fetched
+    assert "cdn" not in index.lower() and "https://" not in (site / "bench.html").read_text()
+    if (ROOT / "reports" / "results" / "conformance").is_dir():
+        assert "loses data" in (site / "conformance.html").read_text()
+    traces = sorted((site / "traces").glob("*.json"))
+    assert traces and all(json.loads(t.read_text())["traceEvents"] for t in traces)
