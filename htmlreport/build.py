@@ -171,7 +171,8 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
             title = f"median of {n}; {stats.CONFIDENCE:.0%} bootstrap interval {span}"
             shown = fmt(value, metric.digits)
             if bound:  # client-bound: the server did at least this; the figure is the peer's
-                title, shown = f"client-bound: {summary.reason}", f"≥ {shown}"
+                title = f"client-bound (the figure measures the peer): {summary.reason}"
+                shown = f"≥ {shown}" if metric.higher_is_better else shown  # rates: at least
             cells.append(
                 f'<td class="num" data-sort="{value:.6g}" title="{esc(title)}">{shown}</td>'
             )
@@ -183,7 +184,8 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
         trace = _bar(label, kind, headline, head_stat or (bound and stat(reps, headline.name, key)))
         if trace is not None and bound:  # drawn hatched, labelled as a lower bound
             trace["marker"]["pattern"] = {"shape": "/"}
-            trace["text"] = ["≥ " + trace["text"][0] + " (client-bound)"]
+            trace["text"] = ["≥ " + trace["text"][0]]
+            trace["hovertemplate"] = f"{esc(label)}: ≥ %{{y}} (client-bound)<extra></extra>"
             trace.pop("error_y")
         if trace is not None:
             traces.append(trace)
@@ -201,6 +203,7 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
             "yaxis": {"title": {"text": headline.label}},
             "xaxis": {"tickangle": -40},
             "barmode": "overlay",
+            "uniformtext": {"mode": "show", "minsize": 9},
             "showlegend": True,
             "legend": {"title": {"text": "rows (click to hide)"}},
             "margin": {"b": 140},
