@@ -45,6 +45,27 @@ logger = logging.getLogger("loops.callbacks.dropin")
 MAX_READ = 256 * 1024  # bytes read per readiness event (asyncio's max_size)
 HIGH_WATER = 64 * 1024  # default write-buffer high-water mark (asyncio's)
 _CONNECTION_LOST_WARN_AFTER = 5  # writes after the connection died, before a warning
+_WOULD_BLOCK = (BlockingIOError, InterruptedError)  # the kernel says "not now": wait, try again
+READ_FAILED = "Fatal read error on socket transport"  # asyncio's messages, on purpose
+WRITE_FAILED = "Fatal write error on socket transport"
+DATAGRAM_READ_FAILED = "Fatal read error on datagram transport"
+DATAGRAM_WRITE_FAILED = "Fatal write error on datagram transport"
+PIPE_WRITE_FAILED = "Fatal write error on pipe transport"
+
+
+class _Outcome:
+    """What :meth:`_Transport._attempt` returns instead of a result; one name each."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+AGAIN = _Outcome("AGAIN")  # a socket call would block: wait for readiness, then call again
+FAILED = _Outcome("FAILED")  # the call raised: the transport is closing with the error
+REPORTED = _Outcome("REPORTED")  # a datagram's OSError went to protocol.error_received
 
 
 def _socket_extra(sock: socket.socket, extra: dict | None) -> dict:
@@ -144,6 +165,32 @@ class _Transport(asyncio.BaseTransport):
                 }
             )
 
+    # -- the error policy, in one place --------------------------------------------------------
+
+    _PEER_ERRORS: tuple[type[BaseException], ...] = ()  # a datagram transport's: OSError
+
+    def _attempt(self, message: str, call: Any, *args: Any, io: bool = False) -> Any:
+        """call(*args), under the one error policy every transport call follows (asyncio's):
+        SystemExit and KeyboardInterrupt escape; any other error closes the transport with
+        ``message`` (``_fatal_error``) and gives :data:`FAILED`. A socket or pipe call
+        (``io=True``) that would block gives :data:`AGAIN`, and on a datagram transport an
+        OSError (an ICMP refusal: the socket lives) goes to ``protocol.error_received``
+        and gives :data:`REPORTED`. Otherwise the call's result."""
+        would_block = _WOULD_BLOCK if io else ()  # "()": an except clause that matches nothing
+        peer_errors = self._PEER_ERRORS if io else ()
+        try:
+            return call(*args)
+        except would_block:
+            return AGAIN
+        except peer_errors as exc:
+            self._protocol.error_received(exc)
+            return REPORTED
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._fatal_error(exc, message)
+            return FAILED
+
     # -- endings -----------------------------------------------------------------------------
 
     def _fatal_error(self, exc: BaseException, message: str) -> None:
@@ -236,58 +283,36 @@ class StreamTransport(_Transport, asyncio.Transport):
     def _read_ready(self) -> None:
         if self._buffered:
             return self._read_into_buffer()
-        try:
-            data = self._sock.recv(MAX_READ)
-        except (BlockingIOError, InterruptedError):
+        data = self._attempt(READ_FAILED, self._sock.recv, MAX_READ, io=True)
+        if data is AGAIN or data is FAILED:
             return
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            return self._fatal_error(exc, "Fatal read error on socket transport")
         if not data:
             return self._read_eof()
-        try:
-            self._protocol.data_received(data)
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            self._fatal_error(exc, "Fatal error: protocol.data_received() call failed.")
+        self._attempt(
+            "Fatal error: protocol.data_received() call failed.", self._protocol.data_received, data
+        )
 
     def _read_into_buffer(self) -> None:
-        try:
-            buffer = self._protocol.get_buffer(-1)
-            if not len(buffer):
-                raise RuntimeError("get_buffer() returned an empty buffer")
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            return self._fatal_error(exc, "Fatal error: protocol.get_buffer() call failed.")
-        try:
-            n = self._sock.recv_into(buffer)
-        except (BlockingIOError, InterruptedError):
+        buffer = self._attempt(
+            "Fatal error: protocol.get_buffer() call failed.", _get_buffer, self._protocol
+        )
+        if buffer is FAILED:
             return
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            return self._fatal_error(exc, "Fatal read error on socket transport")
+        n = self._attempt(READ_FAILED, self._sock.recv_into, buffer, io=True)
+        if n is AGAIN or n is FAILED:
+            return
         if not n:
             return self._read_eof()
-        try:
-            self._protocol.buffer_updated(n)
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            self._fatal_error(exc, "Fatal error: protocol.buffer_updated() call failed.")
+        self._attempt(
+            "Fatal error: protocol.buffer_updated() call failed.", self._protocol.buffer_updated, n
+        )
 
     def _read_eof(self) -> None:
         self._loop.remove_reader(self._sock)
-        try:
-            keep_open = self._protocol.eof_received()
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            return self._fatal_error(exc, "Fatal error: protocol.eof_received() call failed.")
-        if not keep_open:
+        keep_open = self._attempt(
+            "Fatal error: protocol.eof_received() call failed.", self._protocol.eof_received
+        )
+        if not keep_open:  # FAILED is truthy: the error already closes the transport
             self.close()
 
     def pause_reading(self) -> None:
@@ -321,14 +346,11 @@ class StreamTransport(_Transport, asyncio.Transport):
             self._conn_lost += 1
             return
         if not self._buffer:
-            try:
-                sent = self._sock.send(data)
-            except (BlockingIOError, InterruptedError):
+            sent = self._attempt(WRITE_FAILED, self._sock.send, data, io=True)
+            if sent is FAILED:
+                return
+            if sent is AGAIN:
                 sent = 0
-            except (SystemExit, KeyboardInterrupt):
-                raise
-            except BaseException as exc:
-                return self._fatal_error(exc, "Fatal write error on socket transport")
             if sent == len(data):
                 return
             data = memoryview(data)[sent:]
@@ -342,16 +364,9 @@ class StreamTransport(_Transport, asyncio.Transport):
     def _write_ready(self) -> None:
         if self._conn_lost:
             return
-        try:
-            sent = self._sock.send(self._buffer)
-        except (BlockingIOError, InterruptedError):
+        sent = self._attempt(WRITE_FAILED, self._sock.send, self._buffer, io=True)
+        if sent is AGAIN or sent is FAILED:  # _fatal_error drops the buffer and the writer
             return
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            self._loop.remove_writer(self._sock)
-            self._clear_buffer()
-            return self._fatal_error(exc, "Fatal write error on socket transport")
         del self._buffer[:sent]
         self._maybe_resume_protocol()  # may write again, in which case the buffer refills
         if self._buffer:
@@ -405,19 +420,18 @@ class DatagramTransport(_Transport, asyncio.DatagramTransport, asyncio.Transport
         if not self._closing:
             self._loop.add_reader(self._sock, self._read_ready)
 
+    _PEER_ERRORS = (OSError,)  # ICMP refusals and the like: error_received, the socket lives
+
     def _read_ready(self) -> None:
-        try:
-            data, address = self._sock.recvfrom(MAX_READ)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:
-            self._protocol.error_received(exc)  # ICMP refusals and the like: the socket lives
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            self._fatal_error(exc, "Fatal read error on datagram transport")
-        else:
-            self._protocol.datagram_received(data, address)
+        got = self._attempt(DATAGRAM_READ_FAILED, self._sock.recvfrom, MAX_READ, io=True)
+        if not isinstance(got, _Outcome):
+            self._protocol.datagram_received(*got)
+
+    def _send(self, data: Any, addr: Any) -> Any:
+        """One datagram out: send on a connected socket when no address is given."""
+        if self._extra["peername"] is not None and addr is None:
+            return self._sock.send(data)
+        return self._sock.sendto(data, addr)
 
     def sendto(self, data: bytes, addr: Any = None) -> None:
         if not isinstance(data, bytes | bytearray | memoryview):
@@ -430,21 +444,9 @@ class DatagramTransport(_Transport, asyncio.DatagramTransport, asyncio.Transport
             self._conn_lost += 1
             return
         if not self._buffer:
-            try:
-                if self._extra["peername"] is not None and addr is None:
-                    self._sock.send(data)
-                else:
-                    self._sock.sendto(data, addr)
-                return
-            except (BlockingIOError, InterruptedError):
-                self._loop.add_writer(self._sock, self._write_ready)
-            except OSError as exc:
-                self._protocol.error_received(exc)
-                return
-            except (SystemExit, KeyboardInterrupt):
-                raise
-            except BaseException as exc:
-                return self._fatal_error(exc, "Fatal write error on datagram transport")
+            if self._attempt(DATAGRAM_WRITE_FAILED, self._send, data, addr, io=True) is not AGAIN:
+                return  # sent, reported to error_received, or fatal
+            self._loop.add_writer(self._sock, self._write_ready)
         self._buffer.append((bytes(data), addr))
         self._buffered_bytes += len(data)
         self._maybe_pause_protocol()
@@ -452,20 +454,10 @@ class DatagramTransport(_Transport, asyncio.DatagramTransport, asyncio.Transport
     def _write_ready(self) -> None:
         while self._buffer:
             data, addr = self._buffer[0]
-            try:
-                if self._extra["peername"] is not None and addr is None:
-                    self._sock.send(data)
-                else:
-                    self._sock.sendto(data, addr)
-            except (BlockingIOError, InterruptedError):
+            sent = self._attempt(DATAGRAM_WRITE_FAILED, self._send, data, addr, io=True)
+            if sent is AGAIN or sent is FAILED:
                 return
-            except OSError as exc:
-                self._protocol.error_received(exc)
-            except (SystemExit, KeyboardInterrupt):
-                raise
-            except BaseException as exc:
-                return self._fatal_error(exc, "Fatal write error on datagram transport")
-            self._buffer.popleft()
+            self._buffer.popleft()  # sent, or refused and reported: either way it is done
             self._buffered_bytes -= len(data)
         self._maybe_resume_protocol()
         self._loop.remove_writer(self._sock)
@@ -552,14 +544,11 @@ class PipeWriteTransport(_Transport, asyncio.WriteTransport):
             self._conn_lost += 1
             return
         if not self._buffer:
-            try:
-                sent = os.write(self._fd, data)
-            except (BlockingIOError, InterruptedError):
+            sent = self._attempt(PIPE_WRITE_FAILED, os.write, self._fd, data, io=True)
+            if sent is FAILED:
+                return
+            if sent is AGAIN:
                 sent = 0
-            except (SystemExit, KeyboardInterrupt):
-                raise
-            except BaseException as exc:
-                return self._fatal_error(exc, "Fatal write error on pipe transport")
             if sent == len(data):
                 return
             data = memoryview(data)[sent:]
@@ -568,15 +557,9 @@ class PipeWriteTransport(_Transport, asyncio.WriteTransport):
         self._maybe_pause_protocol()
 
     def _write_ready(self) -> None:
-        try:
-            sent = os.write(self._fd, self._buffer)
-        except (BlockingIOError, InterruptedError):
+        sent = self._attempt(PIPE_WRITE_FAILED, os.write, self._fd, self._buffer, io=True)
+        if sent is AGAIN or sent is FAILED:  # _fatal_error drops the buffer
             return
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            self._buffer.clear()
-            return self._fatal_error(exc, "Fatal write error on pipe transport")
         del self._buffer[:sent]
         self._maybe_resume_protocol()
         if self._buffer:
@@ -612,6 +595,14 @@ class PipeWriteTransport(_Transport, asyncio.WriteTransport):
     def _force_close(self, exc: BaseException | None) -> None:
         self._loop.remove_reader(self._fd)  # the reader-gone watch, which _Transport leaves
         super()._force_close(exc)
+
+
+def _get_buffer(protocol: Any) -> Any:
+    """A BufferedProtocol's buffer for the next read; an empty one is the protocol's error."""
+    buffer = protocol.get_buffer(-1)
+    if not len(buffer):
+        raise RuntimeError("get_buffer() returned an empty buffer")
+    return buffer
 
 
 def _pipe_fd(pipe: Any) -> int:
