@@ -19,20 +19,25 @@ Closing: ``close`` flushes the buffer first, then calls ``connection_lost(None)`
 drops the buffer; an error calls ``connection_lost(exc)``. ``connection_lost`` is always
 scheduled with ``call_soon``, never called inside the caller's stack, as asyncio does.
 
-Four transports: ``StreamTransport`` (TCP and Unix sockets), ``DatagramTransport`` (UDP),
-``PipeReadTransport`` and ``PipeWriteTransport`` (pipes and ptys, for ``connect_read_pipe``/
-``connect_write_pipe``), sharing ``_Transport`` (extra info, closing, errors, flow control).
+Three transports here: ``StreamTransport`` (TCP and Unix sockets), ``PipeReadTransport`` and
+``PipeWriteTransport`` (pipes and ptys, for ``connect_read_pipe``/``connect_write_pipe``),
+sharing ``_Transport`` (extra info, closing, errors, flow control) with the fourth,
+``DatagramTransport`` (UDP, in ``datagrams.py``). Every socket or protocol call goes through
+one error policy, ``_Transport._attempt``.
 
 Not asyncio's ``_SelectorSocketTransport``: the same contract (its docs, not its code), in
 about a third of the lines, without sendfile or Windows; TLS is a protocol on top of a
-``StreamTransport`` (``tls.py``). The one piece of asyncio reused here is the public
-``asyncio.trsock.TransportSocket`` (see ``dropin.Server.sockets``).
+``StreamTransport`` (``tls.py``). What follows asyncio on purpose: the order of events
+(``connection_made``, reading, the waiter; ``connection_lost`` always scheduled), the flow
+control marks, and the messages of errors and log lines, in CPython's wording so that programs
+and tests written for asyncio see the same (see ``LICENSE-PSF`` in this folder). The one piece
+of asyncio reused here is the public
+``asyncio.trsock.TransportSocket`` (see ``servers.Server.sockets``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import os
 import socket
@@ -48,8 +53,6 @@ _CONNECTION_LOST_WARN_AFTER = 5  # writes after the connection died, before a wa
 _WOULD_BLOCK = (BlockingIOError, InterruptedError)  # the kernel says "not now": wait, try again
 READ_FAILED = "Fatal read error on socket transport"  # asyncio's messages, on purpose
 WRITE_FAILED = "Fatal write error on socket transport"
-DATAGRAM_READ_FAILED = "Fatal read error on datagram transport"
-DATAGRAM_WRITE_FAILED = "Fatal write error on datagram transport"
 PIPE_WRITE_FAILED = "Fatal write error on pipe transport"
 
 
@@ -70,7 +73,7 @@ REPORTED = _Outcome("REPORTED")  # a datagram's OSError went to protocol.error_r
 
 def _socket_extra(sock: socket.socket, extra: dict | None) -> dict:
     """get_extra_info's entries for a socket: the socket, its own and its peer's address."""
-    info = {"socket": asyncio.trsock.TransportSocket(sock)}  # see dropin.Server.sockets
+    info = {"socket": asyncio.trsock.TransportSocket(sock)}  # see servers.Server.sockets
     for key, call in (("sockname", sock.getsockname), ("peername", sock.getpeername)):
         try:
             info[key] = call()
@@ -218,6 +221,9 @@ class _Transport(asyncio.BaseTransport):
         self._loop.call_soon(self._call_connection_lost, exc)
 
     def _call_connection_lost(self, exc: BaseException | None) -> None:
+        waiter = getattr(self, "_sendfile", None)
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(ConnectionError("Connection is closed by peer"))
         try:
             self._protocol.connection_lost(exc)
         finally:
@@ -260,6 +266,7 @@ class StreamTransport(_Transport, asyncio.Transport):
         self._buffer = bytearray()  # bytes written but not yet taken by the kernel
         self._eof = False  # write_eof() was called
         self._paused = False  # pause_reading() was called
+        self._sendfile: Any = None  # while loop.sendfile owns the socket: done when flushed
         self._server = server
         if server is not None:
             server._attach(self)
@@ -338,6 +345,8 @@ class StreamTransport(_Transport, asyncio.Transport):
             )
         if self._eof:
             raise RuntimeError("Cannot call write() after write_eof()")
+        if self._sendfile is not None:
+            raise RuntimeError("unable to write; sendfile is in progress")
         if not data:
             return
         if self._conn_lost:
@@ -372,6 +381,8 @@ class StreamTransport(_Transport, asyncio.Transport):
         if self._buffer:
             return
         self._loop.remove_writer(self._sock)
+        if self._sendfile is not None:
+            _set_result_unless_done(self._sendfile)
         if self._closing:
             self._conn_lost += 1
             self._call_connection_lost(None)
@@ -385,6 +396,21 @@ class StreamTransport(_Transport, asyncio.Transport):
         if not self._buffer:
             self._sock.shutdown(socket.SHUT_WR)
 
+    # -- loop.sendfile's hold on the socket (connections.py) -----------------------------------
+
+    async def _flushed(self) -> None:
+        """Wait until every written byte is out; write() is refused from now until
+        _sendfile_done(), so that the file's bytes follow them on the wire."""
+        if self._sendfile is not None:
+            raise RuntimeError("sendfile is already in progress on this transport")
+        self._sendfile = self._loop.create_future()
+        if not self._buffer:
+            self._sendfile.set_result(None)
+        await self._sendfile
+
+    def _sendfile_done(self) -> None:
+        self._sendfile = None
+
     def can_write_eof(self) -> bool:
         return True
 
@@ -393,84 +419,6 @@ class StreamTransport(_Transport, asyncio.Transport):
 
     def _clear_buffer(self) -> None:
         self._buffer.clear()
-
-
-class DatagramTransport(_Transport, asyncio.DatagramTransport, asyncio.Transport):
-    """A UDP socket: asyncio.DatagramTransport's API (sendto, buffered when the kernel is full)."""
-
-    def __init__(
-        self,
-        loop: Any,
-        sock: socket.socket,
-        protocol: Any,
-        address: Any = None,
-        waiter: Any = None,
-        extra: dict | None = None,
-    ) -> None:
-        super().__init__(loop, sock, protocol, _socket_extra(sock, extra))
-        self._address = address  # the connected peer (remote_addr), else None
-        self._buffer: collections.deque[tuple[bytes, Any]] = collections.deque()
-        self._buffered_bytes = 0
-        loop.call_soon(protocol.connection_made, self)
-        loop.call_soon(self._start_reading)
-        if waiter is not None:
-            loop.call_soon(_set_result_unless_done, waiter)
-
-    def _start_reading(self) -> None:
-        if not self._closing:
-            self._loop.add_reader(self._sock, self._read_ready)
-
-    _PEER_ERRORS = (OSError,)  # ICMP refusals and the like: error_received, the socket lives
-
-    def _read_ready(self) -> None:
-        got = self._attempt(DATAGRAM_READ_FAILED, self._sock.recvfrom, MAX_READ, io=True)
-        if not isinstance(got, _Outcome):
-            self._protocol.datagram_received(*got)
-
-    def _send(self, data: Any, addr: Any) -> Any:
-        """One datagram out: send on a connected socket when no address is given."""
-        if self._extra["peername"] is not None and addr is None:
-            return self._sock.send(data)
-        return self._sock.sendto(data, addr)
-
-    def sendto(self, data: bytes, addr: Any = None) -> None:
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise TypeError(
-                f"data argument must be a bytes-like object, not {type(data).__name__!r}"
-            )
-        if self._address is not None and addr not in (None, self._address):
-            raise ValueError(f"Invalid address: must be None or {self._address}")
-        if self._conn_lost:
-            self._conn_lost += 1
-            return
-        if not self._buffer:
-            if self._attempt(DATAGRAM_WRITE_FAILED, self._send, data, addr, io=True) is not AGAIN:
-                return  # sent, reported to error_received, or fatal
-            self._loop.add_writer(self._sock, self._write_ready)
-        self._buffer.append((bytes(data), addr))
-        self._buffered_bytes += len(data)
-        self._maybe_pause_protocol()
-
-    def _write_ready(self) -> None:
-        while self._buffer:
-            data, addr = self._buffer[0]
-            sent = self._attempt(DATAGRAM_WRITE_FAILED, self._send, data, addr, io=True)
-            if sent is AGAIN or sent is FAILED:
-                return
-            self._buffer.popleft()  # sent, or refused and reported: either way it is done
-            self._buffered_bytes -= len(data)
-        self._maybe_resume_protocol()
-        self._loop.remove_writer(self._sock)
-        if self._closing:
-            self._conn_lost += 1
-            self._call_connection_lost(None)
-
-    def _buffer_size(self) -> int:
-        return self._buffered_bytes
-
-    def _clear_buffer(self) -> None:
-        self._buffer.clear()
-        self._buffered_bytes = 0
 
 
 class PipeReadTransport(_Transport, asyncio.ReadTransport):
