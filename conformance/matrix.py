@@ -16,9 +16,10 @@ import pytest
 from tabulate import tabulate
 
 import loops
+from conformance.harness import played_styles
 
 SYMBOL = {"pass": "✅", "fail": "❌", "deviation": "⚠️", "not claimed": "·"}
-STYLE_ABBREV = {"callbacks": "cb", "generators": "gen", "coroutines": "co"}
+STYLE_ABBREV = {"callbacks": "cb", "generators": "gen", "coroutines": "co", "asyncio": "aio"}
 FAULTS = "faults_"
 FAULTS_INTRO = [
     "# Faults",
@@ -138,7 +139,7 @@ class MatrixRecorder:
     def _cell(self, pid: str, variant: loops.Variant) -> str:
         cells = [
             f"{STYLE_ABBREV[style]} {SYMBOL[self.outcomes[(pid, variant.name, style)]]}"
-            for style in variant.styles
+            for style in played_styles(variant)
             if (pid, variant.name, style) in self.outcomes
         ]
         return " ".join(cells) or "—"  # no scenario in a style this variant speaks
@@ -201,7 +202,8 @@ class MatrixRecorder:
             "",
             f"{len(properties)} properties, each asserted once and played in every style a "
             "variant speaks. Each cell shows one result per style "
-            "(cb = callbacks, gen = generators, co = coroutines): "
+            "(cb = callbacks, gen = generators, co = coroutines, aio = asyncio's own API on "
+            "the variant's asyncio loop): "
             "✅ pass, ❌ fail, ⚠️ known deviation (reason below), · not claimed, "
             "— no scenario in a style the variant speaks. "
             "The last row of each topic counts its cases per variant.",

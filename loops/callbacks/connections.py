@@ -321,12 +321,18 @@ class Connections:
         self, transport: StreamTransport, file: Any, offset: int, count: int | None
     ) -> int:
         """The kernel copies: the transport's buffer is flushed first and write() refused
-        until the file is out, so the bytes keep their order on the wire."""
-        await transport._flushed()
+        until the file is out, so the bytes keep their order on the wire. Reading is paused
+        meanwhile (as asyncio does): a peer's EOF read now would close the transport under
+        the sendfile, which would then wait on a socket nobody watches."""
+        reading = transport.is_reading()
+        transport.pause_reading()
         try:
+            await transport._flushed()
             return await self.sock_sendfile(transport._sock, file, offset, count, fallback=False)
         finally:
             transport._sendfile_done()
+            if reading:
+                transport.resume_reading()
 
     async def _sendfile_fallback(
         self, transport: Any, file: Any, offset: int, count: int | None
