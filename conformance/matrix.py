@@ -42,6 +42,19 @@ FINDINGS = {
         "caller gets `TimeoutError` and no later recv sees the byte; {holding} keep it (in the "
         "socket, or as the recv's result)."
     ),
+    "cancellation.sock_recv_cancelled_at_any_moment_loses_no_byte": (
+        "**Bytes lost by a cancelled `loop.sock_recv`:** on {deviating}, a thread's bytes read "
+        "by the loop's reader callback into a wait that a timeout or a sibling cancels in the "
+        "same turn are dropped (CPython issue 78976; `sock_recv_into` the same); {holding} keep "
+        "every byte. Figures per interpreter: "
+        "[findings-cancellation.md](findings-cancellation.md)."
+    ),
+    "cancellation.sock_accept_cancelled_at_any_moment_loses_no_connection": (
+        "**Connections lost by a cancelled `loop.sock_accept`:** on {deviating}, a connection "
+        "accepted by the loop's reader callback into a wait cancelled in the same turn is "
+        "dropped; {holding} keep every connection "
+        "([findings-cancellation.md](findings-cancellation.md))."
+    ),
 }
 SUMMARY_HEADERS = [
     "variant",

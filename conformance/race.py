@@ -315,6 +315,38 @@ def play(loop_factory: Callable[[], asyncio.AbstractEventLoop], call: str, plan:
 # -- the command --------------------------------------------------------------------------------
 
 
+def table(path: str) -> str:
+    """Markdown tables (one per plan) of what the races stored in path (JSON lines) lost: per
+    loop and call, per interpreter, "lost of sent (runs that lost / runs)"."""
+    with open(path) as lines:
+        records = [json.loads(line) for line in lines if line.strip()]
+    out = []
+    for plan in dict.fromkeys(r["plan"] for r in records):
+        mine = [r for r in records if r["plan"] == plan]
+        pythons = list(dict.fromkeys(r["python"] for r in mine))
+        unit = {"sock_accept": "connections"}
+        out += [f"Plan `{plan}`:", "", "| loop | call | " + " | ".join(pythons) + " |"]
+        out.append("|---|---|" + "---|" * len(pythons))
+        for loop, call in dict.fromkeys((r["loop"], r["call"]) for r in mine):
+            cells = []
+            for python in pythons:
+                runs = [
+                    r for r in mine if (r["loop"], r["call"], r["python"]) == (loop, call, python)
+                ]
+                if not runs:
+                    cells.append("—")
+                    continue
+                lost, sent = sum(r["lost"] for r in runs), sum(r["sent"] for r in runs)
+                lossy = sum(r["lost"] > 0 for r in runs)
+                what = unit.get(call, "bytes")
+                errors = sum(len(r["loop_errors"]) for r in runs)
+                told = f"; {errors} to the exception handler" if errors else ""
+                cells.append(f"{lost:,} of {sent:,} {what} ({lossy}/{len(runs)}{told})")
+            out.append(f"| {loop} | {call} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     import loops  # here, not at the top: the property imports this module inside the suite
 
@@ -324,7 +356,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plan", choices=("property", "issue"), default="property")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", metavar="FILE", help="append one JSON line per race")
+    parser.add_argument(
+        "--table", metavar="FILE", help="print the tables of FILE's races, run none"
+    )
     args = parser.parse_args(argv)
+    if args.table:
+        print(table(args.table))
+        return 0
     names = args.loop or [n for n, v in loops.discover().items() if v.asyncio_loop is not None]
     calls = args.call or (["sock_recv"] if args.plan == "issue" else list(CALLS))
     python = platform.python_version()
