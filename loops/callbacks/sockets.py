@@ -20,6 +20,11 @@ every call must consult and that a caller switching to ``sock.recv`` directly wo
 see. Calling in the task costs nothing extra: the task is resumed by the same one callback
 either way, and the call it makes is the call the callback would have made.
 
+The transports are not of this class: a ``StreamTransport`` hands each read to its protocol
+at once (``transports.py``), and asyncio's ``StreamReader`` keeps it in its buffer whether or
+not the ``read`` that waited is cancelled; a paused protocol leaves the bytes in the kernel.
+``conformance/test_cancellation.py`` checks a ``StreamReader`` beside the ``sock_*`` calls.
+
 The calls that make progress in steps keep it: ``sock_sendall`` sends what the kernel takes
 and waits for the rest; cancelled, it has sent a prefix of the data, and says how long in a
 note on the ``CancelledError`` (``add_note``: asyncio's API has no other place for it).
