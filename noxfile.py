@@ -125,7 +125,7 @@ def uvicorn_suite(session: nox.Session) -> None:
     source = tmp / f"uvicorn-{version}"
     session.install(
         f"{sdist}[standard]", "pytest", "pytest-mock", "pytest-xdist", "pytest-codspeed",
-        "trustme", "cryptography", "httpx2", "a2wsgi", "wsproto", "anyio",
+        "trustme", "cryptography", "httpx2", "a2wsgi", "wsproto", "anyio", "zttp",
     )  # fmt: skip
     results = root / "reports" / "suites"
     results.mkdir(parents=True, exist_ok=True)
