@@ -41,6 +41,7 @@ import asyncio
 import errno
 import os
 import socket
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -226,6 +227,8 @@ class SocketCalls:
 
 
 def _check_socket(sock: socket.socket) -> None:
+    if isinstance(sock, ssl.SSLSocket):  # its recv is TLS records, not the socket's bytes
+        raise TypeError("Socket cannot be of type SSLSocket")
     if sock.gettimeout() != 0:
         raise ValueError("the socket must be non-blocking")
 
