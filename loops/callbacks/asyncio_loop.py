@@ -54,6 +54,7 @@ from loops.callbacks.handles import Handle
 from loops.callbacks.reactor import Loop
 from loops.callbacks.servers import Servers
 from loops.callbacks.sockets import SocketCalls
+from loops.callbacks.transports import _set_result_unless_done
 
 logger = logging.getLogger("loops.callbacks.dropin")
 
@@ -383,11 +384,6 @@ def _stop_loop_of(future: asyncio.Future) -> None:
     if not future.cancelled() and isinstance(future.exception(), SystemExit | KeyboardInterrupt):
         return  # it is escaping run_forever already
     future.get_loop().stop()
-
-
-def _set_result_unless_done(future: asyncio.Future) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 def _check_signal(sig: Any) -> None:

@@ -47,6 +47,7 @@ from typing import Any
 
 from loops.callbacks.handles import Handle
 from loops.callbacks.readiness import READ, WRITE
+from loops.callbacks.transports import _set_result_unless_done
 
 _WOULD_BLOCK = (BlockingIOError, InterruptedError)
 SENDFILE_FALLBACK_CHUNK = 256 * 1024  # bytes read from the file per sock_sendall, no sendfile
@@ -256,8 +257,3 @@ def _is_numeric(family: int, host: Any) -> bool:
         return True
     except (OSError, TypeError, ValueError):
         return False
-
-
-def _set_result_unless_done(future: asyncio.Future) -> None:
-    if not future.done():
-        future.set_result(None)
