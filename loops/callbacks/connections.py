@@ -337,26 +337,17 @@ class Connections:
     async def _sendfile_fallback(
         self, transport: Any, file: Any, offset: int, count: int | None
     ) -> int:
-        """Read a chunk (in the default executor), wait while the transport is paused at its
-        high-water mark, write it; the file's position is left after the last byte sent."""
-        if offset:
-            file.seek(offset)
-        buffer = bytearray(min(count, SENDFILE_CHUNK) if count else SENDFILE_CHUNK)
-        sent = 0
+        """The file in chunks (``SocketCalls._send_file_in_chunks``), each written once the
+        transport is below its high-water mark."""
         flow = _FlowWatch(self, transport)
+
+        async def send(data: memoryview) -> None:
+            await flow.writable()
+            transport.write(data)
+
         try:
-            while not count or sent < count:
-                view = memoryview(buffer)[: min(len(buffer), count - sent) if count else None]
-                read = await self.run_in_executor(None, file.readinto, view)
-                if not read:
-                    break
-                await flow.writable()
-                transport.write(view[:read])
-                sent += read
-            return sent
+            return await self._send_file_in_chunks(file, offset, count, SENDFILE_CHUNK, send)
         finally:
-            if sent > 0 and hasattr(file, "seek"):
-                file.seek(offset + sent)
             await flow.restore()
 
 

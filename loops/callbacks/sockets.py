@@ -42,7 +42,7 @@ import errno
 import os
 import socket
 import ssl
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from loops.callbacks.handles import Handle
@@ -207,11 +207,25 @@ class SocketCalls:
     async def _sock_sendfile_fallback(
         self, sock: socket.socket, file: Any, offset: int, count: int | None
     ) -> int:
+        async def send(data: memoryview) -> None:
+            await self.sock_sendall(sock, data)
+
+        return await self._send_file_in_chunks(file, offset, count, SENDFILE_FALLBACK_CHUNK, send)
+
+    async def _send_file_in_chunks(
+        self,
+        file: Any,
+        offset: int,
+        count: int | None,
+        chunk: int,
+        send: Callable[[memoryview], Awaitable[None]],
+    ) -> int:
+        """sendfile without os.sendfile (here, and ``Connections.sendfile`` over TLS): read a
+        chunk in the default executor (a file read may block), ``await send(chunk)``; the
+        file's position is left after the last byte sent. The number of bytes sent."""
         if offset:
             file.seek(offset)
-        buffer = bytearray(
-            min(count, SENDFILE_FALLBACK_CHUNK) if count else SENDFILE_FALLBACK_CHUNK
-        )
+        buffer = bytearray(min(count, chunk) if count else chunk)
         sent = 0
         try:
             while not count or sent < count:
@@ -219,7 +233,7 @@ class SocketCalls:
                 read = await self.run_in_executor(None, file.readinto, view)
                 if not read:
                     break
-                await self.sock_sendall(sock, view[:read])
+                await send(view[:read])
                 sent += read
             return sent
         finally:
