@@ -28,7 +28,12 @@ from collections.abc import Callable
 from typing import Any
 
 from loops.callbacks import tls
-from loops.callbacks.transports import PipeReadTransport, PipeWriteTransport, StreamTransport
+from loops.callbacks.transports import (
+    PipeReadTransport,
+    PipeWriteTransport,
+    StreamTransport,
+    opened,
+)
 
 SENDFILE_CHUNK = 16 * 1024  # bytes per write when sendfile cannot use os.sendfile (asyncio's)
 
@@ -143,11 +148,7 @@ class Connections:
             transport = over._app_transport
         else:
             transport = StreamTransport(self, sock, protocol, waiter, server=server)
-        try:
-            await waiter
-        except BaseException:
-            transport.close()
-            raise
+        await opened(transport, waiter)
         return transport, protocol
 
     async def connect_accepted_socket(
@@ -232,11 +233,7 @@ class Connections:
         protocol = protocol_factory()
         waiter = self.create_future()
         transport = kind(self, pipe, protocol, waiter)
-        try:
-            await waiter
-        except BaseException:
-            transport.close()
-            raise
+        await opened(transport, waiter)
         return transport, protocol
 
     # -- TLS on an open connection ------------------------------------------------------------

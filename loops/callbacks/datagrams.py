@@ -28,6 +28,7 @@ from loops.callbacks.transports import (
     _set_result_unless_done,
     _socket_extra,
     _Transport,
+    opened,
 )
 
 DATAGRAM_READ_FAILED = "Fatal read error on datagram transport"  # asyncio's messages, on purpose
@@ -103,11 +104,7 @@ class Datagrams:
         protocol = protocol_factory()
         waiter = self.create_future()
         transport = DatagramTransport(self, sock, protocol, remote, waiter)
-        try:
-            await waiter
-        except BaseException:
-            transport.close()
-            raise
+        await opened(transport, waiter)
         return transport, protocol
 
 

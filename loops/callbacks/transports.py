@@ -571,6 +571,16 @@ def _fileno(fileobj: Any) -> int:
         return -1
 
 
+async def opened(transport: Any, waiter: Any) -> None:
+    """Wait until a new transport has called connection_made (its waiter is done); if the
+    wait fails or is cancelled, the transport is closed, not left half-made."""
+    try:
+        await waiter
+    except BaseException:
+        transport.close()
+        raise
+
+
 def _set_result_unless_done(future: Any) -> None:
     if not future.done():
         future.set_result(None)
