@@ -45,6 +45,7 @@ from typing import Any
 MiB = 1024 * 1024
 CALLS = ("sock_recv", "sock_recv_into", "stream", "sock_accept")
 READ_SIZE = 64 * 1024  # bytes asked for per read
+STREAM_LIMIT = 1024  # the StreamReader's limit: it pauses its transport past twice this
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,9 @@ async def race(call: str, plan: Plan) -> Outcome:
     writer = None
     try:
         if call == "stream":
-            reader, writer = await asyncio.open_connection(sock=ours)
+            # A small limit: the reader's flow control pauses and resumes the transport all
+            # through the race (above 2 x limit buffered), so that path is played too.
+            reader, writer = await asyncio.open_connection(sock=ours, limit=STREAM_LIMIT)
 
             async def read() -> bytes | None:
                 return await reader.read(READ_SIZE) or None
