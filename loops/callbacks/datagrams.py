@@ -8,8 +8,8 @@ unreachable" on a connected UDP socket) goes to ``protocol.error_received`` and 
 lives on, as in asyncio.
 
 What follows asyncio on purpose: the arguments, their rules and error messages (CPython's
-``base_events`` wording; see ``LICENSE-PSF`` in this folder). Not provided: ``reuse_address``
-(removed from asyncio in 3.11 for safety), multicast options (set them on ``sock=``).
+``base_events`` wording; see ``LICENSE-PSF`` in this folder), and no ``reuse_address``
+(removed from asyncio in 3.11).
 """
 
 from __future__ import annotations
