@@ -130,3 +130,52 @@ def lint(session: nox.Session) -> None:
     _install(session, "lint")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(name="uvicorn-suite", python=PYTHONS)
+def uvicorn_suite(session: nox.Session) -> None:
+    """uvicorn's own test suite, unmodified, on asyncio, uvloop and the callbacks drop-in.
+
+    Downloads uvicorn's sdist (its tests/ are never committed here), installs it with its test
+    dependencies, and runs its tests once per loop with tests/real_suites/lab_loop.py making
+    the loops; expected failures: tests/real_suites/uvicorn.toml. Counts go to
+    reports/suites/uvicorn-<python>-<loop>.json and reports/real-suites.md. `-- LOOP ...`
+    narrows the loops.
+    """
+    import tarfile
+
+    version = "0.54.0"  # the uvicorn whose suite is run; the lab's http workload uses it too
+    root = Path(__file__).resolve().parent
+    tmp = Path(session.create_tmp())
+    sdist = tmp / f"uvicorn-{version}.tar.gz"
+    if not sdist.exists():
+        session.run(
+            "python", "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
+            f"uvicorn=={version}", "-d", str(tmp),
+        )  # fmt: skip
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp, filter="data")
+    source = tmp / f"uvicorn-{version}"
+    session.install(
+        f"{sdist}[standard]", "pytest", "pytest-mock", "pytest-xdist", "pytest-codspeed",
+        "trustme", "cryptography", "httpx2", "a2wsgi", "wsproto", "anyio", "zttp",
+    )  # fmt: skip
+    results = root / "reports" / "suites"
+    results.mkdir(parents=True, exist_ok=True)
+    python = session.run("python", "-c", "import platform; print(platform.python_version())",
+                         silent=True).strip()  # fmt: skip
+    session.chdir(source)
+    for loop in session.posargs or ("asyncio", "uvloop", "callbacks"):
+        env = {
+            "LAB_LOOP": loop,
+            "LAB_EXPECTED": str(root / "tests" / "real_suites" / "uvicorn.toml"),
+            "LAB_RESULTS": str(results / f"uvicorn-{python}-{loop}.json"),
+            "PYTHONPATH": f"{root}:{root / 'tests' / 'real_suites'}",
+        }
+        # -n 0: one process, so the plugin sees every loop it made (the addopts ask for 8).
+        session.run(
+            "python", "-m", "pytest", "tests", "-p", "lab_loop", "-n", "0", "-q",
+            "-p", "no:cacheprovider", env=env, success_codes=[0, 1],
+        )  # fmt: skip
+    session.chdir(root)
+    session.run("python", "-m", "tests.real_suites.report")
