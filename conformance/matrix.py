@@ -246,7 +246,8 @@ def _style_lines(results: Results) -> list[str]:
     """Properties holding per variant and style: the counts bench.md's glance shows."""
     counts = found.style_counts(results)
     by_variant: dict[str, list[str]] = defaultdict(list)
-    in_order = sorted(counts.items(), key=lambda item: loops.STYLES.index(item[0][1]))
+    order = list(STYLE_ABBREV)  # the lab's styles, then asyncio's own API
+    in_order = sorted(counts.items(), key=lambda item: order.index(item[0][1]))
     for (variant, style), (passing, played) in in_order:
         by_variant[variant].append(f"{STYLE_ABBREV[style]} {passing}/{played}")
     rows = [[variant, " · ".join(cells)] for variant, cells in sorted(by_variant.items())]
