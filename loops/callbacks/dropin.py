@@ -38,6 +38,7 @@ import concurrent.futures
 import contextlib
 import errno
 import functools
+import inspect
 import itertools
 import logging
 import os
@@ -64,6 +65,8 @@ from loops.callbacks.transports import (
 )
 
 logger = logging.getLogger(__name__)
+# asyncio's handle for call_soon_threadsafe (3.14, 3.13.1+), None where asyncio has none.
+_ThreadSafeHandle = getattr(asyncio.events, "_ThreadSafeHandle", None)
 
 ACCEPT_RETRY_DELAY = 1.0  # out of fds: stop accepting this long, instead of spinning
 _ACCEPT_PAUSING = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
@@ -221,7 +224,7 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
     ) -> asyncio.Future:
         """Run func(*args) in executor (default: a thread pool); an asyncio future of it."""
         self._check_closed()
-        if asyncio.iscoroutine(func) or asyncio.iscoroutinefunction(func):
+        if asyncio.iscoroutine(func) or inspect.iscoroutinefunction(func):
             raise TypeError("coroutines cannot be used with run_in_executor()")
         if executor is None:
             if self._executor_shutdown_called:
@@ -232,6 +235,20 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
                 )
             executor = self._default_executor
         return asyncio.wrap_future(executor.submit(func, *args), loop=self)
+
+    def call_soon_threadsafe(
+        self, callback: Callable[..., Any], *args: Any, context: Any = None
+    ) -> Any:
+        """The reactor's call_soon_threadsafe, returning asyncio's thread-safe handle where
+        asyncio has one (3.14, 3.13.1+): its lock makes a cancel() from another thread wait
+        for a callback already running, and a cancel() before it runs stick (asyncio's rules
+        since gh-123965). The reactor runs the handle's own ``_run``, which takes that lock."""
+        if _ThreadSafeHandle is None:
+            return super().call_soon_threadsafe(callback, *args, context=context)
+        self._check_closed()
+        handle = _ThreadSafeHandle(callback, args, self, context)
+        super().call_soon_threadsafe(handle._run)
+        return handle
 
     def set_default_executor(self, executor: Any) -> None:
         if not isinstance(executor, concurrent.futures.ThreadPoolExecutor):
@@ -912,7 +929,7 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
         which the loop watches like any other: the callback runs as an ordinary handle, in
         the loop's thread, never inside the interrupted code.
         """
-        if asyncio.iscoroutine(callback) or asyncio.iscoroutinefunction(callback):
+        if asyncio.iscoroutine(callback) or inspect.iscoroutinefunction(callback):
             raise TypeError("coroutines cannot be used with add_signal_handler()")
         _check_signal(sig)
         self._check_closed()
@@ -1014,6 +1031,8 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
         )
         # Paused first, so that no bytes reach the TLS protocol before its connection_made.
         transport.pause_reading()
+        if server_side:
+            _hand_buffered_hello_to(over, protocol)
         transport.set_protocol(over)
         made = self.call_soon(over.connection_made, transport)
         resumed = self.call_soon(transport.resume_reading)
@@ -1025,6 +1044,17 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
             resumed.cancel()
             raise
         return over._app_transport
+
+
+def _hand_buffered_hello_to(over: Any, protocol: Any) -> None:
+    """A server's StreamReader may already hold the client's first TLS bytes (its ClientHello
+    arrived before ``start_tls``): they belong to the TLS protocol now, so move them to its
+    incoming buffer, as asyncio does since 3.14 (gh-142352); left there, the handshake waits
+    for bytes that came already and the reader hands TLS records to the application."""
+    reader = getattr(protocol, "_stream_reader", None)  # a StreamReaderProtocol's reader
+    if isinstance(protocol, asyncio.StreamReaderProtocol) and reader is not None and reader._buffer:
+        over._incoming.write(reader._buffer)
+        reader._buffer.clear()
 
 
 # -- the server object ----------------------------------------------------------------------
