@@ -7,21 +7,32 @@ dependency groups (``http``: the workloads and uvicorn) plus pyperf, and made ag
 ``pyproject.toml`` changes. ``--python`` also takes a path to a Python executable (a virtualenv
 of your own). What a variant can do there is asked of that interpreter (``python -m loops
 --json``), so a variant unavailable on it is skipped there with its own reason.
+
+A version this host lacks and Debian's root has (``--python 3.14``, or ``--python debian-3.13``
+for Debian's build beside pyenv's) is measured inside the root (:mod:`bench.debian_root`): its
+virtualenv ``.venvs/bench-debian-3.14/`` is made there (the checkout is mounted at its own path,
+so the venv's paths read the same inside and out), and the bench starts it through
+``.venvs/bench-debian-3.14/in-root``, a script that enters the root and execs the venv's python
+under the same process id, so a server measured there is the process the bench started. Its
+results are stored as ``debian-3.14``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench import debian_root
 from bench.environment import ROOT
-from bench.interpreters import RUNNING, find
+from bench.interpreters import DEBIAN, RUNNING, VERSION, family, find, rooted, version_of
 
 VENVS = ROOT / ".venvs"
 GROUPS = ("http",)  # every workload's dependencies, references included
@@ -54,8 +65,14 @@ def interpreter(spec: str, say) -> Interpreter:
     A version ("3.13") is measured from its own virtualenv, prepared here; anything else is an
     executable used as it is: a path, or a command on PATH ("python3.13", "pypy3").
     """
-    if not spec or spec == RUNNING or spec == sys.executable:
+    if not spec or spec in (RUNNING, VERSION, sys.executable):
         return here()
+    if is_version(spec) and (family(spec) == DEBIAN or spec in rooted([spec])):
+        version = version_of(spec)
+        if version not in debian_root.PYTHONS:
+            raise NoInterpreter(f"--python {spec}: Debian's root holds {debian_root.PYTHONS}")
+        found = ask(str(in_root(version, say)))
+        return Interpreter(f"{DEBIAN}-{version}", *_fields(found))
     if is_version(spec):
         return ask(str(virtualenv(spec, say)))
     executable = shutil.which(spec)
@@ -65,7 +82,12 @@ def interpreter(spec: str, say) -> Interpreter:
 
 
 def is_version(spec: str) -> bool:
-    return re.fullmatch(r"\d+\.\d+", spec) is not None
+    """ "3.13", or a build's name: "debian-3.13"."""
+    return re.fullmatch(rf"({DEBIAN}-)?\d+\.\d+", spec) is not None
+
+
+def _fields(found: Interpreter) -> tuple:
+    return (found.executable, found.styles, found.unavailable, found.environment, found.anchors)
 
 
 def here() -> Interpreter:
@@ -127,15 +149,36 @@ def run_there(executable: str, code: str) -> str:
     return done.stdout
 
 
-def virtualenv(version: str, say) -> Path:
-    """`.venvs/bench-X.Y/bin/python`, created and filled once (again when pyproject changes)."""
-    venv = VENVS / f"bench-{version}"
+def in_root(version: str, say) -> Path:
+    """`.venvs/bench-debian-X.Y/in-root`: Debian's python `version` in its virtualenv, made
+    inside the root (the root made first if it is not)."""
+    try:
+        debian_root.make(say)
+    except debian_root.CannotMake as error:
+        raise NoInterpreter(
+            f"Python {version} needs Debian's root, which cannot be made: {error}"
+        ) from None
+    venv = VENVS / f"bench-{DEBIAN}-{version}"
+    script = venv / "in-root"
+    virtualenv(version, say, venv, inside=lambda argv: debian_root.command(argv))
+    debian_root.copy_host_files()
+    argv = debian_root.command([str(venv / "bin" / "python")])
+    script.write_text(f'#!/bin/sh\nLAB_CWD="$PWD" exec {shlex.join(argv)} "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+def virtualenv(version: str, say, venv: Path | None = None, inside=None) -> Path:
+    """`.venvs/bench-X.Y/bin/python`, created and filled once (again when pyproject changes).
+
+    `inside` wraps each step's argv (Debian's root: ``debian_root.command``)."""
+    venv = venv or VENVS / f"bench-{version}"
     python = venv / "bin" / "python"
     stamp = venv / "lab-requirements.sha256"
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if python.exists() and stamp.exists() and stamp.read_text() == wanted:
         return python
-    base = find(version)
+    base = f"/usr/bin/python{version}" if inside else find(version)
     if base is None:
         raise NoInterpreter(
             f"no CPython {version} found (python{version} on PATH or under ~/.pyenv/versions/)"
@@ -153,7 +196,14 @@ def virtualenv(version: str, say) -> Path:
     ]
     for number, (what, argv) in enumerate(steps, 1):
         say(f"Python {version} [{number}/{len(steps)}]: {what}")
-        done = subprocess.run([str(a) for a in argv], cwd=ROOT, capture_output=True, text=True)
+        argv = [str(a) for a in argv]
+        done = subprocess.run(
+            inside(argv) if inside else argv,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "LAB_CWD": str(ROOT)},
+        )
         if done.returncode != 0:
             raise NoInterpreter(f"{what} failed:\n{(done.stdout + done.stderr)[-800:]}")
     stamp.write_text(wanted)
