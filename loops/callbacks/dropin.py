@@ -318,6 +318,10 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
             pass
         self._check_closed()
         done = self.create_future()
+        # The call's error travels beside the future, not in it: the future is an argument of
+        # the handle that wakes the task, alive while the task runs on with the error in hand,
+        # so an error set on it would outlive its use (CPython 3.14's refcycles test sees it).
+        failed: list[BaseException] = []
 
         def retry() -> None:
             if done.done():
@@ -329,7 +333,8 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
             except (SystemExit, KeyboardInterrupt):
                 raise
             except BaseException as exc:
-                done.set_exception(exc)
+                failed.append(exc)
+                done.set_result(None)
             else:
                 done.set_result(result)
 
@@ -338,7 +343,10 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
         handle = Handle(retry, ())
         self._readiness.watch(fd, event, handle)
         try:
-            return await done
+            result = await done
+            if failed:
+                raise failed.pop()
+            return result
         finally:
             record = self._readiness.records.get(fd)
             if record is not None and handle in (record.reader, record.writer):
@@ -453,7 +461,10 @@ class AsyncioLoop(Loop, asyncio.AbstractEventLoop):
                 except OSError as exc:
                     errors.append(exc)
             else:
-                raise _connect_error(errors, all_errors)
+                try:
+                    raise _connect_error(errors, all_errors)
+                finally:
+                    errors = []  # the raised error's traceback keeps this frame: no cycle
         return await self._make_stream(
             sock,
             protocol_factory,
