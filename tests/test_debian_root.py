@@ -121,3 +121,20 @@ def test_each_of_debians_pythons_starts_inside():
             text=True,
         )
         assert done.stdout.strip() == str(tuple(int(p) for p in version.split("."))), done
+
+
+@needs_root
+def test_the_bench_measures_debians_python_inside_the_root_as_its_own_build():
+    """`--python 3.14` on a host without 3.14 (or `debian-3.13` beside pyenv's): the venv made
+    in the root, started through its in-root script, named debian-3.X in the results."""
+    from bench import venvs
+
+    if not (venvs.VENVS / "bench-debian-3.14" / "lab-requirements.sha256").exists():
+        pytest.skip("no .venvs/bench-debian-3.14 yet (python -m bench run --python 3.14 makes it)")
+    spec = "3.14" if interpreters.find("3.14") is None else "debian-3.14"
+    found = venvs.interpreter(spec, lambda line: None)
+    assert found.version == "debian-3.14"
+    assert found.executable.endswith("bench-debian-3.14/in-root")
+    assert found.environment["python"].startswith("3.14.")
+    assert "--prefix=/usr" in found.environment["python_config_args"]
+    assert "asyncio" in found.styles and "curio" in found.unavailable
