@@ -13,12 +13,12 @@ when the host lacks them, read by the same two readers (the noxfile's sessions a
 
 What a run inside needs, and how it never leaves a mount behind: each command runs in a mount
 namespace of its own (``unshare --mount``), where ``/proc``, ``/dev`` (with ``/dev/pts`` and
-``/dev/shm``), the checkout and the local package indexes the host's pip configuration names
-are mounted, and then ``chroot``; the kernel drops that namespace, and every mount in it, when
-the command ends, on success, failure or kill alike. The host's pip configuration (its files
-and ``PIP_*`` variables) is copied in at every entry, because the registries are reachable only
-as configured here. The root carries gcc and the ``-dev`` headers, so a dependency with no wheel
-for an interpreter (hdrhistogram on 3.15) builds there.
+``/dev/shm``), the host's ``/tmp``, the checkout and the local package indexes the host's pip
+configuration names are mounted, and then ``chroot``; the kernel drops that namespace, and
+every mount in it, when the command ends, on success, failure or kill alike. The host's pip
+configuration (its files and ``PIP_*`` variables) is copied in at every entry, because the
+registries are reachable only as configured here. The root carries gcc and the ``-dev``
+headers, so a dependency with no wheel for an interpreter (hdrhistogram on 3.15) builds there.
 """
 
 from __future__ import annotations
@@ -143,7 +143,9 @@ def mounts(work: Path | None = None) -> list[tuple[str, Path, str]]:
     """(kind, host path, options) of each mount a command inside needs, in mount order."""
     work = work or checkout()
     found = [("proc", Path("/proc"), ""), ("rbind", Path("/dev"), "")]
-    found.append(("bind", work, ""))
+    # The host's /tmp: a file a process inside writes there (a workload's --json, a matrix)
+    # is where the process outside that asked for it looks.
+    found += [("bind", Path("/tmp"), ""), ("bind", work, "")]
     common = _git_common_dir(work)  # a worktree's git data lives in the main checkout
     if common and not common.is_relative_to(work):
         found.append(("bind", common, "ro"))

@@ -176,7 +176,8 @@ def virtualenv(version: str, say, venv: Path | None = None, inside=None) -> Path
     python = venv / "bin" / "python"
     stamp = venv / "lab-requirements.sha256"
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if python.exists() and stamp.exists() and stamp.read_text() == wanted:
+    # pyvenv.cfg, not bin/python: a root's venv links to a python only the root has.
+    if (venv / "pyvenv.cfg").exists() and stamp.exists() and stamp.read_text() == wanted:
         return python
     base = f"/usr/bin/python{version}" if inside else find(version)
     if base is None:
