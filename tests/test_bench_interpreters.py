@@ -205,6 +205,11 @@ def test_each_build_family_is_read_against_its_own_oldest_and_named_on_its_colum
     said = interpreters.build_sentence(data, envs)
     assert "the same rows on pyenv's 3.13.0 and Debian's 3.13.15" in said
     assert "0.94×" in said and "over 2 rows" in said  # traps 8/9 and futures 18/18, median
+    assert "measured in different sessions" not in said  # neither says: taken as one
+    envs["debian-3.13"] |= {"session": "S2", "date": "2026-11-26T17:00:00"}
+    assert "measured in different sessions (? and 2026-11-26T17:00)" in (
+        interpreters.build_sentence(data, envs)
+    )
     builds = interpreters.builds_table(data, envs, names)
     assert "| Debian 3.13 " in builds and "`--enable-optimizations`" in builds
     assert "`--enable-shared`" in builds and "not recorded" in builds  # Debian 3.14: no env

@@ -197,14 +197,17 @@ def build_flags(args: str | None) -> str:
 
 
 def environments(stores_by_python: dict[str, dict]) -> dict[str, dict]:
-    """Per interpreter, the environment of its latest stored session."""
+    """Per interpreter, the environment of its latest stored session, with that session's
+    name under "session"."""
     found: dict[str, dict] = {}
     for python, stores in stores_by_python.items():
-        sessions = [s for store in filter(None, stores.values()) for s in store.sessions.values()]
+        sessions = [
+            {**s["environment"], "session": name}
+            for store in filter(None, stores.values())
+            for name, s in store.sessions.items()
+        ]
         if sessions:
-            found[python] = max(sessions, key=lambda s: s["environment"].get("date", ""))[
-                "environment"
-            ]
+            found[python] = max(sessions, key=lambda env: env.get("date", ""))
     return found
 
 
@@ -239,6 +242,10 @@ def build_sentence(data: dict[str, Figures], envs: dict[str, dict]) -> str | Non
     same = "" if exact[0] == exact[1] else (
         f"; the patch releases differ too ({exact[0]} and {exact[1]}), so the ratio holds both"
     )  # fmt: skip
+    sessions = [envs.get(p, {}).get("session") for p in (own, debian)]
+    if sessions[0] != sessions[1]:  # not one session: the machine's state is in the ratio too
+        when = " and ".join(str(envs.get(p, {}).get("date", "?"))[:16] for p in (own, debian))
+        same += f"; measured in different sessions ({when}), so it holds the machine's load too"
     return (
         f"**What the build moves:** the same rows on {build_family(own, envs.get(own, {}))}'s "
         f"{exact[0]} and Debian's {exact[1]}: at a fixed offered load, Debian's costs "
