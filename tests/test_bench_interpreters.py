@@ -212,6 +212,7 @@ def test_each_build_family_is_read_against_its_own_oldest_and_named_on_its_colum
     )
     builds = interpreters.builds_table(data, envs, names)
     assert "| Debian 3.13 " in builds and "`--enable-optimizations`" in builds
+    assert "--prefix" not in builds  # only the options that shape speed
     assert "`--enable-shared`" in builds and "not recorded" in builds  # Debian 3.14: no env
     assert [list(p) for p in interpreters.families(data)] == [
         ["3.11", "3.13"], ["debian-3.13", "debian-3.14"]

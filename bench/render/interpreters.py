@@ -184,16 +184,27 @@ def build_family(python: str, environment: dict) -> str:
     return "pyenv" if "/.pyenv/" in args else "own build"
 
 
+# The configure options that shape an interpreter's speed, as CONFIG_ARGS spells them.
+SPEED_FLAGS = (
+    "--enable-optimizations",  # PGO
+    "--with-lto",
+    "--enable-shared",  # libpython as a shared library: calls into it go through the PLT
+    "--with-computed-gotos",
+    "--enable-experimental-jit",
+    "--with-tail-call-interp",
+    "--enable-bolt",
+    "--disable-gil",
+    "--with-pydebug",
+)
+
+
 def build_flags(args: str | None) -> str:
-    """The configure options that shape speed (--enable-*, --with-*, --disable-*), as code."""
+    """The speed-shaping configure options (SPEED_FLAGS) an interpreter was built with."""
     if args is None:
         return "not recorded"
-    flags = [
-        word.strip("'")
-        for word in args.split()
-        if word.strip("'").startswith(("--enable", "--with", "--disable"))
-    ]
-    return " ".join(f"`{flag}`" for flag in flags) or "none"
+    words = [word.strip("'") for word in args.split()]
+    flags = [word for word in words if word.split("=")[0] in SPEED_FLAGS]
+    return " ".join(f"`{flag}`" for flag in flags) or "none of them"
 
 
 def environments(stores_by_python: dict[str, dict]) -> dict[str, dict]:
@@ -221,7 +232,7 @@ def builds_table(data: dict, envs: dict[str, dict], names: dict[str, str]) -> st
         ]
         for p in data
     ]
-    headers = ["interpreter", "exact version", "build flags (configure)"]
+    headers = ["interpreter", "exact version", "configure options that shape speed"]
     return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
 
 
@@ -246,9 +257,11 @@ def build_sentence(data: dict[str, Figures], envs: dict[str, dict]) -> str | Non
     if sessions[0] != sessions[1]:  # not one session: the machine's state is in the ratio too
         when = " and ".join(str(envs.get(p, {}).get("date", "?"))[:16] for p in (own, debian))
         same += f"; measured in different sessions ({when}), so it holds the machine's load too"
+    builder = build_family(own, envs.get(own, {}))
+    whose = f"{builder}'s " if builder in ("pyenv", "own build") else ""
     return (
-        f"**What the build moves:** the same rows on {build_family(own, envs.get(own, {}))}'s "
-        f"{exact[0]} and Debian's {exact[1]}: at a fixed offered load, Debian's costs "
+        f"**What the build moves:** the same rows on {whose}{exact[0]} and Debian's "
+        f"{exact[1]}: at a fixed offered load, Debian's costs "
         f"{statistics.median(ratios):.2f}× per request (median over {len(ratios)} rows, from "
         f"{ratios[0]:.2f}× to {ratios[-1]:.2f}×){same}."
     )
