@@ -105,7 +105,8 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
 
 
-@nox.session(venv_backend="none")
+# python=RUNNING: named, it passes the running-interpreter selection above (no venv is made).
+@nox.session(python=RUNNING, venv_backend="none")
 def pythons(session: nox.Session) -> None:
     """Make Debian's root with CPython 3.13, 3.14 and 3.15, once (bench/debian_root.py)."""
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,20 @@ def test_the_bench_measures_debians_python_inside_the_root_as_its_own_build():
     assert found.environment["python"].startswith("3.14.")
     assert "--prefix=/usr" in found.environment["python_config_args"]
     assert "asyncio" in found.styles and "curio" in found.unavailable
+
+
+def test_nox_selects_the_root_sessions():
+    """`nox -s pythons` is selected though no interpreter is named; a version only the root has
+    gets its sessions under the usual names."""
+    import sys
+
+    def selected(session: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "nox", "-l", "-s", session],
+            cwd=debian_root.checkout(), capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        return [line.split()[1] for line in done.stdout.splitlines() if line.startswith("* ")]
+
+    assert selected("pythons") == ["pythons"]
+    for version in interpreters.rooted():
+        assert selected(f"conformance-{version}") == [f"conformance-{version}"]
