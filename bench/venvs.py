@@ -71,8 +71,7 @@ def interpreter(spec: str, say) -> Interpreter:
         version = version_of(spec)
         if version not in debian_root.PYTHONS:
             raise NoInterpreter(f"--python {spec}: Debian's root holds {debian_root.PYTHONS}")
-        found = ask(str(in_root(version, say)))
-        return Interpreter(f"{DEBIAN}-{version}", *_fields(found))
+        return ask(str(in_root(version, say)))  # named debian-X.Y there (RUNNING)
     if is_version(spec):
         return ask(str(virtualenv(spec, say)))
     executable = shutil.which(spec)
@@ -84,10 +83,6 @@ def interpreter(spec: str, say) -> Interpreter:
 def is_version(spec: str) -> bool:
     """ "3.13", or a build's name: "debian-3.13"."""
     return re.fullmatch(rf"({DEBIAN}-)?\d+\.\d+", spec) is not None
-
-
-def _fields(found: Interpreter) -> tuple:
-    return (found.executable, found.styles, found.unavailable, found.environment, found.anchors)
 
 
 def here() -> Interpreter:
@@ -128,16 +123,16 @@ def ask(executable: str) -> Interpreter:
         raise NoInterpreter(f"{executable} -m loops --json failed: {done.stderr.strip()[-300:]}")
     data = json.loads(done.stdout)
     variants = {n: (tuple(v["styles"]), v["unavailable"]) for n, v in data["variants"].items()}
-    return _interpreter(
-        data["python"], executable, variants, *json.loads(run_there(executable, CAPTURE))
-    )
+    environment, anchors, name = json.loads(run_there(executable, CAPTURE))
+    return _interpreter(name, executable, variants, environment, anchors)
 
 
 # The environment record as the interpreter under test sees it (its version, its libraries),
-# and which echo anchors it cannot run, with why.
+# which echo anchors it cannot run, with why, and its name in the results (RUNNING: its build's).
 CAPTURE = (
     "import json; from bench import environment; from bench.matrix.echo import anchor_reasons; "
-    "print(json.dumps([environment.capture(), anchor_reasons()]))"
+    "from bench.interpreters import RUNNING; "
+    "print(json.dumps([environment.capture(), anchor_reasons(), RUNNING]))"
 )
 
 
