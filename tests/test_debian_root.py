@@ -85,9 +85,9 @@ def no_mount_left():
 
 
 needs_root = pytest.mark.skipif(
-    not debian_root.ready() or debian_root.problems() != [],
-    reason=f"Debian's root is not made at {debian_root.ROOT} (python3 -m nox -s pythons) or "
-    "cannot be entered here",
+    debian_root.inside() or not debian_root.ready() or debian_root.problems() != [],
+    reason=f"Debian's root is not made at {debian_root.ROOT} (python3 -m nox -s pythons), "
+    "cannot be entered here, or these tests run inside it",
 )
 
 
@@ -145,6 +145,8 @@ def test_nox_selects_the_root_sessions():
     """`nox -s pythons` is selected though no interpreter is named; a version only the root has
     gets its sessions under the usual names."""
     import sys
+
+    pytest.importorskip("nox", reason="nox is not installed in this interpreter")
 
     def selected(session: str) -> list[str]:
         done = subprocess.run(
