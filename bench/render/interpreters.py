@@ -229,11 +229,25 @@ def builds_table(data: dict, envs: dict[str, dict], names: dict[str, str]) -> st
             names[p],
             envs.get(p, {}).get("python", "?"),
             build_flags(envs.get(p, {}).get("python_config_args")),
+            _when(envs.get(p, {})),
         ]
         for p in data
     ]
-    headers = ["interpreter", "exact version", "configure options that shape speed"]
+    headers = [
+        "interpreter",
+        "exact version",
+        "configure options that shape speed",
+        "latest session (load average)",
+    ]
     return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def _when(environment: dict) -> str:
+    """When an interpreter's latest session ran, and how loaded the machine was then."""
+    load = environment.get("load_average")
+    date = str(environment.get("date", "?"))[:16].replace("T", " ")
+    cores = environment.get("logical_cores", "?")
+    return f"{date} ({load[0]:.1f} on {cores} cores)" if load else date
 
 
 def build_sentence(data: dict[str, Figures], envs: dict[str, dict]) -> str | None:
@@ -283,7 +297,13 @@ def uvloop_sentence(data: dict[str, Figures]) -> str | None:
         cost = figures[COST.name]
         if cost.get(uv, (None,))[0] and cost.get(aio, (None,))[0]:
             ratio = cost[aio][0] / cost[uv][0]
-            verdict = "uvloop pays" if ratio > 1.05 else "uvloop no longer pays (within 5 %)"
+            verdict = (
+                "uvloop pays"
+                if ratio > 1.05
+                else "uvloop costs more"
+                if ratio < 0.95
+                else "uvloop no longer pays: within 5 %"
+            )
             parts.append(
                 f"on {python} asyncio-protocol costs {ratio:.2f}× uvloop-protocol ({verdict})"
             )
