@@ -37,6 +37,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import errno
+import inspect
 import logging
 import signal
 import socket
@@ -57,6 +58,8 @@ from loops.callbacks.sockets import SocketCalls
 from loops.callbacks.transports import _set_result_unless_done
 
 logger = logging.getLogger("loops.callbacks.dropin")
+# asyncio's handle for call_soon_threadsafe (3.14, 3.13.1+), None where asyncio has none.
+_ThreadSafeHandle = getattr(asyncio.events, "_ThreadSafeHandle", None)
 
 
 class AsyncioLoop(Loop, SocketCalls, Connections, Servers, Datagrams, asyncio.AbstractEventLoop):
@@ -192,12 +195,26 @@ class AsyncioLoop(Loop, SocketCalls, Connections, Servers, Datagrams, asyncio.Ab
 
     # -- threads ----------------------------------------------------------------------------
 
+    def call_soon_threadsafe(
+        self, callback: Callable[..., Any], *args: Any, context: Any = None
+    ) -> Any:
+        """The reactor's call_soon_threadsafe, returning asyncio's thread-safe handle where
+        asyncio has one (3.14, 3.13.1+): its lock makes a cancel() from another thread wait
+        for a callback already running, and a cancel() before it runs stick (asyncio's rules
+        since gh-123965). The reactor runs the handle's own ``_run``, which takes that lock."""
+        if _ThreadSafeHandle is None:
+            return super().call_soon_threadsafe(callback, *args, context=context)
+        self._check_closed()
+        handle = _ThreadSafeHandle(callback, args, self, context)
+        super().call_soon_threadsafe(handle._run)
+        return handle
+
     def run_in_executor(
         self, executor: Any, func: Callable[..., Any], *args: Any
     ) -> asyncio.Future:
         """Run func(*args) in executor (default: a thread pool); an asyncio future of it."""
         self._check_closed()
-        if asyncio.iscoroutine(func) or asyncio.iscoroutinefunction(func):
+        if asyncio.iscoroutine(func) or inspect.iscoroutinefunction(func):
             raise TypeError("coroutines cannot be used with run_in_executor()")
         if executor is None:
             if self._executor_shutdown_called:
@@ -313,7 +330,7 @@ class AsyncioLoop(Loop, SocketCalls, Connections, Servers, Datagrams, asyncio.Ab
         which the loop watches like any other: the callback runs as an ordinary handle, in
         the loop's thread, never inside the interrupted code.
         """
-        if asyncio.iscoroutine(callback) or asyncio.iscoroutinefunction(callback):
+        if asyncio.iscoroutine(callback) or inspect.iscoroutinefunction(callback):
             raise TypeError("coroutines cannot be used with add_signal_handler()")
         _check_signal(sig)
         self._check_closed()
