@@ -252,6 +252,7 @@ def profile_loop(
     connections: int,
     seconds: tuple[float, float],
     keep: Path | None = None,
+    tree: Path = ROOT,
 ) -> dict:
     """Count one loop's echo server (see the module docstring); its figures per request."""
     with tempfile.TemporaryDirectory(prefix="profile-") as tmp:
@@ -263,7 +264,7 @@ def profile_loop(
         argv += [python, *(["-X", "perf"] if split else [])]
         argv += ["-m", "workloads.echo", "--loop", loop, "--port", "0"]
         with open(work / "server.err", "w") as err:
-            server = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=err)
+            server = subprocess.Popen(argv, cwd=tree, stdout=subprocess.PIPE, stderr=err)
             try:
                 line = server.stdout.readline().decode()
                 match = re.search(r":(\d+) .*pid (\d+)", line)
@@ -335,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-total", action="store_true", help="only the -X perf split")
     parser.add_argument("--label", default="", help="stored under this name beside the loop's")
     parser.add_argument("--json", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--tree", type=Path, default=ROOT, help="the lab checkout whose server is counted"
+    )
     parser.add_argument("--keep", type=Path, help="copy the callgrind dumps into this folder")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
@@ -355,9 +359,15 @@ def main(argv: list[str] | None = None) -> int:
         row = {"split": split}
         if not args.no_total:
             row["total"] = profile_loop(
-                loop, args.total_python, False, args.connections, tuple(args.seconds)
+                loop,
+                args.total_python,
+                False,
+                args.connections,
+                tuple(args.seconds),
+                None,
+                args.tree,
             )
-        row["commit"] = _commit()
+        row["commit"] = _commit(args.tree)
         row["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         stored["rows"][key] = row
         print(f"profile: {key}: {_line(row)}")
@@ -366,9 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _commit() -> str:
+def _commit(tree: Path) -> str:
     done = subprocess.run(
-        ["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True
+        ["git", "describe", "--always", "--dirty"], cwd=tree, capture_output=True, text=True
     )
     return done.stdout.strip()
 
