@@ -82,6 +82,7 @@ MSGHDR = struct.Struct("<QI4xQQQQi4x")  # name, namelen, iov, iovlen, control, c
 IOVEC = struct.Struct("<QQ")  # base, len
 MSGHDR_IOVEC = struct.Struct(MSGHDR.format + IOVEC.format[1:])  # the two, packed at once
 ACCEPT_FLAGS = socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC
+MSG_NOSIGNAL = socket.MSG_NOSIGNAL  # SEND's op_flags: EPIPE, not SIGPIPE, for a closed peer
 
 
 def _bytes_data_offset() -> int:
@@ -180,9 +181,7 @@ async def recv(sock: socket.socket, n: int) -> bytes:
                 data = data[:n]
             return data
     buffer = buffers.take(n)
-    return await operation(
-        OP_RECV, sock, addr=buffer.address, length=n, pinned=buffer, complete=_complete_recv
-    )
+    return await operation(OP_RECV, sock, buffer.address, n, buffer, _complete_recv)
 
 
 def _complete_send(res: int, pinned: Any, sock: Any, *, interrupted: bool) -> int | None:
@@ -203,13 +202,7 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
     sent = 0
     while sent < size:
         sent += await operation(
-            OP_SEND,
-            sock,
-            addr=address + sent,
-            length=size - sent,
-            pinned=data,
-            complete=_complete_send,
-            op_flags=socket.MSG_NOSIGNAL,
+            OP_SEND, sock, address + sent, size - sent, data, _complete_send, 0, MSG_NOSIGNAL
         )
 
 
