@@ -355,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
             args.connections,
             tuple(args.seconds),
             args.keep,
+            args.tree,
         )
         row = {"split": split}
         if not args.no_total:
