@@ -27,11 +27,15 @@ _free: dict[int, list[Buffer]] = {}  # size -> buffers no operation holds
 class Buffer:
     """Memory the kernel may write into: its ctypes storage, address and size."""
 
-    __slots__ = ("address", "lent", "size", "storage")
+    __slots__ = ("address", "lent", "size", "storage", "view")
 
     def __init__(self, size: int) -> None:
         self.storage = ctypes.create_string_buffer(size)
         self.address = ctypes.addressof(self.storage)
+        # Speed trick: the received bytes are copied out through this view
+        # (``view[:n].tobytes()``) rather than ``ctypes.string_at``'s foreign-function call,
+        # which marshals its arguments (loops/completions/README.md, "Levers").
+        self.view = memoryview(self.storage).cast("B")
         self.size = size
         self.lent = False  # True from take() to give(): an operation may still write into it
 

@@ -405,9 +405,7 @@ class Loop:
         fd = sock.fileno()
         if fd < 0:
             raise OSError(errno.EBADF, f"cannot operate on a closed socket: {sock!r}")
-        self._ring.prepare(
-            opcode, fd=fd, addr=addr, length=length, off=off, op_flags=op_flags, user_data=task.id
-        )
+        self._ring.prepare_op(opcode, fd, addr, length, off, op_flags, task.id)
         self._in_flight[task.id] = task
         task.complete = complete
         task.pinned = pinned
