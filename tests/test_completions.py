@@ -219,7 +219,7 @@ def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypa
         loop = kernel.running_loop()
         victim = await co.spawn(co.recv(a, size))
         await co.sleep(0.01)  # its RECV is in flight
-        lent = loop._in_flight[victim.id].pinned
+        lent = loop._io.in_flight[victim.id].pinned
         assert lent.lent
         held[victim.id] = [10**9]  # the kernel's answer to the cancel is held back, until...
         canceller = await co.spawn(co.cancel(victim))

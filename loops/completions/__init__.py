@@ -34,7 +34,8 @@ VARIANT = Variant(
     wake_up="eventfd",
     thread_entries=("run_in_thread",),
     cancellation=(
-        "`Loop._interrupt` undoes a wait; an operation in flight is asked back with "
-        "`OP_ASYNC_CANCEL` and the error waits in `Task.pending` until its CQE arrives"
+        "`Loop._interrupt` undoes a wait; an operation in flight is asked back by "
+        "`Proactor.interrupt` with `OP_ASYNC_CANCEL` and the error waits in `Task.pending` "
+        "until its CQE arrives"
     ),
 )

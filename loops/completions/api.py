@@ -9,13 +9,13 @@ outside the ring first would be a readiness loop again, with io_uring as its pol
 
 The buffers a recv hands the kernel come from :mod:`loops.completions.buffers`, which takes one
 back only when the completion that used it has arrived (the proactor's hazard, see
-``Loop._interrupt``). The bytes a send hands the kernel are the caller's ``bytes`` object
+``Proactor.interrupt``). The bytes a send hands the kernel are the caller's ``bytes`` object
 itself (immutable, its address fixed), kept alive by the task until the completion.
 
 The task calls (run, timeout_after, run_in_thread) are twins of ``loops/traps/api.py``'s on
 purpose, each variant being read alone (``tests/test_twins.py`` holds them together); only the
 socket calls differ. Each socket call's *completer* (``_complete_recv``, ``_complete_send``...)
-turns its operation's ``res`` into the answer (``Loop._deliver``); ``Loop._give_back`` calls
+turns its operation's ``res`` into the answer (``Proactor.deliver``); ``Proactor.give_back`` calls
 it with ``interrupted=True`` instead when the task will not take the answer, to release the
 buffer and keep what came.
 """

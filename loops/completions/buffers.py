@@ -7,7 +7,7 @@ in between is the proactor's classic bug: the kernel writes a late datagram into
 now belongs to someone else. Here a buffer is given back to the pool in exactly one place, the
 completer of the operation it was lent to (``_complete_recv``, ``_complete_recvmsg`` in
 ``api.py``), which the kernel calls once that operation's completion has arrived
-(``Loop._deliver``, ``Loop._give_back``), never when a task is cancelled.
+(``Proactor.deliver``, ``Proactor.give_back``), never when a task is cancelled.
 
 Speed trick, fenced here: buffers are pooled by size, so the steady state of an echo server
 allocates (and zeroes) no buffer per recv; ``ctypes.create_string_buffer`` memory is zeroed

@@ -173,7 +173,7 @@ class Loop:
             while self._tasks:
                 leftovers = list(self._tasks)
                 for task in leftovers:  # before any of them runs again
-                    if type(task.throw) is not CancelledError:
+                    if not _cancel_on_its_way(task):
                         self._interrupt(task, CancelledError())
                 self._run_until(self._spawn(_cancel_all(leftovers)))
         finally:
@@ -348,7 +348,7 @@ class Loop:
             raise CancelledError()
         if target not in self._tasks:
             raise _not_ours(target, "cancel")
-        if type(target.throw) is not CancelledError:  # unless a cancel is on its way already
+        if not _cancel_on_its_way(target):
             self._interrupt(target, CancelledError())
         self._wait_for_end(task, target, CANCELLING)
         return SUSPEND
@@ -500,6 +500,11 @@ async def _cancel_all(tasks: list[Task]) -> None:
     """The shutdown task: wait for each leftover task (already cancelled) to unwind."""
     for task in tasks:
         await cancel(task)
+
+
+def _cancel_on_its_way(task: Task) -> bool:
+    """True if a cancellation already waits to reach task, at its next run."""
+    return type(task.throw) is CancelledError
 
 
 def _check_not_running() -> None:
