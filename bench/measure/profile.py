@@ -67,8 +67,10 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from bench.render.instructions import FILE
+
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "reports" / "results" / "profile.json"
+RESULTS = ROOT / "reports" / "results" / FILE  # bench.render.instructions renders it
 SPLIT_PYTHON = "3.12"  # -X perf is 3.12+: found as bench.interpreters.find finds it
 STOP_GRACE = 20.0  # seconds a server has to end after its dumps, then it is killed
 CALLERS = 12  # --separate-callers: deep enough that every instruction's chain reaches Python
