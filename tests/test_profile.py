@@ -55,20 +55,31 @@ def test_each_instruction_goes_to_its_part_and_to_the_nearest_python_function(tm
 def test_the_section_compares_the_twins_part_by_part_and_lists_the_levers():
     def row(split, ring, total):
         return {
-            "split": {"per_request": split, "connections": 20, "parts": {"ring": ring}},
+            "split": {
+                "per_request": split,
+                "connections": 20,
+                "rate": 200,
+                "parts": {"ring": ring},
+            },
             "total": {"per_request": total, "python": "/x/versions/3.11.7/bin/python3"},
         }
 
     data = {
-        "rows": {"traps": row(100.0, 0.0, 60.0), "completions": row(150.0, 40.0, 90.0)},
+        "rows": {
+            "traps": row(100.0, 0.0, 60.0),
+            "completions": row(150.0, 40.0, 90.0),
+            "traps (paced 200/s)": row(120.0, 0.0, 70.0),
+            "completions (paced 200/s)": row(240.0, 90.0, 140.0),
+        },
         "levers": [
             {"label": "main", "commit": "abc", "per_request": 200.0},
             {"label": "a lever", "commit": "def", "per_request": 150.0},
         ],
     }
     text = "\n".join(section(data))
-    assert "| instructions per request | traps | completions |" in text
+    assert "| instructions per request, closed loop | traps | completions |" in text
     assert "| total, Python 3.11 | 60 | 90 |" in text
     assert "completions / traps: 1.50 under `-X perf`, 1.50 on Python 3.11." in text
     assert "| a lever | def | 150 | -50 |" in text
+    assert "completions / traps: 2.00 under `-X perf`, 2.00 on Python 3.11." in text  # paced
     assert "Not measured" in "\n".join(section(None))

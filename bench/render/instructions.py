@@ -46,42 +46,21 @@ def section(data: dict | None) -> list[str]:
     columns = [loop for loop in LOOPS if loop in rows]
     if not columns:
         return [*lines, f"Not measured in this tree yet: `{COMMAND}`.", ""]
-    split = {loop: rows[loop]["split"] for loop in columns}
-    first = split[columns[0]]
+    first = rows[columns[0]]["split"]
     lines += [
         f"Counted by `{COMMAND}`: user-space instructions (callgrind's `Ir`) the echo server "
-        f"executes per request, {first['connections']} connections × 1 KiB, closed loop, the "
-        "difference of two dumps over the difference of their request counts. Linux's own work "
-        "inside the syscalls is not counted. Parts are told apart on Python 3.12 with `-X "
-        "perf` (which costs instructions itself); the plain interpreter's total is the first "
-        "line.",
+        f"executes per request, {first['connections']} connections × 1 KiB, the difference of "
+        "two dumps over the difference of their request counts. Linux's own work inside the "
+        "syscalls is not counted. Parts are told apart on Python 3.12 with `-X perf` (which "
+        "costs instructions itself); the plain interpreter's total is the first line.",
         "",
-        "| instructions per request | " + " | ".join(columns) + " |",
-        "|---|" + "--:|" * len(columns),
     ]
-    totals = [rows[loop].get("total") for loop in columns]
-    if all(totals):
-        lines.append(
-            f"| total, {_python(totals[0]['python'])} | "
-            + " | ".join(f"{t['per_request']:,.0f}" for t in totals)
-            + " |"
-        )
-    lines.append(
-        "| total, 3.12 `-X perf` | "
-        + " | ".join(f"**{split[loop]['per_request']:,.0f}**" for loop in columns)
-        + " |"
-    )
-    for part, label in PARTS.items():
-        values = [split[loop]["parts"].get(part, 0) for loop in columns]
-        if any(round(v) for v in values):
-            lines.append(f"| {label} | " + " | ".join(f"{v:,.0f}" for v in values) + " |")
-    if len(columns) == 2:
-        a, b = (split[loop]["per_request"] for loop in columns)
-        lines += ["", f"{columns[1]} / {columns[0]}: {b / a:.2f} under `-X perf`"]
-        if all(totals):
-            ratio = totals[1]["per_request"] / totals[0]["per_request"]
-            lines[-1] += f", {ratio:.2f} on {_python(totals[0]['python'])}"
-        lines[-1] += "."
+    lines += _table([rows[loop] for loop in columns], columns, "closed loop")
+    paced = {loop: key for key in rows for loop in columns if key.startswith(f"{loop} (paced")}
+    if len(paced) == len(columns):
+        rate = rows[paced[columns[0]]]["split"].get("rate")
+        title = f"at a fixed offered load of {rate} requests/s (`--rate {rate}`)"
+        lines += ["", *_table([rows[paced[loop]] for loop in columns], columns, title)]
     levers = (data or {}).get("levers", [])
     if levers:
         lines += [
@@ -99,6 +78,39 @@ def section(data: dict | None) -> list[str]:
             lines.append(f"| {lever['label']} | {lever['commit']} | {value:,.0f} | {change} |")
             before = value
     return [*lines, ""]
+
+
+def _table(entries: list[dict], columns: list[str], regime: str) -> list[str]:
+    """One regime's table: a column per loop, the totals, then a line per part."""
+    split = [entry["split"] for entry in entries]
+    lines = [
+        f"| instructions per request, {regime} | " + " | ".join(columns) + " |",
+        "|---|" + "--:|" * len(columns),
+    ]
+    totals = [entry.get("total") for entry in entries]
+    if all(totals):
+        lines.append(
+            f"| total, {_python(totals[0]['python'])} | "
+            + " | ".join(f"{t['per_request']:,.0f}" for t in totals)
+            + " |"
+        )
+    lines.append(
+        "| total, Python 3.12 `-X perf` | "
+        + " | ".join(f"**{s['per_request']:,.0f}**" for s in split)
+        + " |"
+    )
+    for part, label in PARTS.items():
+        values = [s["parts"].get(part, 0) for s in split]
+        if any(round(v) for v in values):
+            lines.append(f"| {label} | " + " | ".join(f"{v:,.0f}" for v in values) + " |")
+    if len(columns) == 2:
+        a, b = (s["per_request"] for s in split)
+        lines += ["", f"{columns[1]} / {columns[0]}: {b / a:.2f} under `-X perf`"]
+        if all(totals):
+            ratio = totals[1]["per_request"] / totals[0]["per_request"]
+            lines[-1] += f", {ratio:.2f} on {_python(totals[0]['python'])}"
+        lines[-1] += "."
+    return lines
 
 
 def _python(path: str) -> str:
