@@ -1,11 +1,13 @@
 """The coroutines style of the completions loop: the namespace ``VARIANT.coroutines`` points at.
 
-Every socket call is one io_uring operation: the call prepares what the kernel needs (a buffer
+Every socket call is an io_uring operation: the call prepares what the kernel needs (a buffer
 to fill, the bytes to send, an address in the kernel's ``sockaddr`` layout), awaits
-``operation(...)`` and turns the completion's ``res`` into the answer. There is no "try the
-call first": a readiness loop may try ``sock.recv`` and wait only on ``BlockingIOError``,
-because the failed try costs nothing but a syscall. Here the operation *is* the call; trying it
-outside the ring first would be a readiness loop again, with io_uring as its poller.
+``operation(...)`` and turns the completion's ``res`` into the answer. A receive is not tried
+first: a readiness loop may try ``sock.recv`` and wait only on ``BlockingIOError``, because the
+failed try costs nothing but a syscall. Here the operation *is* the call; trying it outside the
+ring first would be a readiness loop again, with io_uring as its poller. ``sendall`` alone tries
+``sock.send`` first and submits a SEND only for what the socket did not take: a send almost
+never waits, and through the ring it cost several times the syscall it saved (its docstring).
 
 The buffers a recv hands the kernel come from :mod:`loops.completions.buffers`, which takes one
 back only when the completion that used it has arrived (the proactor's hazard, see
