@@ -1,7 +1,7 @@
 """Instructions per echo request, by part of the server, counted under callgrind.
 
     python -m bench.measure.profile [--loop NAME ...] [--connections N] [--seconds A B]
-        [--json FILE]
+        [--rate R] [--label TEXT] [--tree CHECKOUT] [--no-total] [--keep DIR] [--json FILE]
 
 Why instructions: on a shared machine, CPU time per request moves with the load of the other
 processes (caches, frequency, preemption); the number of instructions the server executes per
@@ -46,7 +46,10 @@ the bench's interpreter without it (``--split-python`` / ``--total-python``): th
 
 Under callgrind the server runs some fifty times slower, so the load generator always finds it
 busy: every connection has a request waiting at each turn (the closed loop's saturated regime,
-the largest batches per enter). Both loops are counted in that same regime.
+the largest batches per enter). Both loops are counted in that same regime. ``--rate R`` offers
+a fixed load instead (the bench's paced measure, open loop): at a rate well below what the
+server sustains under callgrind, a turn serves one request or a few, and what a loop pays per
+turn (an enter, a poll) is paid by fewer requests.
 
 Results go to ``reports/results/profile.json`` (``--json``): per loop, the counts of both dumps,
 instructions per request in total and by part, and the Python functions costing most.
@@ -67,8 +70,10 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from bench.render.instructions import FILE
+
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "reports" / "results" / "profile.json"
+RESULTS = ROOT / "reports" / "results" / FILE  # bench.render.instructions renders it
 SPLIT_PYTHON = "3.12"  # -X perf is 3.12+: found as bench.interpreters.find finds it
 STOP_GRACE = 20.0  # seconds a server has to end after its dumps, then it is killed
 CALLERS = 12  # --separate-callers: deep enough that every instruction's chain reaches Python
@@ -230,10 +235,12 @@ def _interpreter(version: str) -> str:
     return path
 
 
-def _load(port: int, connections: int, seconds: float, out: Path) -> int:
+def _load(port: int, connections: int, seconds: float, out: Path, rate: int | None = None) -> int:
     argv = [sys.executable, "-m", "workloads.echo.load", "--port", str(port)]
     argv += ["--connections", str(connections), "--size", "1024", "--duration", str(seconds)]
     argv += ["--json", str(out), "--timeout", "120"]
+    if rate:
+        argv += ["--rate", str(rate)]
     subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     record = json.loads(out.read_text())
     if not record.get("ok"):
@@ -253,6 +260,7 @@ def profile_loop(
     seconds: tuple[float, float],
     keep: Path | None = None,
     tree: Path = ROOT,
+    rate: int | None = None,
 ) -> dict:
     """Count one loop's echo server (see the module docstring); its figures per request."""
     with tempfile.TemporaryDirectory(prefix="profile-") as tmp:
@@ -275,7 +283,8 @@ def profile_loop(
                 _control("-i", "on", str(pid))
                 requests = []
                 for name, duration in zip("AB", seconds, strict=True):
-                    requests.append(_load(port, connections, duration, work / f"{name}.json"))
+                    record = work / f"{name}.json"
+                    requests.append(_load(port, connections, duration, record, rate))
                     _control("-d", name, str(pid))
                 functions = read_perf_map(pid) if split else {}
                 # The dumps are written: the server may go. Under valgrind a signal does not
@@ -306,6 +315,7 @@ def profile_loop(
         "split": split,
         "connections": connections,
         "seconds": list(seconds),
+        "rate": rate,
         "requests": requests,
         "instructions": totals,
         "per_request": (totals[1] - totals[0]) / served,
@@ -330,6 +340,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.measure.profile", description=__doc__)
     parser.add_argument("--loop", action="append", help="default: traps and completions")
     parser.add_argument("--connections", type=int, default=20)
+    parser.add_argument(
+        "--rate",
+        type=int,
+        help="offered requests/s (open loop, the bench's paced measure); default: closed loop",
+    )
     parser.add_argument("--seconds", type=float, nargs=2, default=(0.3, 8.0), metavar=("A", "B"))
     parser.add_argument("--split-python", default=SPLIT_PYTHON, help="a version (3.12+)")
     parser.add_argument("--total-python", default=sys.executable, help="a path")
@@ -356,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
             tuple(args.seconds),
             args.keep,
             args.tree,
+            args.rate,
         )
         row = {"split": split}
         if not args.no_total:
@@ -367,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
                 tuple(args.seconds),
                 None,
                 args.tree,
+                args.rate,
             )
         row["commit"] = _commit(args.tree)
         row["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")

@@ -1,11 +1,13 @@
 """The coroutines style of the completions loop: the namespace ``VARIANT.coroutines`` points at.
 
-Every socket call is one io_uring operation: the call prepares what the kernel needs (a buffer
+Every socket call is an io_uring operation: the call prepares what the kernel needs (a buffer
 to fill, the bytes to send, an address in the kernel's ``sockaddr`` layout), awaits
-``operation(...)`` and turns the completion's ``res`` into the answer. There is no "try the
-call first": a readiness loop may try ``sock.recv`` and wait only on ``BlockingIOError``,
-because the failed try costs nothing but a syscall. Here the operation *is* the call; trying it
-outside the ring first would be a readiness loop again, with io_uring as its poller.
+``operation(...)`` and turns the completion's ``res`` into the answer. A receive is not tried
+first: a readiness loop may try ``sock.recv`` and wait only on ``BlockingIOError``, because the
+failed try costs nothing but a syscall. Here the operation *is* the call; trying it outside the
+ring first would be a readiness loop again, with io_uring as its poller. ``sendall`` alone tries
+``sock.send`` first and submits a SEND only for what the socket did not take: a send almost
+never waits, and through the ring it cost several times the syscall it saved (its docstring).
 
 The buffers a recv hands the kernel come from :mod:`loops.completions.buffers`, which takes one
 back only when the completion that used it has arrived (the proactor's hazard, see
@@ -192,14 +194,30 @@ def _complete_send(res: int, pinned: Any, sock: Any, *, interrupted: bool) -> in
 
 
 async def sendall(sock: socket.socket, data: bytes) -> None:
-    """Send all of data: a SEND of what is left until the kernel has taken it all."""
+    """Send all of data: tried at once with ``sock.send``, then a SEND of what is left until
+    the kernel has taken it all.
+
+    Speed trick, fenced here (loops/completions/README.md, "Levers", the send tried first): a
+    socket's send buffer almost always has room for what an echo or a request sends, and a
+    send that goes through the ring costs a suspension and a resumption of the task, an SQE, a
+    CQE and a completer, which in Python is several times the syscall it saves. Only what the
+    socket does not take at once (a full buffer: ``BlockingIOError``, or a partial send) goes
+    through the ring. Errors of the direct send (a reset, a closed peer's ``EPIPE``) are the
+    ``OSError`` the SEND's completion would have raised. Receives are not tried first: a
+    receive waits for the peer far more often than a send waits for room, and a receive that
+    finds nothing is the readiness loops' failed syscall (the README's design notes)."""
     if sock.gettimeout() != 0:
         check_nonblocking(sock)
     if type(data) is not bytes:
         data = bytes(data)  # a fixed address the caller cannot change under the kernel
     size = len(data)
+    try:  # the send, tried first: see the docstring
+        sent = sock.send(data, MSG_NOSIGNAL)
+    except BlockingIOError:
+        sent = 0
+    if sent == size:
+        return
     address = id(data) + BYTES_DATA  # the bytes object's own buffer: no copy
-    sent = 0
     while sent < size:
         sent += await operation(
             OP_SEND, sock, address + sent, size - sent, data, _complete_send, 0, MSG_NOSIGNAL

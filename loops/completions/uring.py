@@ -70,6 +70,8 @@ CQE = struct.Struct("<Qi4x")  # user_data, res, and flags (unused here, skipped)
 CQE_SIZE = 16
 GETEVENTS_ARG = struct.Struct("<QIIQ")  # sigmask, sigmask_sz, min_wait_usec, ts (a pointer)
 TIMESPEC = struct.Struct("<qq")
+# The enter's last argument, the size of its arg, as 8-byte values (see _enter).
+_ARG_SIZE, _NO_ARG_SIZE = ctypes.c_long(GETEVENTS_ARG.size), ctypes.c_long(0)
 
 
 class _SQOffsets(ctypes.Structure):
@@ -107,11 +109,16 @@ _libc = ctypes.CDLL(None, use_errno=True)  # releases the GIL around each call
 _syscall = _libc.syscall
 _syscall.restype = ctypes.c_long
 # Speed trick, fenced here: io_uring_enter runs once per turn of the loop, so it gets its own
-# prototype with declared argument types, which lets ctypes convert plain ints itself instead
-# of the caller building seven c_long objects per call.
-_enter = _libc["syscall"]  # a second handle on syscall(2): its own argtypes
+# handle on syscall(2), called with plain Python ints and a ready-made c_void_p and no declared
+# argtypes. Declared argtypes have ctypes convert each argument through its type's from_param;
+# plain ints go straight in as C ints, which libffi widens (sign-extends) into the 64-bit
+# registers the syscall reads, and every int given here (syscall number, fd, counts, flags)
+# is far below 2**31. The seventh argument goes on the stack, where a C int fills only half
+# of the 8-byte slot the syscall reads: it is a ready-made c_long (_ARG_SIZE, _NO_ARG_SIZE).
+# What it saves per request is in loops/completions/README.md ("Levers", the enter without
+# argtypes).
+_enter = _libc["syscall"]  # a second handle on syscall(2), for the enter alone
 _enter.restype = ctypes.c_long
-_enter.argtypes = [ctypes.c_long] * 5 + [ctypes.c_void_p, ctypes.c_long]
 
 
 def setup(entries: int, params: Params) -> int:
@@ -197,7 +204,7 @@ class Ring:
         self._timespec = ctypes.create_string_buffer(TIMESPEC.size)
         self._arg = ctypes.create_string_buffer(GETEVENTS_ARG.size)
         GETEVENTS_ARG.pack_into(self._arg, 0, 0, 0, 0, ctypes.addressof(self._timespec))
-        self._arg_addr = ctypes.addressof(self._arg)
+        self._arg_pointer = ctypes.c_void_p(ctypes.addressof(self._arg))  # for _enter
 
     def _map(self, p: Params) -> None:
         sq, cq = p.sq_off, p.cq_off
@@ -308,10 +315,10 @@ class Ring:
         """Submit what is queued; with wait (seconds) or None (forever), also wait for one
         completion. 0 means: submit only, and have the kernel post the completions waiting to
         be posted, if any (``CQ_NEEDS_FLUSH``). Returns how many SQEs the kernel took."""
-        submit, flags, arg, argsz = self.pending, 0, None, 0
+        submit, flags, arg, argsz = self.pending, 0, None, _NO_ARG_SIZE
         if wait != 0:
             flags = ENTER_GETEVENTS | ENTER_EXT_ARG
-            arg, argsz = self._arg_addr, GETEVENTS_ARG.size
+            arg, argsz = self._arg_pointer, _ARG_SIZE
             if wait is None:  # a null timespec pointer: no timeout
                 GETEVENTS_ARG.pack_into(self._arg, 0, 0, 0, 0, 0)
             else:
@@ -324,7 +331,7 @@ class Ring:
             flags = ENTER_GETEVENTS
         elif not submit:
             return 0  # nothing to hand over, nothing to collect: no syscall
-        taken = _enter(SYS_IO_URING_ENTER, self.fd, submit, wait != 0, flags, arg, argsz)
+        taken = _enter(SYS_IO_URING_ENTER, self.fd, submit, int(wait != 0), flags, arg, argsz)
         if taken < 0:
             code = ctypes.get_errno()
             if code in (errno.ETIME, errno.EINTR, errno.EAGAIN, errno.EBUSY):
