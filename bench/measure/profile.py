@@ -35,7 +35,8 @@ running (what ``perf report`` does with sampled stacks, here exact). A part is t
   ``fileno``, ``gettimeout``): the user-space side of a socket call;
 - **poller (C)**: the ``select`` module's C code (``epoll.poll``), the readiness loops' wait;
 - otherwise the Python function's file: ``uring.py`` is **ring** (SQE writes, the enter, reaping
-  CQEs), ``kernel.py`` **the turn** (the run loop and its helpers), ``api.py`` and
+  CQEs), ``kernel.py`` **the turn** (the run loop and its helpers, with the I/O side the kernel
+  calls: ``poller.py``, ``proactor.py``), ``api.py`` and
   ``buffers.py`` **socket calls** (the loop's ``recv``/``sendall`` and their completers),
   ``workloads/echo`` **protocol**; anything else **other**.
 
@@ -104,8 +105,9 @@ SWITCH_C = {
 # Python files (path endings) and the part their functions' own instructions belong to.
 FILE_PARTS = (
     ("/uring.py", "ring"),
-    ("/poller.py", "poller (C)"),
     ("/kernel.py", "the turn"),
+    ("/poller.py", "the turn"),  # the kernels' I/O sides: stage 1's wait and the I/O traps
+    ("/proactor.py", "the turn"),
     ("/traps.py", "task switch"),
     ("/task.py", "task switch"),
     ("/api.py", "socket calls"),
