@@ -12,14 +12,14 @@ import signal
 import sys
 from pathlib import Path
 
-from bench import matrix
+from bench import registry
 from bench.store import RESULTS
 
 
 def known_row_names() -> list[str]:
     """Loop names (from discovery) and anchor names (from the echo anchors) --loop accepts."""
     import loops
-    from bench.matrix import echo
+    from bench.registry import echo
 
     return sorted({*loops.discover(), *echo.anchor_names()})
 
@@ -66,14 +66,14 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    run = commands.add_parser("run", help="measure the matrix (quick by default) and store it")
+    run = commands.add_parser("run", help="measure a run (quick by default) and store it")
     size = run.add_mutually_exclusive_group()
-    size.add_argument("--quick", dest="full", action="store_false", help="the quick matrix")
-    size.add_argument("--full", dest="full", action="store_true", help="the full matrix")
+    size.add_argument("--quick", dest="full", action="store_false", help="the quick run's points")
+    size.add_argument("--full", dest="full", action="store_true", help="the full run's points")
     run.set_defaults(full=False)
     run.add_argument("--loop", action="append", metavar="NAME", help="only this loop (repeat)")
     run.add_argument(
-        "--workload", action="append", choices=matrix.names(), help="only this workload (repeat)"
+        "--workload", action="append", choices=registry.names(), help="only this workload (repeat)"
     )
     run.add_argument(
         "--where",
@@ -92,7 +92,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--across",
         action="store_true",
-        help="only the points the report's Interpreters section reads (bench/across.py)",
+        help="only the points the report's Interpreters section reads "
+        "(bench/interpreter_figures.py)",
     )
     run.add_argument("--results", type=Path, default=RESULTS)
 
@@ -124,8 +125,9 @@ def main(argv: list[str] | None = None) -> int:
                 stop, "the anatomy stores its rows at the end: none of this run is kept"
             )
     from bench.render import render_all
+    from bench.render.reading import render_reading
 
-    for path in render_all(args.results):
+    for path in render_all(args.results) + render_reading(args.results):
         print(f"wrote {path}")
     return 0
 
@@ -147,7 +149,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         where[name] = value
     try:
         return run_bench(
-            args.workload or matrix.names(),
+            args.workload or registry.names(),
             args.full,
             args.loop,
             args.redo,

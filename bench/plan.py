@@ -1,4 +1,4 @@
-"""The matrix's vocabulary: a point (one configuration of a workload), its rows, its figures.
+"""The bench's vocabulary: a point (one configuration of a workload), its rows, its figures.
 
 A *point* is one set of workload parameters (say echo with 1 KiB messages over 100
 connections). Its *rows* are what is compared at that point: every discovered variant in
@@ -89,6 +89,20 @@ class Chart:
     where: tuple[tuple[str, object], ...] = ()  # only points with these parameter values
     log_x: bool = True
     log_y: bool = False
+
+
+@dataclass(frozen=True)
+class Glance:
+    """A column of the at-a-glance table opening each report: one of a workload's figures at
+    one of its points (its digits, scale and better direction are the Metric's)."""
+
+    header: str
+    where: tuple[tuple[str, object], ...]  # the point: these parameter values (None: absent)
+    metric: str  # a Metric.name of the workload
+    noun: str  # for the sentence under the table: "requests/s", "ns per switch"
+    point_text: str  # for the sentence: "1 KiB × 100 connections"
+    per_loop: bool = False  # one figure per loop, shown in each of its style rows (http)
+    place: int = 100  # where the column stands, left to right (a tie keeps report order)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""The bench run: walk the matrix, measure what is not stored yet, store it as it goes.
+"""The bench run: walk the points, measure what is not stored yet, store it as it goes.
 
-For each workload and each point of its matrix, the runner picks the rows that need measuring
+For each workload and each of its points, the runner picks the rows that need measuring
 (missing, incomplete, or measured on code that has changed since, see :mod:`bench.store`) and,
 if there are any, the asyncio rows too, so every ratio has a baseline from the same session.
 Repetitions are interleaved (all rows once, then all rows again, in a rotating order) so a
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import importlib
 import os
 import sys
 import tempfile
@@ -34,11 +35,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from bench import across, matrix
+from bench import interpreter_figures, registry
 from bench.interpreters import RUNNING
 from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
 from bench.procs import ChildFailed, Cores, DidNotFinish, subject_on
-from bench.store import RESULTS, ResultStore, results_path, row_fingerprint
+from bench.store import RESULTS, ResultStore, results_path
 from bench.summary import complete, summarize
 from bench.venvs import Interpreter, NoInterpreter, interpreter
 from bench.workload import Measuring, Workload
@@ -80,9 +81,9 @@ def plan_jobs(
     """What to measure for one workload (on one interpreter), and how many stored rows are
     skipped; `only_across`: only the points the Interpreters section reads."""
     jobs, skipped = [], 0
-    measuring = workload.measuring()
+    measuring = running_side(workload)
     for point in workload.points(full):
-        if not matches(point, where) or (only_across and not across.read_at(point)):
+        if not matches(point, where) or (only_across and not interpreter_figures.read_at(point)):
             continue
         point = dataclasses.replace(point, rows=tuple(rows_on(point.rows, python)))
         headline = workload.columns_at(point.args)[0].name
@@ -90,7 +91,7 @@ def plan_jobs(
         todo = [
             row
             for row in rows
-            if redo or store.needs(point, row, row_fingerprint(point.workload, row), headline)
+            if redo or store.needs(point, row, workload.fingerprint(row), headline)
         ]
         skipped += len(rows) - len(todo)
         if todo:
@@ -99,12 +100,17 @@ def plan_jobs(
             resumed = {}
             if not redo:
                 for row in todo:
-                    reps = store.resumable(point, row, row_fingerprint(point.workload, row))
+                    reps = store.resumable(point, row, workload.fingerprint(row))
                     if reps and row not in baseline:
                         resumed[row] = list(reps)
             todo = [*baseline, *(r for r in todo if r not in baseline)]
             jobs.append(Job(workload, measuring, store, point, todo, resumed, python))
     return jobs, skipped
+
+
+def running_side(workload: Workload) -> Measuring:
+    """The workload's running side: the MEASURING of the module its registration names."""
+    return importlib.import_module(workload.running).MEASURING
 
 
 def rows_on(rows: tuple[Row, ...], python: Interpreter | None) -> list[Row]:
@@ -168,7 +174,7 @@ def measure_point(group: list[Job], session: str, cores: Cores, full: bool, prog
             progress.advance(task)
             if done(job, row):  # steady after its minimum, or failed: its last rounds not run
                 progress.advance(task, total - len(kept))
-            job.store.put(point, row, session, row_fingerprint(point.workload, row), kept)
+            job.store.put(point, row, session, job.workload.fingerprint(row), kept)
             job.store.save()
 
 
@@ -187,6 +193,7 @@ def measure_once(job: Job, row: Row, cores: Cores, full: bool, session: str) -> 
         except DidNotFinish as error:  # over its cap: the row's result is that it did not finish
             record = {"error": str(error), "did_not_finish_s": error.cap_s}
             record["did_not_finish_kind"] = getattr(error, "kind", "wall")  # CPU or wall time
+            record["point_cap_s"] = job.point.cap_s  # under another cap, measured again
         except ChildFailed as error:
             record = {"error": str(error)}
         except Exception as error:  # a record the bench cannot read: say so, go on
@@ -244,7 +251,7 @@ def run(
         env = {**python.environment, "pinning": cores.describe(), "unavailable": python.unavailable}
         for name in workloads:
             planned = plan_workload(
-                matrix.get(name), mode, env, session, console, results, loop_names, redo, where,
+                registry.get(name), mode, env, session, console, results, loop_names, redo, where,
                 python, only_across,
             )  # fmt: skip
             if planned is not None:

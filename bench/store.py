@@ -8,21 +8,30 @@ a row's ratio is always to asyncio measured in the same session, even after late
 re-measured asyncio.
 
 Reuse: a stored row is skipped by a later run when it was measured on the same machine (host,
-CPU, Python, library versions) and its code fingerprint (its loop's folder, the shared loop
-files, its workload, and the bench's process handling; Python as syntax trees without
-docstrings, so reworded prose stales nothing) is unchanged. The settings of a
-measurement (durations, counts) are part of its point's parameters, so changing them makes new
-points. A change to how a workload module of the bench measures, beyond that, needs
-``--redo``. A file from another machine is not mixed with this one's: the run starts it afresh
-(the old one stays in git history).
+CPU, Python, library versions) and its code fingerprint is unchanged. Beyond its point's
+parameters (durations, counts: changing them makes new points), the fingerprint covers its
+loop's folder, the shared loop files, its workload's folder, the bench's process handling, the
+workload's running module (and the bench modules it runs as CLIs), and the value of every
+setting that module reads from the workload's declaration (http's ``SECONDS``, the crawler's
+``SEED``, micro's ``PYPERF_CAP_S``); Python as syntax trees without docstrings, so reworded
+prose stales nothing. A point's time cap shapes one result, "did not finish": such a row,
+stopped under another cap than the point's, is measured again. A file from another machine is
+not mixed with this one's: the run starts it afresh (the old one stays in git history).
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import functools
 import hashlib
+import importlib
+import importlib.util
+import inspect
 import json
 import os
+import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,8 +65,9 @@ class StoredRow:
 NOT_MEASURED = {"deviations.toml", *READING_ONLY}
 
 
-def row_fingerprint(workload: str, row: Row, root: Path = ROOT) -> str:
-    """A hash of the code one row's measurement depends on."""
+def row_fingerprint(workload: str, running: str, row: Row, root: Path = ROOT) -> str:
+    """A hash of the code and settings one row's measurement depends on: `workload` is the
+    workload's name, `running` its running module (:attr:`bench.workload.Workload.running`)."""
     paths: list[Path] = []
     loops_dir = root / "loops"
     paths += [p for p in loops_dir.glob("*.py")]
@@ -80,19 +90,112 @@ def row_fingerprint(workload: str, row: Row, root: Path = ROOT) -> str:
         if path.exists():
             digest.update(str(path.relative_to(root)).encode())
             digest.update(_code_of(path))
+    digest.update(running_code(running))
     return digest.hexdigest()[:16]
+
+
+# The package of the workloads' declarations: a value the running side reads from a module in
+# it is a setting of the measurement. Its other imports are not followed: bench.procs is hashed
+# by path above; bench.plan, bench.summary and bench.workload serve both rooms, and an edit
+# there stales no row (echo's choice of rate reads bench.summary's medians).
+DECLARATIONS = "bench.registry"
+# A bench module the running module starts as a CLI (micro runs "-m bench.measure.pyperf_micro").
+RUN_AS_CLI = re.compile(r"^bench\.measure\.\w+$")
+
+
+def running_code(module: str) -> bytes:
+    """What a workload's running side contributes to its rows' fingerprint, read without
+    importing it (rendering never loads the running code): the code of its module and of the
+    bench modules it starts as CLIs, and the value of every setting it imports from a
+    workload's declaration. Paths are left out, so a module moved unchanged stales no row."""
+    path = _source(module)
+    if path is None:  # no source to read (a module made in memory, as a test's fake is)
+        return module.encode()
+    found = [_code_of(path)]
+    stat = path.stat()
+    cli_modules, settings = _references(path, stat.st_mtime_ns, stat.st_size)
+    found += [_code_of(other) for other in map(_source, cli_modules) if other is not None]
+    for declaration, names in settings:
+        declared = importlib.import_module(declaration)
+        found += [f"{name}={_setting(getattr(declared, name))}".encode() for name in names]
+    return b"\n".join(found)
+
+
+@functools.lru_cache(maxsize=256)
+def _references(path: Path, mtime_ns: int, size: int) -> tuple[tuple, tuple]:
+    """What a running module refers to, per version of the file: the bench modules it starts
+    as CLIs, and the names it imports from workloads' declarations, by module."""
+    tree = ast.parse(path.read_bytes())
+    module = inspect.getmodulename(path)
+    cli_modules = sorted(
+        {
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and RUN_AS_CLI.match(node.value)
+            and node.value.rsplit(".", 1)[-1] != module
+        }
+    )
+    settings = [
+        (node.module, tuple(alias.name for alias in node.names))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(DECLARATIONS)
+    ]
+    return tuple(cli_modules), tuple(settings)
+
+
+def _source(module: str) -> Path | None:
+    """The source file of a module, found as import would find it (None: no source)."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    return Path(spec.origin)
+
+
+def _setting(value: object) -> str:
+    """A setting's value as text that is the same in every process: a function by its code,
+    a set sorted (its order follows string hashing, which differs between processes)."""
+    if inspect.isfunction(value):
+        return _strip_docstrings(ast.parse(textwrap.dedent(inspect.getsource(value)))).decode()
+    if isinstance(value, set | frozenset):
+        return "{" + ", ".join(sorted(_setting(v) for v in value)) + "}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_setting(k)}: {_setting(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "(" + ", ".join(_setting(v) for v in value) + ")"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = (f"{f.name}={_setting(getattr(value, f.name))}" for f in dataclasses.fields(value))
+        return f"{type(value).__name__}({', '.join(fields)})"
+    return repr(value)
 
 
 def _code_of(path: Path) -> bytes:
     """What a file contributes to a fingerprint: a Python module's syntax tree without its
     docstrings (comments are not in the tree), so rewording prose stales no row; other
     files (the http workload's Lua script) byte for byte."""
+    stat = path.stat()
+    return _read_code(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_code(path: Path, mtime_ns: int, size: int) -> bytes:
+    """_code_of, kept per version of a file (a report fingerprints every stored row, and rows
+    share their files): a file written since has another mtime or size, so it is read again."""
     if path.suffix != ".py":
         return path.read_bytes()
     try:
         tree = ast.parse(path.read_bytes())
     except SyntaxError:
         return path.read_bytes()
+    return _strip_docstrings(tree)
+
+
+def _strip_docstrings(tree: ast.AST) -> bytes:
+    """A syntax tree dumped without its docstrings."""
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if (
@@ -188,11 +291,14 @@ class ResultStore:
         """The stored repetitions a run may continue from (None: start this row afresh).
 
         Repetitions are saved one by one, so an interrupted run continues a row where it
-        stopped, provided they were measured on the same code.
+        stopped, provided they were measured on the same code. A row that did not finish under
+        a time cap other than the point's now starts afresh: the cap shapes that result.
         """
         stored = self.stored(point, row)
         if stored is None or stored.code != code or stored.session not in self.sessions:
             return None
+        if any(rep.get("point_cap_s", point.cap_s) != point.cap_s for rep in stored.reps):
+            return None  # it did not finish under another cap: under this one, it may
         return stored.reps
 
     def put(self, point: Point, row: Row, session: str, code: str, reps: list[dict]) -> None:

@@ -72,7 +72,7 @@ def here() -> Interpreter:
     """The interpreter running the bench, asked in this process."""
     import loops
     from bench import environment
-    from bench.matrix.echo import anchor_reasons
+    from bench.registry.echo import anchor_reasons
 
     found = loops.discover().values()
     return _interpreter(
@@ -114,7 +114,7 @@ def ask(executable: str) -> Interpreter:
 # The environment record as the interpreter under test sees it (its version, its libraries),
 # and which echo anchors it cannot run, with why.
 CAPTURE = (
-    "import json; from bench import environment; from bench.matrix.echo import anchor_reasons; "
+    "import json; from bench import environment; from bench.registry.echo import anchor_reasons; "
     "print(json.dumps([environment.capture(), anchor_reasons()]))"
 )
 

@@ -1,7 +1,7 @@
 """The workload protocol: everything the bench asks of a workload, each hook named once.
 
-A workload is declared, not probed. Its module in :mod:`bench.matrix` builds one
-:class:`Workload` and the registry (``bench/matrix/__init__.py``) lists it; from there the
+A workload is declared, not probed. Its module in :mod:`bench.registry` builds one
+:class:`Workload` and the registry (``bench/registry/__init__.py``) lists it; from there the
 runner measures it, the store keeps it and the report renders it, with no other edit (as
 discovery does for a loop variant). Every hook below is typed and documented here, with its
 default here: a workload states only what differs, and no caller asks "does it have this?".
@@ -9,8 +9,11 @@ default here: a workload states only what differs, and no caller asks "does it h
 Why two halves. :class:`Workload` is what the report needs (points, figures, titles, the prose
 written from the data) and never imports the running code; :class:`Measuring` is what only
 ``python -m bench run`` needs (one repetition, a point's settings, the peers kept across
-points), handed over by :attr:`Workload.measuring`, which imports it when called. So
-``python -m bench report`` loads neither the runner nor the process machinery.
+points). The registration names its running module by name (:attr:`Workload.running`), and
+the runner imports that module's ``MEASURING``: the arrows go one way, from the running side
+to the declaration, never back. So ``python -m bench report`` loads neither the runner nor
+the process machinery, and the running module's code is part of every row's fingerprint
+(:func:`bench.store.row_fingerprint`).
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.plan import Chart, Metric, Point, Row
+from bench.plan import Chart, Glance, Metric, Point, Row
+from bench.store import ResultStore, row_fingerprint
 
 if TYPE_CHECKING:  # the running side's types, named for readers and checkers only
     from bench.procs import Cores
-    from bench.store import ResultStore
 
 
 def _nothing(*args: Any) -> None:
@@ -68,18 +71,22 @@ class Workload:
     description: str  # the section's opening paragraph
     metrics: tuple[Metric, ...]  # every figure a repetition records, in table order
     headline: str  # the Metric.name a table leads with (unless columns says otherwise)
-    points: Callable[[bool], list[Point]]  # the matrix: points(full) in measuring order
+    # points(full): the quick or the full run's points, in measuring order
+    points: Callable[[bool], list[Point]]
     point_title: Callable[[dict], str]  # a point's table heading, from its parameters
-    # The running side, imported when called (never while rendering): see Measuring.
-    measuring: Callable[[], Measuring]
+    # The running side: the dotted name of the module whose MEASURING (a Measuring) the
+    # runner imports; rendering never imports it.
+    running: str
     charts: tuple[Chart, ...] = ()  # drawn under the section (bench.render.charts)
+    # Its columns in the at-a-glance table opening each report (bench.render.glance).
+    glance: tuple[Glance, ...] = ()
     # The figures a point's table shows, its headline first. Default (None): the headline,
     # then every other metric in order.
     columns: Callable[[dict], list[Metric]] | None = None
     # A chart panel's title, for a Chart with panels: panel_title(parameter, value).
     panel_title: Callable[[str, object], str] = _panel_title
     # Why this workload cannot run in this tree (None: it can). An unavailable workload is
-    # skipped by the run and has no "current matrix" in the report.
+    # skipped by the run and has no current points in the report.
     unavailable: Callable[[], str | None] = _nothing
     # The header of an extra column of per-row notes at a point (None: no such column), and
     # the note of a row from its repetitions (echo: which load generator measured it).
@@ -100,6 +107,10 @@ class Workload:
             return list(self.columns(params))
         headline = self.metric(self.headline)
         return [headline, *(m for m in self.metrics if m is not headline)]
+
+    def fingerprint(self, row: Row) -> str:
+        """The code fingerprint of one of its rows: what marks a stored row stale."""
+        return row_fingerprint(self.name, self.running, row)
 
     def metric(self, name: str) -> Metric:
         """The declared figure of that name."""

@@ -51,6 +51,16 @@ EVERY_CAPABILITY = frozenset(CAPABILITIES)  # a variant claims this minus what i
 TASK_CAPABILITIES = frozenset({"tasks-scale", "timeouts", "queue"})  # need tasks: not callbacks
 
 
+# What a variant may declare about its design, outside the styles (all optional). The table of
+# designs in loops/README.md is rendered from these declarations by ``python -m bench report``,
+# and tests/test_designs.py checks a home-made loop's declarations against its own code, so the
+# prose about "the loops" comes from the loops themselves and a new variant cannot make it false.
+IO_MODELS: dict[str, str] = {
+    "readiness": "the kernel says a socket is ready (a call would not block); the loop then calls",
+    "completion": "the loop hands the kernel the call itself; the kernel says when it is done",
+}
+THREAD_ENTRIES = ("call_soon_threadsafe", "run_in_thread")  # what another thread may call
+
 PYTHON = ".".join(platform.python_version_tuple()[:2])  # "3.13": how reports name it
 
 # The two kinds of variant. A home-made loop is built here on one idea; a reference adapter only
@@ -116,6 +126,12 @@ class Variant:
     reference: bool = False  # True for adapters of production loops (asyncio, uvloop, ...)
     deviations: tuple[Deviation, ...] = field(default=())  # filled from deviations.toml
     unavailable: str | None = None  # why it cannot run here (set by discovery), else None
+    # Its design, declared (optional; None or () where not declared; see IO_MODELS above):
+    io_model: str | None = None  # a key of IO_MODELS
+    waits_in: str | None = None  # the call the loop sleeps in with nothing to run
+    wake_up: str | None = None  # what a thread writes to end that sleep ("socketpair", ...)
+    thread_entries: tuple[str, ...] = ()  # which of THREAD_ENTRIES another thread may call
+    cancellation: str | None = None  # how a cancel reaches work that waits, naming the code
 
     def __post_init__(self) -> None:
         unknown = set(self.capabilities) - CAPABILITIES.keys()
@@ -124,6 +140,10 @@ class Variant:
                 f"variant {self.name!r} claims unknown capabilities {sorted(unknown)}; "
                 f"known: {sorted(CAPABILITIES)}"
             )
+        if self.io_model is not None and self.io_model not in IO_MODELS:
+            raise ValueError(f"variant {self.name!r}: io_model must be one of {list(IO_MODELS)}")
+        if set(self.thread_entries) - set(THREAD_ENTRIES):
+            raise ValueError(f"variant {self.name!r}: thread_entries are among {THREAD_ENTRIES}")
 
     @classmethod
     def unavailable_here(cls, name: str, reason: str, *, reference: bool = False) -> Variant:

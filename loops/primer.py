@@ -1,19 +1,22 @@
-"""A primer on the machinery every loop here rests on: generators driven from outside.
+"""A primer on the machinery the loops here rest on: generators driven from outside, and epoll.
 
-Every home-made loop drives coroutines with three calls (``send``, ``throw``, ``close``) and
-reads one exception (``StopIteration``, whose ``value`` is the return value). ``yield from``
-and ``await`` pass those calls straight through to the innermost generator, so whatever a
-task yields deep inside nested calls reaches the loop, and whatever the loop sends comes back
-at that very ``yield``. ``types.coroutine`` and ``__await__`` let plain generators take part
-in ``async def`` code. Then three facts a loop is built on: only an ``await`` that yields
-gives the loop control, cancelling is throwing an exception in at that ``await``, and
-``sleep`` is a future that a timer completes. Read the sections in order; each example runs
-as written::
+The loops with tasks (the designs table of ``loops/README.md`` says which speak coroutines or
+generators) drive them with three calls (``send``, ``throw``, ``close``) and read one
+exception (``StopIteration``, whose ``value`` is the return value). ``yield from`` and
+``await`` pass those calls straight through to the innermost generator, so whatever a task
+yields deep inside nested calls reaches the loop, and whatever the loop sends comes back at
+that very ``yield``. ``types.coroutine`` and ``__await__`` let plain generators take part in
+``async def`` code. Then three facts a loop is built on: only an ``await`` that yields gives
+the loop control, cancelling is throwing an exception in at that ``await``, and ``sleep`` is a
+future that a timer completes. Last, what a readiness loop is told by the kernel: epoll
+level-triggered and edge-triggered, side by side on one socket. Read the sections in order;
+each example runs as written::
 
     python -m loops.primer           # runs every example, says how many held
     python -m doctest -v loops/primer.py
 
-The last section is a complete (tiny) loop; ``loops/README.md`` says where to go next.
+The section before the last is a complete (tiny) loop; ``loops/README.md`` says where to go
+next.
 """
 
 
@@ -177,9 +180,14 @@ def cancellation_is_a_throw():
     The exception lands at the ``await`` that suspended, so cleanup is the task's own code.
     What a loop must add is the undoing of the wait (the read it registered, the timer it
     armed), and a rule for a task that is not suspended when cancelled (it is running, or is
-    already queued to resume): asyncio records a flag and throws at the next resume; trio and
-    curio deliver it at the task's next blocking call. A task may also catch the exception and
-    go on, which is why "cancel" means "ask", and a loop's ``cancel`` waits to see it end.
+    already queued to resume): asyncio records a flag and throws at the next resume
+    (``_must_cancel`` in ``asyncio/tasks.py``); trio and curio deliver it at the task's next
+    blocking call (``trio/_core/_run.py``: ``CancelScope``; ``curio/kernel.py``:
+    ``trap_cancel_task``). A task may also catch the exception and
+    go on, which is why "cancel" means "ask". asyncio's ``Task.cancel()``
+    (``asyncio/tasks.py``) asks and returns at once; one awaits the task to see it end.
+    curio's ``Task.cancel`` (``curio/task.py``, ``blocking=True`` by default) and the lab's
+    contract (``cancel`` in ``loops/contract.py``) ask, then wait for the task to end.
     """
 
 
@@ -193,7 +201,7 @@ def dunder_await_makes_objects_awaitable():
     ...         if not self.done:
     ...             yield self                  # hand the future itself to the driver
     ...         return self.result
-    ...     __await__ = __iter__                # `await future` (coroutines): asyncio's trick
+    ...     __await__ = __iter__                # `await future`: asyncio/futures.py's trick
     >>> async def waiter(fut):
     ...     return await fut
     >>> fut = Future()
@@ -212,7 +220,7 @@ def dunder_await_makes_objects_awaitable():
 
 
 def sleep_is_a_future_and_a_timer():
-    """``sleep`` built as Python's own asyncio builds it: a future that a timer completes.
+    """``sleep`` built as asyncio's (``asyncio/tasks.py``: ``sleep``): a future a timer completes.
 
     >>> import heapq, itertools
     >>> class Future:
@@ -296,9 +304,78 @@ def a_loop_drives_coroutines():
     >>> log
     ['a0', 'b0', 'a1', 'b1', 'b2']
 
-    Every loop in loops/ is this, plus a clock (timers), a selector (waiting for sockets),
-    a way to wait for another task, and a way to cancel one. loops/README.md says where each
-    of those lives.
+    The loops of loops/ that run tasks are this, plus a clock (timers), a way to wait for
+    sockets (the designs table of loops/README.md says which call each one sleeps in), a way to
+    wait for another task, and a way to cancel one. loops/README.md says where each of those
+    lives.
+    """
+
+
+def level_and_edge_triggering():
+    """What epoll reports: every ready socket at each wait, or only what changed since the last.
+
+    *Readable* is the kernel's word for "a ``recv`` would not block now", which has three
+    causes: bytes are waiting; the peer has closed, so ``recv`` returns ``b""`` (end of file);
+    or an error is pending, such as a reset by the peer, which ``recv`` raises. For a listening
+    socket it means a connection waits to be accepted. *Writable*: a ``send`` would not block
+    (room in the socket's buffer, or an error pending). So a loop's code after "readable" must
+    handle three outcomes, not one. (A loop's *ready* is another thing: work queued to run.)
+
+    epoll reports readiness in one of two ways, chosen per registration.
+    *Level-triggered* (the default): each wait reports every fd that *is* ready at that moment.
+    *Edge-triggered* (``EPOLLET``): a wait reports an fd only if something happened to it since
+    the last report (bytes arrived, the peer closed).
+
+    >>> import select, socket
+    >>> a, b = socket.socketpair()
+    >>> a.setblocking(False)
+    >>> level, edge = select.epoll(), select.epoll()
+    >>> level.register(a.fileno(), select.EPOLLIN)
+    >>> edge.register(a.fileno(), select.EPOLLIN | select.EPOLLET)
+    >>> def reported(epoll):
+    ...     return len(epoll.poll(0))                  # fds reported, without waiting
+    >>> b.send(b"abcd")
+    4
+    >>> reported(level), reported(edge)                # both see the bytes arrive
+    (1, 1)
+    >>> a.recv(2)                                      # read only half
+    b'ab'
+    >>> reported(level), reported(edge)                # level: still readable; edge: no news
+    (1, 0)
+    >>> reported(level), reported(edge)                # and so at every wait after
+    (1, 0)
+    >>> b.send(b"e")                                   # news: edge reports it again
+    1
+    >>> reported(level), reported(edge)
+    (1, 1)
+    >>> a.recv(1024)                                   # drained: neither reports it
+    b'cde'
+    >>> reported(level), reported(edge)
+    (0, 0)
+    >>> b.close()                                      # end of file is readable too
+    >>> reported(level), reported(edge)
+    (1, 1)
+    >>> a.recv(1024)
+    b''
+
+    So an edge-triggered loop must read until ``recv`` raises ``BlockingIOError``: bytes it
+    leaves are never reported again until more arrive, and on a request/response connection
+    none will, since the peer waits for the answer to what is stuck. A level-triggered loop
+    may read once per report; what it leaves is reported at the next wait. The price of level
+    is the other side: a socket watched for writing is reported at *every* wait while its
+    buffer has room, which is nearly always:
+
+    >>> c, d = socket.socketpair()
+    >>> writer = select.epoll()
+    >>> writer.register(c.fileno(), select.EPOLLOUT)
+    >>> reported(writer), reported(writer), reported(writer)
+    (1, 1, 1)
+    >>> for thing in (a, c, d, level, edge, writer):
+    ...     thing.close()
+
+    which is why a level-triggered loop watches a socket for writing only while it has bytes
+    it could not send. No folder of ``loops/`` registers with ``EPOLLET``: their epolls are
+    level-triggered (``tests/test_designs.py`` checks it).
     """
 
 

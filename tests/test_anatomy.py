@@ -14,7 +14,7 @@ import pytest
 from bench import store
 from bench.environment import ROOT
 from bench.measure import anatomy
-from bench.render.anatomy import section
+from bench.render.anatomy import completion_against_readiness, section
 
 STRACE_LOG = """\
 4242  epoll_wait(3, [{events=EPOLLIN, data={u32=7, u64=7}}], 1024, -1) = 1
@@ -224,6 +224,20 @@ def test_section_counts_io_uring_enter_apart_and_says_what_completion_changes():
     assert "sum of the enters' return values" in prose
     assert "reaped ≈ submitted" in prose
     assert "(40% of its enters asked for a completion, the others only submitted" in prose
+
+
+def test_a_completion_row_alone_in_its_table_is_explained_without_comparisons():
+    """No readiness row beside it (a run narrowed with --loop completions): the paragraph
+    says what the ring row does, and compares with nothing (it once raised UnboundLocalError
+    on the readiness rows' fewest, bound only when there were some)."""
+    data = _with_completions(_stored(counter="strace"))
+    data["rows"] = {"completions/coroutines": data["rows"]["completions/coroutines"]}
+    (prose,) = completion_against_readiness(data["rows"])
+    assert "completions · coroutines makes 0.26: 0.250 io_uring_enter" in prose
+    assert "(40% of its enters asked for a completion, the others only submitted" in prose
+    assert "readiness rows" not in prose and "fewer syscalls" not in prose
+    assert "reaped ≈ submitted" in prose
+    assert "Completion against readiness" in "\n".join(section(data))
 
 
 def test_section_renders_a_record_stored_before_io_uring_enter_was_counted_apart():

@@ -15,19 +15,19 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 import pytest
 from rich.console import Console
 
 import loops
-from bench import matrix, runner
+from bench import registry, runner
 from bench.interpreters import RUNNING
-from bench.matrix import echo, micro
 from bench.measure import echo as echo_measure
 from bench.measure import micro as micro_measure
 from bench.plan import Metric, Point, Row
 from bench.procs import ChildFailed, DidNotFinish
+from bench.registry import echo, micro
 from bench.render import codesize, report
 from bench.render.rows import rendered_rows
 from bench.store import ResultStore, StoreError, results_path, row_fingerprint
@@ -103,7 +103,7 @@ def paced_rep(server_us: float, kept: bool = True, share: float = 0.2) -> dict:
 
 def put_all(store: ResultStore, point: Point, reps_by_row: dict[Row, list[dict]]) -> None:
     for row, reps in reps_by_row.items():
-        store.put(point, row, SESSION, row_fingerprint(point.workload, row), reps)
+        store.put(point, row, SESSION, registry.get(point.workload).fingerprint(row), reps)
 
 
 @pytest.fixture
@@ -111,11 +111,11 @@ def results(tmp_path: Path) -> Path:
     """A stored quick run of every workload: small, but shaped like the real thing."""
     base = tmp_path / "results"
     stores = {}
-    for name in matrix.names():
+    for name in registry.names():
         stores[name] = ResultStore.empty(results_path(base, "quick", name), name, "quick")
         stores[name].add_session(SESSION, ENV, ["python", "-m", "bench", "run"])
 
-    for point in echo.points(full=False):  # the real quick points, so the matrix is current
+    for point in echo.points(full=False):  # the real quick points, so they are current
         if point.args.get("measure") == "paced":
             put_all(
                 stores["echo"],
@@ -425,6 +425,7 @@ class FakeWorkload:
     METRICS = (Metric("value", "value", higher_is_better=True),)
     HEADLINE = "value"
     ROWS = (Row("asyncio", "coroutines"), Row("callbacks", "callbacks"), Row("uvloop", "callbacks"))
+    RUNNING = "tests_fake_running"
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
@@ -434,10 +435,11 @@ class FakeWorkload:
         self.overrunning: str | None = None  # a row key whose measurement overruns its cap
         self.repetitions: tuple[int, int | None] = (2, None)  # (at most, at least)
         self.noisy: str | None = None  # a row key whose figure alternates 10, 20, 10, ...
+        self.cap_s = 5.0  # every point's time cap
 
     def points(self, full: bool) -> list[Point]:
         most, least = self.repetitions
-        return [Point("fake", (("n", n),), self.ROWS, most, least, 5.0) for n in (1, 2)]
+        return [Point("fake", (("n", n),), self.ROWS, most, least, self.cap_s) for n in (1, 2)]
 
     def measure(self, point, row, cores, workdir, full) -> dict:
         if point.key == self.interrupt_at or (
@@ -465,15 +467,22 @@ class FakeWorkload:
             headline=self.HEADLINE,
             points=self.points,
             point_title=str,
-            measuring=lambda: Measuring(measure=self.measure),
+            running=self.RUNNING,
         )
+
+    def running_side(self) -> ModuleType:
+        """Its running module, made in memory: MEASURING counts calls on this fake."""
+        module = ModuleType(self.RUNNING)
+        module.MEASURING = Measuring(measure=self.measure)
+        return module
 
 
 @pytest.fixture
 def fake(monkeypatch) -> FakeWorkload:
     workload = FakeWorkload()
-    # Registered for this test only, as a workload module registers itself in bench.matrix.
-    monkeypatch.setattr(matrix, "WORKLOADS", (*matrix.WORKLOADS, workload.declared()))
+    # Registered for this test only, as a workload module registers itself in bench.registry.
+    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, workload.declared()))
+    monkeypatch.setitem(sys.modules, workload.RUNNING, workload.running_side())
     return workload
 
 
@@ -769,7 +778,7 @@ def test_what_only_the_asyncio_loop_factory_loads_is_counted_apart():
     assert codesize.loop_and_asyncio_api(codesize.ROOT / "loops" / "traps")[1] == 0
 
 
-# -- fitting the full matrix to the machine: resume, caps, fewer repetitions --------------------
+# -- fitting the full run to the machine: resume, caps, fewer repetitions -----------------------
 
 
 def test_an_interrupted_run_resumes_repetition_by_repetition(fake, tmp_path):
@@ -808,12 +817,17 @@ def test_a_row_over_its_cap_is_stored_as_did_not_finish(fake, tmp_path):
     fake.calls.clear()
     run_fake(tmp_path)
     assert fake.calls == []  # a stored result, not a hole to fill
+    # Under another cap the row may finish: measured again, and only that row.
+    fake.cap_s, fake.overrunning = 50.0, None
+    run_fake(tmp_path)
+    assert {row for _, row in fake.calls} == {"asyncio/coroutines", "uvloop/callbacks"}
+    assert stored(tmp_path)["points"]["n=1"]["rows"]["uvloop/callbacks"]["reps"][0]["value"]
 
 
 def test_a_sleep_run_over_its_cpu_cap_is_stopped_as_did_not_finish(tmp_path):
     """The cap is CPU time (RLIMIT_CPU), so a busy machine cannot fake a did-not-finish."""
-    from bench.matrix import sleep
     from bench.measure.sleep import CpuCapReached, measure
+    from bench.registry import sleep
 
     params = (("mode", "sleepers"), ("tasks", 400_000), ("max_delay", 1.0))
     point = Point("sleep", params, (), 1, None, 1.0)  # one second of CPU: far too little
@@ -889,7 +903,7 @@ def test_the_glance_marks_a_figure_from_another_session_and_says_so_of_the_gap()
     from bench.render.rows import RenderedRow
     from bench.summary import RowSummary, Stat
 
-    column = next(c for c in glance.COLUMNS if c.metric == "requests_per_s")
+    column = next(c for c in glance.columns() if c.metric == "requests_per_s")
 
     def rendered(variant, rate, session, earlier=False, stale=False):
         summary = RowSummary("ok", stats={"requests_per_s": Stat(rate, rate, rate)})
@@ -930,13 +944,19 @@ def test_the_glance_reads_each_design_against_the_servers_a_user_would_write():
     assert glance._against(rows[0], protocol) == "×0.90"
     assert glance._against(rows[0], best) == "×1.12"
     text = glance.against_sentence(rows)
-    assert (
-        "1 of 2 variant·style rows cost less server CPU per request than asyncio-protocol" in text
+    assert "1 of the 2 variant·style rows measured in the session of these servers cost less" in (
+        text
     )
     assert (
-        "the cheapest, traps · coroutines, costs 18.0 µs, ×1.12 uvloop-protocol's 16.0 µs" in text
+        "the cheapest home-made design, traps · coroutines, costs 18.0 µs, ×1.12 "
+        "uvloop-protocol's 16.0 µs" in text
     )
     assert "not measured" in glance.against_sentence(rows[:2])  # no user server, no claim
+    # A row of another session is compared with nothing of this one (issue 36).
+    summary = rows[0].summary
+    other = RenderedRow(Row("futures", "coroutines"), "home-made", "t", summary, None, False, False)
+    assert glance._against(other, protocol) == "other session"
+    assert "1 of the 2 variant·style rows" in glance.against_sentence([*rows, other])
     assert "sock_recv" in glance.BASELINE_MEANS
 
 
@@ -1027,20 +1047,20 @@ def test_a_rows_fingerprint_follows_its_code_not_its_prose(tmp_path):
     (folder / "loop.py").write_text("x = 1\n")
     (folder / "README.md").write_text("the idea\n")
     row = Row("zz", "callbacks")
-    before = row_fingerprint("echo", row, tmp_path)
+    before = row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path)
     (folder / "README.md").write_text("the idea, told better\n")
-    assert row_fingerprint("echo", row, tmp_path) == before
+    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) == before
     (folder / "deviations.toml").write_text("# what conformance expects of it\n")
-    assert row_fingerprint("echo", row, tmp_path) == before
+    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) == before
     # A docstring or a comment reworded, an essence rewritten: nothing a measurement runs.
     (folder / "loop.py").write_text('"""What it is, told better."""\n\nx = 1  # why\n')
-    assert row_fingerprint("echo", row, tmp_path) == before
+    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) == before
     (folder / "essence.py").write_text("print('the idea alone')\n")
-    assert row_fingerprint("echo", row, tmp_path) == before
+    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) == before
     (folder / "loop.py").write_text("x = 2\n")
-    assert row_fingerprint("echo", row, tmp_path) != before
+    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) != before
     (folder / "loop.py").write_text("x = 1\nprint('a side effect')\n")
-    assert row_fingerprint("echo", row, tmp_path) != before
+    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) != before
 
 
 # -- the workload protocol: a registered workload is measured, stored and rendered -------------
@@ -1051,7 +1071,7 @@ def test_a_registered_workload_is_measured_stored_and_rendered(monkeypatch, tmp_
     processes), the store keeps it, the report renders its section, table and chart."""
     from tests import tiny_workload
 
-    monkeypatch.setattr(matrix, "WORKLOADS", (*matrix.WORKLOADS, tiny_workload.WORKLOAD))
+    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, tiny_workload.WORKLOAD))
     results, reports = tmp_path / "results", tmp_path / "reports"
     console = Console(file=io.StringIO())
     assert runner.run(["tiny"], False, None, False, results, console=console) == 0
@@ -1141,7 +1161,7 @@ def test_an_unavailable_variant_is_skipped_and_each_report_section_says_why(resu
 
 
 def test_the_http_section_says_where_the_pure_python_loop_stands_between_asyncio_and_uvloop():
-    from bench.matrix import http
+    from bench.registry import http
     from bench.render.rows import RenderedRow
     from bench.summary import RowSummary, Stat
 
@@ -1165,7 +1185,7 @@ def test_rows_stored_where_a_variant_loads_stay_in_tables_rendered_where_it_does
     """A table reads the same whichever interpreter renders it: the rows of a variant this
     interpreter cannot load (asyncio_eager on 3.11, curio on 3.12+), measured where it loads,
     are kept with their figures and no "unavailable" line; a variant that is gone is dropped."""
-    from bench.matrix import sleep
+    from bench.registry import sleep
     from bench.render.rows import rendered_rows, unavailable_rows
 
     elsewhere = next(v.name for v in loops.discover().values() if not v.available)

@@ -17,7 +17,7 @@ import sys
 import pytest
 from rich.console import Console
 
-from bench import across, matrix, runner
+from bench import interpreter_figures, registry, runner
 from bench.interpreters import PYTHONS, REFERENCE, RUNNING, find
 from bench.plan import Row
 from bench.render import interpreters, report
@@ -25,7 +25,9 @@ from bench.store import results_path
 from bench.venvs import NoInterpreter, ask, interpreter
 from tests import tiny_workload
 
-TINY = across.Figure("tiny", "tiny wall time (ms)", "tiny", (("sleep_ms", 1),), "wall_ms", 1, False)
+TINY = interpreter_figures.Figure(
+    "tiny", "tiny wall time (ms)", "tiny", (("sleep_ms", 1),), "wall_ms", 1, False
+)
 
 
 def other_interpreter() -> str:
@@ -40,9 +42,9 @@ def other_interpreter() -> str:
 @pytest.fixture
 def tiny(monkeypatch):
     """The tiny workload registered, with trio too, and the Interpreters section reading it."""
-    monkeypatch.setattr(matrix, "WORKLOADS", (*matrix.WORKLOADS, tiny_workload.WORKLOAD))
+    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, tiny_workload.WORKLOAD))
     monkeypatch.setattr(tiny_workload, "ROWS", (*tiny_workload.ROWS, Row("trio", "coroutines")))
-    monkeypatch.setattr(across, "FIGURES", (TINY,))
+    monkeypatch.setattr(interpreter_figures, "FIGURES", (TINY,))
     monkeypatch.setattr(interpreters, "FIGURES", (TINY,))
     monkeypatch.setattr(interpreters, "COST", TINY)
 

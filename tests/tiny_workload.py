@@ -1,7 +1,8 @@
 """A workload made for the test: one short sleep in a fresh process, on two loops.
 
-Everything the bench needs is declared here, as in a module of ``bench/matrix`` (with its
-running side beside it): registering ``WORKLOAD`` is the only other step
+Everything the bench needs is declared here, as in a module of ``bench/registry``, with its
+running side beside it (``MEASURING``, which ``WORKLOAD.running`` names, as it names a module
+of ``bench/measure``): registering ``WORKLOAD`` is the only other step
 (``tests/test_bench.py`` does it for the length of one test).
 """
 
@@ -47,6 +48,7 @@ def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
     return {"wall_ms": usage.wall_seconds * 1000, "cpu_ms": usage.cpu_seconds * 1000}
 
 
+MEASURING = Measuring(measure=measure)
 WORKLOAD = Workload(
     name=NAME,
     title="Tiny",
@@ -55,6 +57,6 @@ WORKLOAD = Workload(
     headline="wall_ms",
     points=points,
     point_title=point_title,
-    measuring=lambda: Measuring(measure=measure),
+    running=__name__,
     charts=(Chart(name="wall", metric="wall_ms", x="sleep_ms", title="Tiny", x_label="ms slept"),),
 )

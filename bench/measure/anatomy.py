@@ -64,8 +64,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import store
-from bench.matrix.echo import HEADLINE_POINT, PACED
 from bench.plan import Row
+from bench.registry.echo import HEADLINE_POINT, PACED
 
 SIZE, CONNECTIONS = HEADLINE_POINT["size"], HEADLINE_POINT["connections"]  # echo's headline point
 # Seconds of warm-up load, of the plain window (long: the kernel splits CPU time into user and
@@ -446,7 +446,7 @@ def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict
 
 
 def rows(loop_names: list[str] | None = None) -> list[Row]:
-    from bench.matrix.echo import rows as echo_rows
+    from bench.registry.echo import rows as echo_rows
 
     every = echo_rows()
     if loop_names:

@@ -1,6 +1,6 @@
 """Crawler, the running side: a site server per site, kept across rows; a crawler per repetition.
 
-What is measured and why is the workload's description (:mod:`bench.matrix.crawler`).
+What is measured and why is the workload's description (:mod:`bench.registry.crawler`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bench.matrix.crawler import SEED
 from bench.plan import Point, Row
 from bench.procs import Child, ChildFailed, cpu_seconds, mib, peer_python, python
+from bench.registry.crawler import SEED
 from bench.workload import Measuring
 
 PEER = "site server"

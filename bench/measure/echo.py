@@ -1,9 +1,9 @@
 """Echo, the running side: one repetition (a fresh server, a warm-up load, a measured load).
 
 What a repetition is and why it is shaped so is the workload's own description
-(:mod:`bench.matrix.echo`). Here: the server and load generator command lines, the offered
+(:mod:`bench.registry.echo`). Here: the server and load generator command lines, the offered
 rate of a fixed-load point chosen from data before the point runs (:func:`prepare`), and
-:func:`measure`, which turns the generator's record into the figures the matrix declares.
+:func:`measure`, which turns the generator's record into the figures the declaration names.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from bench.matrix.echo import METRICS, PACED
 from bench.plan import Point, Row
 from bench.procs import Child, ChildFailed, cpu_seconds, mib, peer_python, python
+from bench.registry.echo import METRICS, PACED
 from bench.summary import known_limit, summarize
 from bench.workload import Measuring
 
@@ -66,7 +66,7 @@ def two_digits(value: float) -> int:
 def prepare(point: Point, store) -> None:
     """Before a paced point is measured: choose its rate from the closed-loop data stored.
 
-    The closed-loop points come first in the matrix, so in a full session the figures are
+    The closed-loop points come first in the run, so in a full session the figures are
     this session's, on this machine, under its present load: the rate is RATE_SHARE of the
     slowest valid row's median, so every loop and anchor should sustain it.
     """
@@ -198,7 +198,7 @@ def serve(row: Row, params: dict, cores, workdir: Path) -> tuple[dict, float | N
 
 
 def figures(record: dict, server_cpu: float, usage, params: dict, basis: str) -> dict:
-    """The figures the matrix declares, from the generator's record and the server's CPU."""
+    """The figures the declaration names, from the generator's record and the server's CPU."""
     requests = record["requests"]
     server_us = server_cpu / requests * 1e6 if requests else None
     peer_us = record["load_cpu_s"] / requests * 1e6 if requests else None

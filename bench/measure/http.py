@@ -2,7 +2,7 @@
 
 The workload's CLI starts uvicorn and wrk itself, each pinned to its own core (the same two
 cores the bench plans), checks every body and judges the run; this side reads its JSON record.
-What is measured and why is the workload's description (:mod:`bench.matrix.http`).
+What is measured and why is the workload's description (:mod:`bench.registry.http`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.matrix.http import SECONDS, WARMUP_S
 from bench.plan import Point, Row
 from bench.procs import Child, ChildFailed, python
+from bench.registry.http import SECONDS, WARMUP_S
 from bench.workload import Measuring
 
 PEER = "wrk"

@@ -23,7 +23,7 @@ doubles until one timed run takes at least ``--min-time`` seconds), run once mor
 then timed ``--runs`` times; the process reports the median of its runs. The bench takes the
 median of the processes and keeps their min and max. Timing uses ``perf_counter_ns`` inside
 the running loop, so loop creation and interpreter start-up are not part of an operation's
-cost. The operations, their figures and the report's prose are :mod:`bench.matrix.micro`.
+cost. The operations, their figures and the report's prose are :mod:`bench.registry.micro`.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ import sys
 import time
 from pathlib import Path
 
-from bench.matrix.micro import OPERATIONS, PYPERF_CAP_S
 from bench.plan import Point
 from bench.procs import Child, python
+from bench.registry.micro import OPERATIONS, PYPERF_CAP_S
 from bench.workload import Measuring
 
 BATCH = 1000  # call_soon batch size: one loop iteration runs this many callbacks

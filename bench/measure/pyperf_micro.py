@@ -17,8 +17,8 @@ from __future__ import annotations
 import pyperf
 
 import loops as lab_loops  # `loops` is pyperf's name for the count of operations
-from bench.matrix.micro import OPERATIONS
 from bench.measure.micro import timed_run
+from bench.registry.micro import OPERATIONS
 
 
 def operation_seconds(count: int, loop_name: str, style: str, op: str) -> float:

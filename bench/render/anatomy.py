@@ -211,58 +211,83 @@ COMPLETES_BELOW = 0.5  # receives and sends per request: a readiness loop makes 
 
 def completion_against_readiness(rows: dict) -> list[str]:
     """A paragraph per row whose server entered io_uring: its syscalls per request by kind
-    beside the readiness rows' of the same table, and what the difference means."""
+    beside the readiness rows' of the same table, and what the difference means. A table with
+    no readiness row still gets the paragraph, without the comparisons."""
     measured = [e for e in rows.values() if "error" not in e and "syscalls" in e]
     readiness = [e for e in measured if not _completes(e)]
     paragraphs = []
-    for entry in measured:
-        uring = entry.get("uring")
-        if not _completes(entry):
-            continue
-        s = entry["syscalls"]
-        enters = s["io_uring_enter"]
+    for entry in filter(_completes, measured):
         said = [f"**Completion against readiness ({entry['label']}).**"]
         if readiness:
-            low = min(readiness, key=lambda e: e["syscalls"]["total"])
-            high = max(readiness, key=lambda e: e["syscalls"]["total"])
-            totals = [e["syscalls"]["total"] for e in readiness]
-            moved = [e["syscalls"]["recv"] + e["syscalls"]["send"] for e in readiness]
-            waits = [e["syscalls"]["wait"] for e in readiness]
-            names = (
-                low["label"]
-                if low is high
-                else f"{len(readiness)} rows; fewest {low['label']}, most {high['label']}"
-            )
-            said.append(
-                f"The readiness {'rows' if len(readiness) > 1 else 'row'} of this table "
-                f"({names}) {'make' if len(readiness) > 1 else 'makes'} "
-                f"{_span(totals, '.2f')} syscalls per "
-                f"request: {_span(moved, '.2f')} receives and sends, the data moving inside "
-                f"those calls, and {_span(waits, '.3f')} waits, one per wake-up, shared by "
-                "the requests found ready at once."
-            )
-        said.append(
-            f"{entry['label']} makes {s['total']:.2f}: {enters:.3f} io_uring_enter, "
-            f"{s['wait']:.3f} waits, {s['recv']:.2f} receives, {s['send']:.2f} sends and "
-            f"{s['other']:.3f} other. Its receives and sends are entries in the ring, not "
-            f"syscalls: each enter submitted {_figure(uring.get('submitted_per_enter'))} SQEs "
-            f"({SUBMITTED_FROM[uring.get('submitted_from', 'ring')]}) and, when nothing was "
-            "ready to run, waited for completions: the enter is also its wait"
+            said.append(_readiness_syscalls(readiness))
+        said.append(_ring_syscalls(entry, readiness))
+        said.append(_what_the_ring_saves(entry, readiness))
+        if entry["uring"].get("reaped_per_enter") is not None:
+            said.append(_reaping(entry["uring"]["reaped_per_enter"]))
+        paragraphs.append(" ".join(said))
+    return paragraphs
+
+
+def _plural(readiness: list[dict], many: str, one: str) -> str:
+    return many if len(readiness) > 1 else one
+
+
+def _fewest(readiness: list[dict]) -> dict:
+    """The readiness row with the fewest syscalls per request."""
+    return min(readiness, key=lambda e: e["syscalls"]["total"])
+
+
+def _readiness_syscalls(readiness: list[dict]) -> str:
+    """The readiness rows' syscalls per request: in all, moving data, and waiting."""
+    low, high = _fewest(readiness), max(readiness, key=lambda e: e["syscalls"]["total"])
+    totals = [e["syscalls"]["total"] for e in readiness]
+    moved = [e["syscalls"]["recv"] + e["syscalls"]["send"] for e in readiness]
+    waits = [e["syscalls"]["wait"] for e in readiness]
+    names = (
+        low["label"]
+        if low is high
+        else f"{len(readiness)} rows; fewest {low['label']}, most {high['label']}"
+    )
+    return (
+        f"The readiness {_plural(readiness, 'rows', 'row')} of this table "
+        f"({names}) {_plural(readiness, 'make', 'makes')} "
+        f"{_span(totals, '.2f')} syscalls per "
+        f"request: {_span(moved, '.2f')} receives and sends, the data moving inside "
+        f"those calls, and {_span(waits, '.3f')} waits, one per wake-up, shared by "
+        "the requests found ready at once."
+    )
+
+
+def _ring_syscalls(entry: dict, readiness: list[dict]) -> str:
+    """The ring row's syscalls per request by kind, what an enter does, and (against the
+    readiness rows, where there are any) how many fewer syscalls that makes."""
+    s, uring = entry["syscalls"], entry["uring"]
+    enters = s["io_uring_enter"]
+    text = (
+        f"{entry['label']} makes {s['total']:.2f}: {enters:.3f} io_uring_enter, "
+        f"{s['wait']:.3f} waits, {s['recv']:.2f} receives, {s['send']:.2f} sends and "
+        f"{s['other']:.3f} other. Its receives and sends are entries in the ring, not "
+        f"syscalls: each enter submitted {_figure(uring.get('submitted_per_enter'))} SQEs "
+        f"({SUBMITTED_FROM[uring.get('submitted_from', 'ring')]}) and, when nothing was "
+        "ready to run, waited for completions: the enter is also its wait"
+    )
+    if readiness:
+        waits = [e["syscalls"]["wait"] for e in readiness]
+        text += (
+            f", {enters:.3f} per request against the readiness "
+            f"{_plural(readiness, 'rows', 'row')}' {_span(waits, '.3f')} waits"
+        )
+    if uring.get("waiting") is not None and uring.get("enters"):
+        share = uring["waiting"] / uring["enters"]
+        text += (
+            f" ({share:.0%} of its enters asked for a completion, the others only "
+            "submitted: a turn that still had tasks to run hands its new entries to the "
+            "kernel without waiting)"
         )
         if readiness:
-            said[-1] += (
-                f", {enters:.3f} per request against the readiness "
-                f"{'rows' if len(readiness) > 1 else 'row'}' {_span(waits, '.3f')} waits"
-            )
-        if uring.get("waiting") is not None and uring.get("enters"):
-            share = uring["waiting"] / uring["enters"]
-            said[-1] += (
-                f" ({share:.0%} of its enters asked for a completion, the others only "
-                "submitted: a turn that still had tasks to run hands its new entries to the "
-                "kernel without waiting)"
-            )
+            low = _fewest(readiness)
             fewer = low["syscalls"]["total"] / s["total"] if s["total"] else 0
-            said[-1] += (
+            text += (
                 f". In all, {fewer:.1f}× fewer syscalls per request than the fewest of the "
                 "readiness rows"
                 if fewer >= 1
@@ -270,25 +295,29 @@ def completion_against_readiness(rows: dict) -> list[str]:
                 "batch too few operations at this load to make up for the receives and sends"
                 " they replace"
             )
-        said[-1] += "."
-        said.append(
-            "The kernel still performs every receive and send; what the ring saves is a "
-            "crossing per operation and the separate readiness wait, so what that is worth "
-            "shows in the CPU column"
-        )
-        if readiness and "system_us" in entry:
-            cpu = [cpu_us(e) for e in readiness if "system_us" in e]
-            said[-1] += f": {cpu_us(entry):.2f} µs per request against {_span(cpu, '.2f')}"
-        said[-1] += "."
-        reaped = uring.get("reaped_per_enter")
-        if reaped is not None:
-            said.append(
-                "Reaping is no syscall (the loop reads completions from memory it shares with "
-                f"the kernel), so the {reaped:.2f} CQEs reaped per enter are read from outside: "
-                "the ring's CqHead in /proc/PID/fdinfo before and after the counted window. "
-                "This loop submits no multishot operation and sets no CQE-skipping flag, so "
-                "every SQE completes exactly once with one CQE: over a window reaped ≈ "
-                "submitted, and the two figures agreeing checks the count."
-            )
-        paragraphs.append(" ".join(said))
-    return paragraphs
+    return text + "."
+
+
+def _what_the_ring_saves(entry: dict, readiness: list[dict]) -> str:
+    """What the ring saves, and its CPU per request against the readiness rows'."""
+    text = (
+        "The kernel still performs every receive and send; what the ring saves is a "
+        "crossing per operation and the separate readiness wait, so what that is worth "
+        "shows in the CPU column"
+    )
+    if readiness and "system_us" in entry:
+        cpu = [cpu_us(e) for e in readiness if "system_us" in e]
+        text += f": {cpu_us(entry):.2f} µs per request against {_span(cpu, '.2f')}"
+    return text + "."
+
+
+def _reaping(reaped: float) -> str:
+    """How the CQEs reaped per enter are counted, and why they check the SQEs submitted."""
+    return (
+        "Reaping is no syscall (the loop reads completions from memory it shares with "
+        f"the kernel), so the {reaped:.2f} CQEs reaped per enter are read from outside: "
+        "the ring's CqHead in /proc/PID/fdinfo before and after the counted window. "
+        "This loop submits no multishot operation and sets no CQE-skipping flag, so "
+        "every SQE completes exactly once with one CQE: over a window reaped ≈ "
+        "submitted, and the two figures agreeing checks the count."
+    )

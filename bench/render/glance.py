@@ -1,7 +1,8 @@
 """At a glance: one table opening each report, a row per variant and style, and who leads.
 
-Each column is one workload's headline at one fixed point, with its ratio to asyncio from the
-same session (as in the tables below it): echo throughput (closed loop) and server CPU per
+Each column is one workload's headline at one fixed point, declared by the workload's
+registration (``Workload.glance``, a :class:`bench.plan.Glance` each), with its ratio to asyncio
+from the same session (as in the tables below it): echo throughput (closed loop) and server CPU per
 request at a fixed offered load, both at 1 KiB × 100 connections, the micro switch, sleep CPU
 per sleeper at 10 000 sleepers, crawl pages/s at 20 ms × 100 workers; then the conformance
 properties that hold in that style (read from ``reports/conformance.md``, written by ``nox -s
@@ -20,21 +21,19 @@ from pathlib import Path
 from tabulate import tabulate
 
 import loops
-from bench import matrix
-from bench.matrix import crawler, echo, http, micro, sleep
-from bench.plan import BASELINE, USER_SERVERS, YARDSTICK, Row, unavailable_variants
+from bench import registry
+from bench.plan import BASELINE, USER_SERVERS, YARDSTICK, Glance, Row, unavailable_variants
+from bench.registry import echo
 from bench.render.rows import anchor_label
+from bench.workload import Workload
 
-# Where echo's two columns are read, in words: "1 KiB × 100 connections".
-ECHO_AT = (
-    f"{echo.size_text(echo.HEADLINE_POINT['size'])} × "
-    f"{echo.HEADLINE_POINT['connections']:,} connections"
-)
+ECHO_AT = echo.HEADLINE_AT  # where echo's two columns are read: "1 KiB × 100 connections"
 
 
 @dataclass(frozen=True)
 class Column:
-    """One headline figure at one point of one workload."""
+    """One headline figure at one point of one workload: a workload's declared Glance, with
+    its Metric's digits, scale and direction."""
 
     header: str
     workload: str
@@ -47,82 +46,37 @@ class Column:
     point_text: str  # for the sentence: "1 KiB × 100 connections"
     per_loop: bool = False  # one figure per loop, shown in each of its style rows (http)
 
+    @classmethod
+    def of(cls, workload: Workload, glance: Glance) -> Column:
+        metric = workload.metric(glance.metric)
+        return cls(
+            glance.header,
+            workload.name,
+            glance.where,
+            glance.metric,
+            metric.scale,
+            metric.digits,
+            metric.higher_is_better,
+            glance.noun,
+            glance.point_text,
+            glance.per_loop,
+        )
+
     def matches(self, rendered, row: Row) -> bool:
         if self.per_loop:
             return rendered.row.variant == row.variant and not row.anchor
         return rendered.row == row
 
 
-COLUMNS = (
-    Column(
-        "echo requests/s",
-        "echo",
-        (("measure", None), *echo.HEADLINE_POINT.items()),  # closed loop
-        "requests_per_s",
-        1.0,
-        0,
-        True,
-        "requests/s",
-        f"echo throughput (closed loop), {ECHO_AT}",
-    ),
-    Column(
-        "echo server CPU per request at fixed load (µs)",
-        "echo",
-        (("measure", echo.PACED), *echo.HEADLINE_POINT.items()),
-        "server_cpu_us",
-        1.0,
-        1,
-        False,
-        "µs of server CPU per request",
-        f"echo cost at a fixed offered load, {ECHO_AT}",
-    ),
-    Column(
-        "switch (ns)",
-        "micro",
-        tuple(micro.HEADLINE_POINT.items()),
-        "switch",
-        1.0,
-        0,
-        False,
-        "ns per switch",
-        "micro, one trip through the loop (pyperf)",
-    ),
-    Column(
-        "sleep CPU per sleeper (µs)",
-        "sleep",
-        tuple(sleep.HEADLINE_POINT.items()),
-        "cpu_per_sleeper_us",
-        1.0,
-        1,
-        False,
-        "µs of CPU per sleeper",
-        "sleep, 10 000 sleepers",
-    ),
-    Column(
-        "http requests/s (uvicorn)",
-        "http",
-        tuple(http.HEADLINE_POINT.items()),
-        "requests_per_s",
-        1.0,
-        0,
-        True,
-        "requests/s",
-        f"HTTP, uvicorn under wrk, {http.HEADLINE_POINT['connections']} connections",
-        per_loop=True,
-    ),
-    Column(
-        "crawl pages/s",
-        "crawler",
-        tuple(crawler.HEADLINE_POINT.items()),
-        "pages_per_s",
-        1.0,
-        0,
-        True,
-        "pages/s",
-        "crawler, 20 ms latency × 100 workers",
-    ),
-)
-COST = COLUMNS[1]  # the cost a design adds per request: what the user's servers are read against
+def columns() -> list[Column]:
+    """Every registered workload's glance columns, in their places (read when rendering, so a
+    workload registered later, a test's, has its columns too)."""
+    declared = [(g, w) for w in registry.WORKLOADS for g in w.glance]
+    return [Column.of(w, g) for g, w in sorted(declared, key=lambda pair: pair[0].place)]
+
+
+# The cost a design adds per request: what the user's servers are read against.
+COST = Column.of(echo.WORKLOAD, echo.COST_GLANCE)
 USER_ROWS = tuple(Row(name, "native", anchor=True) for name in USER_SERVERS)
 USER_BASELINE, USER_BEST = "asyncio-protocol", YARDSTICK  # the columns "× <server>"
 BASELINE_MEANS = (
@@ -131,14 +85,15 @@ BASELINE_MEANS = (
     "fair twin of every home-made loop's code, not the server an asyncio user writes. Those are "
     "the Protocol and streams servers in the last rows (grey bars in the chart), and the "
     f"*× {USER_BASELINE}* and *× {USER_BEST}* columns read each design's cost per request "
-    "against them."
+    "against them, measured in the same session (*other session* where they were not)."
 )
 STYLE_MARK = {"callbacks": "cb", "generators": "gen", "coroutines": "co"}
 CELL = re.compile(r"\b(cb|gen|co) (✅|❌|⚠️)")
 
 
 def conformance_counts(path: Path) -> dict[tuple[str, str], tuple[int, int]]:
-    """(variant, style) -> (properties passing, properties claimed) from the matrix file."""
+    """(variant, style) -> (properties passing, properties claimed), from the conformance
+    matrix's file."""
     if not path.exists():
         return {}
     counts: dict[tuple[str, str], list[int]] = {}
@@ -196,7 +151,7 @@ def cell(column: Column, rendered) -> str:
 
 
 def _metrics(workload: str):
-    return matrix.get(workload).metrics
+    return registry.get(workload).metrics
 
 
 def sentence(column: Column, rows: list | None) -> str:
@@ -250,9 +205,12 @@ def _capital(text: str) -> str:
 
 
 def _against(rendered, server) -> str:
-    """A row's cost per request as a multiple of a user's server's (× 1.00 = the same)."""
+    """A row's cost per request as a multiple of a user's server's (× 1.00 = the same), only
+    where both were measured in the same session ("other session" where not: issue 36)."""
     if rendered is None or server is None or rendered.summary.status != "ok":
         return "—"
+    if rendered.session != server.session:
+        return "other session"
     mine = rendered.summary.stats.get(COST.metric)
     theirs = server.summary.stats.get(COST.metric) if server.summary.status == "ok" else None
     if mine is None or theirs is None or theirs.median <= 0:
@@ -267,10 +225,10 @@ def _body(found: dict, conformance: dict, root: Path) -> list[list[str]]:
 
     def cells_for(row: Row) -> list[str]:
         cells = [anchor_label(row)]
-        for column in COLUMNS:
+        for column in found:
             match = next((r for r in found[column] or () if column.matches(r, row)), None)
             cells.append(cell(column, match))
-            if column is COST:
+            if column == COST:
                 cells += [_against(match, servers.get(name)) for name in (USER_BASELINE, USER_BEST)]
         return cells
 
@@ -288,7 +246,7 @@ def _body(found: dict, conformance: dict, root: Path) -> list[list[str]]:
             )
     for name in unavailable_variants():  # no style, no figure: the reason under the table
         size = code_lines(name, root)
-        words = ["unavailable"] * (len(COLUMNS) + 2)
+        words = ["unavailable"] * (len(found) + 2)
         body.append([name, *words, "—", size])
     body.sort(key=lambda cells: (not cells[0].startswith(BASELINE + " "), cells[0]))
     return body + [[*cells_for(row), "—", "—"] for row in USER_ROWS]
@@ -301,7 +259,7 @@ def section(
     chart: Path | None = None,
 ) -> list[str]:
     """The markdown lines of the at-a-glance table, its chart (drawn to `chart`), sentences."""
-    found = {column: find(column, points_of(column.workload)) for column in COLUMNS}
+    found = {column: find(column, points_of(column.workload)) for column in columns()}
     conformance = conformance_counts(reports / "conformance.md")
     body = _body(found, conformance, root)
     unavailable = unavailable_variants()
@@ -309,9 +267,9 @@ def section(
         "variant · style",
         *(
             header
-            for c in COLUMNS
+            for c in found
             for header in (
-                (c.header, f"× {USER_BASELINE}", f"× {USER_BEST}") if c is COST else (c.header,)
+                (c.header, f"× {USER_BASELINE}", f"× {USER_BEST}") if c == COST else (c.header,)
             )
         ),
         "conformance (holding / claimed)",
@@ -336,7 +294,7 @@ def section(
             "",
         ]
     text += [f"- {BASELINE_MEANS}", f"- {against_sentence(found[COST])}"]
-    text += [f"- {sentence(column, found[column])}" for column in COLUMNS]
+    text += [f"- {sentence(column, found[column])}" for column in found]
     holding = [
         (variant, style)
         for (variant, style), (passing, claimed) in conformance.items()
@@ -360,12 +318,21 @@ def against_sentence(rows: list | None) -> str:
     designs = {row: v for row, v in figures.items() if not row.anchor}
     if not designs or user[USER_BASELINE] is None or user[USER_BEST] is None:
         return f"{head}: not measured in this run."
+    sessions = {r.row: r.session for r in rows or ()}
+    anchors = {sessions[row] for row in USER_ROWS if row in sessions}
+    designs = {row: v for row, v in designs.items() if sessions[row] in anchors}
+    if len(anchors) != 1 or not designs:  # a comparison is made within one session only
+        return f"{head}: the servers and the designs were not measured in one session."
     cheaper = [row for row, v in designs.items() if v < user[USER_BASELINE]]
-    best = min(designs, key=designs.get)
+    kinds = {r.row: r.kind for r in rows or ()}
+    home_made = {row: v for row, v in designs.items() if kinds[row] == "home-made"}
+    best = min(home_made or designs, key=(home_made or designs).get)
     return (
-        f"{head}: {len(cheaper)} of {len(designs)} variant·style rows cost less server CPU per "
-        f"request than {USER_BASELINE} ({user[USER_BASELINE]:.1f} µs); the cheapest, "
-        f"{best.label}, costs {designs[best]:.1f} µs, ×{designs[best] / user[USER_BEST]:.2f} "
+        f"{head}: {len(cheaper)} of the {len(designs)} variant·style rows measured in the "
+        f"session of these servers cost less server CPU per "
+        f"request than {USER_BASELINE} ({user[USER_BASELINE]:.1f} µs); the cheapest"
+        + (" home-made design, " if home_made else ", ")
+        + f"{best.label}, costs {designs[best]:.1f} µs, ×{designs[best] / user[USER_BEST]:.2f} "
         f"{USER_BEST}'s {user[USER_BEST]:.1f} µs."
     )
 

@@ -1,10 +1,11 @@
 """The "Interpreters" section: the same rows on every CPython measured, read side by side.
 
-For each figure of :mod:`bench.across` (echo server CPU per request closed loop and at a fixed
-offered load, the switch, sleep CPU per sleeper at 100 000, crawler pages/s), a table with a
-row per variant·style (echo's anchors too) and a column per interpreter: the figure, its ratio
-to the same row on the reference interpreter (``bench.interpreters.REFERENCE``) and to asyncio
-measured in the same session on the same interpreter. A chart of the fixed-load cost by
+For each figure of :mod:`bench.interpreter_figures` (echo server CPU per request closed loop
+and at a fixed offered load, the switch, sleep CPU per sleeper at 100 000, crawler pages/s), a
+table with a row per variant·style (echo's anchors too) and a column per interpreter: the
+figure, its ratio to the same row on the reference interpreter
+(``bench.interpreters.REFERENCE``) and to asyncio measured in the same session on the same
+interpreter. A chart of the fixed-load cost by
 interpreter, and sentences from the data: does uvloop still pay on each interpreter, which
 design a newer one helps or hurts most, where the order of the loops changes. Each interpreter's
 results are read from its own store (``reports/results/<mode>/python-X.Y/``); an interpreter
@@ -17,8 +18,8 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from bench import matrix
-from bench.across import COST, FIGURES, Figure
+from bench import registry
+from bench.interpreter_figures import COST, FIGURES, Figure
 from bench.interpreters import PYTHONS, REFERENCE
 from bench.plan import BASELINE, YARDSTICK, Row
 from bench.render.rows import RenderedRow, stored_points
@@ -47,7 +48,7 @@ def read(
 
 
 def _stores(results: Path | None, mode: str, python: str) -> dict:
-    return load_mode(results, mode, matrix.names(), python) if results else {}
+    return load_mode(results, mode, registry.names(), python) if results else {}
 
 
 def _figure(figure: Figure, points: list[tuple[dict, list[RenderedRow]]]) -> dict:

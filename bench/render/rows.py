@@ -10,10 +10,10 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench import matrix
-from bench.matrix import echo
+from bench import registry
 from bench.plan import BASELINE, Metric, Row, baseline_key, unavailable_variants
-from bench.store import ResultStore, row_fingerprint
+from bench.registry import echo
+from bench.store import ResultStore
 from bench.summary import RowSummary, ratio, summarize
 from bench.workload import Workload
 
@@ -60,7 +60,7 @@ def rendered_rows(
 ) -> list[RenderedRow]:
     """A point's stored rows with their summaries and same-session baselines, in table order.
 
-    With `expected` (the rows the current matrix has at this point), stored rows of variants
+    With `expected` (the rows the current points have at this point), stored rows of variants
     that are gone are left out, and expected rows with nothing stored say "not measured". A
     variant the lab has but this interpreter cannot load (curio on 3.12+, asyncio_eager on
     3.11) is not gone: its rows, measured where it loads, stay, so a table reads the same
@@ -85,7 +85,7 @@ def rendered_rows(
                 session=entry["session"],
                 summary=summary,
                 baseline=summarize(base_reps, workload.metrics) if base_reps else None,
-                stale=row_fingerprint(workload.name, row) != entry["code"],
+                stale=workload.fingerprint(row) != entry["code"],
                 earlier=entry["session"] != newest,
             )
         )
@@ -129,8 +129,8 @@ def unloadable_here() -> frozenset[str]:
     return frozenset(unavailable_variants()) | frozenset(anchors)
 
 
-def current_matrix(workload: Workload, mode: str) -> dict[str, tuple[Row, ...]]:
-    """The rows the current matrix has at each point, by point key ({} if it cannot be known)."""
+def current_points(workload: Workload, mode: str) -> dict[str, tuple[Row, ...]]:
+    """The rows of the workload's current points, by point key ({} if it cannot be known)."""
     if workload.unavailable():
         return {}
     return {point.key: point.rows for point in workload.points(mode == "full")}
@@ -146,9 +146,9 @@ def stored_points(
         if name not in cache:
             store = stores.get(name)
             found = []
-            if store is not None and name in matrix.names():
-                workload = matrix.get(name)
-                current = current_matrix(workload, mode)
+            if store is not None and name in registry.names():
+                workload = registry.get(name)
+                current = current_points(workload, mode)
                 for point_key, point in store.data["points"].items():
                     rows = rendered_rows(workload, point, current.get(point_key))
                     found.append((point["params"], rows))

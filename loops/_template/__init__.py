@@ -145,6 +145,13 @@ VARIANT = Variant(
     # Claim what passes; see loops.contract.CAPABILITIES for the names.
     capabilities=frozenset({{"core"}}),
     {style}={entry},
+    # The design, as tests/test_designs.py checks it against this folder's code and the
+    # designs table in loops/README.md shows it (loops/contract.py says what each field holds).
+    io_model="readiness",  # or "completion"
+    waits_in="TODO: the call the loop sleeps in with nothing to run (selectors' select?)",
+    wake_up="socketpair",  # what a thread writes to end that sleep ("socketpair", "eventfd")
+    thread_entries=("run_in_thread",),
+    cancellation="TODO: how a cancel reaches a waiting task, naming the code",
 )
 '''
 

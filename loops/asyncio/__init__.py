@@ -17,4 +17,12 @@ VARIANT = Variant(
     coroutines=coroutines_namespace(_Loop),
     asyncio_loop=asyncio.SelectorEventLoop,
     reference=True,
+    io_model="readiness",
+    waits_in="selectors.DefaultSelector (`asyncio/selector_events.py`: `BaseSelectorEventLoop`)",
+    wake_up="socketpair (`asyncio/selector_events.py`: `_make_self_pipe`, `_write_to_self`)",
+    thread_entries=("call_soon_threadsafe", "run_in_thread"),
+    cancellation=(
+        "`Task.cancel` cancels the future the task awaits, or sets `_must_cancel` and throws "
+        "at the next resume (`asyncio/tasks.py`)"
+    ),
 )

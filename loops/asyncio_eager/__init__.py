@@ -32,4 +32,12 @@ VARIANT = Variant(
     coroutines=coroutines_namespace(_eager_loop),
     asyncio_loop=_eager_loop,  # asyncio's loop with eager tasks, as uvicorn would run it
     reference=True,
+    io_model="readiness",
+    waits_in="selectors.DefaultSelector (`asyncio/selector_events.py`: `BaseSelectorEventLoop`)",
+    wake_up="socketpair (`asyncio/selector_events.py`: `_make_self_pipe`, `_write_to_self`)",
+    thread_entries=("run_in_thread",),
+    cancellation=(
+        "`Task.cancel` cancels the future the task awaits, or sets `_must_cancel` and throws "
+        "at the next resume (`asyncio/tasks.py`)"
+    ),
 )

@@ -28,4 +28,9 @@ VARIANT = Variant(
     capabilities=EVERY_CAPABILITY - TASK_CAPABILITIES,
     callbacks=Loop,
     asyncio_loop=new_event_loop,  # the same reactor as asyncio's event loop (dropin.py)
+    io_model="readiness",
+    waits_in="select.epoll",
+    wake_up="socketpair",
+    thread_entries=("call_soon_threadsafe", "run_in_thread"),
+    cancellation="no tasks: `Handle.cancel` drops a callback; `Readiness.unwatch` ends a wait",
 )

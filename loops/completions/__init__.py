@@ -30,4 +30,12 @@ VARIANT = Variant(
     ),
     capabilities=EVERY_CAPABILITY,
     coroutines=api,
+    io_model="completion",
+    waits_in="io_uring_enter",
+    wake_up="eventfd",
+    thread_entries=("run_in_thread",),
+    cancellation=(
+        "`Loop._interrupt` undoes a wait; an operation in flight is asked back with "
+        "`OP_ASYNC_CANCEL` and the error waits in `Task.pending` until its CQE arrives"
+    ),
 )

@@ -85,4 +85,12 @@ VARIANT = Variant(
     capabilities=EVERY_CAPABILITY,
     coroutines=coroutines,
     reference=True,
+    io_model="readiness",
+    waits_in="selectors.DefaultSelector (`curio/kernel.py`: `Kernel.__init__`)",
+    wake_up="socketpair (`curio/kernel.py`: `init_loopback`)",
+    thread_entries=("run_in_thread",),
+    cancellation=(
+        "`TaskCancelled` delivered at the task's blocking trap, or held in `cancel_pending` "
+        "until it makes one (`curio/kernel.py`: `trap_cancel_task`)"
+    ),
 )

@@ -20,4 +20,12 @@ VARIANT = Variant(
     capabilities=EVERY_CAPABILITY,
     generators=api,
     coroutines=api,
+    io_model="readiness",
+    waits_in="selectors.DefaultSelector",
+    wake_up="socketpair",
+    thread_entries=("call_soon_threadsafe", "run_in_thread"),
+    cancellation=(
+        "`Task.cancel` cancels the awaited future (`Task._withdraw_wait`), then `Task.step` "
+        "throws `CancelledError` in at the task's `yield from`"
+    ),
 )

@@ -15,4 +15,9 @@ VARIANT = Variant(
     # The callbacks style has no tasks, so the task properties have nothing to play.
     capabilities=EVERY_CAPABILITY - TASK_CAPABILITIES,
     callbacks=loop.Loop,
+    io_model="readiness",
+    waits_in="select.select",
+    wake_up="socketpair",
+    thread_entries=("call_soon_threadsafe", "run_in_thread"),
+    cancellation="no tasks: `Handle.cancel` and `Loop.remove_reader` keep a callback from running",
 )

@@ -13,4 +13,12 @@ VARIANT = Variant(
     ),
     capabilities=EVERY_CAPABILITY,
     coroutines=api,
+    io_model="readiness",
+    waits_in="selectors.DefaultSelector",
+    wake_up="socketpair",
+    thread_entries=("run_in_thread",),
+    cancellation=(
+        "`Loop._deliver_cancel` undoes the wait by its request (`Task.waiting`), then throws "
+        "`CancelledError` in where the task yielded"
+    ),
 )

@@ -13,4 +13,12 @@ VARIANT = Variant(
     ),
     capabilities=EVERY_CAPABILITY,
     coroutines=api,
+    io_model="readiness",
+    waits_in="select.epoll",
+    wake_up="socketpair",
+    thread_entries=("run_in_thread",),
+    cancellation=(
+        "`Loop._interrupt` undoes the wait (`_unwait`), then throws `CancelledError` in at "
+        "the task's `_trap`"
+    ),
 )

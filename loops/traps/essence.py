@@ -1,6 +1,5 @@
-"""traps, the idea alone: a coroutine never sees the loop; every ``await`` that asks it something
-ends in ``_trap``, yielding a request such as ``("sleep", 0.1)`` for the kernel's trap table.
-``kernel.py``, ``traps.py``, ``task.py``: the full loop (README.md says what they add)."""
+"""traps, the idea alone: every ``await`` that asks the kernel something ends in ``_trap``, yielding
+a request (``("sleep", 0.1)``) for its trap table; a cancel undoes the wait and throws in."""
 
 import heapq
 import itertools
@@ -10,7 +9,10 @@ import time
 import types
 from collections import deque
 
-SUSPEND = object()  # a trap handler's answer: the task waits; something else makes it ready
+SUSPEND = object()  # what a trap handler returns for "the task waits"; else it is the answer
+
+
+class CancelledError(BaseException): ...
 
 
 @types.coroutine
@@ -18,21 +20,9 @@ def _trap(*request):
     return (yield request)
 
 
-async def sleep(seconds):
-    return await _trap("sleep", seconds)
-
-
-async def spawn(coro):
-    return await _trap("spawn", coro)
-
-
-async def wait_readable(sock):
-    return await _trap("read", sock)
-
-
 class Task:
     def __init__(self, coro):
-        self.coro, self.state, self.value, self.result = coro, "ready", None, None
+        self.coro, self.value, self.throw, self.unwait, self.done = coro, None, None, None, False
 
 
 class Loop:
@@ -40,13 +30,12 @@ class Loop:
         self._ready = deque()  # tasks to resume, FIFO
         self._timers, self._timer_seq, self._sleepers = [], itertools.count(), {}  # seq -> task
         self._selector = selectors.DefaultSelector()  # sock -> the task waiting to read it
-        # The trap table: handler(task, request) returns the answer, or SUSPEND.
         self._traps = {"sleep": self._trap_sleep, "spawn": self._trap_spawn, "read": self._trap_io}
+        self._traps["cancel"] = self._trap_cancel  # the trap table: handler(task, request)
 
     def _trap_sleep(self, task, request):
-        seq = next(self._timer_seq)
-        heapq.heappush(self._timers, (time.monotonic() + request[1], seq))
-        self._sleepers[seq], task.state = task, "sleeping"
+        heapq.heappush(self._timers, (time.monotonic() + request[1], seq := next(self._timer_seq)))
+        self._sleepers[seq], task.unwait = task, lambda: self._sleepers.pop(seq)  # heap: lazily
         return SUSPEND
 
     def _trap_spawn(self, task, request):
@@ -55,49 +44,56 @@ class Loop:
 
     def _trap_io(self, task, request):
         self._selector.register(request[1], selectors.EVENT_READ, task)
-        task.state = "reading"
+        task.unwait = lambda: self._selector.unregister(request[1])
         return SUSPEND
+
+    def _trap_cancel(self, task, request):  # the full loop also waits for the victim to end
+        victim, victim.throw = request[1], CancelledError()
+        if victim not in self._ready:  # still waiting: undo the wait, wake it to throw in
+            victim.unwait()
+            self._ready.append(victim)
 
     def run(self, coro):
         self._ready.append(main := Task(coro))
-        while main.state != "done":
+        while not main.done:
             # Stage 1: wait for I/O, blocking (until the next timer) only while nothing is ready.
-            timeout = 0 if self._ready else None
-            if self._timers and not self._ready:
-                timeout = max(0, self._timers[0][0] - time.monotonic())
-            for key, _events in self._selector.select(timeout):
+            timeout = max(0, self._timers[0][0] - time.monotonic()) if self._timers else None
+            for key, _events in self._selector.select(0 if self._ready else timeout):
                 self._selector.unregister(key.fileobj)  # the full loop keeps it registered
                 self._ready.append(key.data)
             # Stage 2: expire timers: the sleepers whose deadline has passed are ready.
             while self._timers and self._timers[0][0] <= time.monotonic():
-                self._ready.append(self._sleepers.pop(heapq.heappop(self._timers)[1]))
+                if task := self._sleepers.pop(heapq.heappop(self._timers)[1], None):
+                    self._ready.append(task)
             # Stage 3: run each ready task until it suspends (non-blocking traps answer at once).
             for _ in range(len(self._ready)):
                 task = self._ready.popleft()
                 while True:
-                    try:
-                        request = task.coro.send(task.value)
-                    except StopIteration as stop:
-                        task.state, task.result = "done", stop.value
+                    try:  # send the trap's answer in, or throw a cancellation in at the await
+                        resume = task.coro.throw if task.throw else task.coro.send
+                        request, task.throw = resume(task.throw or task.value), None
+                    except (StopIteration, CancelledError) as end:  # returned, or cancelled
+                        task.done, task.value = True, getattr(end, "value", end)
                         break
                     task.value = self._traps[request[0]](task, request)
                     if task.value is SUSPEND:
                         task.value = None
                         break
-        return main.result
+        return main.value
 
 
 if __name__ == "__main__":
 
-    async def writer(sock):
-        await sleep(0.05)
-        sock.send(b"ping")
-
     async def main():
         a, b = socket.socketpair()
-        child = await spawn(writer(b))  # a trap answered at once: main runs on
-        print(f"main: the spawn trap answered {type(child).__name__} at once; now main waits")
-        await wait_readable(a)  # suspends main until the writer's ping arrives
-        return a.recv(100)
+        with a, b:  # s sleeps, r waits to read a: both are cancelled where they wait
+            s, r = [await _trap("spawn", c) for c in (_trap("sleep", 10), _trap("read", a))]
+            await _trap("sleep", 0.01)  # both run to their await and suspend there
+            await _trap("cancel", s)
+            await _trap("cancel", r)  # its wait undone: the ping below is main's to read
+            b.send(b"ping")
+            await _trap("read", a)
+            print(f"spawn answered {type(r).__name__} at once; thrown in: {s.value!r}, {r.value!r}")
+            return a.recv(100)
 
     print(f"main returned {Loop().run(main())!r}")

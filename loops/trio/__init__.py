@@ -151,4 +151,12 @@ VARIANT = Variant(
     capabilities=EVERY_CAPABILITY,
     coroutines=coroutines,
     reference=True,
+    io_model="readiness",
+    waits_in="select.epoll (`trio/_core/_io_epoll.py`: `EpollIOManager`)",
+    wake_up="socketpair (`trio/_core/_wakeup_socketpair.py`: `WakeupSocketpair`)",
+    thread_entries=("run_in_thread",),
+    cancellation=(
+        "a cancelled `CancelScope` makes every checkpoint inside it raise `Cancelled` "
+        "(`trio/_core/_run.py`)"
+    ),
 )

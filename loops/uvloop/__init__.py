@@ -56,4 +56,12 @@ VARIANT = Variant(
     coroutines=_coroutines,
     asyncio_loop=uvloop.new_event_loop,
     reference=True,
+    io_model="readiness",
+    waits_in="epoll, in libuv's `uv__io_poll` (libuv's `src/unix/linux.c`)",
+    wake_up=(
+        "libuv's `uv_async_send`, an eventfd on Linux (`uvloop/loop.pyx`: "
+        "`call_soon_threadsafe` calls `handler_async.send`; `uvloop/handles/async_.pyx`)"
+    ),
+    thread_entries=("call_soon_threadsafe", "run_in_thread"),
+    cancellation="asyncio's own `Task` (`asyncio/tasks.py`), so as asyncio",
 )

@@ -1,10 +1,12 @@
-"""The pure-Python floor: one ``selectors`` loop, a callback per readable socket, nothing else.
+"""The floor of a selectors loop: one ``selectors`` loop, a callback per readable socket.
 
 No handles, no futures, no tasks, no timers: readiness comes back from epoll and the callback
-registered as the key's data runs. What any event loop written in Python costs above this is
-its abstraction. Backpressure: when a client does not take its echo, the unsent bytes wait in
-its buffer, the server stops reading from that client and watches it for writability until
-the buffer drains.
+registered as the key's data runs. What a loop built on ``selectors`` costs above this is its
+abstraction. A loop that reads epoll itself skips the ``selectors`` layer and can cost less
+(``loops/callbacks/readiness.py`` says what that saves, with the command that measures it): a
+floor for the loops built on ``selectors`` only. Backpressure: when a client does not take its
+echo, the unsent bytes wait in its buffer, the server stops reading from that client and
+watches it for writability until the buffer drains.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ the repetition is valid (a saturated site would be measuring itself).
 
 from __future__ import annotations
 
-from bench.plan import Chart, Metric, Point, implemented_styles, variant_rows
-from bench.workload import Measuring, Workload
+from bench.plan import Chart, Glance, Metric, Point, implemented_styles, variant_rows
+from bench.workload import Workload
 
 NAME = "crawler"
 TITLE = "Crawler"
@@ -22,6 +22,16 @@ SEED = 1
 FULL = {"delays": (0, 20), "concurrency": (1, 10, 100)}
 QUICK_POINTS = ((20, 10), (20, 100))  # (delay ms, concurrency)
 HEADLINE_POINT = {"delay_ms": 20, "concurrency": 100}  # the point the glance reads
+GLANCE = (
+    Glance(
+        "crawl pages/s",
+        tuple(HEADLINE_POINT.items()),
+        "pages_per_s",
+        "pages/s",
+        "crawler, 20 ms latency × 100 workers",
+        place=50,
+    ),
+)
 # Full run: a crawl past this many seconds is stored as "did not finish"; at least 3
 # repetitions, up to 5 where the spread asks for it (2 to 3 for the crawls that wait on
 # latency one page at a time, about 20 s each).
@@ -92,13 +102,6 @@ def panel_title(parameter: str, value) -> str:
     return f"{value} ms per answer" if value else "no added latency"
 
 
-def measuring() -> Measuring:
-    """The running side, imported only when the bench runs (rendering never loads it)."""
-    from bench.measure import crawler
-
-    return crawler.MEASURING
-
-
 WORKLOAD = Workload(
     name=NAME,
     title=TITLE,
@@ -107,8 +110,9 @@ WORKLOAD = Workload(
     headline=HEADLINE,
     points=points,
     point_title=point_title,
-    measuring=measuring,
+    running="bench.measure.crawler",
     charts=CHARTS,
+    glance=GLANCE,
     panel_title=panel_title,
     unavailable=unavailable,
 )

@@ -10,12 +10,12 @@ reported readable; a failed run is a failed row here. There is no peer process.
 
 from __future__ import annotations
 
-from bench.plan import Chart, Metric, Point, implemented_styles, variant_rows
-from bench.workload import Measuring, Workload
+from bench.plan import Chart, Glance, Metric, Point, implemented_styles, variant_rows
+from bench.workload import Workload
 
 NAME = "sleep"
 TITLE = "Sleep"
-# Per matrix (False: quick, True: full): the longest sleep in seconds (delays are uniform in
+# Per run (False: quick, True: full): the longest sleep in seconds (delays are uniform in
 # [0, max]), the numbers of sleepers, the idle wait in seconds.
 MAX_DELAY = {False: 0.5, True: 1.0}
 TASKS = {False: (1_000, 10_000, 100_000), True: (1_000, 10_000, 100_000, 1_000_000)}
@@ -24,6 +24,16 @@ IDLE_SOCKETS = {False: (1_000,), True: (100, 1_000, 10_000)}
 CANCEL = {"tasks": 10_000, "fraction": 0.9}  # the cancel-heavy run
 CANCEL_TASKS = {False: (10_000,), True: (10_000, 100_000)}
 HEADLINE_POINT = {"mode": "sleepers", "tasks": 10_000}  # the point the glance reads
+GLANCE = (
+    Glance(
+        "sleep CPU per sleeper (µs)",
+        tuple(HEADLINE_POINT.items()),
+        "cpu_per_sleeper_us",
+        "µs of CPU per sleeper",
+        "sleep, 10 000 sleepers",
+        place=30,
+    ),
+)
 # Full run: a repetition that uses more than this many seconds of CPU is stopped and stored
 # as "did not finish" (a quadratic timer queue at a million sleepers looks like that). CPU,
 # not wall time, so that a busy shared machine cannot make a loop look as if it did not finish;
@@ -130,13 +140,6 @@ def point_title(params: dict) -> str:
     return f"{params['tasks']:,} sleepers, delays up to {params['max_delay']:g} s"
 
 
-def measuring() -> Measuring:
-    """The running side, imported only when the bench runs (rendering never loads it)."""
-    from bench.measure import sleep
-
-    return sleep.MEASURING
-
-
 WORKLOAD = Workload(
     name=NAME,
     title=TITLE,
@@ -145,8 +148,9 @@ WORKLOAD = Workload(
     headline=HEADLINE,
     points=points,
     point_title=point_title,
-    measuring=measuring,
+    running="bench.measure.sleep",
     charts=CHARTS,
+    glance=GLANCE,
     columns=columns,
     unavailable=unavailable,
 )

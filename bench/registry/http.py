@@ -11,8 +11,8 @@ loop through its drop-in), so the style column reads "asyncio": the program is a
 from __future__ import annotations
 
 import loops
-from bench.plan import Chart, Metric, Point, Row
-from bench.workload import Measuring, Workload
+from bench.plan import Chart, Glance, Metric, Point, Row
+from bench.workload import Workload
 
 NAME = "http"
 TITLE = "HTTP"
@@ -22,6 +22,17 @@ CONNECTIONS = {False: (50,), True: (10, 50, 200)}
 SECONDS = {False: 2.0, True: 4.0}
 WARMUP_S = 1.0
 HEADLINE_POINT = {"connections": 50}  # the point the glance reads
+GLANCE = (
+    Glance(
+        "http requests/s (uvicorn)",
+        tuple(HEADLINE_POINT.items()),
+        "requests_per_s",
+        "requests/s",
+        f"HTTP, uvicorn under wrk, {HEADLINE_POINT['connections']} connections",
+        per_loop=True,
+        place=40,
+    ),
+)
 REPETITIONS = (3, 5)
 
 METRICS = (
@@ -115,13 +126,6 @@ def observations(params: dict, rendered: list) -> list[str]:
     ]
 
 
-def measuring() -> Measuring:
-    """The running side, imported only when the bench runs (rendering never loads it)."""
-    from bench.measure import http
-
-    return http.MEASURING
-
-
 WORKLOAD = Workload(
     name=NAME,
     title=TITLE,
@@ -130,8 +134,9 @@ WORKLOAD = Workload(
     headline=HEADLINE,
     points=points,
     point_title=point_title,
-    measuring=measuring,
+    running="bench.measure.http",
     charts=CHARTS,
+    glance=GLANCE,
     unavailable=unavailable,
     observations=observations,
 )

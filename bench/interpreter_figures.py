@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.matrix import crawler, echo, micro
 from bench.plan import Point
+from bench.registry import crawler, echo, micro
 
 SLEEPERS = 100_000  # sleep CPU per sleeper is read at this many sleepers
 

@@ -2,14 +2,16 @@
 
 Each module here declares one :class:`bench.workload.Workload` (its points, figures, titles
 and the prose written from its data); its running side lives in :mod:`bench.measure`.
-Adding a workload is one module and one line in ``WORKLOADS``; the runner, the store and the
-report read this tuple and nothing else (readers look it up here at call time, so a test may
+Adding a workload is its CLI, a module here, its running module in :mod:`bench.measure`
+(named by the registration, never imported from here) and one line in ``WORKLOADS``
+(``bench/README.md``'s recipe); the runner, the store and the report read this tuple and
+nothing else (readers look it up here at call time, so a test may
 register a workload of its own for the length of the test).
 """
 
 from __future__ import annotations
 
-from bench.matrix import crawler, echo, http, micro, sleep
+from bench.registry import crawler, echo, http, micro, sleep
 from bench.workload import Workload
 
 WORKLOADS: tuple[Workload, ...] = (

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import statistics
 
-from bench.plan import Metric, Point, variant_rows
+from bench.plan import Glance, Metric, Point, variant_rows
 from bench.summary import summarize
-from bench.workload import Measuring, Workload
+from bench.workload import Workload
 
 NAME = "micro"
 OPERATIONS = {
@@ -59,6 +59,16 @@ side. "n/a": the style has no such operation.
 PYPERF = {False: {"processes": 6, "values": 3}, True: {"processes": 20, "values": 3}}
 PYPERF_CAP_S = 600.0
 HEADLINE_POINT = {"harness": "pyperf"}  # the point the glance reads
+GLANCE = (
+    Glance(
+        "switch (ns)",
+        tuple(HEADLINE_POINT.items()),
+        "switch",
+        "ns per switch",
+        "micro, one trip through the loop (pyperf)",
+        place=20,
+    ),
+)
 
 
 def point_title(params: dict) -> str:
@@ -198,13 +208,6 @@ def settings(full: bool) -> dict[str, float]:
     return {"min_time": 0.1 if full else 0.03, "runs": 7 if full else 5}
 
 
-def measuring() -> Measuring:
-    """The running side, imported only when the bench runs (rendering never loads it)."""
-    from bench.measure import micro
-
-    return micro.MEASURING
-
-
 WORKLOAD = Workload(
     name=NAME,
     title=TITLE,
@@ -213,7 +216,8 @@ WORKLOAD = Workload(
     headline=HEADLINE,
     points=points,
     point_title=point_title,
-    measuring=measuring,
+    running="bench.measure.micro",
+    glance=GLANCE,
     detail_column=detail_column,
     detail=detail,
     observations=observations,

@@ -37,8 +37,18 @@ from __future__ import annotations
 
 import importlib.util
 
-from bench.plan import FLOOR, YARDSTICK, Chart, Metric, Point, Row, implemented_styles, variant_rows
-from bench.workload import Measuring, Workload
+from bench.plan import (
+    FLOOR,
+    YARDSTICK,
+    Chart,
+    Glance,
+    Metric,
+    Point,
+    Row,
+    implemented_styles,
+    variant_rows,
+)
+from bench.workload import Workload
 
 NAME = "echo"
 TITLE = "Echo"
@@ -47,7 +57,7 @@ TITLE = "Echo"
 # the generator); handlers' select() ceiling shows there as its stated limit.
 FULL = {"sizes": (64, 1024, 16384, 102400), "connections": (1, 10, 100, 1000, 10_000)}
 QUICK_POINTS = ((1024, 1), (1024, 100))
-# The full matrix is 40 points × 20 rows: its timing is what lets it run in a few sessions.
+# The full run is 40 points × 20 rows: its timing is what lets it run in a few sessions.
 # 2 s holds thousands of requests even at 100 KiB × 10 000 connections (a full round each).
 TIMING = {  # seconds: (warm-up load, measured load)
     False: (0.2, 0.6),
@@ -58,6 +68,34 @@ PACED_TIMING = {False: (0.2, 2.0), True: (0.5, 2.0)}
 PACED = "paced"
 # The point every summary of echo reads (the glance, the cost anatomy): 1 KiB × 100 connections.
 HEADLINE_POINT = {"size": 1024, "connections": 100}
+
+
+def size_text(size: int) -> str:
+    return f"{size // 1024} KiB" if size >= 1024 and size % 1024 == 0 else f"{size} B"
+
+
+# Where the glance reads echo, in words: "1 KiB × 100 connections".
+HEADLINE_AT = f"{size_text(HEADLINE_POINT['size'])} × {HEADLINE_POINT['connections']:,} connections"
+# The cost a design adds per request: the glance reads the user's servers against it.
+COST_GLANCE = Glance(
+    "echo server CPU per request at fixed load (µs)",
+    (("measure", PACED), *HEADLINE_POINT.items()),
+    "server_cpu_us",
+    "µs of server CPU per request",
+    f"echo cost at a fixed offered load, {HEADLINE_AT}",
+    place=11,
+)
+GLANCE = (
+    Glance(
+        "echo requests/s",
+        (("measure", None), *HEADLINE_POINT.items()),  # closed loop
+        "requests_per_s",
+        "requests/s",
+        f"echo throughput (closed loop), {HEADLINE_AT}",
+        place=10,
+    ),
+    COST_GLANCE,
+)
 
 METRICS = (
     Metric("requests_per_s", "requests/s", higher_is_better=True),
@@ -225,10 +263,6 @@ def detail(reps: list[dict]) -> str:
     return ", ".join(kinds) or "—"
 
 
-def size_text(size: int) -> str:
-    return f"{size // 1024} KiB" if size >= 1024 and size % 1024 == 0 else f"{size} B"
-
-
 def point_title(params: dict) -> str:
     count = params["connections"]
     title = f"{size_text(params['size'])} messages, {count:,} connection{'s' * (count != 1)}"
@@ -342,13 +376,6 @@ def point_notes(params: dict, stored_points: dict) -> list[str]:
     ]
 
 
-def measuring() -> Measuring:
-    """The running side, imported only when the bench runs (rendering never loads it)."""
-    from bench.measure import echo
-
-    return echo.MEASURING
-
-
 WORKLOAD = Workload(
     name=NAME,
     title=TITLE,
@@ -357,8 +384,9 @@ WORKLOAD = Workload(
     headline=HEADLINE,
     points=points,
     point_title=point_title,
-    measuring=measuring,
+    running="bench.measure.echo",
     charts=CHARTS,
+    glance=GLANCE,
     columns=columns,
     panel_title=panel_title,
     unavailable=unavailable,

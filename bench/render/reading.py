@@ -1,0 +1,236 @@
+"""The reading path's rendered blocks: every figure in loops/'s READMEs, and its table of designs.
+
+A figure in the reading path (``loops/README.md`` and each ``loops/<name>/README.md``) is never
+typed: it sits between ``<!-- figures:NAME -->`` and ``<!-- /figures -->``, and ``python -m bench
+report`` replaces what is between them with :func:`blocks`' text for NAME, written from the
+committed results alone (the cost anatomy, ``reports/results/anatomy.json``, which says where
+an echo request's microseconds and syscalls go, and when it was counted). So a figure in the
+prose is as old as the data it comes from, and re-measuring re-words it.
+
+One block is not figures but the same idea: ``designs``, the table of each loop's I/O model,
+styles, the call it sleeps in, its wake-up from threads and how a cancel reaches waiting work,
+rendered from what discovery and each variant's ``VARIANT`` declare (``loops/contract.py``:
+``io_model``, ``waits_in``, ``wake_up``, ``thread_entries``, ``cancellation``). A variant that
+cannot load here keeps the row the block already has, so a machine without io_uring does not
+erase the completions loop from the page.
+
+``tests/test_designs.py`` checks that every block holds what this module renders, that the
+declarations match each home-made loop's code, and that no figure with a unit stands outside a
+block unless its paragraph carries the command and the date that gave it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import loops
+from bench.environment import ROOT
+from bench.plan import FLOOR, YARDSTICK
+from bench.render.anatomy import cpu_us
+from bench.store import load_anatomy
+
+BLOCK = re.compile(r"<!-- figures:([\w:.-]+) -->(.*?)<!-- /figures -->", re.S)
+PROTOCOL = "asyncio-protocol"  # the other control row every loop's README measures against
+HOME_MADE = ("handlers", "callbacks", "futures", "roundrobin", "traps", "completions")
+COMMAND = "`python -m bench anatomy`"
+
+
+def pages(root: Path = ROOT) -> list[Path]:
+    """The Markdown files of the reading path that may hold blocks."""
+    return [root / "loops" / "README.md", *sorted((root / "loops").glob("*/README.md"))]
+
+
+# -- the figures, from the cost anatomy ------------------------------------------------------
+
+
+def _row(data: dict, name: str) -> dict:
+    """The anatomy's row for an anchor, a loop in a style ("asyncio/coroutines"), or a loop in
+    its first style of coroutines, callbacks, generators."""
+    rows = data["rows"]
+    if "/" in name:
+        return rows[name]
+    for key in (f"{name}/{style}" for style in ("native", "coroutines", "callbacks", "generators")):
+        if key in rows:
+            return rows[key]
+    raise KeyError(f"no row for {name} in the stored anatomy")
+
+
+def _when(data: dict) -> str:
+    point = data["point"]
+    return (
+        f"{point['size'] // 1024} KiB × {point['connections']} connections at "
+        f"{point['rate']:,.0f} requests/s offered, counted by {COMMAND} on {data['date'][:10]}"
+    )
+
+
+def _cpu(entry: dict) -> str:
+    return f"{cpu_us(entry):.1f} µs"
+
+
+def _ratio(entry: dict, base: dict) -> str:
+    return f"{cpu_us(entry) / cpu_us(base):.2f}×"
+
+
+def cost(data: dict, name: str) -> str:
+    """One loop's cost against the two control rows, for the end of its README."""
+    entry, protocol, yard = _row(data, name), _row(data, PROTOCOL), _row(data, YARDSTICK)
+    return (
+        f"{_cpu(entry)} of server CPU and {entry['syscalls']['total']:.2f} syscalls per echo "
+        f"request ({_ratio(entry, protocol)} {PROTOCOL}'s {_cpu(protocol)}, "
+        f"{_ratio(entry, yard)} {YARDSTICK}'s {_cpu(yard)}; {_when(data)})"
+    )
+
+
+def drained(data: dict, name: str) -> str:
+    """Syscalls and failed receives per request now, beside uvloop's Protocol server."""
+    entry, yard = _row(data, name)["syscalls"], _row(data, YARDSTICK)["syscalls"]
+    return (
+        f"{entry['total']:.2f} syscalls per request, {entry['recv_eagain']:.2f} of them failed "
+        f"recvs and {entry['epoll_ctl']:.2f} `epoll_ctl` ({YARDSTICK}: {yard['total']:.2f}, "
+        f"{yard['recv_eagain']:.2f} and {yard['epoll_ctl']:.2f}; {_when(data)})"
+    )
+
+
+def floor(data: dict) -> str:
+    """The selectors floor against the loops that read epoll without selectors."""
+    base = _row(data, FLOOR)
+    others = ", ".join(
+        f"{name} {_cpu(_row(data, name))}" for name in ("callbacks", "traps", YARDSTICK)
+    )
+    return f"{FLOOR} {_cpu(base)} of server CPU per echo request; {others} ({_when(data)})"
+
+
+SERVERS = (  # (row, what reads the socket), on each of the two loops that speak asyncio's API
+    ("{loop}-protocol", "`Protocol.data_received`, a callback per read"),
+    ("{loop}-streams", "`StreamReader.read` in a task, fed by a Protocol"),
+    ("{loop}/coroutines", "`loop.sock_recv` in a task, waiting through a future and a reader"),
+)
+
+
+def protocols(data: dict) -> str:
+    """The table of the "Why transports and protocols" section, and what it says."""
+    lines = [
+        "| server | reads with | CPU per request | × Protocol | syscalls per request "
+        "| epoll_ctl | failed recvs | other |",
+        "|---|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    said = []
+    for loop in ("asyncio", "uvloop"):
+        base = _row(data, SERVERS[0][0].format(loop=loop))
+        extra = []
+        for row, reads in SERVERS:
+            name = row.format(loop=loop)
+            entry = _row(data, name)
+            s = entry["syscalls"]
+            label = name.replace("/", " · ")
+            lines.append(
+                f"| {label} | {reads} | {_cpu(entry)} | {_ratio(entry, base)} | {s['total']:.2f} "
+                f"| {s['epoll_ctl']:.2f} | {s['recv_eagain']:.2f} | {s['other']:.2f} |"
+            )
+            if entry is not base:
+                extra.append(f"{cpu_us(entry) - cpu_us(base):+.1f} µs")
+        said.append(f"on {loop}, streams {extra[0]} and `sock_recv` {extra[1]}")
+    return (
+        "\n"
+        + "\n".join(lines)
+        + "\n\nAgainst each loop's Protocol server, per request: "
+        + "; ".join(said)
+        + f" ({_when(data)}; one untimed repetition per row, the echo section of "
+        "[`reports/bench.md`](../reports/bench.md) has medians).\n"
+    )
+
+
+# -- the table of designs, from the variants' declarations -----------------------------------
+
+
+def _cell(text: str | None) -> str:
+    return (text or "not declared").replace("|", "\\|")
+
+
+def design_row(variant: loops.Variant) -> str:
+    """One variant's row of the designs table, from what it declares."""
+    kind = "reference" if variant.reference else "home-made"
+    entries = ", ".join(f"`{name}`" for name in variant.thread_entries) or "none"
+    return (
+        f"| `{variant.name}` ({kind}) | {_cell(variant.io_model)} | {', '.join(variant.styles)} "
+        f"| {_cell(variant.waits_in)} | {_cell(variant.wake_up)} | {entries} "
+        f"| {_cell(variant.cancellation)} |"
+    )
+
+
+def designs(existing: str = "", root: Path = ROOT) -> str:
+    """The designs table of the variants whose folder is under root/loops (not those a
+    LAB_EXTRA_LOOPS adds); an unavailable variant keeps its row from `existing`."""
+    kept = {m[1]: m[0] for m in re.finditer(r"^\| `(\w+)`.*$", existing, re.M)}
+    lines = [
+        "| loop | I/O | styles | sleeps in | woken from threads by | thread entry points "
+        "| a cancel reaches waiting work by |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, variant in loops.discover().items():
+        if not (root / "loops" / name).is_dir():
+            continue
+        if variant.available:
+            lines.append(design_row(variant))
+        else:
+            lines.append(kept.get(name, f"| `{name}` | unavailable here: {variant.unavailable} |"))
+    return "\n" + "\n".join(lines) + "\n"
+
+
+# -- the blocks, and the pages they sit in ---------------------------------------------------
+
+
+def blocks(data: dict | None) -> dict[str, Callable[[str], str]]:
+    """Every block name, with what renders it from the block's current text."""
+    table: dict[str, Callable[[str], str]] = {"designs": designs}
+    if data is None:  # no anatomy stored: the figure blocks keep what they hold
+        return table
+    table["protocols"] = lambda _old: protocols(data)
+    table["floor"] = lambda _old: floor(data)
+    for name in HOME_MADE:
+        table[f"cost:{name}"] = lambda _old, name=name: cost(data, name)
+    for name in ("futures", "traps", "roundrobin"):
+        table[f"drained:{name}"] = lambda _old, name=name: drained(data, name)
+    return table
+
+
+def render_text(text: str, rendering: dict[str, Callable[[str], str]]) -> str:
+    """`text` with every block it holds re-rendered; an unknown block name is an error."""
+
+    def one(match: re.Match) -> str:
+        name, old = match[1], match[2]
+        if name not in rendering:
+            if name.startswith(("cost:", "drained:", "protocols", "floor")):
+                return match[0]  # a figure block with no anatomy stored: keep it
+            raise KeyError(f"unknown block <!-- figures:{name} -->; known: {sorted(rendering)}")
+        return f"<!-- figures:{name} -->{rendering[name](old)}<!-- /figures -->"
+
+    return BLOCK.sub(one, text)
+
+
+def render_reading(results: Path) -> list[Path]:
+    """Re-render every block of the reading path of the tree that holds `results` (its
+    ``reports/results``); the files that changed. Results kept elsewhere (a test's temporary
+    folder) have no reading path beside them: nothing is written."""
+    root = results.resolve().parent.parent
+    if not (root / "loops" / "README.md").is_file():
+        return []
+    rendering = blocks(load_anatomy(results))
+    rendering["designs"] = lambda old: designs(old, root)
+    changed = []
+    for path in pages(root):
+        text = path.read_text()
+        new = render_text(text, rendering)
+        if new != text:
+            path.write_text(new)
+            changed.append(path)
+    return changed
+
+
+if __name__ == "__main__":
+    from bench.store import RESULTS
+
+    for written in render_reading(RESULTS):
+        print(f"wrote {written}")
