@@ -53,8 +53,8 @@ def conformance(session: nox.Session) -> None:
     """Run the conformance suite on every variant and write reports/conformance.md."""
     _install(session, "test")
     args = list(session.posargs)
-    # A narrowed run (--loop NAME) must not overwrite the full conformance matrix with a partial one, nor
-    # a run that names its own --matrix.
+    # A narrowed run (--loop NAME) must not overwrite the full conformance matrix with a partial
+    # one, nor a run that names its own --matrix.
     if not any(a.split("=")[0] in ("--loop", "--matrix") for a in args):
         args += ["--matrix", "reports/conformance.md"]
     session.run("python", "-m", "pytest", "conformance", *args)
@@ -103,9 +103,11 @@ def _values(args: list[str], option: str) -> list[str]:
 
 @nox.session(python=PYTHONS)
 def report(session: nox.Session) -> None:
-    """Render reports/bench.md and its charts from stored results only (runs no workload)."""
+    """Render reports/bench.md, its charts and the HTML site (reports/site/) from stored data
+    only (runs no workload)."""
     _install(session, "bench")
     session.run("python", "-m", "bench", "report", *session.posargs)
+    session.run("python", "-m", "htmlreport")
 
 
 @nox.session(python=PYTHONS)

@@ -2,7 +2,9 @@
 
 Options: ``--loop NAME`` (repeatable) narrows to variants; ``--matrix PATH`` writes the
 properties-by-variant table (``nox -s conformance`` passes ``reports/conformance.md``);
-``--soak full`` runs the soak at full size (a million echoes, 100 000 tasks per case).
+``--outcomes DIR`` stores every case's outcome as JSON (by default beside the matrix, in
+``results/conformance/``); ``--soak full`` runs the soak at full size (a million echoes,
+100 000 tasks per case).
 ``--trace-tasks`` plays every scenario with the timelines' tracer wrapping each task and
 callback (timeline/tracer.py), which must change nothing: the suite passes the same.
 """
@@ -39,6 +41,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         default=None,
         help="write the conformance matrix (markdown) to PATH",
+    )
+    group.addoption(
+        "--outcomes",
+        metavar="DIR",
+        default=None,
+        help="store every case's outcome in DIR/python-X.Y.json (default with --matrix: "
+        "results/conformance/ beside the matrix)",
     )
     group.addoption(
         "--trace-tasks",

@@ -1,27 +1,35 @@
-"""Collects each case's outcome and renders the properties-by-variant matrix.
+"""Collects each case's outcome, stores it as data and renders reports/conformance.md.
 
 Outcomes: pass, FAIL, known deviation (a strict xfail from deviations.toml), not claimed
-(the variant does not claim the capability the property needs). The same per-variant summary
-is printed at the end of the pytest run.
+(the variant does not claim the capability the property needs). A run with ``--matrix PATH``
+stores its outcomes in ``<PATH's folder>/results/conformance/python-X.Y.json`` (or where
+``--outcomes`` says) and renders the page from them: the findings first (each known deviation
+ranked by the severity ``conformance/severities.toml`` declares, with the loops affected and
+what the other interpreters' stored runs show), then the counts per variant and per style,
+then the properties-by-variant matrices, each ⚠️ linking to its reason. The per-variant
+summary is also printed at the end of the pytest run.
 """
 
 from __future__ import annotations
 
 import platform
 import subprocess
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
 from tabulate import tabulate
 
 import loops
+from bench.interpreters import PYTHONS  # the interpreters the lab supports, declared once
+from conformance import findings as found
+from conformance.findings import Results, Severities
 
 SYMBOL = {"pass": "✅", "fail": "❌", "deviation": "⚠️", "not claimed": "·"}
 STYLE_ABBREV = {"callbacks": "cb", "generators": "gen", "coroutines": "co"}
 FAULTS = "faults_"
 FAULTS_INTRO = [
-    "# Faults",
+    "## Faults",
     "",
     "The fault suite (`conformance/test_faults_*.py`): peers that reset, half-close, never read "
     "or crowd in; a server out of descriptors; a hostile site; code that raises, a task that "
@@ -31,25 +39,20 @@ FAULTS_INTRO = [
     "Most cases drive the real workload processes for each variant and style.",
     "",
 ]
-# Findings the summary states in a sentence: property -> what it means for the loops that
-# deviate from it ({deviating} and {holding} are filled in from the outcomes).
-FINDINGS = {
-    "deadlines.a_timeout_and_the_wake_up_it_guards_in_one_poll_end_one_way": (
-        "**Data lost under a timeout:** on {deviating}, a byte that is already in the socket "
-        "when a timeout around `recv` expires in the same poll is read into the timed-out wait "
-        "(by the loop's reader callback, as asyncio's `loop.sock_recv` does) and dropped, so the "
-        "caller gets `TimeoutError` and no later recv sees the byte; {holding} keep it (in the "
-        "socket, or as the recv's result)."
-    ),
-}
 SUMMARY_HEADERS = [
     "variant",
     "properties holding",
     "pass",
     "fail",
-    "known deviation",
+    "deviation: harmful",
+    "deviation: API or by design",
     "not claimed",
 ]
+
+
+def outcomes_folder(matrix: str | Path) -> Path:
+    """Where a run that writes the matrix at `matrix` stores its outcomes by default."""
+    return Path(matrix).parent / "results" / "conformance"
 
 
 class MatrixRecorder:
@@ -89,167 +92,289 @@ class MatrixRecorder:
         elif report.when == "call" and key not in self.outcomes:
             self.outcomes[key] = "pass"
 
-    def counts(self, pids: set[str] | None = None) -> dict[str, Counter[str]]:
-        """Outcome counts per variant, over all properties or just `pids`."""
-        counts: dict[str, Counter[str]] = defaultdict(Counter)
-        for (pid, variant, _), outcome in self.outcomes.items():
-            if pids is None or pid in pids:
-                counts[variant][outcome] += 1
-        return counts
-
-    def summary_rows(self) -> list[list]:
-        """One row per variant: its cases by outcome, and how many properties fully hold."""
-        holding: Counter[str] = Counter()
-        played: Counter[str] = Counter()
-        by_property: dict[tuple[str, str], set[str]] = defaultdict(set)
-        for (pid, variant, _), outcome in self.outcomes.items():
-            by_property[(pid, variant)].add(outcome)
-        for (_, variant), outcomes in by_property.items():
-            if outcomes != {"not claimed"}:
-                played[variant] += 1
-                holding[variant] += outcomes <= {"pass"}
-        return [
-            [
-                variant,
-                f"{holding[variant]}/{played[variant]}",
-                c["pass"],
-                c["fail"],
-                c["deviation"],
-                c["not claimed"],
-            ]
-            for variant, c in sorted(self.counts().items())
-        ] + [[v.name, v.summary, "", "", "", ""] for v in self._unavailable()]
-
-    def _unavailable(self) -> list[loops.Variant]:
-        """Selected variants that cannot run on this interpreter (each says why)."""
-        return [v for v in self.config.lab_variants if not v.available]  # type: ignore[attr-defined]
+    def results(self) -> Results:
+        """This run as data (what the JSON file stores and every page is rendered from)."""
+        variants = self.config.lab_variants  # type: ignore[attr-defined]
+        return Results(
+            python=platform.python_version(),
+            machine=platform.machine(),
+            commit=_commit(),
+            outcomes=dict(self.outcomes),
+            reasons=dict(self.reasons),
+            unavailable={v.name: v.summary for v in variants if not v.available},
+        )
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.outcomes:
             return
+        results = self.results()
+        severities = found.load_severities()
         terminalreporter.section("conformance by variant (cases)")
-        terminalreporter.write_line(tabulate(self.summary_rows(), headers=SUMMARY_HEADERS))
+        terminalreporter.write_line(
+            tabulate(summary_rows(results, severities), headers=SUMMARY_HEADERS)
+        )
         path = self.config.getoption("--matrix")
+        folder = self.config.getoption("--outcomes") or (path and outcomes_folder(path))
+        if folder:
+            stored = found.results_path(Path(folder), results.minor)
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            stored.write_text(results.to_json())
+            terminalreporter.write_line(f"outcomes stored in {stored}")
         if path:
+            others = other_interpreters(results, Path(folder)) if folder else {}
+            variants = [v for v in self.config.lab_variants if v.available]  # type: ignore[attr-defined]
+            text = render(
+                results,
+                variants,
+                others=others,
+                severities=severities,
+                soak=self.soak,
+                soak_size=self.config.getoption("--soak"),
+            )
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(self.render())
+            Path(path).write_text(text)
             terminalreporter.write_line(f"matrix written to {path}")
 
-    def _cell(self, pid: str, variant: loops.Variant) -> str:
-        cells = [
-            f"{STYLE_ABBREV[style]} {SYMBOL[self.outcomes[(pid, variant.name, style)]]}"
-            for style in variant.styles
-            if (pid, variant.name, style) in self.outcomes
-        ]
-        return " ".join(cells) or "—"  # no scenario in a style this variant speaks
 
-    def _findings(self) -> list[str]:
-        """A sentence per finding whose property some variant deviates from."""
-        lines = []
-        for pid, sentence in FINDINGS.items():
-            seen: dict[str, set[str]] = defaultdict(set)
-            for (p, variant, _), outcome in self.outcomes.items():
-                if p == pid:
-                    seen[variant].add(outcome)
-            deviating = sorted(v for v, o in seen.items() if "deviation" in o)
-            holding = sorted(v for v, o in seen.items() if o == {"pass"})
-            if deviating:
-                named = [", ".join(f"`{v}`" for v in vs) or "none" for vs in (deviating, holding)]
-                lines += [sentence.format(deviating=named[0], holding=named[1]), ""]
-        return lines
+def other_interpreters(results: Results, folder: Path) -> dict[str, Results | None]:
+    """Each other supported interpreter's stored results (None where none are stored)."""
+    stored = found.stored(folder)
+    return {python: stored.get(python) for python in PYTHONS if python != results.minor}
 
-    def _topic_summary(self, pids: set[str], variant: loops.Variant) -> str:
-        c = self.counts(pids).get(variant.name, Counter())
-        parts = [f"{c[o]}{SYMBOL[o]}" for o in ("pass", "fail", "deviation", "not claimed") if c[o]]
-        return "**" + " ".join(parts) + "**" if parts else "—"
 
-    def _soak_lines(self, variants: list[loops.Variant]) -> list[str]:
-        """The soak's figures, a row per variant and style (conformance/test_faults_soak.py)."""
-        if not self.soak:
-            return []
-        columns = sorted({name for figures in self.soak.values() for name in figures})
-        rows = [
-            [f"{variant.name} {STYLE_ABBREV[style]}", *[figures.get(c, "—") for c in columns]]
-            for variant in variants
-            for style in variant.styles
-            if (figures := self.soak.get((variant.name, style)))
-        ]
-        size = self.config.getoption("--soak")
-        return [
-            "## Soak figures",
-            "",
-            f"Size `--soak {size}` (`nox -s conformance -- --soak full`: a million echo "
-            "requests over 100 connections and 100 000 tasks per case). RSS growth is the "
-            "process's resident memory at the end minus after warm-up (bound: 8 MiB); fds left "
-            "counts descriptors open at the end that were not open after warm-up.",
-            "",
-            tabulate(rows, headers=["loop", *columns], tablefmt="github"),
-            "",
-        ]
+# --- the page ------------------------------------------------------------------------------
 
-    def render(self) -> str:
-        variants = [v for v in self.config.lab_variants if v.available]  # type: ignore[attr-defined]
-        # The fault suite's topics (test_faults_*.py) after the loop properties.
-        properties = sorted(
-            {pid for pid, _, _ in self.outcomes}, key=lambda pid: (pid.startswith(FAULTS), pid)
+
+def summary_rows(results: Results, severities: Severities) -> list[list]:
+    """One row per variant: properties holding, its cases by outcome, deviations by kind."""
+    holding = found.variant_counts(results)
+    cases: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for (pid, variant, _), outcome in results.outcomes.items():
+        if outcome == "deviation":
+            harmful = severities.harmful(severities.of(pid, variant))
+            outcome = "harmful" if harmful else "benign"
+        cases[variant][outcome] += 1
+    rows = []
+    for variant, c in sorted(cases.items()):
+        passing, played = holding.get(variant, (0, 0))
+        rows.append(
+            [
+                variant,
+                f"{passing}/{played}",
+                c["pass"],
+                c["fail"],
+                c["harmful"],
+                c["benign"],
+                c["not claimed"],
+            ]
         )
-        lines = [
-            "# Conformance matrix",
-            "",
-            "Generated by `nox -s conformance` from the suite in `conformance/`; do not edit.",
-            f"Python {platform.python_version()} on {platform.machine()}, commit {_commit()}.",
-            "",
-            f"{len(properties)} properties, each asserted once and played in every style a "
-            "variant speaks. Each cell shows one result per style "
-            "(cb = callbacks, gen = generators, co = coroutines): "
-            "✅ pass, ❌ fail, ⚠️ known deviation (reason below), · not claimed, "
-            "— no scenario in a style the variant speaks. "
-            "The last row of each topic counts its cases per variant.",
-            "",
-        ]
-        lines += [f"- **{v.name}** is {v.summary}" for v in self._unavailable()]
-        if self._unavailable():
-            lines.append("")
-        by_topic: dict[str, list[str]] = defaultdict(list)
-        for pid in properties:
-            by_topic[pid.split(".", 1)[0]].append(pid)
-        headers = ["property", *[v.name for v in variants]]
-        for topic, pids in by_topic.items():
-            if topic.startswith(FAULTS) and FAULTS_INTRO[0] not in lines:
-                lines += FAULTS_INTRO
-            rows = [[pid.split(".", 1)[1], *[self._cell(pid, v) for v in variants]] for pid in pids]
-            rows.append(
-                [f"**{topic}: cases**", *[self._topic_summary(set(pids), v) for v in variants]]
+    return rows + [[name, why, "", "", "", "", ""] for name, why in results.unavailable.items()]
+
+
+def deviation_anchor(variant: str, pid: str) -> str:
+    """The id of one variant's reason for one property in the Known deviations list."""
+    return f"deviation-{variant}-{pid}".replace(".", "-").replace("_", "-")
+
+
+def _cell(results: Results, pid: str, variant: loops.Variant) -> str:
+    cells = []
+    for style in variant.styles:
+        outcome = results.outcomes.get((pid, variant.name, style))
+        if outcome is None:
+            continue
+        text = f"{STYLE_ABBREV[style]} {SYMBOL[outcome]}"
+        if outcome == "deviation":  # the whole "co ⚠️" is the link, so the cell still reads so
+            text = f"[{text}](#{deviation_anchor(variant.name, pid)})"
+        cells.append(text)
+    return " ".join(cells) or "—"  # no scenario in a style this variant speaks
+
+
+def _topic_summary(results: Results, pids: set[str], variant: loops.Variant) -> str:
+    c: dict[str, int] = defaultdict(int)
+    for (pid, name, _), outcome in results.outcomes.items():
+        if pid in pids and name == variant.name:
+            c[outcome] += 1
+    parts = [f"{c[o]}{SYMBOL[o]}" for o in ("pass", "fail", "deviation", "not claimed") if c[o]]
+    return "**" + " ".join(parts) + "**" if parts else "—"
+
+
+def _findings_lines(findings: list[found.Finding], others: list[str]) -> list[str]:
+    """The page's opening: every finding, worst first, as one table."""
+    if not findings:
+        return ["## Findings", "", "No variant deviates from or fails any property.", ""]
+    rows = []
+    for f in findings:
+        affected = ", ".join(
+            f"[{variant}](#{deviation_anchor(variant, f.pid)}) "
+            + "/".join(STYLE_ABBREV[s] for s in styles)
+            for variant, styles in sorted(f.affected.items())
+        )
+        what = f.text or "fails with no known deviation to explain it"
+        rows.append(
+            [
+                f"**{f.severity}**",
+                f"{what} (`{f.pid}`)",
+                affected,
+                *[f.elsewhere[python] for python in others],
+                f"`{f.command()}`",
+            ]
+        )
+    headers = ["severity", "finding (property)", "loops affected", *others, "reproduce"]
+    counts: dict[str, int] = defaultdict(int)
+    for f in findings:
+        counts[f.severity] += 1
+    tally = ", ".join(f"{n} {severity}" for severity, n in counts.items())
+    return [
+        "## Findings",
+        "",
+        f"Every property a loop deviates from, worst first ({tally}). Severities are declared "
+        "in `conformance/severities.toml`; a loop links to its reason. "
+        + (
+            f"The {' and '.join(others)} columns compare the stored run of that interpreter "
+            "(`reports/results/conformance/`); *not measured*: none is stored."
+            if others
+            else ""
+        ),
+        "",
+        tabulate(rows, headers=headers, tablefmt="github"),
+        "",
+    ]
+
+
+def _style_lines(results: Results) -> list[str]:
+    """Properties holding per variant and style: the counts bench.md's glance shows."""
+    counts = found.style_counts(results)
+    by_variant: dict[str, list[str]] = defaultdict(list)
+    in_order = sorted(counts.items(), key=lambda item: loops.STYLES.index(item[0][1]))
+    for (variant, style), (passing, played) in in_order:
+        by_variant[variant].append(f"{STYLE_ABBREV[style]} {passing}/{played}")
+    rows = [[variant, " · ".join(cells)] for variant, cells in sorted(by_variant.items())]
+    return [
+        "Per style (properties holding / played in that style; what bench.md shows per row):",
+        "",
+        tabulate(rows, headers=["variant", "holding / played, by style"], tablefmt="github"),
+        "",
+    ]
+
+
+def _soak_lines(soak: dict, variants: list[loops.Variant], size: str) -> list[str]:
+    """The soak's figures, a row per variant and style (conformance/test_faults_soak.py)."""
+    if not soak:
+        return []
+    columns = sorted({name for figures in soak.values() for name in figures})
+    rows = [
+        [f"{variant.name} {STYLE_ABBREV[style]}", *[figures.get(c, "—") for c in columns]]
+        for variant in variants
+        for style in variant.styles
+        if (figures := soak.get((variant.name, style)))
+    ]
+    return [
+        "## Soak figures",
+        "",
+        f"Size `--soak {size}` (`nox -s conformance -- --soak full`: a million echo "
+        "requests over 100 connections and 100 000 tasks per case). RSS growth is the "
+        "process's resident memory at the end minus after warm-up (bound: 8 MiB); fds left "
+        "counts descriptors open at the end that were not open after warm-up.",
+        "",
+        tabulate(rows, headers=["loop", *columns], tablefmt="github"),
+        "",
+    ]
+
+
+def _deviation_lines(results: Results, severities: Severities) -> list[str]:
+    """Each variant's reason for each property it deviates from, with an anchor to link."""
+    if not results.reasons:
+        return []
+    grouped: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for (pid, variant, style), reason in sorted(results.reasons.items()):
+        grouped[variant, pid][reason].append(style)
+    lines = ["## Known deviations", ""]
+    for (variant, pid), reasons in sorted(grouped.items()):
+        severity = severities.of(pid, variant)
+        for reason, styles in reasons.items():
+            marked = "/".join(STYLE_ABBREV[s] for s in styles)
+            lines.append(
+                f'- <a id="{deviation_anchor(variant, pid)}"></a>**{variant}** `{pid}` '
+                f"({marked}; *{severity}*): {reason}"
             )
-            lines += [f"## {topic}", "", tabulate(rows, headers=headers, tablefmt="github"), ""]
-        lines += self._soak_lines(variants)
-        lines += [
-            "## Summary by variant",
-            "",
-            "Properties holding = properties played (claimed, with a scenario in a style the "
-            "variant speaks) that pass in every style; the other columns count cases "
-            "(one per property and style).",
-            "",
-            tabulate(self.summary_rows(), headers=SUMMARY_HEADERS, tablefmt="github"),
-            "",
-            *self._findings(),
-        ]
-        if self.reasons:
-            lines += ["## Known deviations", ""]
-            for (pid, variant, style), reason in sorted(self.reasons.items()):
-                lines.append(f"- **{variant}** `{pid}` ({style}): {reason}")
-            lines.append("")
-        claims = [
-            [v.name, ", ".join(sorted(loops.CAPABILITIES.keys() - v.capabilities)) or "—"]
-            for v in variants
-        ]
-        lines += [
-            "## Capabilities not claimed",
-            "",
-            tabulate(claims, headers=["variant", "not claimed"], tablefmt="github"),
-            "",
-        ]
-        return "\n".join(lines)
+    return [*lines, ""]
+
+
+def render(
+    results: Results,
+    variants: list[loops.Variant],
+    *,
+    others: dict[str, Results | None],
+    severities: Severities,
+    soak: dict | None = None,
+    soak_size: str = "ci",
+) -> str:
+    """reports/conformance.md from one run's results (and the other interpreters' stored)."""
+    properties = sorted(
+        {pid for pid, _, _ in results.outcomes}, key=lambda pid: (pid.startswith(FAULTS), pid)
+    )
+    by_topic: dict[str, list[str]] = defaultdict(list)
+    for pid in properties:
+        by_topic[pid.split(".", 1)[0]].append(pid)
+    lines = [
+        "# Conformance matrix",
+        "",
+        "Generated by `nox -s conformance` from the suite in `conformance/`; do not edit.",
+        f"Python {results.python} on {results.machine}, commit {results.commit}. "
+        "Contents: [findings](#findings), [summary](#summary-by-variant), "
+        + ", ".join(f"[{topic}](#{topic.replace('_', '-')})" for topic in by_topic)
+        + ", [known deviations](#known-deviations), "
+        "[capabilities not claimed](#capabilities-not-claimed). "
+        "Also: [bench](bench.md), [timelines](timelines.md), [README](../README.md).",
+        "",
+    ]
+    lines += [f"- **{name}** is {why}" for name, why in results.unavailable.items()]
+    if results.unavailable:
+        lines.append("")
+    others_order = sorted(others, key=lambda p: tuple(int(x) for x in p.split(".")))
+    lines += _findings_lines(found.findings(results, severities, others), others_order)
+    lines += [
+        "## Summary by variant",
+        "",
+        "Properties holding = properties played (claimed, with a scenario in a style the "
+        "variant speaks) that pass in every style; the other columns count cases "
+        "(one per property and style); a harmful deviation is one ranked above *API difference*.",
+        "",
+        tabulate(summary_rows(results, severities), headers=SUMMARY_HEADERS, tablefmt="github"),
+        "",
+        *_style_lines(results),
+        "## The matrix",
+        "",
+        f"{len(properties)} properties, each asserted once and played in every style a "
+        "variant speaks. Each cell shows one result per style "
+        "(cb = callbacks, gen = generators, co = coroutines): "
+        "✅ pass, ❌ fail, ⚠️ known deviation (a link to its reason), · not claimed, "
+        "— no scenario in a style the variant speaks. "
+        "The last row of each topic counts its cases per variant.",
+        "",
+    ]
+    headers = ["property", *[v.name for v in variants]]
+    for topic, pids in by_topic.items():
+        if topic.startswith(FAULTS) and FAULTS_INTRO[0] not in lines:
+            lines += FAULTS_INTRO
+        rows = [[pid.split(".", 1)[1], *[_cell(results, pid, v) for v in variants]] for pid in pids]
+        rows.append(
+            [f"**{topic}: cases**", *[_topic_summary(results, set(pids), v) for v in variants]]
+        )
+        lines += [f"### {topic}", "", tabulate(rows, headers=headers, tablefmt="github"), ""]
+    lines += _soak_lines(soak or {}, variants, soak_size)
+    lines += _deviation_lines(results, severities)
+    claims = [
+        [v.name, ", ".join(sorted(loops.CAPABILITIES.keys() - v.capabilities)) or "—"]
+        for v in variants
+    ]
+    lines += [
+        "## Capabilities not claimed",
+        "",
+        tabulate(claims, headers=["variant", "not claimed"], tablefmt="github"),
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def _commit() -> str:

@@ -944,13 +944,19 @@ def test_the_glance_reads_each_design_against_the_servers_a_user_would_write():
     assert glance._against(rows[0], protocol) == "×0.90"
     assert glance._against(rows[0], best) == "×1.12"
     text = glance.against_sentence(rows)
-    assert (
-        "1 of 2 variant·style rows cost less server CPU per request than asyncio-protocol" in text
+    assert "1 of the 2 variant·style rows measured in the session of these servers cost less" in (
+        text
     )
     assert (
-        "the cheapest, traps · coroutines, costs 18.0 µs, ×1.12 uvloop-protocol's 16.0 µs" in text
+        "the cheapest home-made design, traps · coroutines, costs 18.0 µs, ×1.12 "
+        "uvloop-protocol's 16.0 µs" in text
     )
     assert "not measured" in glance.against_sentence(rows[:2])  # no user server, no claim
+    # A row of another session is compared with nothing of this one (issue 36).
+    summary = rows[0].summary
+    other = RenderedRow(Row("futures", "coroutines"), "home-made", "t", summary, None, False, False)
+    assert glance._against(other, protocol) == "other session"
+    assert "1 of the 2 variant·style rows" in glance.against_sentence([*rows, other])
     assert "sock_recv" in glance.BASELINE_MEANS
 
 

@@ -25,7 +25,7 @@ import pytest
 import loops
 from conformance.harness import all_properties, check_property
 from loops._template import scaffold
-from timeline import record, records, render
+from timeline import observe, readings, render
 from timeline.scenarios import SPINS, play
 from timeline.tracer import Tracer, traced
 
@@ -43,8 +43,8 @@ FIFO_TURNS = ["a", "b", "c"] * (SPINS + 1)  # four yields and a return each
     ],
 )
 def test_a_known_schedule_is_recorded_in_order(loop, style, expected):
-    result = record.run(loop, style, "spin")
-    assert records.order(result) == expected
+    result = observe.run(loop, style, "spin")
+    assert readings.order(result) == expected
     if style != "callbacks":
         # Each spinner suspends in sleep(0) four times, then returns.
         names = {row["id"]: row["name"] for row in result["rows"]}
@@ -339,3 +339,44 @@ def test_the_report_says_why_schedules_differ_and_never_compares_one_loop_with_i
     why = render._differences([queue, kernel])
     assert "`traps` the first task ran 4 slices" in why and "`spawn` ×3" in why
     assert "on `asyncio` it ran 1" in why
+
+
+STORED = Path(__file__).resolve().parent.parent / "reports" / "timelines"
+
+
+def test_the_committed_records_include_the_completion_loop():
+    names = {path.name for path in STORED.glob("*-completions-*.json")}
+    assert names == {"spin-completions-coroutines.json", "workers-completions-coroutines.json"}
+
+
+def test_a_record_becomes_trace_events_in_microseconds_on_its_rows():
+    from timeline.traceevents import trace_events
+
+    record = json.loads((STORED / "spin-futures-generators.json").read_text())
+    document = trace_events(record)
+    complete = [e for e in document["traceEvents"] if e["ph"] == "X"]
+    assert len(complete) == len(record["slices"])
+    first = record["slices"][0]
+    assert complete[0]["ts"] == pytest.approx(first["start"] * 1e6, abs=1e-3)
+    assert complete[0]["dur"] == pytest.approx((first["end"] - first["start"]) * 1e6, abs=1e-3)
+    events = document["traceEvents"]
+    named = {e["tid"] for e in events if e["name"] == "thread_name"}
+    assert {e["tid"] for e in complete} <= named
+    json.dumps(document)  # plain JSON, as Perfetto and chrome://tracing load it
+
+
+def test_the_time_axis_reads_in_the_unit_of_the_events():
+    def record(span):
+        return {"slices": [{"start": 0.0, "end": 1e-6}, {"start": span - 1e-6, "end": span}]}
+
+    assert readings.time_unit(record(0.0002)) == ("µs", 1e6)
+    assert readings.time_unit(record(0.05)) == ("ms", 1e3)
+
+
+def test_a_table_of_rows_from_different_interpreters_says_so():
+    one = json.loads((STORED / "spin-asyncio-coroutines.json").read_text())
+    other = dict(one, loop="twin", python="3.13.0")
+    assert render._interpreters([one]) == []
+    (sentence, _) = render._interpreters([one, dict(one, python=one["python"]), other])
+    assert sentence.startswith("These rows come from different interpreters")
+    assert "`twin` on Python 3.13.0" in sentence

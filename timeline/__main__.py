@@ -23,9 +23,9 @@ import traceback
 from pathlib import Path
 
 import loops
-from timeline import records, render
-from timeline.records import REPORT, STORE
+from timeline import readings, render
 from timeline.scenarios import SCENARIOS
+from timeline.store import REPORT, STORE, load_all, load_failures, save, save_failures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,20 +51,20 @@ def main(argv: list[str] | None = None) -> int:
     except (loops.VariantLookupError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from timeline import record  # the observing side: only a run loads the tracer
+    from timeline import observe  # the observing side: only a run loads the tracer
 
     try:
-        result = record.run(args.loop, args.style, args.scenario)
+        result = observe.run(args.loop, args.style, args.scenario)
     except Exception as error:  # the loop's failure: its traceback, then one line that says so
         traceback.print_exc()
         print(f"error: the run failed: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
     if args.json:
-        records.save(result, args.json)
+        save(result, args.json)
     if args.out:
         render.chart(result, args.out)
     if not (args.json or args.out):
-        print(" ".join(records.order(result)))
+        print(" ".join(readings.order(result)))
     return 0
 
 
@@ -73,7 +73,7 @@ def run_all(store: Path, loop: str | None, style: str | None, scenario: str | No
     process; failures go to failures.json. Exit 0 when all that could be tried was tried."""
     variants = [loops.get(loop)] if loop else list(loops.discover().values())
     store.mkdir(parents=True, exist_ok=True)
-    failures = records.load_failures(store)
+    failures = load_failures(store)
     for variant in variants:
         failures.pop(variant.name, None)
         if not variant.available:
@@ -114,18 +114,18 @@ def run_all(store: Path, loop: str | None, style: str | None, scenario: str | No
                 if done.returncode:
                     last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
                     failures[name] = f"exit {done.returncode}: {last}"
-    records.save_failures(store, failures)
+    save_failures(store, failures)
     for name, reason in failures.items():
         print(f"not recorded: {name}: {reason}", file=sys.stderr)
     return 0
 
 
 def write_report(store: Path, out: Path) -> int:
-    found = records.load_all(store)
+    found = load_all(store)
     if not found:
         print(f"error: no records in {store}/ (run python -m timeline --all)", file=sys.stderr)
         return 2
-    failures = records.load_failures(store)
+    failures = load_failures(store)
     for old in store.glob("*.png"):
         old.unlink()
     render.report(found, charts=store, out=out, failures=failures)

@@ -1,11 +1,13 @@
 """Charts and reports/timelines.md, rendered from stored records alone (no loop runs here).
 
 Per record, a chart: one row per task, callback or thread's work (in the order they first ran),
-a bar per run slice (drawn at least a few pixels wide: most slices last microseconds in a
-span of milliseconds), and at each bar's end a mark coloured by what the task then waited on
-(for a callback, at its start: what woke it). Per scenario and style, an order chart: one line
-per loop, one cell per slice coloured by task, in the order the slices ran, so interleavings
-can be compared at a glance whatever the clocks said.
+a bar per run slice (drawn at least a few pixels wide), and at each bar's end a mark coloured by
+what the task then waited on (for a callback, at its start: what woke it). Colour means that and
+only that on this chart: every bar is one grey, thread work is hatched, and the time axis reads
+in the unit of the record's events (:func:`timeline.readings.time_unit`: µs for a run of a few
+milliseconds). Per scenario and style, an order chart: one line per loop, one cell per slice
+coloured by which task ran (its one colour meaning), in the order the slices ran, so
+interleavings can be compared at a glance whatever the clocks said.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from loops import STYLES
-from timeline.records import metrics, on_loop, order
+from timeline.readings import metrics, on_loop, order, time_unit
 from timeline.scenarios import SCENARIOS
 
 # What a mark means, coarsely, so that one colour says the same thing on every loop.
@@ -73,7 +75,7 @@ def chart(record: dict[str, Any], path: Path) -> None:
     index = {row["id"]: i for i, row in enumerate(rows)}
     span = max((p["end"] for p in record["slices"]), default=1.0)
     start0 = min((p["start"] for p in record["slices"]), default=0.0)
-    scale = 1000.0  # milliseconds on the axis
+    unit, scale = time_unit(record)  # the axis reads in the unit of the events
     least = (span - start0) * scale / 400  # narrowest bar: a visible tick
     fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 2.2))
     for piece in record["slices"]:
@@ -81,8 +83,14 @@ def chart(record: dict[str, Any], path: Path) -> None:
         x = (piece["start"] - start0) * scale
         width = max((piece["end"] - piece["start"]) * scale, least)
         kind = next(r["kind"] for r in rows if r["id"] == piece["row"])
+        # One grey for every bar (colour is the marks' alone); thread work is hatched.
         ax.broken_barh(
-            [(x, width)], (y - 0.3, 0.6), color="#bbbbbb" if kind == "thread" else "#555555"
+            [(x, width)],
+            (y - 0.3, 0.6),
+            facecolor="#bbbbbb",
+            edgecolor="#555555",
+            hatch="///" if kind == "thread" else None,
+            linewidth=0.5,
         )
         at = x if kind == "callback" else x + width
         ax.plot(
@@ -95,7 +103,7 @@ def chart(record: dict[str, Any], path: Path) -> None:
         )
     ax.set_yticks(range(len(rows)), [f"{r['name']} ({r['kind']})" for r in rows])
     ax.invert_yaxis()
-    ax.set_xlabel("milliseconds since the first slice")
+    ax.set_xlabel(f"time since the first slice ({unit})")
     ax.set_title(f"{record['scenario']}: {record['loop']}, {record['style']}")
     ax.legend(
         handles=[
@@ -106,7 +114,8 @@ def chart(record: dict[str, Any], path: Path) -> None:
         bbox_to_anchor=(0.5, -0.1 - 0.4 / max(len(rows), 1)),
         fontsize=7,
         ncols=len(CATEGORIES),
-        title="what it waited on next (tasks: at a slice's end; callbacks ◆: what woke it)",
+        title="colour: what it waited on next (tasks: at a slice's end; callbacks ◆: what "
+        "woke it); hatched bars: thread work",
         title_fontsize=7,
     )
     ax.grid(axis="x", alpha=0.3)
@@ -143,6 +152,8 @@ def order_chart(records: list[dict[str, Any]], path: Path) -> None:
     ax.set_title(f"{records[0]['scenario']}, {records[0]['style']}: who ran next")
     ax.legend(
         handles=[Patch(color=colour[n], label=n) for n in names],
+        title="colour: which task ran",
+        title_fontsize=7,
         loc="upper center",
         bbox_to_anchor=(0.5, -0.22),
         ncols=min(len(names), 8),
@@ -201,9 +212,13 @@ def _introduction(records: list[dict[str, Any]], rel: Path) -> list[str]:
         "loop's design; the microseconds come from a shared, noisy machine and are indicative "
         "only (the bench measures costs).",
         "",
-        "How to read a chart: one row per task (or callback, or thread's work), a bar per run "
-        "slice (widened to stay visible), a mark where it suspended, coloured by what it then "
-        "waited on: " + ", ".join(f"{k}" for k in CATEGORIES) + ". The programs are in "
+        "How to read a chart: one row per task (or callback, or thread's work, hatched), a grey "
+        "bar per run slice (widened to stay visible), a mark where it suspended; colour means "
+        "one thing, what it then waited on: " + ", ".join(f"{k}" for k in CATEGORIES) + ". "
+        "The time axis is in the unit of the events (µs for a run of a few milliseconds). The "
+        "order charts' colour means which task ran. The same timelines are zoomable in the HTML "
+        "report ([site/timelines.html](site/timelines.html)), and as trace-event JSON for "
+        "Perfetto in `site/traces/`. The programs are in "
         "[`timeline/scenarios.py`](../timeline/scenarios.py); the tracer (a driver around each "
         "task, a proxy around each callbacks loop, no loop edited) in "
         "[`timeline/tracer.py`](../timeline/tracer.py).",
@@ -251,7 +266,7 @@ def _group(
 ) -> list[str]:
     """One scenario in one style: who ran next, the table, why the schedules differ (`others`:
     the same program in the other styles), each timeline."""
-    lines = [f"## {scenario}, {style}", ""]
+    lines = [f"## {scenario}, {style}", "", *_interpreters(group)]
     order_png = charts / f"{scenario}-{style}-order.png"
     order_chart(group, order_png)
     lines += [
@@ -283,6 +298,25 @@ def _group(
             "",
         ]
     return lines
+
+
+def _interpreters(group: list[dict[str, Any]]) -> list[str]:
+    """A sentence when the rows of one table were recorded on different interpreters."""
+    by_python: dict[str, list[str]] = {}
+    for record in group:
+        by_python.setdefault(record["python"], []).append(f"`{record['loop']}`")
+    if len(by_python) < 2:
+        return []
+    parts = [
+        f"{', '.join(names)} on Python {python}" for python, names in sorted(by_python.items())
+    ]
+    return [
+        "These rows come from different interpreters: "
+        + "; ".join(parts)
+        + " (a loop unavailable on one is recorded on another). Compare their schedules; "
+        "their microseconds also differ by interpreter.",
+        "",
+    ]
 
 
 def _repeats(records: list[dict[str, Any]]) -> str:

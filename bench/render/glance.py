@@ -85,7 +85,7 @@ BASELINE_MEANS = (
     "fair twin of every home-made loop's code, not the server an asyncio user writes. Those are "
     "the Protocol and streams servers in the last rows (grey bars in the chart), and the "
     f"*× {USER_BASELINE}* and *× {USER_BEST}* columns read each design's cost per request "
-    "against them."
+    "against them, measured in the same session (*other session* where they were not)."
 )
 STYLE_MARK = {"callbacks": "cb", "generators": "gen", "coroutines": "co"}
 CELL = re.compile(r"\b(cb|gen|co) (✅|❌|⚠️)")
@@ -205,9 +205,12 @@ def _capital(text: str) -> str:
 
 
 def _against(rendered, server) -> str:
-    """A row's cost per request as a multiple of a user's server's (× 1.00 = the same)."""
+    """A row's cost per request as a multiple of a user's server's (× 1.00 = the same), only
+    where both were measured in the same session ("other session" where not: issue 36)."""
     if rendered is None or server is None or rendered.summary.status != "ok":
         return "—"
+    if rendered.session != server.session:
+        return "other session"
     mine = rendered.summary.stats.get(COST.metric)
     theirs = server.summary.stats.get(COST.metric) if server.summary.status == "ok" else None
     if mine is None or theirs is None or theirs.median <= 0:
@@ -315,12 +318,21 @@ def against_sentence(rows: list | None) -> str:
     designs = {row: v for row, v in figures.items() if not row.anchor}
     if not designs or user[USER_BASELINE] is None or user[USER_BEST] is None:
         return f"{head}: not measured in this run."
+    sessions = {r.row: r.session for r in rows or ()}
+    anchors = {sessions[row] for row in USER_ROWS if row in sessions}
+    designs = {row: v for row, v in designs.items() if sessions[row] in anchors}
+    if len(anchors) != 1 or not designs:  # a comparison is made within one session only
+        return f"{head}: the servers and the designs were not measured in one session."
     cheaper = [row for row, v in designs.items() if v < user[USER_BASELINE]]
-    best = min(designs, key=designs.get)
+    kinds = {r.row: r.kind for r in rows or ()}
+    home_made = {row: v for row, v in designs.items() if kinds[row] == "home-made"}
+    best = min(home_made or designs, key=(home_made or designs).get)
     return (
-        f"{head}: {len(cheaper)} of {len(designs)} variant·style rows cost less server CPU per "
-        f"request than {USER_BASELINE} ({user[USER_BASELINE]:.1f} µs); the cheapest, "
-        f"{best.label}, costs {designs[best]:.1f} µs, ×{designs[best] / user[USER_BEST]:.2f} "
+        f"{head}: {len(cheaper)} of the {len(designs)} variant·style rows measured in the "
+        f"session of these servers cost less server CPU per "
+        f"request than {USER_BASELINE} ({user[USER_BASELINE]:.1f} µs); the cheapest"
+        + (" home-made design, " if home_made else ", ")
+        + f"{best.label}, costs {designs[best]:.1f} µs, ×{designs[best] / user[USER_BEST]:.2f} "
         f"{USER_BEST}'s {user[USER_BEST]:.1f} µs."
     )
 

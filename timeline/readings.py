@@ -1,46 +1,11 @@
-"""Records as data: where they are stored, and the readings the report makes of one.
-
-The report (:mod:`timeline.render`) reads records through this module alone, never through
-:mod:`timeline.record`, which runs scenarios under the tracer: observing and rendering are
-separate rooms, as the bench's measuring and rendering are. :func:`metrics` reduces a record
-to the per-loop table's figures; the charts and the report are rendered from records alone.
-"""
+"""The readings the report makes of one record: what ran on the loop, in which order, and the
+per-loop table's figures (:func:`metrics`), and the unit its time axis reads in."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
-
-STORE = Path("reports/timelines")  # the records, their charts and the failures file
-REPORT = Path("reports/timelines.md")
-FAILURES = "failures.json"  # in the store: the runs that did not record, and why
-
-
-def save(record: dict[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1) + "\n")
-
-
-def load(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())
-
-
-def load_all(store: Path) -> list[dict[str, Any]]:
-    """Every record in the store, in file-name order."""
-    return [load(p) for p in sorted(store.glob("*.json")) if p.name != FAILURES]
-
-
-def load_failures(store: Path) -> dict[str, str]:
-    """The runs that did not record, by name, each with why ({} if none is stored)."""
-    path = store / FAILURES
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
-def save_failures(store: Path, failures: dict[str, str]) -> None:
-    (store / FAILURES).write_text(json.dumps(failures, indent=1, sort_keys=True) + "\n")
 
 
 def on_loop(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -78,3 +43,14 @@ def metrics(record: dict[str, Any]) -> dict[str, Any]:
         "median_gap": statistics.median(gaps) if gaps else 0.0,
         "tasks": sum(row["kind"] != "thread" for row in record["rows"]),
     }
+
+
+def time_unit(record: dict[str, Any]) -> tuple[str, float]:
+    """The unit a chart of this record's time axis reads in, and seconds' factor to it.
+
+    Microseconds while the run spans under 10 ms (a slice is then a few µs, and a millisecond
+    axis would show only 0.0x), milliseconds above.
+    """
+    ends = [s["end"] for s in record["slices"]]
+    span = max(ends) - min(s["start"] for s in record["slices"]) if ends else 0.0
+    return ("µs", 1e6) if span < 0.01 else ("ms", 1e3)

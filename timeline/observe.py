@@ -1,9 +1,9 @@
-"""Running a scenario under the tracer, and the record it leaves (plain data, stored as JSON).
+"""Observing a run: a scenario played under the tracer, and the record it leaves (plain data).
 
 A record holds the rows (tasks, callbacks, thread work), the run slices with their marks, and
 where it came from (loop, style, scenario, Python, commit). Storing and reading records is
-:mod:`timeline.records`, which the rendering uses alone: rendering never imports this module
-or the tracer, as the bench's report never imports its runner.
+:mod:`timeline.store`, which the rendering uses alone: rendering never imports this module or
+the tracer, as the bench's report never imports its runner.
 """
 
 from __future__ import annotations

@@ -1,0 +1,65 @@
+"""Intervals from repetitions: a median's, a ratio's, and how a comparison is worded from it.
+
+One method for every page that shows one (bench.md's verdict, the HTML site's tables): a
+percentile bootstrap over the stored repetitions, seeded by the figure's name so that a
+re-render writes the same bytes. A comparison is worded from the ratio's interval alone:
+"level" when it holds 1, otherwise better or worse in the figure's own direction
+(cheaper/dearer for a cost, faster/slower for a rate). With three repetitions a side the
+interval is close to the repetitions' range: wide, and honest about it.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+RESAMPLES = 400
+CONFIDENCE = 0.95
+_TAIL = (1 - CONFIDENCE) / 2
+
+
+def _bounds(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return ordered[int(_TAIL * RESAMPLES)], ordered[int((1 - _TAIL) * RESAMPLES) - 1]
+
+
+def median_interval(values: list[float], seed: str) -> tuple[float, float]:
+    """The bootstrap interval of the median of values."""
+    if len(values) < 2:
+        return values[0], values[0]
+    rng = random.Random(seed)
+    return _bounds(
+        [statistics.median(rng.choices(values, k=len(values))) for _ in range(RESAMPLES)]
+    )
+
+
+def ratio_interval(row: list[float], base: list[float], seed: str) -> tuple[float, float, float]:
+    """The ratio of two medians and its bootstrap interval (each side resampled)."""
+    rng = random.Random(seed)
+    low, high = _bounds(
+        [
+            statistics.median(rng.choices(row, k=len(row)))
+            / statistics.median(rng.choices(base, k=len(base)))
+            for _ in range(RESAMPLES)
+        ]
+    )
+    return statistics.median(row) / statistics.median(base), low, high
+
+
+def word(ratio: tuple[float, float, float], higher_is_better: bool, cost: bool = True) -> str:
+    """level (the interval holds 1), or better/worse in the figure's direction."""
+    _, low, high = ratio
+    if low <= 1 <= high:
+        return "level"
+    better = (low > 1) == higher_is_better
+    if cost:
+        return "cheaper" if better else "dearer"
+    return "faster" if better else "slower"
+
+
+def worded(ratio: tuple[float, float, float], higher_is_better: bool = False) -> str:
+    """×r [low–high], and what the interval says."""
+    value, low, high = ratio
+    said = word(ratio, higher_is_better, cost=not higher_is_better)
+    said = "level (the interval holds 1)" if said == "level" else said
+    return f"×{value:.2f} [{low:.2f}–{high:.2f}], {said}"

@@ -1,0 +1,159 @@
+"""The answer first: at most eight lines, read off the stored data, that a chooser needs.
+
+The cheapest home-made design per echo request at the fixed offered load, against
+uvloop-protocol and asyncio-protocol, each ratio with its interval and only within one session;
+the fastest switch; the cheapest sleeper; the worst finding of the conformance suite; where to
+read next. Every figure comes from ``reports/results/`` (the bench's stored repetitions and the
+conformance suite's outcomes); the points are the ones the workloads declare as their headline
+(``HEADLINE_POINT``), so this page and the bench's glance read the same rows.
+
+The lines are markdown: bench.md opens with them, and the HTML site's index shows them.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from bench.render.intervals import ratio_interval, worded
+from bench.summary import invalid
+
+
+def _stored(reports: Path, workload: str, mode: str) -> dict | None:
+    path = reports / "results" / mode / f"{workload}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _point(stored: dict | None, where: dict) -> dict | None:
+    """The stored point whose parameters hold every item of where (None: not stored)."""
+    for point in (stored or {}).get("points", {}).values():
+        params = point["params"]
+        if all(params.get(k) == v for k, v in where.items()):
+            return point
+    return None
+
+
+def _values(reps: list[dict], metric: str, rate: float | None = None) -> list[float]:
+    """metric over the valid repetitions (the bench's rule), at one offered rate if given."""
+    return [
+        r[metric]
+        for r in reps
+        if isinstance(r.get(metric), int | float)
+        and not invalid(r)
+        and not r.get("error")
+        and (rate is None or r.get("rate") == rate)
+    ]
+
+
+def _label(key: str) -> str:
+    return key.replace("/", " · ")
+
+
+def _cheapest(point: dict | None, metric: str):
+    """(key, row, values, rate) of the home-made row with the lowest median of metric.
+
+    A repetition's offered rate is part of its point: a row whose repetitions ran at two
+    rates is two candidates, never one median over both.
+    """
+    best = None
+    for key, row in sorted((point or {}).get("rows", {}).items()):
+        if row.get("kind") != "home-made":
+            continue
+        for rate in sorted({r.get("rate") for r in row["reps"]}, key=lambda r: r or 0):
+            values = _values(row["reps"], metric, rate)
+            if values and (best is None or statistics.median(values) < statistics.median(best[2])):
+                best = (key, row, values, rate)
+    return best
+
+
+def _against(point: dict, best: tuple, anchor: str, metric: str) -> str:
+    """The ratio to an anchor measured in the same session at the same rate, or why none."""
+    key, row, values, rate = best
+    base = point["rows"].get(f"{anchor}/native")
+    if base is None:
+        return f"{anchor} is not stored at this point"
+    if base["session"] != row["session"]:
+        return (
+            f"no ratio to {anchor}: it was measured in another session ({base['session'][:15]}) "
+            f"than this row ({row['session'][:15]})"
+        )
+    base_values = _values(base["reps"], metric, rate)
+    if not base_values:
+        return f"no ratio to {anchor}: it has no valid repetition at this rate"
+    ratio = ratio_interval(values, base_values, f"{key}:{anchor}:{metric}:{rate}")
+    return f"against {anchor} {worded(ratio)}"
+
+
+def _sessions_note(point: dict) -> str:
+    """A warning when the home-made rows ranked here come from more than one session."""
+    sessions = {r["session"] for r in point["rows"].values() if r.get("kind") == "home-made"}
+    if len(sessions) < 2:
+        return ""
+    return (
+        f" The home-made rows come from {len(sessions)} sessions, so this rank crosses "
+        "sessions: indicative only until they are measured together."
+    )
+
+
+def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
+    """The verdict as markdown lines (at most 8) from one run's stored results (quick or
+    full); link prefixes relative links to reports/ (the site is one folder down)."""
+    from bench.registry import echo, micro, sleep  # the headline points, declared there
+    from conformance import findings as found
+
+    out = []
+    where = {"measure": echo.PACED, **echo.HEADLINE_POINT}
+    point = _point(_stored(reports, "echo", mode), where)
+    best = _cheapest(point, "server_cpu_us")
+    if point is not None and best is not None:
+        key, _, values, rate = best
+        out.append(
+            f"**Cheapest home-made design per echo request**: `{_label(key)}`, "
+            f"{statistics.median(values):.1f} µs of server CPU per request (median of "
+            f"{len(values)}) at a fixed {rate or 0:,.0f} requests/s, "
+            f"{echo.HEADLINE_POINT['size']:,} B × {echo.HEADLINE_POINT['connections']} "
+            "connections: "
+            + "; ".join(
+                _against(point, best, anchor, "server_cpu_us")
+                for anchor in ("uvloop-protocol", "asyncio-protocol")
+            )
+            + "."
+            + _sessions_note(point)
+        )
+    switch = _cheapest(_point(_stored(reports, "micro", mode), micro.HEADLINE_POINT), "switch")
+    if switch is not None:
+        out.append(
+            f"**Fastest switch**: `{_label(switch[0])}`, {statistics.median(switch[2]):,.0f} ns "
+            "per `switch` operation of the micro benchmarks (their section says what it times)."
+        )
+    sleeper = _cheapest(
+        _point(_stored(reports, "sleep", mode), sleep.HEADLINE_POINT), "cpu_per_sleeper_us"
+    )
+    if sleeper is not None:
+        out.append(
+            f"**Cheapest sleeper**: `{_label(sleeper[0])}`, "
+            f"{statistics.median(sleeper[2]):.1f} µs of CPU per sleeper at "
+            f"{sleep.HEADLINE_POINT['tasks']:,} sleepers."
+        )
+    stored = found.stored(reports / "results" / "conformance")
+    if stored:
+        from bench.interpreters import REFERENCE
+
+        results = stored.get(REFERENCE) or next(iter(stored.values()))
+        worst = found.findings(results, found.load_severities(), {})
+        if worst:
+            f = worst[0]
+            loops = ", ".join(f"{v} ({'/'.join(s)})" for v, s in sorted(f.affected.items()))
+            out.append(
+                f"**Biggest correctness hazard** ([conformance]({link}conformance.md#findings)): "
+                f"*{f.severity}* on {loops}: {f.text}."
+            )
+    site = "" if link else ", [the HTML report](site/index.html)"
+    out.append(
+        f"Read next: [the glance]({link}bench.md#at-a-glance), "
+        f"[the full run]({link}bench-full.md), [conformance]({link}conformance.md), "
+        f"[timelines]({link}timelines.md){site}, "
+        f"[the loops' reading path]({link}../loops/README.md)."
+    )
+    return out[:8]

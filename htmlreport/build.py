@@ -1,0 +1,446 @@
+"""The site's pages, each rendered from stored data, and the files copied beside them.
+
+One function per page (:data:`PAGES`), each returning its HTML body from what is stored; the
+frame (navigation, the vendored script, the stylesheet) is the same on every page. Figures are
+computed here, not in the browser: the medians and intervals, and every ratio against each
+selectable baseline, are written into the page as data attributes, and the script only shows
+the one the selector names. Output is deterministic (sorted, seeded), so re-rendering the same
+data writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.render import intervals as stats  # one method for intervals and their words
+from bench.render import verdict
+from bench.summary import invalid, summarize  # the bench's rules for a row's figures
+from htmlreport import timelines as timeline_pages
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+PLOTLY = "plotly.min.js"
+
+# The baselines a bench page's selector offers: (key, label, the row it reads). The default is
+# the first: the server an asyncio user writes, as issue 36 asks of every ratio.
+BASELINES = (
+    ("asyncio-protocol", "asyncio-protocol (what asyncio users write)", "asyncio-protocol/native"),
+    ("uvloop-protocol", "uvloop-protocol (the C anchor)", "uvloop-protocol/native"),
+    ("floor", "the selectors floor (no design at all)", "selectors-floor/native"),
+    ("adapter", "asyncio · coroutines (the contract adapter)", "asyncio/coroutines"),
+)
+KIND_ORDER = {"home-made": 0, "reference": 1, "anchor": 2}
+KIND_COLOUR = {"home-made": "#1f77b4", "reference": "#7f7f7f", "anchor": "#ff7f0e"}
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the site: its file, its title in the navigation, and its renderer."""
+
+    file: str
+    title: str
+    render: Callable[[Path], str]  # reports folder -> the page's body (HTML)
+
+
+# --- figures -------------------------------------------------------------------------------
+
+
+def stat(reps: list[dict], metric: str, seed: str) -> list[float] | None:
+    """[median, low, high, n] of one figure over a row's repetitions (None: no value)."""
+    values = _values(reps, metric)
+    if not values:
+        return None
+    low, high = stats.median_interval(values, seed)
+    return [statistics.median(values), low, high, len(values)]
+
+
+def _values(reps: list[dict], metric: str) -> list[float]:
+    return [r[metric] for r in reps if isinstance(r.get(metric), int | float)]
+
+
+def esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def markdown_code(text: str) -> str:
+    """Escaped text with markdown's `code` spans as <code> (the severities file is markdown)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text))
+
+
+def fmt(value: float, digits: int) -> str:
+    return f"{value:,.{digits}f}"
+
+
+# --- the bench pages -----------------------------------------------------------------------
+
+
+def _workloads() -> list[Any]:
+    from bench import registry  # the registry: declarations only (its running side is lazy)
+
+    return list(registry.WORKLOADS)
+
+
+def _row_label(key: str, row: dict) -> str:
+    return key.split("/")[0] if row.get("style") == "native" else key.replace("/", " · ")
+
+
+def _baseline_values(point: dict, metric: str) -> dict[str, dict[str, list[float]]]:
+    """baseline key -> session -> the baseline's valid repetitions of metric in that session."""
+    found: dict[str, dict[str, list[float]]] = {}
+    for key, _, row_key in BASELINES:
+        by_session: dict[str, list[float]] = {}
+        row = point["rows"].get(row_key)
+        # A baseline with a failed repetition, or fewer than half valid, has no figure.
+        if row and not any(r.get("error") for r in row["reps"]):
+            valid = [r for r in row["reps"] if not invalid(r)]
+            if len(valid) * 2 >= len(row["reps"]) and (values := _values(valid, metric)):
+                by_session[row["session"]] = values
+        for session, rows in sorted(point.get("baselines", {}).items()):
+            values = _values(rows.get(row_key, []), metric)
+            if values and session not in by_session:
+                by_session[session] = values
+        found[key] = by_session
+    return found
+
+
+def _ratio_attributes(
+    values: list[float] | None, key: str, session: str, bases: dict, metric: Any
+) -> str:
+    """Each baseline's ratio of this row's figure, its word, or why there is none."""
+    attributes = []
+    for name, _, _ in BASELINES:
+        base = bases[name].get(session)
+        if not values or not base or statistics.median(base) == 0:
+            why = (
+                "this row has no valid figure"
+                if not values
+                else f"{name} is not a row of this point"
+                if not bases[name]
+                else f"{name} was not measured in this row's session"
+            )
+            attributes.append(f'data-ratio-{name}="" data-why-{name}="{esc(why)}"')
+            continue
+        ratio = stats.ratio_interval(values, base, f"{key}/{name}:{metric.name}")
+        said = stats.word(ratio, metric.higher_is_better, cost=not metric.higher_is_better)
+        attributes.append(
+            f'data-ratio-{name}="{ratio[0]:.3f}" data-verdict-{name}="{said}" '
+            f'data-interval-{name}="{ratio[1]:.2f}–{ratio[2]:.2f}"'
+        )
+    return " ".join(attributes)
+
+
+def _point_html(workload: Any, point_id: str, point: dict) -> str:
+    params = point["params"]
+    columns = workload.columns_at(params)[:4]  # at most 8 columns in all
+    headline = columns[0]
+    bases = _baseline_values(point, headline.name)
+    rows = sorted(
+        point["rows"].items(),
+        key=lambda item: (KIND_ORDER.get(item[1].get("kind"), 3), item[0]),
+    )
+    body, traces = [], []
+    for key, row in rows:
+        label = _row_label(key, row)
+        kind = row.get("kind", "")
+        summary = summarize(row["reps"], columns)  # the bench's rules: valid, invalid, failed
+        bound = summary.status == "invalid" and summary.costs is not None  # the peer saturated
+        reps = _usable(row["reps"]) if summary.status == "ok" or bound else []
+        cells = [f'<td data-sort="{esc(label)}">{esc(label)}</td>', f"<td>{esc(kind)}</td>"]
+        head_stat = None
+        for metric in columns:
+            s = stat(reps, metric.name, f"{key}:{metric.name}") if reps else None
+            if metric is headline and not bound:
+                head_stat = s
+            if s is None:
+                text = summary.status if summary.status != "ok" else "—"
+                cells.append(f'<td data-sort="" title="{esc(summary.reason)}">{esc(text)}</td>')
+                continue
+            value, low, high, n = (
+                s[0] * metric.scale,
+                s[1] * metric.scale,
+                s[2] * metric.scale,
+                s[3],
+            )
+            span = f"{fmt(low, metric.digits)}–{fmt(high, metric.digits)}"
+            title = f"median of {n}; {stats.CONFIDENCE:.0%} bootstrap interval {span}"
+            shown = fmt(value, metric.digits)
+            if bound:  # client-bound: the server did at least this; the figure is the peer's
+                title = f"client-bound (the figure measures the peer): {summary.reason}"
+                shown = f"≥ {shown}" if metric.higher_is_better else shown  # rates: at least
+            cells.append(
+                f'<td class="num" data-sort="{value:.6g}" title="{esc(title)}">{shown}</td>'
+            )
+        head_values = _values(reps, headline.name) if head_stat else None
+        attributes = _ratio_attributes(head_values, key, row["session"], bases, headline)
+        cells.append(f'<td class="ratio num" data-sort="" {attributes}>—</td>')
+        cells.append(f"<td>{esc(row['session'][:15])}</td>")
+        body.append(f'<tr class="{esc(kind)}">{"".join(cells)}</tr>')
+        trace = _bar(label, kind, headline, head_stat or (bound and stat(reps, headline.name, key)))
+        if trace is not None and bound:  # drawn hatched, labelled as a lower bound
+            trace["marker"]["pattern"] = {"shape": "/"}
+            trace["text"] = ["≥ " + trace["text"][0]]
+            trace["hovertemplate"] = f"{esc(label)}: ≥ %{{y}} (client-bound)<extra></extra>"
+            trace.pop("error_y")
+        if trace is not None:
+            traces.append(trace)
+    headers = [
+        "loop · style",
+        "kind",
+        *[esc(m.label) for m in columns],
+        f"{esc(headline.short)} × <span class=baseline-name>baseline</span>",
+        "session",
+    ]
+    figure = {
+        "data": traces,
+        "layout": {
+            "title": {"text": f"{workload.title}: {esc(workload.point_title(params))}"},
+            "yaxis": {"title": {"text": headline.label}},
+            "xaxis": {"tickangle": -40},
+            "barmode": "overlay",
+            "uniformtext": {"mode": "show", "minsize": 9},
+            "showlegend": True,
+            "legend": {"title": {"text": "rows (click to hide)"}},
+            "margin": {"b": 140},
+            "height": 460,
+        },
+    }
+    return "\n".join(
+        [
+            f'<h3 id="{point_id}">{esc(workload.point_title(params))}</h3>',
+            '<table class="sortable"><thead><tr>'
+            + "".join(f"<th>{h}</th>" for h in headers)
+            + "</tr></thead><tbody>",
+            *body,
+            "</tbody></table>",
+            _chart(point_id + "-chart", figure),
+        ]
+    )
+
+
+def _usable(reps: list[dict]) -> list[dict]:
+    """The repetitions a figure is taken from: valid ones (the bench's rule), else all."""
+    valid = [r for r in reps if not invalid(r) and not r.get("error")]
+    return valid or [r for r in reps if not r.get("error")]
+
+
+def _bar(label: str, kind: str, metric: Any, s: list[float] | None) -> dict | None:
+    """One row's bar in a point's chart: its median, its interval as an error bar."""
+    if not s:
+        return None
+    value, low, high = (v * metric.scale for v in s[:3])
+    return {
+        "type": "bar",
+        "name": label,
+        "x": [label],
+        "y": [round(value, 6)],
+        "marker": {"color": KIND_COLOUR.get(kind, "#2ca02c")},
+        "error_y": {
+            "type": "data",
+            "array": [round(high - value, 6)],
+            "arrayminus": [round(value - low, 6)],
+        },
+        "text": [fmt(value, metric.digits)],
+        "textposition": "outside",
+        "hovertemplate": f"{esc(label)}: %{{y}} ({esc(kind)})<extra></extra>",
+        "legendgroup": kind,
+    }
+
+
+def _chart(chart_id: str, figure: dict, zoom: bool = False) -> str:
+    data = json.dumps(figure, sort_keys=True, separators=(",", ":")).replace("</", "<\\/")
+    extra = ' data-zoom="scroll"' if zoom else ""
+    return (
+        f'<div class="chart" id="{chart_id}"{extra}></div>'
+        f'<script type="application/json" id="{chart_id}-figure">{data}</script>'
+    )
+
+
+def _bench_page(mode: str) -> Callable[[Path], str]:
+    def render(reports: Path) -> str:
+        sections, index = [], []
+        for workload in _workloads():
+            path = reports / "results" / mode / f"{workload.name}.json"
+            if not path.exists():
+                continue
+            stored = json.loads(path.read_text())
+            points = []
+            for number, (_, point) in enumerate(stored["points"].items()):
+                point_id = f"{workload.name}-{number}"
+                points.append(_point_html(workload, point_id, point))
+            index.append(f'<a href="#{esc(workload.name)}">{esc(workload.title)}</a>')
+            sections.append(f'<h2 id="{esc(workload.name)}">{esc(workload.title)}</h2>')
+            sections.extend(points)
+        if not sections:
+            return f"<p>No {mode} results are stored yet: <code>nox -s bench</code>.</p>"
+        options = "".join(
+            f'<option value="{key}">{esc(label)}</option>' for key, label, _ in BASELINES
+        )
+        intro = (
+            "<p>Every figure is the median of a row's stored repetitions; hover a cell for its "
+            f"{stats.CONFIDENCE:.0%} bootstrap interval. The ratio column divides the table's "
+            "first figure by the baseline's, <em>only where the baseline was measured in the "
+            "same session as the row</em> (otherwise it says why), and is worded from the "
+            "ratio's own bootstrap interval: <em>level</em> where it holds 1. A client-bound "
+            "row (its peer, load generator or site server, saturated) shows ≥ its figure, with no "
+            "ratio. Click a "
+            "header to sort; click a legend entry to hide a row in the chart.</p>"
+            f'<p><label>Baseline: <select id="baseline">{options}</select></label></p>'
+            f"<p>Workloads: {' · '.join(index)}</p>"
+        )
+        return intro + "\n".join(sections)
+
+    return render
+
+
+# --- the conformance page ------------------------------------------------------------------
+
+
+def _conformance_page(reports: Path) -> str:
+    from bench.interpreters import PYTHONS, REFERENCE
+    from conformance import findings as found
+
+    stored = found.stored(reports / "results" / "conformance")
+    if not stored:
+        return "<p>No conformance outcomes are stored yet: <code>nox -s conformance</code>.</p>"
+    here = stored.get(REFERENCE) or next(iter(stored.values()))
+    others = {p: stored.get(p) for p in PYTHONS if p != here.minor}
+    severities = found.load_severities()
+    rows = []
+    for f in found.findings(here, severities, others):
+        loops = ", ".join(f"{v} ({'/'.join(s)})" for v, s in sorted(f.affected.items()))
+        rank = severities.rank(f.severity)
+        text = markdown_code(f.text or "fails with no known deviation")
+        rows.append(
+            f'<tr><td data-sort="{rank}">{esc(f.severity)}</td>'
+            f"<td>{text} <code>{esc(f.pid)}</code></td>"
+            f"<td>{esc(loops)}</td>"
+            + "".join(f"<td>{esc(f.elsewhere[p])}</td>" for p in others)
+            + f"<td><code>{esc(f.command())}</code></td></tr>"
+        )
+    head = ["severity", "finding", "loops affected", *others, "reproduce"]
+    counts = [
+        f'<tr><td data-sort="{esc(v)}">{esc(v)}</td><td>{esc(s)}</td>'
+        f'<td class="num" data-sort="{p}">{p}</td><td class="num" data-sort="{n}">{n}</td></tr>'
+        for (v, s), (p, n) in found.style_counts(here).items()
+    ]
+    symbol = {"pass": "✅", "fail": "❌", "deviation": "⚠️", "not claimed": "·"}
+    variants = sorted({v for _, v, _ in here.outcomes})
+    cells: dict[tuple[str, str], list[str]] = {}
+    for (pid, variant, style), outcome in sorted(here.outcomes.items()):
+        mark = f"{style[:3]} {symbol[outcome]}"
+        if outcome == "deviation":
+            mark = f'<span title="{esc(here.reasons.get((pid, variant, style), ""))}">{mark}</span>'
+        cells.setdefault((pid, variant), []).append(mark)
+    matrix = [
+        f'<tr><td data-sort="{esc(pid)}">{esc(pid)}</td>'
+        + "".join(f"<td>{' '.join(cells.get((pid, v), ['—']))}</td>" for v in variants)
+        + "</tr>"
+        for pid in sorted({pid for pid, _, _ in here.outcomes})
+    ]
+    return "\n".join(
+        [
+            f"<p>Python {esc(here.python)}, commit {esc(here.commit)}. Every property a loop "
+            "deviates from, worst first; the severities are declared in "
+            "<code>conformance/severities.toml</code>. The full matrix is "
+            '<a href="../conformance.md">conformance.md</a>.</p>',
+            "<h2>Findings</h2>",
+            _table(head, rows),
+            "<h2>Properties holding, per loop and style</h2>",
+            _table(["loop", "style", "holding", "played"], counts),
+            "<h2>Every property</h2><p>One mark per style (cal = callbacks, gen = generators, "
+            "cor = coroutines): ✅ pass, ❌ fail, ⚠️ known deviation (hover: its reason), "
+            "· not claimed.</p>",
+            _table(["property", *variants], matrix),
+        ]
+    )
+
+
+def _table(head: list[str], rows: list[str]) -> str:
+    return (
+        '<table class="sortable"><thead><tr>'
+        + "".join(f"<th>{esc(h)}</th>" for h in head)
+        + "</tr></thead><tbody>"
+        + "\n".join(rows)
+        + "</tbody></table>"
+    )
+
+
+# --- the frame -----------------------------------------------------------------------------
+
+PAGES = (
+    Page("bench.html", "Bench (quick)", _bench_page("quick")),
+    Page("bench-full.html", "Bench (full)", _bench_page("full")),
+    Page("conformance.html", "Conformance", _conformance_page),
+    Page("timelines.html", "Timelines", timeline_pages.render),
+)
+
+
+def _frame(title: str, body: str, current: str) -> str:
+    nav = " · ".join(
+        f'<a href="{p.file}"{" class=current" if p.file == current else ""}>{esc(p.title)}</a>'
+        for p in (Page("index.html", "Index", lambda _: ""), *PAGES)
+    )
+    return (
+        "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
+        f"<title>{esc(title)} · the event loop lab</title>"
+        '<link rel=stylesheet href="site.css">'
+        f'<script src="{PLOTLY}"></script><script src="site.js" defer></script>'
+        f"</head><body><nav>{nav}</nav><h1>{esc(title)}</h1>\n{body}\n</body></html>\n"
+    )
+
+
+def _index(reports: Path) -> str:
+    items = "".join(f'<li><a href="{p.file}">{esc(p.title)}</a></li>' for p in PAGES)
+    return (
+        "<h2>The answer first</h2>"
+        + _markdown_list(verdict.lines(reports, link="../"))
+        + "<h2>The reports</h2>"
+        "<p>The event loop lab's reports as a site: rendered by <code>nox -s report</code> "
+        "from the stored data in <code>reports/</code>; opens from a file, with no network. "
+        "The markdown reports beside it hold the same figures with their prose: "
+        '<a href="../bench.md">bench.md</a>, <a href="../conformance.md">conformance.md</a>, '
+        '<a href="../timelines.md">timelines.md</a>.</p>'
+        f"<ul>{items}</ul>"
+    )
+
+
+def _markdown_list(lines: list[str]) -> str:
+    """Markdown lines as an HTML list (bold, emphasis, code spans, links; the rest escaped)."""
+    items = []
+    for line in lines:
+        text = esc(line)
+        text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+        text = re.sub(r"\*([^*]+)\*", r"<em>\1</em>", text)
+        text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+        text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)
+        items.append(f"<li>{text}</li>")
+    return "<ul class=verdict>" + "".join(items) + "</ul>"
+
+
+def build(reports: Path, out: Path) -> list[Path]:
+    """Write the site into out from the data stored under reports; the pages written."""
+    from plotly.offline import get_plotlyjs  # the vendored library, from PyPI's plotly
+
+    out.mkdir(parents=True, exist_ok=True)
+    _write(out / PLOTLY, get_plotlyjs())
+    for asset in sorted(ASSETS.iterdir()):
+        _write(out / asset.name, asset.read_text())
+    written = [out / "index.html"]
+    _write(written[0], _frame("The event loop lab", _index(reports), "index.html"))
+    for page in PAGES:
+        written.append(out / page.file)
+        _write(written[-1], _frame(page.title, page.render(reports), page.file))
+    timeline_pages.write_traces(reports, out / "traces")
+    return written
+
+
+def _write(path: Path, text: str) -> None:
+    """Write only when the bytes change, so an unchanged page keeps its file untouched."""
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)

@@ -1,0 +1,78 @@
+"""The answer first (bench/render/verdict.py): bench.md and the site open with it.
+
+It names the cheapest home-made design per echo request with its ratio to uvloop-protocol and
+asyncio-protocol and the ratio's interval, takes no ratio across sessions (it says which), and
+mirrors the conformance suite's worst finding.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from bench.render import verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _echo_store(reports: Path, anchor_session: str) -> None:
+    """A stored quick echo run: a home-made row in session A, uvloop-protocol in another."""
+    from bench.registry import echo
+
+    def reps(value):
+        return [{"server_cpu_us": value * f, "rate": 5000.0} for f in (0.98, 1.0, 1.02)]
+
+    params = {"measure": echo.PACED, **echo.HEADLINE_POINT}
+    rows = {
+        "traps/coroutines": {"kind": "home-made", "session": "A", "reps": reps(20.0)},
+        "uvloop-protocol/native": {"kind": "anchor", "session": anchor_session, "reps": reps(25)},
+    }
+    folder = reports / "results" / "quick"
+    folder.mkdir(parents=True)
+    point = {"params": params, "rows": rows, "baselines": {}}
+    (folder / "echo.json").write_text(json.dumps({"points": {"p": point}, "sessions": {}}))
+
+
+def test_the_verdict_takes_no_ratio_across_sessions(tmp_path):
+    _echo_store(tmp_path, anchor_session="B")
+    (line, *_) = verdict.lines(tmp_path)
+    assert "`traps · coroutines`, 20.0 µs" in line and "5,000 requests/s" in line
+    assert "no ratio to uvloop-protocol: it was measured in another session (B)" in line
+    assert not re.search(r"×\d", line)  # no ratio printed
+
+
+def test_the_verdict_words_a_same_session_ratio_from_its_interval(tmp_path):
+    _echo_store(tmp_path, anchor_session="A")
+    (line, *_) = verdict.lines(tmp_path)
+    assert "against uvloop-protocol ×0.80 [" in line and "], cheaper" in line
+    assert verdict.worded((1.02, 0.95, 1.08)) == "×1.02 [0.95–1.08], level (the interval holds 1)"
+    assert verdict.worded((1.2, 1.1, 1.3)).endswith("dearer")
+    assert verdict.worded((1.2, 1.1, 1.3), higher_is_better=True).endswith("faster")
+
+
+def test_a_row_measured_at_two_rates_is_two_candidates_never_one_median(tmp_path):
+    _echo_store(tmp_path, anchor_session="A")
+    path = tmp_path / "results" / "quick" / "echo.json"
+    data = json.loads(path.read_text())
+    row = data["points"]["p"]["rows"]["traps/coroutines"]
+    row["reps"] += [{"server_cpu_us": 40.0, "rate": 9000.0} for _ in range(3)]
+    path.write_text(json.dumps(data))
+    (line, *_) = verdict.lines(tmp_path)
+    assert "20.0 µs of server CPU per request (median of 3) at a fixed 5,000 requests/s" in line
+    assert "against uvloop-protocol ×0.80 [" in line  # the anchor at the same rate only
+
+
+def test_bench_md_opens_with_the_verdict_and_the_data_loss_finding(tmp_path):
+    from bench.render.report import main_tables, render
+    from bench.store import load_anatomy
+
+    results = ROOT / "reports" / "results"
+    python, stores = main_tables(results, "quick")
+    out = tmp_path / "bench.md"
+    render("quick", stores, out, load_anatomy(results), results, python)
+    first = "\n".join(out.read_text().splitlines()[:15])
+    assert "Cheapest home-made design per echo request" in first
+    assert "uvloop-protocol" in first and "asyncio-protocol" in first
+    if (results / "conformance").is_dir():  # stored by `nox -s conformance`
+        assert "*loses data*" in first
