@@ -66,7 +66,7 @@ class Poller:
 
     def __init__(self, ready: collections.deque[Task]) -> None:
         self._ready_push = ready.append  # a task whose fd is ready goes on the kernel's queue
-        self.epoll = new_epoll()  # epoll on Linux
+        self.epoll = new_poller()  # epoll on Linux
         self.records: dict[int, IORecord] = {}  # fd -> its IORecord
         self._wake_pair: tuple[socket.socket, socket.socket] | None = None  # threads wake us
         self._wake_record: IORecord | None = None  # the wake-up socket's read end
@@ -201,7 +201,7 @@ class Poller:
         instance drops it. Rare (a user closed a socket the kernel was watching, behind a
         dup), so rebuilding costs one ``epoll_ctl`` per live fd, once.
         """
-        old, self.epoll = self.epoll, new_epoll()
+        old, self.epoll = self.epoll, new_poller()
         for fd, record in list(self.records.items()):
             if record.fileobj.fileno() == fd:
                 self.epoll.register(fd, record.events)
@@ -270,6 +270,6 @@ class PollAsEpoll:
         pass  # a poll object holds no fd
 
 
-def new_epoll() -> Any:
+def new_poller() -> Any:
     """epoll where there is one (Linux), else poll; never select() and its 1024-fd ceiling."""
     return select.epoll() if hasattr(select, "epoll") else PollAsEpoll()
