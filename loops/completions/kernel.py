@@ -242,7 +242,7 @@ class Loop:
 
         while main.state is not done:
             # ---- stage 1: wait for I/O, blocking only while nothing is ready
-            if ready:  # just look: no syscall if nothing is queued or due
+            if ready:  # just look, never block: tasks wait to run
                 wait(0)
             elif timers:
                 wait(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
@@ -489,7 +489,7 @@ class Loop:
     # ------------------------------------------------------------------ threads
 
     def _start_threads(self) -> None:
-        """The pool, and its wake-up: the proactor's (an eventfd, see Proactor.open_wake_up)."""
+        """The pool, and its wake-up: the I/O side's (see its open_wake_up)."""
         self._pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="completions")
         self._io.open_wake_up(self._collect_thread_results)
 
