@@ -235,6 +235,7 @@ class Poller:
             self._wake_pair[1].send(b"\0")
 
     def _woken(self) -> None:
+        """The wake-up socket is readable: empty it, then the kernel collects (on_wake)."""
         reader = self._wake_pair[0]
         try:
             while reader.recv(4096):
