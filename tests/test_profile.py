@@ -83,3 +83,13 @@ def test_the_section_compares_the_twins_part_by_part_and_lists_the_levers():
     assert "| a lever | def | 150 | -50 |" in text
     assert "completions / traps: 2.00 under `-X perf`, 2.00 on Python 3.11." in text  # paced
     assert "Not measured" in "\n".join(section(None))
+
+
+def test_the_anatomy_calls_a_ring_rows_sends_syscalls_where_it_counted_them():
+    """The completions loop tries each send first (api.sendall), so its anatomy counts a send(2)
+    per request: the prose says so instead of calling every send an entry in the ring."""
+    from bench.render.anatomy import _in_the_ring
+
+    tried_first = _in_the_ring({"recv": 0.0, "send": 1.02})
+    assert tried_first.startswith("Its receives are entries in the ring") and "1.02" in tried_first
+    assert _in_the_ring({"recv": 0.0, "send": 0.0}).startswith("Its receives and sends are")
