@@ -352,15 +352,22 @@ class Ring:
         Speed trick, fenced here (loops/completions/README.md, "Levers", batched reaping): the
         CQEs between head and tail lie in at most two runs of the ring (two where they wrap),
         and ``CQE.iter_unpack`` turns a run into tuples in one C call, instead of one
-        ``unpack_from`` and one index step in Python per CQE."""
+        ``unpack_from`` and one index step in Python per CQE. A lone CQE, the usual case at a
+        light load (a turn per request), is read with ``unpack_from`` alone: no slice, no
+        iterator (loops/completions/README.md, "Levers", the lone CQE)."""
         cq32 = self._cq32
         head = cq32[self._cq_head]
         tail = cq32[self._cq_tail]
         if head == tail:
             return []
-        entries = self._cq_mask + 1
         first = head & self._cq_mask
-        end = first + ((tail - head) & 0xFFFFFFFF)  # may run past the ring's end: it wraps
+        count = (tail - head) & 0xFFFFFFFF
+        if count == 1:  # the usual case at a light load: no slice, no iterator
+            done = [CQE.unpack_from(self._cq_map, self._cqes + first * CQE_SIZE)]
+            cq32[self._cq_head] = tail  # read first: from here on the slot is the kernel's
+            return done
+        entries = self._cq_mask + 1
+        end = first + count  # may run past the ring's end: it wraps
         base, view, unpack = self._cqes, self._cq_bytes, CQE.iter_unpack
         done = list(unpack(view[base + first * CQE_SIZE : base + min(end, entries) * CQE_SIZE]))
         if end > entries:
