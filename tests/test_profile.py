@@ -93,3 +93,22 @@ def test_the_anatomy_calls_a_ring_rows_sends_syscalls_where_it_counted_them():
     tried_first = _in_the_ring({"recv": 0.0, "send": 1.02})
     assert tried_first.startswith("Its receives are entries in the ring") and "1.02" in tried_first
     assert _in_the_ring({"recv": 0.0, "send": 0.0}).startswith("Its receives and sends are")
+
+
+def test_calls_into_a_trampoline_are_counted_per_python_function(tmp_path):
+    from bench.measure.profile import read_calls
+
+    path = tmp_path / "cg.out.2"
+    path.write_text(
+        "events: Ir\n"
+        "fn=(1) _PyEval_EvalFrameDefault'0x0000000000001000'py_trampoline_evaluator\n"
+        "0 5\n"
+        "cfn=(2) 0x0000000000002000'py_trampoline_evaluator'_PyEval_EvalFrameDefault\n"
+        "calls=3 0\n"
+        "0 90\n"
+        "cfn=(2)\n"
+        "calls=2 0\n"
+        "0 60\n"
+    )
+    calls = read_calls(path, FUNCTIONS)
+    assert calls == {FUNCTIONS[0x2000]: 5}
