@@ -3,7 +3,7 @@
 Every session runs on each CPython the lab supports, the nox way: `nox -s conformance-3.13`
 or `nox -p 3.13 -s conformance`. Without either, a session runs on the interpreter nox itself
 runs on, so `python3 -m nox -s conformance` means what it always did. A session that needs no
-venv of its own (`new`) is declared with `@no_venv` and runs on that interpreter too.
+venv of its own (`new`, `pythons`) is declared with `@no_venv` and runs on that interpreter too.
 """
 
 import re
@@ -13,13 +13,19 @@ from pathlib import Path
 import nox
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the lab's own modules
-from bench import interpreters  # the lab's interpreters, declared once
+from bench import debian_root, interpreters  # the lab's interpreters, declared once
 
 nox.options.sessions = ["conformance"]
 nox.options.reuse_venv = "yes"
 
 RUNNING = f"{sys.version_info.major}.{sys.version_info.minor}"  # the interpreter nox runs on
-PYTHONS = sorted({*interpreters.PYTHONS, RUNNING}, key=interpreters.version_key)
+# The versions this host lacks and Debian's root has: their sessions run nox inside the root.
+ROOTED = interpreters.rooted()
+PYTHONS = [
+    v
+    for v in sorted({*interpreters.PYTHONS, RUNNING}, key=interpreters.version_key)
+    if v not in ROOTED
+]
 # No interpreter named on the command line (no `-p`, no `session-3.x`): the running one.
 if not any(re.search(r"-3\.\d+$", arg) for arg in sys.argv[1:]):
     nox.options.pythons = [RUNNING]
@@ -130,3 +136,88 @@ def lint(session: nox.Session) -> None:
     _install(session, "lint")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(name="uvicorn-suite", python=PYTHONS)
+def uvicorn_suite(session: nox.Session) -> None:
+    """uvicorn's own test suite, unmodified, on asyncio, uvloop and the callbacks drop-in.
+
+    Downloads uvicorn's sdist (its tests/ are never committed here), installs it with its test
+    dependencies, and runs its tests once per loop with tests/real_suites/lab_loop.py making
+    the loops; expected failures: tests/real_suites/uvicorn.toml. Counts go to
+    reports/suites/uvicorn-<python>-<loop>.json and reports/real-suites.md. `-- LOOP ...`
+    narrows the loops.
+    """
+    import tarfile
+
+    version = "0.54.0"  # the uvicorn whose suite is run; the lab's http workload uses it too
+    root = Path(__file__).resolve().parent
+    tmp = Path(session.create_tmp())
+    sdist = tmp / f"uvicorn-{version}.tar.gz"
+    if not sdist.exists():
+        session.run(
+            "python", "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
+            f"uvicorn=={version}", "-d", str(tmp),
+        )  # fmt: skip
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp, filter="data")
+    source = tmp / f"uvicorn-{version}"
+    session.install(
+        f"{sdist}[standard]", "pytest", "pytest-mock", "pytest-xdist", "pytest-codspeed",
+        "trustme", "cryptography", "httpx2", "a2wsgi", "wsproto", "anyio", "zttp",
+    )  # fmt: skip
+    results = root / "reports" / "suites"
+    results.mkdir(parents=True, exist_ok=True)
+    python = session.run("python", "-c", "import platform; print(platform.python_version())",
+                         silent=True).strip()  # fmt: skip
+    session.chdir(source)
+    for loop in session.posargs or ("asyncio", "uvloop", "callbacks"):
+        env = {
+            "LAB_LOOP": loop,
+            "LAB_EXPECTED": str(root / "tests" / "real_suites" / "uvicorn.toml"),
+            "LAB_RESULTS": str(results / f"uvicorn-{python}-{loop}.json"),
+            "PYTHONPATH": f"{root}:{root / 'tests' / 'real_suites'}",
+        }
+        # -n 0: one process, so the plugin sees every loop it made (the addopts ask for 8).
+        session.run(
+            "python", "-m", "pytest", "tests", "-p", "lab_loop", "-n", "0", "-q",
+            "-p", "no:cacheprovider", env=env, success_codes=[0, 1],
+        )  # fmt: skip
+    session.chdir(root)
+    session.run("python", "-m", "tests.real_suites.report")
+
+
+@no_venv
+def pythons(session: nox.Session) -> None:
+    """Make Debian's root with CPython 3.13, 3.14 and 3.15, once (bench/debian_root.py)."""
+    try:
+        debian_root.make(session.log)
+    except debian_root.CannotMake as error:
+        session.error(f"cannot make the Debian root: {error}")
+
+
+def _in_debian_root(name: str):
+    """A session that re-runs `nox -s NAME` inside Debian's root, made first if need be, with
+    this checkout mounted at its own path (so results land where they do on the host)."""
+
+    def run(session: nox.Session) -> None:
+        try:
+            debian_root.make(session.log)
+        except debian_root.CannotMake as error:
+            session.error(f"{name} needs Debian's root, which cannot be made: {error}")
+        debian_root.copy_host_files()
+        # The root's venvs in a folder of their own: their interpreter is the root's.
+        argv = ["nox", "--envdir", ".nox/debian-root", "-s", name, "--", *session.posargs]
+        session.log(f"inside {debian_root.ROOT}: {' '.join(argv)}")
+        session.run(*debian_root.command(argv), env={"LAB_CWD": str(Path.cwd())}, external=True)
+
+    run.__doc__ = f"Run `{name}` inside Debian's root (this host has no such Python)."
+    return run
+
+
+# A session on a version only the root has: the same name, run inside the root.
+for _version in ROOTED:
+    for _name in ("conformance", "tests", "bench", "report", "timeline"):
+        nox.session(name=f"{_name}-{_version}", venv_backend="none")(
+            _in_debian_root(f"{_name}-{_version}")
+        )

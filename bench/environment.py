@@ -15,6 +15,7 @@ import os
 import platform
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,6 +118,9 @@ def capture() -> dict[str, object]:
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "python_build": sys.version.replace("\n", " "),
+        # How this interpreter was configured (--enable-shared, --enable-optimizations,
+        # --with-lto): a comparison across interpreters is fair only within one build family.
+        "python_config_args": sysconfig.get_config_var("CONFIG_ARGS"),
         "libraries": library_versions(),
         "commit": commit(),
         "code": code_fingerprint(),

@@ -7,6 +7,11 @@ results are stored (``results_dir``). The reference interpreter's results stay w
 were (``reports/results/<mode>/``); another interpreter's go beside them, in
 ``reports/results/<mode>/python-3.13/``, so no table ever mixes two interpreters and the main
 tables read the same data whichever interpreter renders them.
+
+A build is a dimension too: Debian's interpreters (from the root :mod:`bench.debian_root`
+makes, for the versions this host lacks) are named ``debian-3.14``, their results stored in
+``python-debian-3.14/``, so Debian's 3.13 never mixes with pyenv's 3.13 and the report can
+compare within one build family. ``BUILDS`` lists the interpreters the report compares.
 """
 
 from __future__ import annotations
@@ -18,13 +23,31 @@ import subprocess
 import sys
 from pathlib import Path
 
-PYTHONS = ("3.11", "3.12", "3.13")  # the CPythons the lab supports, oldest first
+from bench import debian_root
+
+PYTHONS = ("3.11", "3.12", "3.13", "3.14", "3.15")  # the CPythons the lab supports, oldest first
 REFERENCE = "3.11"  # the interpreter of the report's main tables, and of every "× 3.11" ratio
-RUNNING = f"{sys.version_info.major}.{sys.version_info.minor}"
+DEBIAN = debian_root.FAMILY  # the prefix of a Debian build's name: "debian-3.14"
+# The interpreters the report compares: pyenv's (this machine's own builds) and Debian's.
+BUILDS = ("3.11", "3.12", "3.13", *(f"{DEBIAN}-{v}" for v in debian_root.PYTHONS))
+VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"  # this interpreter's version
+# This interpreter's name in the results: its version, or "debian-3.14" inside Debian's root.
+RUNNING = f"{DEBIAN}-{VERSION}" if debian_root.inside() else VERSION
 
 
 def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version))
+    """Sort key of a version or a build name: "3.13" before "debian-3.13" before "3.14"."""
+    return (*(int(part) for part in re.findall(r"\d+", version)), family(version) == DEBIAN)
+
+
+def family(name: str) -> str:
+    """The build family a name says: "debian" for "debian-3.14", else "" (this machine's)."""
+    return DEBIAN if name.startswith(f"{DEBIAN}-") else ""
+
+
+def version_of(name: str) -> str:
+    """ "3.14" of "debian-3.14" (and of "3.14")."""
+    return name.removeprefix(f"{DEBIAN}-")
 
 
 def results_dir(results: Path, mode: str, python: str = REFERENCE) -> Path:
@@ -52,7 +75,7 @@ def pyenv_installed(version: str) -> Path | None:
 
 def find(version: str) -> str | None:
     """The path of a CPython `version`: this one, `python3.X` on PATH, or pyenv's."""
-    if version == RUNNING:
+    if version == VERSION:
         return sys.executable
     if runs(f"python{version}"):
         return shutil.which(f"python{version}")
@@ -68,3 +91,12 @@ def put_pyenv_interpreters_on_path(versions=PYTHONS) -> None:
         installed = pyenv_installed(version)
         if installed:
             os.environ["PATH"] = f"{installed.parent}{os.pathsep}{os.environ['PATH']}"
+
+
+def rooted(versions=PYTHONS) -> list[str]:
+    """The versions this host cannot run and Debian's root can: the lab runs them inside it.
+
+    Inside the root itself, none (its interpreters are on PATH there)."""
+    if debian_root.inside():
+        return []
+    return [v for v in versions if v in debian_root.PYTHONS and find(v) is None]

@@ -7,21 +7,32 @@ dependency groups (``http``: the workloads and uvicorn) plus pyperf, and made ag
 ``pyproject.toml`` changes. ``--python`` also takes a path to a Python executable (a virtualenv
 of your own). What a variant can do there is asked of that interpreter (``python -m loops
 --json``), so a variant unavailable on it is skipped there with its own reason.
+
+A version this host lacks and Debian's root has (``--python 3.14``, or ``--python debian-3.13``
+for Debian's build beside pyenv's) is measured inside the root (:mod:`bench.debian_root`): its
+virtualenv ``.venvs/bench-debian-3.14/`` is made there (the checkout is mounted at its own path,
+so the venv's paths read the same inside and out), and the bench starts it through
+``.venvs/bench-debian-3.14/in-root``, a script that enters the root and execs the venv's python
+under the same process id, so a server measured there is the process the bench started. Its
+results are stored as ``debian-3.14``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench import debian_root
 from bench.environment import ROOT
-from bench.interpreters import RUNNING, find
+from bench.interpreters import DEBIAN, RUNNING, VERSION, family, find, rooted, version_of
 
 VENVS = ROOT / ".venvs"
 GROUPS = ("http",)  # every workload's dependencies, references included
@@ -54,8 +65,13 @@ def interpreter(spec: str, say) -> Interpreter:
     A version ("3.13") is measured from its own virtualenv, prepared here; anything else is an
     executable used as it is: a path, or a command on PATH ("python3.13", "pypy3").
     """
-    if not spec or spec == RUNNING or spec == sys.executable:
+    if not spec or spec in (RUNNING, VERSION, sys.executable):
         return here()
+    if is_version(spec) and (family(spec) == DEBIAN or spec in rooted([spec])):
+        version = version_of(spec)
+        if version not in debian_root.PYTHONS:
+            raise NoInterpreter(f"--python {spec}: Debian's root holds {debian_root.PYTHONS}")
+        return ask(str(in_root(version, say)))  # named debian-X.Y there (RUNNING)
     if is_version(spec):
         return ask(str(virtualenv(spec, say)))
     executable = shutil.which(spec)
@@ -65,7 +81,8 @@ def interpreter(spec: str, say) -> Interpreter:
 
 
 def is_version(spec: str) -> bool:
-    return re.fullmatch(r"\d+\.\d+", spec) is not None
+    """ "3.13", or a build's name: "debian-3.13"."""
+    return re.fullmatch(rf"({DEBIAN}-)?\d+\.\d+", spec) is not None
 
 
 def here() -> Interpreter:
@@ -106,16 +123,16 @@ def ask(executable: str) -> Interpreter:
         raise NoInterpreter(f"{executable} -m loops --json failed: {done.stderr.strip()[-300:]}")
     data = json.loads(done.stdout)
     variants = {n: (tuple(v["styles"]), v["unavailable"]) for n, v in data["variants"].items()}
-    return _interpreter(
-        data["python"], executable, variants, *json.loads(run_there(executable, CAPTURE))
-    )
+    environment, anchors, name = json.loads(run_there(executable, CAPTURE))
+    return _interpreter(name, executable, variants, environment, anchors)
 
 
 # The environment record as the interpreter under test sees it (its version, its libraries),
-# and which echo anchors it cannot run, with why.
+# which echo anchors it cannot run, with why, and its name in the results (RUNNING: its build's).
 CAPTURE = (
     "import json; from bench import environment; from bench.registry.echo import anchor_reasons; "
-    "print(json.dumps([environment.capture(), anchor_reasons()]))"
+    "from bench.interpreters import RUNNING; "
+    "print(json.dumps([environment.capture(), anchor_reasons(), RUNNING]))"
 )
 
 
@@ -127,15 +144,37 @@ def run_there(executable: str, code: str) -> str:
     return done.stdout
 
 
-def virtualenv(version: str, say) -> Path:
-    """`.venvs/bench-X.Y/bin/python`, created and filled once (again when pyproject changes)."""
-    venv = VENVS / f"bench-{version}"
+def in_root(version: str, say) -> Path:
+    """`.venvs/bench-debian-X.Y/in-root`: Debian's python `version` in its virtualenv, made
+    inside the root (the root made first if it is not)."""
+    try:
+        debian_root.make(say)
+    except debian_root.CannotMake as error:
+        raise NoInterpreter(
+            f"Python {version} needs Debian's root, which cannot be made: {error}"
+        ) from None
+    venv = VENVS / f"bench-{DEBIAN}-{version}"
+    script = venv / "in-root"
+    virtualenv(version, say, venv, inside=lambda argv: debian_root.command(argv))
+    debian_root.copy_host_files()
+    argv = debian_root.command([str(venv / "bin" / "python")])
+    script.write_text(f'#!/bin/sh\nLAB_CWD="$PWD" exec {shlex.join(argv)} "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+def virtualenv(version: str, say, venv: Path | None = None, inside=None) -> Path:
+    """`.venvs/bench-X.Y/bin/python`, created and filled once (again when pyproject changes).
+
+    `inside` wraps each step's argv (Debian's root: ``debian_root.command``)."""
+    venv = venv or VENVS / f"bench-{version}"
     python = venv / "bin" / "python"
     stamp = venv / "lab-requirements.sha256"
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if python.exists() and stamp.exists() and stamp.read_text() == wanted:
+    # pyvenv.cfg, not bin/python: a root's venv links to a python only the root has.
+    if (venv / "pyvenv.cfg").exists() and stamp.exists() and stamp.read_text() == wanted:
         return python
-    base = find(version)
+    base = f"/usr/bin/python{version}" if inside else find(version)
     if base is None:
         raise NoInterpreter(
             f"no CPython {version} found (python{version} on PATH or under ~/.pyenv/versions/)"
@@ -153,7 +192,14 @@ def virtualenv(version: str, say) -> Path:
     ]
     for number, (what, argv) in enumerate(steps, 1):
         say(f"Python {version} [{number}/{len(steps)}]: {what}")
-        done = subprocess.run([str(a) for a in argv], cwd=ROOT, capture_output=True, text=True)
+        argv = [str(a) for a in argv]
+        done = subprocess.run(
+            inside(argv) if inside else argv,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "LAB_CWD": str(ROOT)},
+        )
         if done.returncode != 0:
             raise NoInterpreter(f"{what} failed:\n{(done.stdout + done.stderr)[-800:]}")
     stamp.write_text(wanted)

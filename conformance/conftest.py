@@ -17,7 +17,7 @@ import pytest
 
 import loops
 from conformance import matrix, todo
-from conformance.harness import Case, deviation_problems, play_scenario, property_id
+from conformance.harness import Case, deviation_problems, play_scenario, played_styles, property_id
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -92,7 +92,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     pid = property_id(metafunc.function)
     params = []
     for variant in metafunc.config.lab_variants:  # type: ignore[attr-defined]
-        for style in variant.styles:
+        for style in played_styles(variant):
             if style not in spec.scenarios:
                 continue
             case = Case(variant, style)

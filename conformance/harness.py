@@ -26,6 +26,7 @@ pytest's parametrization: the suite's own tests use it to show a property catchi
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -35,6 +36,18 @@ from typing import Any
 from loops import CAPABILITIES, STYLES, Variant
 
 SUITE = Path(__file__).resolve().parent
+# Besides the contract's three styles, a property may be played through asyncio's own API
+# (``@test_x.asyncio``: ``async def _(*args)`` run by ``asyncio.Runner(loop_factory=...)``) on
+# every variant with ``VARIANT.asyncio_loop``: asyncio, asyncio_eager, uvloop and the
+# callbacks loop's drop-in. Its deviations say ``styles = ["asyncio"]``.
+ASYNCIO = "asyncio"
+PLAYABLE = (*STYLES, ASYNCIO)
+
+
+def played_styles(variant: Variant) -> tuple[str, ...]:
+    """The styles a property can be played in on variant: those it speaks, and asyncio's API
+    where it has an asyncio loop."""
+    return (*variant.styles, *((ASYNCIO,) if variant.asyncio_loop is not None else ()))
 
 
 @dataclass
@@ -64,7 +77,7 @@ def prop(
 
             return add
 
-        for style in STYLES:
+        for style in PLAYABLE:
             setattr(test, style, register(style))
         return test
 
@@ -84,6 +97,8 @@ class Case:
 
     @property
     def api(self) -> Any:
+        if self.style == ASYNCIO:
+            return self.variant.asyncio_loop
         return self.variant.api(self.style)
 
 
@@ -92,7 +107,12 @@ def play_scenario(case: Case, scenario: Callable[..., Any], *args: Any) -> Any:
 
     callbacks: ``scenario(loop, *args)`` with a fresh loop, closed afterwards.
     generators and coroutines: ``co.run(scenario(co, *args))``.
+    asyncio: ``scenario(*args)`` run by ``asyncio.Runner`` on a loop from the variant's
+    ``asyncio_loop`` factory.
     """
+    if case.style == ASYNCIO:
+        with asyncio.Runner(loop_factory=case.api) as runner:
+            return runner.run(scenario(*args))
     if case.style == "callbacks":
         loop = case.api()
         try:
@@ -147,7 +167,7 @@ def deviation_problems(variants: Iterable[Variant]) -> list[str]:
             spec: Property = test.lab_property
             if spec.needs not in variant.capabilities:
                 problems.append(f"{where} needs {spec.needs!r}, which the variant does not claim")
-            played = set(deviation.styles) & set(variant.styles) & spec.scenarios.keys()
+            played = set(deviation.styles) & set(played_styles(variant)) & spec.scenarios.keys()
             if not played:
                 problems.append(
                     f"{where} covers styles {list(deviation.styles)}, none of which the "

@@ -24,9 +24,10 @@ import loops
 from bench.interpreters import PYTHONS  # the interpreters the lab supports, declared once
 from conformance import findings as found
 from conformance.findings import Results, Severities
+from conformance.harness import played_styles
 
 SYMBOL = {"pass": "✅", "fail": "❌", "deviation": "⚠️", "not claimed": "·"}
-STYLE_ABBREV = {"callbacks": "cb", "generators": "gen", "coroutines": "co"}
+STYLE_ABBREV = {"callbacks": "cb", "generators": "gen", "coroutines": "co", "asyncio": "aio"}
 FAULTS = "faults_"
 FAULTS_INTRO = [
     "## Faults",
@@ -178,7 +179,7 @@ def deviation_anchor(variant: str, pid: str) -> str:
 
 def _cell(results: Results, pid: str, variant: loops.Variant) -> str:
     cells = []
-    for style in variant.styles:
+    for style in played_styles(variant):
         outcome = results.outcomes.get((pid, variant.name, style))
         if outcome is None:
             continue
@@ -245,7 +246,8 @@ def _style_lines(results: Results) -> list[str]:
     """Properties holding per variant and style: the counts bench.md's glance shows."""
     counts = found.style_counts(results)
     by_variant: dict[str, list[str]] = defaultdict(list)
-    in_order = sorted(counts.items(), key=lambda item: loops.STYLES.index(item[0][1]))
+    order = list(STYLE_ABBREV)  # the lab's styles, then asyncio's own API
+    in_order = sorted(counts.items(), key=lambda item: order.index(item[0][1]))
     for (variant, style), (passing, played) in in_order:
         by_variant[variant].append(f"{STYLE_ABBREV[style]} {passing}/{played}")
     rows = [[variant, " · ".join(cells)] for variant, cells in sorted(by_variant.items())]
@@ -265,7 +267,7 @@ def _soak_lines(soak: dict, variants: list[loops.Variant], size: str) -> list[st
     rows = [
         [f"{variant.name} {STYLE_ABBREV[style]}", *[figures.get(c, "—") for c in columns]]
         for variant in variants
-        for style in variant.styles
+        for style in played_styles(variant)
         if (figures := soak.get((variant.name, style)))
     ]
     return [
@@ -347,7 +349,8 @@ def render(
         "",
         f"{len(properties)} properties, each asserted once and played in every style a "
         "variant speaks. Each cell shows one result per style "
-        "(cb = callbacks, gen = generators, co = coroutines): "
+        "(cb = callbacks, gen = generators, co = coroutines, aio = asyncio's own API on "
+        "the variant's asyncio loop): "
         "✅ pass, ❌ fail, ⚠️ known deviation (a link to its reason), · not claimed, "
         "— no scenario in a style the variant speaks. "
         "The last row of each topic counts its cases per variant.",

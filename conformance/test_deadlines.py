@@ -123,19 +123,21 @@ async def _(co):
 
 # The work inside each timeout is woken GAP before or GAP after the timeout's deadline; the
 # loop is kept busy past both, so the wake-up and the deadline are seen in one and the same
-# poll, the case a loaded machine makes at random. The waker is a task on the loop, so a recv's
-# byte is sent in that poll's run stage and becomes readable only at the next poll, after the
-# deadline has acted; "a recv sent from outside" has a thread send it while the loop is busy,
-# so the byte is already in the socket when the loop polls and sees the deadline pass (as a
-# byte from the network would be). A loop that reads it into the timed-out wait loses it.
-WAKE_UPS = ["a sleep", "a join", "a get", "a recv", "a recv sent from outside"]
+# poll, the case a loaded machine makes at random. A sleep, a join and a get are woken by a
+# task on the loop. A recv's byte is sent by a thread while the loop is busy, so it is already
+# in the socket when the loop polls and sees the deadline pass (as a byte from the network
+# would be); a task could not do that: its byte would be sent in the poll's run stage and
+# become readable only at the next poll, after the deadline has acted, missing the race. A
+# loop that reads the byte into the timed-out wait loses it.
+WAKE_UPS = ["a sleep", "a join", "a get", "a recv"]
 ALLOWED = {
     "before": {"the result", "TimeoutError"},  # woken first; asyncio and trio still time out
     "after": {"TimeoutError"},  # the deadline came first
 }
-# From outside, only "before": a thread's byte and the loop's deadline share no clock, and
-# either way the loop finds both at once in the same poll.
-WOKEN = {kind: ["before"] if kind.endswith("from outside") else list(ALLOWED) for kind in WAKE_UPS}
+SENT_BY_A_THREAD = {"a recv"}
+# A thread's byte, only "before": it and the loop's deadline share no clock, and either way the
+# loop finds both at once in the same poll.
+WOKEN = {kind: ["before"] if kind in SENT_BY_A_THREAD else list(ALLOWED) for kind in WAKE_UPS}
 
 
 def send_from_a_thread(sock, delay: float) -> threading.Thread:
@@ -152,13 +154,13 @@ def test_a_timeout_and_the_wake_up_it_guards_in_one_poll_end_one_way(play):
     TimeoutError, and TimeoutError if the deadline came first. Never a stray CancelledError,
     no cancellation that strikes at a later wait, and nothing the work was handed (a queue's
     item, a socket's bytes) lost when the timeout wins, including a byte that was already in
-    the socket, sent from outside the loop, when the loop saw the deadline pass.
+    the socket, sent by a thread, when the loop saw the deadline pass.
 
     Where it comes from: a flaky run of ``test_a_timeout_that_did_not_expire_leaves_no_trace``
     on a loaded machine, where the 1 ms sleep and the timeout's deadline passed in one poll;
     asyncio's ``Task.cancel`` sets ``_must_cancel`` when the awaited future is already done
-    (the wake-up is queued), which is the same situation made on purpose. The byte sent from
-    outside: asyncio's ``loop.sock_recv`` reads the byte inside the loop's reader callback into
+    (the wake-up is queued), which is the same situation made on purpose. The byte sent
+    by a thread: asyncio's ``loop.sock_recv`` reads the byte inside the loop's reader callback into
     a future, and the timeout's cancel, run in the same batch, throws into the task before it
     resumes, so the byte is gone (uvloop the same); the home-made loops wake the task and let
     it read, so an interrupted wait has read nothing.
@@ -181,14 +183,12 @@ def _(co):
         a, b = nonblocking_pair()
 
         def waker():
-            if kind == "a recv sent from outside":  # sent while the loop is busy
+            if kind in SENT_BY_A_THREAD:  # sent while the loop is busy
                 outside.append(send_from_a_thread(a, wake))
                 return
             yield from co.sleep(wake)
             if kind == "a get":
                 yield from queue.put("item")
-            elif kind == "a recv":
-                a.send(b"x")
 
         def work():
             if kind == "a sleep":
@@ -212,7 +212,7 @@ def _(co):
                 yield from co.sleep(GAP)  # past every deadline: a stray cancellation hits here
                 if outcome == "TimeoutError" and kind == "a get":
                     yield from co.timeout_after(1, queue.get())  # the item is still there
-                elif outcome == "TimeoutError" and kind.startswith("a recv"):
+                elif outcome == "TimeoutError" and kind == "a recv":
                     yield from co.timeout_after(1, co.recv(b, 1))  # and so are the bytes
             except BaseException as error:
                 return f"{outcome}, then {type(error).__name__}"
@@ -250,14 +250,12 @@ async def _(co):
         a, b = nonblocking_pair()
 
         async def waker():
-            if kind == "a recv sent from outside":  # sent while the loop is busy
+            if kind in SENT_BY_A_THREAD:  # sent while the loop is busy
                 outside.append(send_from_a_thread(a, wake))
                 return
             await co.sleep(wake)
             if kind == "a get":
                 await queue.put("item")
-            elif kind == "a recv":
-                a.send(b"x")
 
         async def work():
             if kind == "a sleep":
@@ -281,7 +279,7 @@ async def _(co):
                 await co.sleep(GAP)  # past every deadline: a stray cancellation hits here
                 if outcome == "TimeoutError" and kind == "a get":
                     await co.timeout_after(1, queue.get())  # the item is still there
-                elif outcome == "TimeoutError" and kind.startswith("a recv"):
+                elif outcome == "TimeoutError" and kind == "a recv":
                     await co.timeout_after(1, co.recv(b, 1))  # and so are the bytes
             except BaseException as error:
                 return f"{outcome}, then {type(error).__name__}"

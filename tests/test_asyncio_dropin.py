@@ -51,10 +51,10 @@ async def echo_roundtrips(server_tls=None, client_tls=None) -> list[int]:
     return lengths
 
 
-def run(program):
+def run(program, loop_factory=new_event_loop):
     if sys.version_info >= (3, 12):
-        return asyncio.run(program, loop_factory=new_event_loop)
-    with asyncio.Runner(loop_factory=new_event_loop) as runner:  # loop_factory in run(): 3.12
+        return asyncio.run(program, loop_factory=loop_factory)
+    with asyncio.Runner(loop_factory=loop_factory) as runner:  # loop_factory in run(): 3.12
         return runner.run(program)
 
 
@@ -207,3 +207,151 @@ def test_a_subprocess_talks_through_its_pipes_and_exits():
 
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
         assert runner.run(main()) == (b"HELLO", 3)
+
+
+@pytest.mark.parametrize("kind", [str, bytes])
+def test_a_unix_server_on_an_abstract_path_serves(kind):
+    """An abstract socket (a path starting with NUL, as str or bytes) has no file to stat or
+    remove: the server binds and serves it."""
+    path = f"\0lab-dropin-{os.getpid()}-{kind.__name__}"
+    path = path.encode() if kind is bytes else path
+
+    async def main():
+        server = await asyncio.start_unix_server(echo, path)
+        reader, writer = await asyncio.open_unix_connection(path)
+        writer.write(b"abstract")
+        assert await reader.readexactly(8) == b"abstract"
+        writer.close()
+        await writer.wait_closed()
+        server.close()
+        await server.wait_closed()
+
+    run(main())
+
+
+@pytest.mark.parametrize("cleanup", [True, False])
+def test_a_unix_servers_socket_file_goes_on_close_unless_told_otherwise(tmp_path, cleanup):
+    """cleanup_socket (3.13's parameter, honoured on every Python here): the file is removed
+    when the server closes, or kept with cleanup_socket=False."""
+    path = tmp_path / "lab.sock"
+
+    async def main():
+        server = await asyncio.get_running_loop().create_unix_server(
+            asyncio.Protocol, path, cleanup_socket=cleanup
+        )
+        assert path.exists()
+        server.close()
+        await server.wait_closed()
+
+    run(main())
+    assert path.exists() is not cleanup
+
+
+@pytest.mark.parametrize("parameter", [{"happy_eyeballs_delay": 0.25}, {"interleave": 1}])
+def test_a_parameter_the_loop_does_not_honour_is_refused(parameter):
+    async def main():
+        with pytest.raises(NotImplementedError, match=next(iter(parameter))):
+            await asyncio.get_running_loop().create_connection(
+                asyncio.Protocol, "127.0.0.1", 9, **parameter
+            )
+
+    run(main())
+
+
+def test_cancelled_socket_calls_leave_bytes_and_connections_for_the_next_call():
+    """A sock_recv or sock_accept cancelled after its socket became ready (the readiness and
+    the cancel in one turn) has taken nothing: the next call gets the byte, the connection."""
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        a, b = socket.socketpair()
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(f"\0lab-dropin-accept-{os.getpid()}")
+        listener.listen()
+        with a, b, listener:
+            for sock in (b, listener):
+                sock.setblocking(False)
+            waits = [
+                asyncio.ensure_future(loop.sock_recv(b, 1)),
+                asyncio.ensure_future(loop.sock_accept(listener)),
+            ]
+            await asyncio.sleep(0)  # both are waiting for readiness now
+            a.send(b"x")
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.connect(listener.getsockname())
+            # Both become ready in the next poll, and the timer due now runs in the same turn
+            # after their readiness callbacks: asyncio's order that loses them (its callbacks
+            # read and accept; the cancel then discards the results).
+            loop.call_at(loop.time(), lambda: [wait.cancel() for wait in waits])
+            await asyncio.gather(*waits, return_exceptions=True)
+            assert all(wait.cancelled() for wait in waits)
+            assert await loop.sock_recv(b, 1) == b"x"
+            conn, _ = await loop.sock_accept(listener)
+            conn.close()
+            client.close()
+
+    run(main())
+
+
+def test_a_cancelled_sock_sendall_has_sent_a_prefix_and_says_how_much():
+    async def main():
+        loop = asyncio.get_running_loop()
+        a, b = socket.socketpair()
+        with a, b:
+            a.setblocking(False)
+            data = bytes(range(256)) * 40_000  # more than the socket buffers hold
+            sending = asyncio.ensure_future(loop.sock_sendall(a, data))
+            await asyncio.sleep(0.05)
+            sending.cancel()
+            with pytest.raises(asyncio.CancelledError) as cancelled:
+                await sending
+            (note,) = cancelled.value.__notes__
+            sent = int(note.split(": ")[1].split(" of ")[0])
+            assert 0 < sent < len(data)
+            a.close()
+            received = bytearray()
+            while chunk := b.recv(1 << 20):
+                received += chunk
+            assert bytes(received) == data[:sent]
+
+    run(main())
+
+
+def test_sendfile_sends_the_file_after_what_was_written_before(tmp_path):
+    """loop.sendfile on a plain connection (os.sendfile once the buffer is flushed) and
+    sock_sendfile with an offset and a count: the bytes arrive in order; the file's position
+    is left after the last byte sent."""
+    path = tmp_path / "data"
+    path.write_bytes(os.urandom(3_000_000))
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        received = bytearray()
+        done = loop.create_future()
+
+        async def collect(reader, writer):
+            received.extend(await reader.read())
+            writer.close()
+            done.set_result(None)
+
+        server = await asyncio.start_server(collect, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"head" * 100_000)  # buffered: sendfile waits until it is out
+        with path.open("rb") as file:
+            assert await loop.sendfile(writer.transport, file) == 3_000_000
+            assert file.tell() == 3_000_000
+        writer.close()
+        await done
+        server.close()
+        await server.wait_closed()
+        assert bytes(received) == b"head" * 100_000 + path.read_bytes()
+
+        a, b = socket.socketpair()
+        with a, b, path.open("rb") as file:
+            a.setblocking(False)
+            assert await loop.sock_sendfile(a, file, 10, 100) == 100
+            assert file.tell() == 110
+            assert b.recv(200) == path.read_bytes()[10:110]
+
+    run(main())

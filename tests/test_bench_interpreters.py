@@ -18,7 +18,7 @@ import pytest
 from rich.console import Console
 
 from bench import interpreter_figures, registry, runner
-from bench.interpreters import PYTHONS, REFERENCE, RUNNING, find
+from bench.interpreters import BUILDS, PYTHONS, REFERENCE, RUNNING, find
 from bench.plan import Row
 from bench.render import interpreters, report
 from bench.store import results_path
@@ -77,7 +77,7 @@ def test_rows_on_two_interpreters_are_stored_apart_and_read_side_by_side(tiny, t
     assert "`trio` is unavailable on Python" in section
     assert "| trio · coroutines" in section and "unavailable" in section
     # traps on the other interpreter: its figure with its ratios to 3.11 and to asyncio.
-    assert "× 3.11 · × asyncio" in section
+    assert "(× pyenv 3.11 · × asyncio)" in section
     traps = next(line for line in section.splitlines() if line.startswith("| traps · coroutines"))
     cells = [cell.strip() for cell in traps.split("|")[1:-1]]
     assert cells[1].count("×") == 1 and cells[2].count("×") == 2, traps
@@ -90,7 +90,7 @@ def test_one_interpreter_stored_says_so(tiny, tmp_path):
     assert runner.run(["tiny"], False, None, False, results, console=console, only_across=True) == 0
     report.render_all(results, reports)
     section = (reports / "bench.md").read_text().split("## Interpreters", 1)[1]
-    others = [v for v in PYTHONS if v != RUNNING]
+    others = [v for v in BUILDS if v != RUNNING]
     assert f"No results stored yet on Python {', '.join(others)}" in section
     assert interpreters.MEASURE in section
 
@@ -176,3 +176,48 @@ def test_a_lab_measured_only_on_another_interpreter_renders_its_own_main_tables(
     assert "## Tiny" in text and "| traps · coroutines" in text
     section = text.split("## Interpreters", 1)[1].split("\n## ", 1)[0]
     assert f"the tables above are Python {other}'s" in section
+
+
+def test_each_build_family_is_read_against_its_own_oldest_and_named_on_its_column():
+    """Debian's 3.14 against Debian's 3.13, never against pyenv's 3.11; every column names
+    its family; one sentence says what the build moves on the version both families have."""
+    data = _costs(**{
+        "3.11": {"traps · coroutines": 10.0, "futures · coroutines": 20.0},
+        "3.13": {"traps · coroutines": 9.0, "futures · coroutines": 18.0},
+        "debian-3.13": {"traps · coroutines": 8.0, "futures · coroutines": 18.0},
+        "debian-3.14": {"traps · coroutines": 4.0, "futures · coroutines": 9.0},
+    })  # fmt: skip
+    pyenv = {"python": "3.13.0", "python_config_args": "'--prefix=/r/.pyenv/v' '--enable-shared'"}
+    envs = {
+        "3.11": {**pyenv, "python": "3.11.7"},
+        "3.13": pyenv,
+        "debian-3.13": {"python": "3.13.15", "python_config_args": "'--enable-optimizations'"},
+    }
+    names = interpreters.column_names(data, envs)
+    assert names == {
+        "3.11": "pyenv 3.11", "3.13": "pyenv 3.13",
+        "debian-3.13": "Debian 3.13", "debian-3.14": "Debian 3.14",
+    }  # fmt: skip
+    text = interpreters.table(interpreters.COST, data, {}, names)
+    header = text.splitlines()[0]
+    assert "Debian 3.14 (× Debian 3.13 · × asyncio)" in header
+    assert "Debian 3.13 (× asyncio)" in header
+    traps = next(line for line in text.splitlines() if line.startswith("| traps · coroutines"))
+    assert "4.0 (0.50× · –)" in traps  # 4 µs against Debian's 3.13 (8), not pyenv's 3.11 (10)
+    said = interpreters.build_sentence(data, envs)
+    assert "the same rows on pyenv's 3.13.0 and Debian's 3.13.15" in said
+    assert "0.94×" in said and "over 2 rows" in said  # traps 8/9 and futures 18/18, median
+    assert "measured in different sessions" not in said  # neither says: taken as one
+    envs["debian-3.13"] |= {"session": "S2", "date": "2026-11-26T17:00:00"}
+    assert "measured in different sessions (? and 2026-11-26T17:00)" in (
+        interpreters.build_sentence(data, envs)
+    )
+    builds = interpreters.builds_table(data, envs, names)
+    assert "| Debian 3.13 " in builds and "`--enable-optimizations`" in builds
+    assert "--prefix" not in builds  # only the options that shape speed
+    envs["3.13"] |= {"date": "2026-11-26T17:19:05+00:00", "load_average": [7.6], "logical_cores": 2}
+    assert "2026-11-26 17:19 (7.6 on 2 cores)" in interpreters.builds_table(data, envs, names)
+    assert "`--enable-shared`" in builds and "not recorded" in builds  # Debian 3.14: no env
+    assert [list(p) for p in interpreters.families(data)] == [
+        ["3.11", "3.13"], ["debian-3.13", "debian-3.14"]
+    ]  # fmt: skip

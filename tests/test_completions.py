@@ -94,6 +94,25 @@ def test_a_ring_is_set_up_round_trips_an_operation_and_closes_without_a_trace():
 
 
 @needs_io_uring
+def test_a_lone_completion_is_reaped_once_at_every_slot_of_the_cq():
+    """One NOP a turn on an 8-slot CQ: Ring.reap's path for a lone CQE, at every slot, twice."""
+    from loops.completions import uring
+
+    ring = uring.Ring(4, 8)
+    try:
+        for n in range(16):
+            ring.prepare(uring.OP_NOP, user_data=200 + n)
+            ring.enter(None)
+            got = ring.reap()
+            while not got:
+                ring.enter(None)
+                got = ring.reap()
+            assert got == [(200 + n, 0)] and ring.reap() == []
+    finally:
+        ring.close()
+
+
+@needs_io_uring
 def test_a_reap_whose_completions_wrap_past_the_cq_end_returns_them_all_in_order():
     """Three NOPs a turn on an 8-slot CQ: most reaps start near the end of the CQ and finish at
     its start, the two runs Ring.reap unpacks separately."""

@@ -83,3 +83,32 @@ def test_the_section_compares_the_twins_part_by_part_and_lists_the_levers():
     assert "| a lever | def | 150 | -50 |" in text
     assert "completions / traps: 2.00 under `-X perf`, 2.00 on Python 3.11." in text  # paced
     assert "Not measured" in "\n".join(section(None))
+
+
+def test_the_anatomy_calls_a_ring_rows_sends_syscalls_where_it_counted_them():
+    """The completions loop tries each send first (api.sendall), so its anatomy counts a send(2)
+    per request: the prose says so instead of calling every send an entry in the ring."""
+    from bench.render.anatomy import _in_the_ring
+
+    tried_first = _in_the_ring({"recv": 0.0, "send": 1.02})
+    assert tried_first.startswith("Its receives are entries in the ring") and "1.02" in tried_first
+    assert _in_the_ring({"recv": 0.0, "send": 0.0}).startswith("Its receives and sends are")
+
+
+def test_calls_into_a_trampoline_are_counted_per_python_function(tmp_path):
+    from bench.measure.profile import read_calls
+
+    path = tmp_path / "cg.out.2"
+    path.write_text(
+        "events: Ir\n"
+        "fn=(1) _PyEval_EvalFrameDefault'0x0000000000001000'py_trampoline_evaluator\n"
+        "0 5\n"
+        "cfn=(2) 0x0000000000002000'py_trampoline_evaluator'_PyEval_EvalFrameDefault\n"
+        "calls=3 0\n"
+        "0 90\n"
+        "cfn=(2)\n"
+        "calls=2 0\n"
+        "0 60\n"
+    )
+    calls = read_calls(path, FUNCTIONS)
+    assert calls == {FUNCTIONS[0x2000]: 5}

@@ -166,6 +166,29 @@ def read_dump(path: Path) -> tuple[dict[str, int], dict[str, str]]:
     return dict(cost), objects
 
 
+def read_calls(path: Path, functions: dict[int, str]) -> Counter:
+    """How many times each Python function of ``functions`` was called in a dump: the
+    ``calls=`` counts of the calls into its trampoline. A function's instructions over its
+    calls is its cost per call, which does not depend on how many calls a request took."""
+    calls: Counter = Counter()
+    names: dict[str, str] = {}
+    callee = None
+    with open(path, errors="replace") as lines:
+        for line in lines:
+            if line.startswith(("fn=", "cfn=")):
+                match = re.match(r"c?fn=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
+                if match:
+                    ident, name = match.groups()
+                    if name is not None:
+                        names[ident] = name
+                    callee = names.get(ident) if line.startswith("cfn=") else None
+            elif line.startswith("calls=") and callee:
+                base = callee.split("'", 1)[0]
+                if _TRAMPOLINE.match(base) and int(base, 16) in functions:
+                    calls[functions[int(base, 16)]] += int(line[6:].split()[0])
+    return calls
+
+
 def read_perf_map(pid: int) -> dict[int, str]:
     """``/tmp/perf-PID.map``: trampoline address -> ``qualname:file`` of its Python function."""
     functions = {}
@@ -302,6 +325,7 @@ def profile_loop(
         if len(dumps) < 2:
             raise RuntimeError(f"callgrind wrote {len(dumps)} dumps: {_tail(work)}")
         counted = [attribute(*read_dump(path), functions) for path in dumps[:2]]
+        called = [read_calls(path, functions) for path in dumps[:2]]
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
             tag = f"{loop}.{'split' if split else 'total'}"
@@ -327,6 +351,12 @@ def profile_loop(
         entry["parts"] = {part: (parts_b[part] - parts_a[part]) / served for part in PARTS}
         per_fn = {name: (fn_b[name] - fn_a.get(name, 0)) / served for name in fn_b}
         entry["functions"] = dict(sorted(per_fn.items(), key=lambda kv: -kv[1])[:25])
+        calls_a, calls_b = called
+        entry["calls"] = {
+            name: (calls_b[name] - calls_a.get(name, 0)) / served
+            for name in entry["functions"]
+            if calls_b.get(name)
+        }
     return entry
 
 

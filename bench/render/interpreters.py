@@ -10,23 +10,31 @@ interpreter, and sentences from the data: does uvloop still pay on each interpre
 design a newer one helps or hurts most, where the order of the loops changes. Each interpreter's
 results are read from its own store (``reports/results/<mode>/python-X.Y/``); an interpreter
 with nothing stored is named, with the command that measures it.
+
+A build is part of what is compared: pyenv's interpreters here are configured with
+``--enable-shared`` and no PGO or LTO, Debian builds its own way, so a ratio across interpreters
+is read only within one build family (a Debian column against Debian's oldest, a pyenv column
+against the reference), every column names its family, a table gives each interpreter's exact
+version and build flags (``sysconfig``'s ``CONFIG_ARGS``, stored with every session), and one
+sentence says what the build alone moves: the same version (3.13) from both families.
 """
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 from tabulate import tabulate
 
 from bench import registry
 from bench.interpreter_figures import COST, FIGURES, Figure
-from bench.interpreters import PYTHONS, REFERENCE
+from bench.interpreters import BUILDS, DEBIAN, REFERENCE, family, version_of
 from bench.plan import BASELINE, YARDSTICK, Row
 from bench.render.rows import RenderedRow, stored_points
 from bench.store import load_mode
 
 TITLE = "Interpreters"
-MEASURE = " ".join(["python -m bench run --across", *(f"--python {v}" for v in PYTHONS)])
+MEASURE = " ".join(["python -m bench run --across", *(f"--python {v}" for v in BUILDS)])
 # python -> figure -> row -> (median, same-session asyncio median, status, why no figure)
 Figures = dict[str, dict[str, dict[Row, tuple[float | None, float | None, str, str]]]]
 
@@ -37,7 +45,7 @@ def read(
     """Per interpreter (those with results stored), per figure: each row's (median, its
     same-session asyncio median, status, why no figure)."""
     found: dict[str, Figures] = {}
-    for python in PYTHONS:
+    for python in BUILDS:
         stores = main if python == main_python else _stores(results, mode, python)
         if not any(stores.values()):
             continue
@@ -75,17 +83,25 @@ def _cell(value: float | None, status: str, digits: int, *ratios: float | None) 
     return f"{text} ({' · '.join(marks)})" if ratios else text
 
 
-def table(figure: Figure, data: dict[str, Figures], unavailable: dict[str, dict]) -> str:
-    """One figure: a row per variant·style, a column per interpreter with its ratios, then why
-    a cell says "invalid"."""
-    first = oldest(data)
+def table(
+    figure: Figure,
+    data: dict[str, Figures],
+    unavailable: dict[str, dict],
+    names: dict[str, str] | None = None,
+) -> str:
+    """One figure: a row per variant·style, a column per interpreter with its ratios (to the
+    oldest of its own build family, and to asyncio in its own session), then why a cell says
+    "invalid". `names`: each interpreter's column name with its build family."""
+    names = names or {}
     pythons = list(data)
+    firsts = {p: oldest(in_family(data, p)) for p in pythons}
     rows = sorted({row for p in pythons for row in data[p][figure.name]}, key=_order)
     body = []
     for row in rows:
         cells = [_label(row)]
-        reference = data.get(first, {}).get(figure.name, {}).get(row, (None,))[0]
         for python in pythons:
+            first = firsts[python]
+            reference = data.get(first, {}).get(figure.name, {}).get(row, (None,))[0]
             value, base, status, _ = data[python][figure.name].get(
                 row, (None, None, "not measured", "")
             )
@@ -98,13 +114,14 @@ def table(figure: Figure, data: dict[str, Figures], unavailable: dict[str, dict]
             vs_ref = value / reference if value and reference else None
             cells.append(_cell(value, status, figure.digits, vs_ref, vs_base))
         body.append(cells)
-    headers = [
-        "row",
-        *(
-            f"Python {p} (× asyncio)" if p == first else f"Python {p} (× {first} · × asyncio)"
-            for p in pythons
-        ),
-    ]
+
+    def header(python: str) -> str:
+        name, first = names.get(python, f"Python {python}"), firsts[python]
+        if python == first:
+            return f"{name} (× asyncio)"
+        return f"{name} (× {names.get(first, first)} · × asyncio)"
+
+    headers = ["row", *(header(p) for p in pythons)]
     lines = [tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)]
     return "\n\n".join(lines + invalid_note(figure, data))
 
@@ -140,6 +157,131 @@ def oldest(data: dict[str, Figures]) -> str | None:
     return REFERENCE if REFERENCE in data else next(iter(data), None)
 
 
+def in_family(data: dict, python: str) -> dict:
+    """The interpreters of `python`'s build family, in `data`'s order."""
+    return {p: v for p, v in data.items() if family(p) == family(python)}
+
+
+def families(data: dict) -> list[dict]:
+    """`data` split by build family (this machine's own builds first, then Debian's)."""
+    return [
+        part for f in ("", DEBIAN) if (part := {p: v for p, v in data.items() if family(p) == f})
+    ]
+
+
+def column_names(data: dict, environments: dict[str, dict]) -> dict[str, str]:
+    """Each interpreter's column name with its build family: "pyenv 3.13", "Debian 3.14"."""
+    return {p: f"{build_family(p, environments.get(p, {}))} {version_of(p)}" for p in data}
+
+
+def build_family(python: str, environment: dict) -> str:
+    """Who built an interpreter: Debian (the root's), pyenv (a prefix under .pyenv), or, when
+    its stored sessions do not say, "Python" (results stored before build flags were)."""
+    if family(python) == DEBIAN:
+        return "Debian"
+    args = environment.get("python_config_args")
+    if args is None:
+        return "Python"
+    return "pyenv" if "/.pyenv/" in args else "own build"
+
+
+# The configure options that shape an interpreter's speed, as CONFIG_ARGS spells them.
+SPEED_FLAGS = (
+    "--enable-optimizations",  # PGO
+    "--with-lto",
+    "--enable-shared",  # libpython as a shared library: calls into it go through the PLT
+    "--with-computed-gotos",
+    "--enable-experimental-jit",
+    "--with-tail-call-interp",
+    "--enable-bolt",
+    "--disable-gil",
+    "--with-pydebug",
+)
+
+
+def build_flags(args: str | None) -> str:
+    """The speed-shaping configure options (SPEED_FLAGS) an interpreter was built with."""
+    if args is None:
+        return "not recorded"
+    words = [word.strip("'") for word in args.split()]
+    flags = [word for word in words if word.split("=")[0] in SPEED_FLAGS]
+    return " ".join(f"`{flag}`" for flag in flags) or "none of them"
+
+
+def environments(stores_by_python: dict[str, dict]) -> dict[str, dict]:
+    """Per interpreter, the environment of its latest stored session, with that session's
+    name under "session"."""
+    found: dict[str, dict] = {}
+    for python, stores in stores_by_python.items():
+        sessions = [
+            {**s["environment"], "session": name}
+            for store in filter(None, stores.values())
+            for name, s in store.sessions.items()
+        ]
+        if sessions:
+            found[python] = max(sessions, key=lambda env: env.get("date", ""))
+    return found
+
+
+def builds_table(data: dict, envs: dict[str, dict], names: dict[str, str]) -> str:
+    """Each interpreter measured: its exact version and its build flags."""
+    body = [
+        [
+            names[p],
+            envs.get(p, {}).get("python", "?"),
+            build_flags(envs.get(p, {}).get("python_config_args")),
+            _when(envs.get(p, {})),
+        ]
+        for p in data
+    ]
+    headers = [
+        "interpreter",
+        "exact version",
+        "configure options that shape speed",
+        "latest session (load average)",
+    ]
+    return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def _when(environment: dict) -> str:
+    """When an interpreter's latest session ran, and how loaded the machine was then."""
+    load = environment.get("load_average")
+    date = str(environment.get("date", "?"))[:16].replace("T", " ")
+    cores = environment.get("logical_cores", "?")
+    return f"{date} ({load[0]:.1f} on {cores} cores)" if load else date
+
+
+def build_sentence(data: dict[str, Figures], envs: dict[str, dict]) -> str | None:
+    """What the build alone moves: one version from two families (pyenv's 3.13 and Debian's),
+    the fixed-load cost of every row measured on both, Debian's over pyenv's."""
+    pairs = [(p, f"{DEBIAN}-{p}") for p in data if not family(p) and f"{DEBIAN}-{p}" in data]
+    if not pairs:
+        return None
+    own, debian = pairs[-1]
+    mine, theirs = data[own][COST.name], data[debian][COST.name]
+    ratios = sorted(
+        theirs[r][0] / mine[r][0] for r in theirs if theirs[r][0] and mine.get(r, (None,))[0]
+    )
+    if not ratios:
+        return None
+    exact = [envs.get(p, {}).get("python", version_of(p)) for p in (own, debian)]
+    same = "" if exact[0] == exact[1] else (
+        f"; the patch releases differ too ({exact[0]} and {exact[1]}), so the ratio holds both"
+    )  # fmt: skip
+    sessions = [envs.get(p, {}).get("session") for p in (own, debian)]
+    if sessions[0] != sessions[1]:  # not one session: the machine's state is in the ratio too
+        when = " and ".join(str(envs.get(p, {}).get("date", "?"))[:16] for p in (own, debian))
+        same += f"; measured in different sessions ({when}), so it holds the machine's load too"
+    builder = build_family(own, envs.get(own, {}))
+    whose = f"{builder}'s " if builder in ("pyenv", "own build") else ""
+    return (
+        f"**What the build moves:** the same rows on {whose}{exact[0]} and Debian's "
+        f"{exact[1]}: at a fixed offered load, Debian's costs "
+        f"{statistics.median(ratios):.2f}× per request (median over {len(ratios)} rows, from "
+        f"{ratios[0]:.2f}× to {ratios[-1]:.2f}×){same}."
+    )
+
+
 def _order(row: Row) -> tuple:
     return (row.anchor, row.variant != BASELINE, row.variant, row.style)
 
@@ -156,7 +298,13 @@ def uvloop_sentence(data: dict[str, Figures]) -> str | None:
         cost = figures[COST.name]
         if cost.get(uv, (None,))[0] and cost.get(aio, (None,))[0]:
             ratio = cost[aio][0] / cost[uv][0]
-            verdict = "uvloop pays" if ratio > 1.05 else "uvloop no longer pays (within 5 %)"
+            verdict = (
+                "uvloop pays"
+                if ratio > 1.05
+                else "uvloop costs more"
+                if ratio < 0.95
+                else "uvloop no longer pays: within 5 %"
+            )
             parts.append(
                 f"on {python} asyncio-protocol costs {ratio:.2f}× uvloop-protocol ({verdict})"
             )
@@ -248,7 +396,7 @@ def chart(data: dict[str, Figures], path: Path) -> Path | None:
     import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(8, 0.32 * len(rows) + 1.4))
-    for python, marker in zip(data, "os^D", strict=False):
+    for python, marker in zip(data, "os^Dv<>p", strict=False):
         cost = data[python][COST.name]
         ys = [i for i, row in enumerate(rows) if cost.get(row, (None,))[0]]
         axis.scatter([cost[rows[i]][0] for i in ys], ys, marker=marker, label=f"Python {python}")
@@ -277,11 +425,11 @@ def unavailable_on(stores_by_python: dict[str, dict]) -> dict[str, dict[str, str
 def section(page) -> list[str]:
     """The section's lines: what is stored on which interpreter, a table per figure, a chart."""
     stores = {
-        p: page.stores if p == page.python else _stores(page.results, page.mode, p) for p in PYTHONS
+        p: page.stores if p == page.python else _stores(page.results, page.mode, p) for p in BUILDS
     }
     data = read(page.results, page.mode, page.stores, page.points_of, page.python)
     lines = [f"## {TITLE}", "", intro(page.python, oldest(data) or page.python), ""]
-    missing = [p for p in PYTHONS if p not in data]
+    missing = [p for p in BUILDS if p not in data]
     if missing:
         lines += [
             f"No results stored yet on Python {', '.join(missing)}"
@@ -299,8 +447,11 @@ def section(page) -> list[str]:
         for name, why in sorted(unavailable.get(python, {}).items())
     ]
     lines += [*notes, ""] if notes else []
+    envs = environments(stores)
+    names = column_names(data, envs)
+    lines += [builds_table(data, envs, names), ""]
     for figure in FIGURES:
-        lines += [f"### {figure.title}", "", table(figure, data, unavailable), ""]
+        lines += [f"### {figure.title}", "", table(figure, data, unavailable, names), ""]
     path = chart(data, page.chart_dir / f"{page.mode}-interpreters-echo-cost.png")
     if path is not None:
         caption = "Echo server CPU per request at a fixed offered load, by interpreter"
@@ -310,18 +461,22 @@ def section(page) -> list[str]:
             f"*{caption}*",
             "",
         ]
-    for sentence in (uvloop_sentence(data), gain_sentence(data), order_sentence(data)):
-        if sentence:
-            lines += [sentence, ""]
+    sentences = [uvloop_sentence(data), build_sentence(data, envs)]
+    for part in families(data):  # a newer interpreter against an older one of its own build
+        sentences += [gain_sentence(part), order_sentence(part)]
+    lines += [line for sentence in sentences if sentence for line in (sentence, "")]
     return lines
 
 
 def intro(main: str, first: str) -> str:
     return (
-        f"The same rows on each CPython the lab supports ({', '.join(PYTHONS)}), each "
+        f"The same rows on each CPython the lab compares ({', '.join(BUILDS)}: this machine's "
+        "pyenv builds and Debian's, from the root `python3 -m nox -s pythons` makes), each "
         f"interpreter's results stored apart and never mixed in one table; the tables above are "
-        f"Python {main}'s. Every cell is the median, then its ratio to the same row on {first} "
-        "and to asyncio measured in the same session on the same interpreter. The process under "
-        "test runs on the interpreter of its column; the peers (the echo load generator, the "
-        "crawler's site server) run on the interpreter running the bench, alike for every column."
+        f"Python {main}'s. Every cell is the median, then its ratio to the same row on the "
+        f"oldest interpreter of its own build family ({first} for pyenv's, Debian's 3.13 for "
+        "Debian's) and to asyncio measured in the same session on the same interpreter. The "
+        "process under test runs on the interpreter of its column; the peers (the echo load "
+        "generator, the crawler's site server) run on the interpreter running the bench, alike "
+        "for every column."
     )

@@ -1,7 +1,7 @@
 """The callback-only reactor: ready queue, timer heap, selector readiness callbacks.
 
 Read ``reactor.py`` first (``Loop._run_once`` is the whole loop), then ``handles.py``.
-``dropin.py`` and ``transports.py`` make the same reactor asyncio's event loop
+``dropin.py`` (and the modules it names) makes the same reactor asyncio's event loop
 (``VARIANT.asyncio_loop``; ``uvicorn --loop loops.callbacks.dropin:new_event_loop``).
 """
 

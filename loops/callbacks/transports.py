@@ -19,20 +19,25 @@ Closing: ``close`` flushes the buffer first, then calls ``connection_lost(None)`
 drops the buffer; an error calls ``connection_lost(exc)``. ``connection_lost`` is always
 scheduled with ``call_soon``, never called inside the caller's stack, as asyncio does.
 
-Four transports: ``StreamTransport`` (TCP and Unix sockets), ``DatagramTransport`` (UDP),
-``PipeReadTransport`` and ``PipeWriteTransport`` (pipes and ptys, for ``connect_read_pipe``/
-``connect_write_pipe``), sharing ``_Transport`` (extra info, closing, errors, flow control).
+Three transports here: ``StreamTransport`` (TCP and Unix sockets), ``PipeReadTransport`` and
+``PipeWriteTransport`` (pipes and ptys, for ``connect_read_pipe``/``connect_write_pipe``),
+sharing ``_Transport`` (extra info, closing, errors, flow control) with the fourth,
+``DatagramTransport`` (UDP, in ``datagrams.py``). Every socket or protocol call goes through
+one error policy, ``_Transport._attempt``.
 
 Not asyncio's ``_SelectorSocketTransport``: the same contract (its docs, not its code), in
 about a third of the lines, without sendfile or Windows; TLS is a protocol on top of a
-``StreamTransport`` (``tls.py``). The one piece of asyncio reused here is the public
-``asyncio.trsock.TransportSocket`` (see ``dropin.Server.sockets``).
+``StreamTransport`` (``tls.py``). What follows asyncio on purpose: the order of events
+(``connection_made``, reading, the waiter; ``connection_lost`` always scheduled), the flow
+control marks, and the messages of errors and log lines, in CPython's wording so that programs
+and tests written for asyncio see the same (see ``LICENSE-PSF`` in this folder). The one piece
+of asyncio reused here is the public
+``asyncio.trsock.TransportSocket`` (see ``servers.Server.sockets``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import os
 import socket
@@ -45,11 +50,30 @@ logger = logging.getLogger("loops.callbacks.dropin")
 MAX_READ = 256 * 1024  # bytes read per readiness event (asyncio's max_size)
 HIGH_WATER = 64 * 1024  # default write-buffer high-water mark (asyncio's)
 _CONNECTION_LOST_WARN_AFTER = 5  # writes after the connection died, before a warning
+_WOULD_BLOCK = (BlockingIOError, InterruptedError)  # the kernel says "not now": wait, try again
+READ_FAILED = "Fatal read error on socket transport"  # asyncio's messages, on purpose
+WRITE_FAILED = "Fatal write error on socket transport"
+PIPE_WRITE_FAILED = "Fatal write error on pipe transport"
+
+
+class _Outcome:
+    """What :meth:`_Transport._attempt` returns instead of a result; one name each."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+AGAIN = _Outcome("AGAIN")  # a socket call would block: wait for readiness, then call again
+FAILED = _Outcome("FAILED")  # the call raised: the transport is closing with the error
+REPORTED = _Outcome("REPORTED")  # a datagram's OSError went to protocol.error_received
 
 
 def _socket_extra(sock: socket.socket, extra: dict | None) -> dict:
     """get_extra_info's entries for a socket: the socket, its own and its peer's address."""
-    info = {"socket": asyncio.trsock.TransportSocket(sock)}  # see dropin.Server.sockets
+    info = {"socket": asyncio.trsock.TransportSocket(sock)}  # see servers.Server.sockets
     for key, call in (("sockname", sock.getsockname), ("peername", sock.getpeername)):
         try:
             info[key] = call()
@@ -144,6 +168,32 @@ class _Transport(asyncio.BaseTransport):
                 }
             )
 
+    # -- the error policy, in one place --------------------------------------------------------
+
+    _PEER_ERRORS: tuple[type[BaseException], ...] = ()  # a datagram transport's: OSError
+
+    def _attempt(self, message: str, call: Any, *args: Any, io: bool = False) -> Any:
+        """call(*args), under the one error policy every transport call follows (asyncio's):
+        SystemExit and KeyboardInterrupt escape; any other error closes the transport with
+        ``message`` (``_fatal_error``) and gives :data:`FAILED`. A socket or pipe call
+        (``io=True``) that would block gives :data:`AGAIN`, and on a datagram transport an
+        OSError (an ICMP refusal: the socket lives) goes to ``protocol.error_received``
+        and gives :data:`REPORTED`. Otherwise the call's result."""
+        would_block = _WOULD_BLOCK if io else ()  # "()": an except clause that matches nothing
+        peer_errors = self._PEER_ERRORS if io else ()
+        try:
+            return call(*args)
+        except would_block:
+            return AGAIN
+        except peer_errors as exc:
+            self._protocol.error_received(exc)
+            return REPORTED
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._fatal_error(exc, message)
+            return FAILED
+
     # -- endings -----------------------------------------------------------------------------
 
     def _fatal_error(self, exc: BaseException, message: str) -> None:
@@ -171,6 +221,9 @@ class _Transport(asyncio.BaseTransport):
         self._loop.call_soon(self._call_connection_lost, exc)
 
     def _call_connection_lost(self, exc: BaseException | None) -> None:
+        waiter = getattr(self, "_sendfile", None)
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(ConnectionError("Connection is closed by peer"))
         try:
             self._protocol.connection_lost(exc)
         finally:
@@ -213,6 +266,7 @@ class StreamTransport(_Transport, asyncio.Transport):
         self._buffer = bytearray()  # bytes written but not yet taken by the kernel
         self._eof = False  # write_eof() was called
         self._paused = False  # pause_reading() was called
+        self._sendfile: Any = None  # while loop.sendfile owns the socket: done when flushed
         self._server = server
         if server is not None:
             server._attach(self)
@@ -236,58 +290,36 @@ class StreamTransport(_Transport, asyncio.Transport):
     def _read_ready(self) -> None:
         if self._buffered:
             return self._read_into_buffer()
-        try:
-            data = self._sock.recv(MAX_READ)
-        except (BlockingIOError, InterruptedError):
+        data = self._attempt(READ_FAILED, self._sock.recv, MAX_READ, io=True)
+        if data is AGAIN or data is FAILED:
             return
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            return self._fatal_error(exc, "Fatal read error on socket transport")
         if not data:
             return self._read_eof()
-        try:
-            self._protocol.data_received(data)
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            self._fatal_error(exc, "Fatal error: protocol.data_received() call failed.")
+        self._attempt(
+            "Fatal error: protocol.data_received() call failed.", self._protocol.data_received, data
+        )
 
     def _read_into_buffer(self) -> None:
-        try:
-            buffer = self._protocol.get_buffer(-1)
-            if not len(buffer):
-                raise RuntimeError("get_buffer() returned an empty buffer")
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            return self._fatal_error(exc, "Fatal error: protocol.get_buffer() call failed.")
-        try:
-            n = self._sock.recv_into(buffer)
-        except (BlockingIOError, InterruptedError):
+        buffer = self._attempt(
+            "Fatal error: protocol.get_buffer() call failed.", _get_buffer, self._protocol
+        )
+        if buffer is FAILED:
             return
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            return self._fatal_error(exc, "Fatal read error on socket transport")
+        n = self._attempt(READ_FAILED, self._sock.recv_into, buffer, io=True)
+        if n is AGAIN or n is FAILED:
+            return
         if not n:
             return self._read_eof()
-        try:
-            self._protocol.buffer_updated(n)
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            self._fatal_error(exc, "Fatal error: protocol.buffer_updated() call failed.")
+        self._attempt(
+            "Fatal error: protocol.buffer_updated() call failed.", self._protocol.buffer_updated, n
+        )
 
     def _read_eof(self) -> None:
         self._loop.remove_reader(self._sock)
-        try:
-            keep_open = self._protocol.eof_received()
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            return self._fatal_error(exc, "Fatal error: protocol.eof_received() call failed.")
-        if not keep_open:
+        keep_open = self._attempt(
+            "Fatal error: protocol.eof_received() call failed.", self._protocol.eof_received
+        )
+        if not keep_open:  # FAILED is truthy: the error already closes the transport
             self.close()
 
     def pause_reading(self) -> None:
@@ -313,6 +345,8 @@ class StreamTransport(_Transport, asyncio.Transport):
             )
         if self._eof:
             raise RuntimeError("Cannot call write() after write_eof()")
+        if self._sendfile is not None:
+            raise RuntimeError("unable to write; sendfile is in progress")
         if not data:
             return
         if self._conn_lost:
@@ -321,14 +355,11 @@ class StreamTransport(_Transport, asyncio.Transport):
             self._conn_lost += 1
             return
         if not self._buffer:
-            try:
-                sent = self._sock.send(data)
-            except (BlockingIOError, InterruptedError):
+            sent = self._attempt(WRITE_FAILED, self._sock.send, data, io=True)
+            if sent is FAILED:
+                return
+            if sent is AGAIN:
                 sent = 0
-            except (SystemExit, KeyboardInterrupt):
-                raise
-            except BaseException as exc:
-                return self._fatal_error(exc, "Fatal write error on socket transport")
             if sent == len(data):
                 return
             data = memoryview(data)[sent:]
@@ -342,21 +373,16 @@ class StreamTransport(_Transport, asyncio.Transport):
     def _write_ready(self) -> None:
         if self._conn_lost:
             return
-        try:
-            sent = self._sock.send(self._buffer)
-        except (BlockingIOError, InterruptedError):
+        sent = self._attempt(WRITE_FAILED, self._sock.send, self._buffer, io=True)
+        if sent is AGAIN or sent is FAILED:  # _fatal_error drops the buffer and the writer
             return
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            self._loop.remove_writer(self._sock)
-            self._clear_buffer()
-            return self._fatal_error(exc, "Fatal write error on socket transport")
         del self._buffer[:sent]
         self._maybe_resume_protocol()  # may write again, in which case the buffer refills
         if self._buffer:
             return
         self._loop.remove_writer(self._sock)
+        if self._sendfile is not None:
+            _set_result_unless_done(self._sendfile)
         if self._closing:
             self._conn_lost += 1
             self._call_connection_lost(None)
@@ -370,6 +396,21 @@ class StreamTransport(_Transport, asyncio.Transport):
         if not self._buffer:
             self._sock.shutdown(socket.SHUT_WR)
 
+    # -- loop.sendfile's hold on the socket (connections.py) -----------------------------------
+
+    async def _flushed(self) -> None:
+        """Wait until every written byte is out; write() is refused from now until
+        _sendfile_done(), so that the file's bytes follow them on the wire."""
+        if self._sendfile is not None:
+            raise RuntimeError("sendfile is already in progress on this transport")
+        self._sendfile = self._loop.create_future()
+        if not self._buffer:
+            self._sendfile.set_result(None)
+        await self._sendfile
+
+    def _sendfile_done(self) -> None:
+        self._sendfile = None
+
     def can_write_eof(self) -> bool:
         return True
 
@@ -378,107 +419,6 @@ class StreamTransport(_Transport, asyncio.Transport):
 
     def _clear_buffer(self) -> None:
         self._buffer.clear()
-
-
-class DatagramTransport(_Transport, asyncio.DatagramTransport, asyncio.Transport):
-    """A UDP socket: asyncio.DatagramTransport's API (sendto, buffered when the kernel is full)."""
-
-    def __init__(
-        self,
-        loop: Any,
-        sock: socket.socket,
-        protocol: Any,
-        address: Any = None,
-        waiter: Any = None,
-        extra: dict | None = None,
-    ) -> None:
-        super().__init__(loop, sock, protocol, _socket_extra(sock, extra))
-        self._address = address  # the connected peer (remote_addr), else None
-        self._buffer: collections.deque[tuple[bytes, Any]] = collections.deque()
-        self._buffered_bytes = 0
-        loop.call_soon(protocol.connection_made, self)
-        loop.call_soon(self._start_reading)
-        if waiter is not None:
-            loop.call_soon(_set_result_unless_done, waiter)
-
-    def _start_reading(self) -> None:
-        if not self._closing:
-            self._loop.add_reader(self._sock, self._read_ready)
-
-    def _read_ready(self) -> None:
-        try:
-            data, address = self._sock.recvfrom(MAX_READ)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:
-            self._protocol.error_received(exc)  # ICMP refusals and the like: the socket lives
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            self._fatal_error(exc, "Fatal read error on datagram transport")
-        else:
-            self._protocol.datagram_received(data, address)
-
-    def sendto(self, data: bytes, addr: Any = None) -> None:
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise TypeError(
-                f"data argument must be a bytes-like object, not {type(data).__name__!r}"
-            )
-        if self._address is not None and addr not in (None, self._address):
-            raise ValueError(f"Invalid address: must be None or {self._address}")
-        if self._conn_lost:
-            self._conn_lost += 1
-            return
-        if not self._buffer:
-            try:
-                if self._extra["peername"] is not None and addr is None:
-                    self._sock.send(data)
-                else:
-                    self._sock.sendto(data, addr)
-                return
-            except (BlockingIOError, InterruptedError):
-                self._loop.add_writer(self._sock, self._write_ready)
-            except OSError as exc:
-                self._protocol.error_received(exc)
-                return
-            except (SystemExit, KeyboardInterrupt):
-                raise
-            except BaseException as exc:
-                return self._fatal_error(exc, "Fatal write error on datagram transport")
-        self._buffer.append((bytes(data), addr))
-        self._buffered_bytes += len(data)
-        self._maybe_pause_protocol()
-
-    def _write_ready(self) -> None:
-        while self._buffer:
-            data, addr = self._buffer[0]
-            try:
-                if self._extra["peername"] is not None and addr is None:
-                    self._sock.send(data)
-                else:
-                    self._sock.sendto(data, addr)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:
-                self._protocol.error_received(exc)
-            except (SystemExit, KeyboardInterrupt):
-                raise
-            except BaseException as exc:
-                return self._fatal_error(exc, "Fatal write error on datagram transport")
-            self._buffer.popleft()
-            self._buffered_bytes -= len(data)
-        self._maybe_resume_protocol()
-        self._loop.remove_writer(self._sock)
-        if self._closing:
-            self._conn_lost += 1
-            self._call_connection_lost(None)
-
-    def _buffer_size(self) -> int:
-        return self._buffered_bytes
-
-    def _clear_buffer(self) -> None:
-        self._buffer.clear()
-        self._buffered_bytes = 0
 
 
 class PipeReadTransport(_Transport, asyncio.ReadTransport):
@@ -552,14 +492,11 @@ class PipeWriteTransport(_Transport, asyncio.WriteTransport):
             self._conn_lost += 1
             return
         if not self._buffer:
-            try:
-                sent = os.write(self._fd, data)
-            except (BlockingIOError, InterruptedError):
+            sent = self._attempt(PIPE_WRITE_FAILED, os.write, self._fd, data, io=True)
+            if sent is FAILED:
+                return
+            if sent is AGAIN:
                 sent = 0
-            except (SystemExit, KeyboardInterrupt):
-                raise
-            except BaseException as exc:
-                return self._fatal_error(exc, "Fatal write error on pipe transport")
             if sent == len(data):
                 return
             data = memoryview(data)[sent:]
@@ -568,15 +505,9 @@ class PipeWriteTransport(_Transport, asyncio.WriteTransport):
         self._maybe_pause_protocol()
 
     def _write_ready(self) -> None:
-        try:
-            sent = os.write(self._fd, self._buffer)
-        except (BlockingIOError, InterruptedError):
+        sent = self._attempt(PIPE_WRITE_FAILED, os.write, self._fd, self._buffer, io=True)
+        if sent is AGAIN or sent is FAILED:  # _fatal_error drops the buffer
             return
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            self._buffer.clear()
-            return self._fatal_error(exc, "Fatal write error on pipe transport")
         del self._buffer[:sent]
         self._maybe_resume_protocol()
         if self._buffer:
@@ -614,6 +545,14 @@ class PipeWriteTransport(_Transport, asyncio.WriteTransport):
         super()._force_close(exc)
 
 
+def _get_buffer(protocol: Any) -> Any:
+    """A BufferedProtocol's buffer for the next read; an empty one is the protocol's error."""
+    buffer = protocol.get_buffer(-1)
+    if not len(buffer):
+        raise RuntimeError("get_buffer() returned an empty buffer")
+    return buffer
+
+
 def _pipe_fd(pipe: Any) -> int:
     """The pipe's fd, made non-blocking; ValueError for a regular file (always "ready")."""
     fd = pipe.fileno()
@@ -630,6 +569,16 @@ def _fileno(fileobj: Any) -> int:
         return fileobj.fileno()
     except (AttributeError, ValueError, OSError):
         return -1
+
+
+async def opened(transport: Any, waiter: Any) -> None:
+    """Wait until a new transport has called connection_made (its waiter is done); if the
+    wait fails or is cancelled, the transport is closed, not left half-made."""
+    try:
+        await waiter
+    except BaseException:
+        transport.close()
+        raise
 
 
 def _set_result_unless_done(future: Any) -> None:

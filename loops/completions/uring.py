@@ -200,11 +200,16 @@ class Ring:
             raise OSError(errno.ENOSYS, "io_uring without IORING_FEAT_EXT_ARG (kernel < 5.11)")
         self.pending = 0  # SQEs written and not yet handed to the kernel
         self._backlog: list[tuple] = []  # SQEs that found the ring full, in order
-        # Reused for every enter with a timeout: a timespec and the getevents_arg pointing at it.
+        # The enter's two getevents_args, written once: one pointing at a timespec that each
+        # enter with a timeout rewrites, one with a null timespec pointer (wait forever). So a
+        # waiting enter packs at most the timespec.
         self._timespec = ctypes.create_string_buffer(TIMESPEC.size)
-        self._arg = ctypes.create_string_buffer(GETEVENTS_ARG.size)
-        GETEVENTS_ARG.pack_into(self._arg, 0, 0, 0, 0, ctypes.addressof(self._timespec))
-        self._arg_pointer = ctypes.c_void_p(ctypes.addressof(self._arg))  # for _enter
+        self._timed_arg = ctypes.create_string_buffer(GETEVENTS_ARG.size)
+        GETEVENTS_ARG.pack_into(self._timed_arg, 0, 0, 0, 0, ctypes.addressof(self._timespec))
+        self._forever_arg = ctypes.create_string_buffer(GETEVENTS_ARG.size)  # all zero
+        # As _enter takes them (see _enter): ready-made c_void_p.
+        self._timed = ctypes.c_void_p(ctypes.addressof(self._timed_arg))
+        self._forever = ctypes.c_void_p(ctypes.addressof(self._forever_arg))
 
     def _map(self, p: Params) -> None:
         sq, cq = p.sq_off, p.cq_off
@@ -316,15 +321,12 @@ class Ring:
         completion. 0 means: submit only, and have the kernel post the completions waiting to
         be posted, if any (``CQ_NEEDS_FLUSH``). Returns how many SQEs the kernel took."""
         submit, flags, arg, argsz = self.pending, 0, None, _NO_ARG_SIZE
-        if wait != 0:
-            flags = ENTER_GETEVENTS | ENTER_EXT_ARG
-            arg, argsz = self._arg_pointer, _ARG_SIZE
-            if wait is None:  # a null timespec pointer: no timeout
-                GETEVENTS_ARG.pack_into(self._arg, 0, 0, 0, 0, 0)
-            else:
-                seconds = int(wait)
-                TIMESPEC.pack_into(self._timespec, 0, seconds, int((wait - seconds) * 1e9))
-                GETEVENTS_ARG.pack_into(self._arg, 0, 0, 0, 0, ctypes.addressof(self._timespec))
+        if wait is None:  # a null timespec pointer: no timeout
+            flags, arg, argsz = ENTER_GETEVENTS | ENTER_EXT_ARG, self._forever, _ARG_SIZE
+        elif wait != 0:
+            flags, arg, argsz = ENTER_GETEVENTS | ENTER_EXT_ARG, self._timed, _ARG_SIZE
+            seconds = int(wait)
+            TIMESPEC.pack_into(self._timespec, 0, seconds, int((wait - seconds) * 1e9))
         elif self._sq32[self._sq_flags] & CQ_NEEDS_FLUSH:
             # Completions wait to be posted: deferred work (DEFER_TASKRUN), or CQEs that
             # overflowed a full CQ, which would otherwise wait for the next enter that waits.
@@ -352,15 +354,22 @@ class Ring:
         Speed trick, fenced here (loops/completions/README.md, "Levers", batched reaping): the
         CQEs between head and tail lie in at most two runs of the ring (two where they wrap),
         and ``CQE.iter_unpack`` turns a run into tuples in one C call, instead of one
-        ``unpack_from`` and one index step in Python per CQE."""
+        ``unpack_from`` and one index step in Python per CQE. A lone CQE, the usual case at a
+        light load (a turn per request), is read with ``unpack_from`` alone: no slice, no
+        iterator (loops/completions/README.md, "Levers", the lone CQE)."""
         cq32 = self._cq32
         head = cq32[self._cq_head]
         tail = cq32[self._cq_tail]
         if head == tail:
             return []
-        entries = self._cq_mask + 1
         first = head & self._cq_mask
-        end = first + ((tail - head) & 0xFFFFFFFF)  # may run past the ring's end: it wraps
+        count = (tail - head) & 0xFFFFFFFF
+        if count == 1:  # the usual case at a light load: no slice, no iterator
+            done = [CQE.unpack_from(self._cq_map, self._cqes + first * CQE_SIZE)]
+            cq32[self._cq_head] = tail  # read first: from here on the slot is the kernel's
+            return done
+        entries = self._cq_mask + 1
+        end = first + count  # may run past the ring's end: it wraps
         base, view, unpack = self._cqes, self._cq_bytes, CQE.iter_unpack
         done = list(unpack(view[base + first * CQE_SIZE : base + min(end, entries) * CQE_SIZE]))
         if end > entries:

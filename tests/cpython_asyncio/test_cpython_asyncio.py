@@ -8,6 +8,8 @@ the interpreter that runs this file are the ones run (they differ from version t
   executors, signals, connections, servers, datagrams, pipes, close), and
   ``test_events.SubprocessTestsMixin``: subprocesses;
 - ``test_sock_lowlevel.BaseSockTestsMixin``: the ``sock_*`` coroutines;
+- ``test_sendfile.SendfileTestsBase``: ``loop.sendfile`` (``os.sendfile`` on a plain
+  connection, the fallback over TLS, a peer closing mid-file) and ``loop.sock_sendfile``;
 - ``test_streams.StreamTests`` and ``test_server.BaseStartServer``: asyncio's streams and
   ``start_server`` over the loop's transports (``new_event_loop()`` is the loop's, through an
   event loop policy set for this module);
@@ -33,6 +35,7 @@ from loops.callbacks.dropin import new_event_loop
 try:
     from test.test_asyncio import (
         test_events,
+        test_sendfile,
         test_server,
         test_sock_lowlevel,
         test_sslproto,
@@ -51,6 +54,11 @@ class CallbacksEventLoopTests(
 
 
 class CallbacksSockTests(test_sock_lowlevel.BaseSockTestsMixin, test_utils.TestCase):
+    def create_event_loop(self):
+        return new_event_loop()
+
+
+class CallbacksSendfileTests(test_sendfile.SendfileTestsBase, test_utils.TestCase):
     def create_event_loop(self):
         return new_event_loop()
 
