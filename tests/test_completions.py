@@ -94,6 +94,48 @@ def test_a_ring_is_set_up_round_trips_an_operation_and_closes_without_a_trace():
 
 
 @needs_io_uring
+def test_a_lone_completion_is_reaped_once_at_every_slot_of_the_cq():
+    """One NOP a turn on an 8-slot CQ: Ring.reap's path for a lone CQE, at every slot, twice."""
+    from loops.completions import uring
+
+    ring = uring.Ring(4, 8)
+    try:
+        for n in range(16):
+            ring.prepare(uring.OP_NOP, user_data=200 + n)
+            ring.enter(None)
+            got = ring.reap()
+            while not got:
+                ring.enter(None)
+                got = ring.reap()
+            assert got == [(200 + n, 0)] and ring.reap() == []
+    finally:
+        ring.close()
+
+
+@needs_io_uring
+def test_a_reap_whose_completions_wrap_past_the_cq_end_returns_them_all_in_order():
+    """Three NOPs a turn on an 8-slot CQ: most reaps start near the end of the CQ and finish at
+    its start, the two runs Ring.reap unpacks separately."""
+    from loops.completions import uring
+
+    ring = uring.Ring(4, 8)
+    try:
+        seen = []
+        for turn in range(20):
+            for i in range(3):
+                ring.prepare(uring.OP_NOP, user_data=100 + turn * 3 + i)
+            ring.enter(None)
+            got = ring.reap()
+            while len(got) < 3:
+                ring.enter(None)
+                got += ring.reap()
+            seen += got
+        assert seen == [(100 + n, 0) for n in range(60)]
+    finally:
+        ring.close()
+
+
+@needs_io_uring
 def test_a_ring_wraps_around_more_times_than_it_has_slots():
     from loops.completions import uring
 
@@ -196,7 +238,7 @@ def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypa
         loop = kernel.running_loop()
         victim = await co.spawn(co.recv(a, size))
         await co.sleep(0.01)  # its RECV is in flight
-        lent = loop._in_flight[victim.id].pinned
+        lent = loop._io.in_flight[victim.id].pinned
         assert lent.lent
         held[victim.id] = [10**9]  # the kernel's answer to the cancel is held back, until...
         canceller = await co.spawn(co.cancel(victim))

@@ -36,13 +36,13 @@ def _pair() -> tuple[socket.socket, socket.socket]:
 
 
 class CountingPollerCalls:
-    """Counts register/modify/unregister calls on the running kernel's poller (epoll)."""
+    """Counts register/modify/unregister calls on the running kernel's epoll."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
         kernel = running_loop()
-        self._poller = kernel._poller
-        kernel._poller = self
+        self._poller = kernel._io.epoll
+        kernel._io.epoll = self
 
     def __getattr__(self, name: str):
         original = getattr(self._poller, name)
@@ -146,9 +146,9 @@ def test_cancelling_a_reader_unregisters_its_fd_and_a_later_reader_gets_the_data
 
         first = await co.spawn(read())
         await co.sleep(0)
-        registered_while_waiting = server.fileno() in kernel._io
+        registered_while_waiting = server.fileno() in kernel._io.records
         await co.cancel(first)
-        registered_after_cancel = server.fileno() in kernel._io
+        registered_after_cancel = server.fileno() in kernel._io.records
         second = await co.spawn(read())
         await co.sleep(0)
         client.send(b"for the second reader")

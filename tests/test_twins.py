@@ -264,6 +264,44 @@ def test_the_completions_readme_gives_the_size_of_the_kernels_diff():
     assert int(stated[1]) == count, f"the README says {stated[1]}, diff -u counts {count}"
 
 
+def test_the_two_io_sides_offer_the_kernel_the_same_calls():
+    """The traps and completions kernels are one scheduler over two I/O sides, each a module
+    of its own: loops/traps/poller.py (readiness) and loops/completions/proactor.py
+    (completion). The kernels call both the same way, so each side must offer every call the
+    kernels make (read from the modules' syntax trees: no ring is set up here)."""
+    shared = {"__init__", "wait", "wake", "open_wake_up", "close"}
+    sides = {
+        "loops/traps/poller.py": "Poller",
+        "loops/completions/proactor.py": "Proactor",
+    }
+    for path, name in sides.items():
+        tree = ast.parse((ROOT / path).read_text())
+        (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name]
+        methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+        assert shared <= methods.keys(), f"{path}: {name} lacks {sorted(shared - methods.keys())}"
+        arguments = {m: [a.arg for a in methods[m].args.args] for m in shared}
+        assert arguments == {
+            "__init__": ["self", "ready"],
+            "wait": ["self", "timeout"],
+            "wake": ["self"],
+            "open_wake_up": ["self", "on_wake"],
+            "close": ["self"],
+        }, f"{path}: {name}'s calls take other arguments than the kernels pass"
+    for kernel, name in (
+        ("loops/traps/kernel.py", "Poller"),
+        ("loops/completions/kernel.py", "Proactor"),
+    ):
+        text = (ROOT / kernel).read_text()
+        assert f"self._io = {name}(self._ready)" in text
+        for call in (
+            "self._io.wait",
+            "self._io.wake()",
+            "self._io.open_wake_up(",
+            "self._io.close()",
+        ):
+            assert call in text, f"{kernel} no longer calls {call}"
+
+
 # ---------------------------------------------------------------------- the mechanism itself
 
 

@@ -30,7 +30,8 @@ Two counters, the first that works here:
 Why no function-level profile: cProfile's per-call hook costs about as much as the calls it
 times, and the loops differ precisely in how many small calls they make per request, so it
 would inflate the call-heavy loops most and misstate the shares it is asked for; ``python -X
-perf`` with ``perf record`` is the tool for a function breakdown, by hand.
+perf`` is the tool for a function breakdown: :mod:`bench.measure.profile` counts one exactly,
+in instructions under callgrind.
 
 Entries per enter. ``io_uring_enter`` returns how many SQEs the kernel consumed; ``strace``
 prints that return value, and the counted window sums it. ``perf stat`` counts events, not

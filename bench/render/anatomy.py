@@ -258,6 +258,17 @@ def _readiness_syscalls(readiness: list[dict]) -> str:
     )
 
 
+def _in_the_ring(s: dict) -> str:
+    """Which of the ring row's receives and sends are entries in the ring, from its counts: a
+    loop that tries its sends first (the completions loop's sendall) makes them syscalls."""
+    if s["send"] >= 0.05 and s["recv"] < 0.05:
+        return (
+            f"Its receives are entries in the ring, not syscalls, and its sends are syscalls "
+            f"({s['send']:.2f} per request: each send is tried first)"
+        )
+    return "Its receives and sends are entries in the ring, not syscalls"
+
+
 def _ring_syscalls(entry: dict, readiness: list[dict]) -> str:
     """The ring row's syscalls per request by kind, what an enter does, and (against the
     readiness rows, where there are any) how many fewer syscalls that makes."""
@@ -266,8 +277,8 @@ def _ring_syscalls(entry: dict, readiness: list[dict]) -> str:
     text = (
         f"{entry['label']} makes {s['total']:.2f}: {enters:.3f} io_uring_enter, "
         f"{s['wait']:.3f} waits, {s['recv']:.2f} receives, {s['send']:.2f} sends and "
-        f"{s['other']:.3f} other. Its receives and sends are entries in the ring, not "
-        f"syscalls: each enter submitted {_figure(uring.get('submitted_per_enter'))} SQEs "
+        f"{s['other']:.3f} other. {_in_the_ring(s)}: each enter submitted "
+        f"{_figure(uring.get('submitted_per_enter'))} SQEs "
         f"({SUBMITTED_FROM[uring.get('submitted_from', 'ring')]}) and, when nothing was "
         "ready to run, waited for completions: the enter is also its wait"
     )

@@ -22,7 +22,16 @@ from tabulate import tabulate
 from bench import registry
 from bench.environment import ROOT
 from bench.interpreters import PYTHONS, REFERENCE, RUNNING
-from bench.render import anatomy, charts, codesize, glance, interpreters, scale, verdict
+from bench.render import (
+    anatomy,
+    charts,
+    codesize,
+    glance,
+    instructions,
+    interpreters,
+    scale,
+    verdict,
+)
 from bench.render.rows import current_points, rendered_rows, stored_points, unavailable_rows
 from bench.render.tables import table, what_this_shows
 from bench.store import ResultStore, load_anatomy, load_mode
@@ -309,7 +318,13 @@ def method_section(page: Page) -> list[str]:
 # The report's sections after its opening, in page order: a new section is one entry here.
 SECTIONS = (
     Section(None, workload_sections),  # titled by the registered workloads, read at render
-    Section((), lambda page: anatomy.section(page.anatomy_data)),
+    Section(
+        (),  # the cost anatomy, then its instructions per request by part (bench.measure.profile)
+        lambda page: (
+            anatomy.section(page.anatomy_data)
+            + (instructions.section(instructions.load(page.results)) if page.results else [])
+        ),
+    ),
     Section(
         ("Scale",), lambda page: scale.section(page.points_of, page.mode, page.chart_dir, page.out)
     ),

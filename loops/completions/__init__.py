@@ -1,8 +1,9 @@
 """completions: a proactor on io_uring, standard library only (ctypes + mmap).
 
-Tasks await *operations* (recv, send, accept, connect, recvmsg/sendmsg); the loop writes one
-SQE per operation into the submission ring, hands them all to the kernel with one
-io_uring_enter per turn, and resumes each task from its completion (CQE). The only home-made
+Tasks await *operations* (recv, accept, connect, recvmsg/sendmsg, and what a send(2) tried
+first did not send); the loop writes one SQE per operation into the submission ring, hands them
+all to the kernel with one io_uring_enter per turn, and resumes each task from its completion
+(CQE). The only home-made
 loop of the lab that is not readiness-based. Unavailable where io_uring cannot be set up (not
 Linux x86-64, ENOSYS, EPERM under a seccomp filter, kernel.io_uring_disabled): the probe below
 sets up a tiny ring and closes it at once.
@@ -34,7 +35,8 @@ VARIANT = Variant(
     wake_up="eventfd",
     thread_entries=("run_in_thread",),
     cancellation=(
-        "`Loop._interrupt` undoes a wait; an operation in flight is asked back with "
-        "`OP_ASYNC_CANCEL` and the error waits in `Task.pending` until its CQE arrives"
+        "`Loop._interrupt` undoes a wait; an operation in flight is asked back by "
+        "`Proactor.interrupt` with `OP_ASYNC_CANCEL` and the error waits in `Task.pending` "
+        "until its CQE arrives"
     ),
 )

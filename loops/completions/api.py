@@ -1,21 +1,23 @@
 """The coroutines style of the completions loop: the namespace ``VARIANT.coroutines`` points at.
 
-Every socket call is one io_uring operation: the call prepares what the kernel needs (a buffer
+Every socket call is an io_uring operation: the call prepares what the kernel needs (a buffer
 to fill, the bytes to send, an address in the kernel's ``sockaddr`` layout), awaits
-``operation(...)`` and turns the completion's ``res`` into the answer. There is no "try the
-call first": a readiness loop may try ``sock.recv`` and wait only on ``BlockingIOError``,
-because the failed try costs nothing but a syscall. Here the operation *is* the call; trying it
-outside the ring first would be a readiness loop again, with io_uring as its poller.
+``operation(...)`` and turns the completion's ``res`` into the answer. A receive is not tried
+first: a readiness loop may try ``sock.recv`` and wait only on ``BlockingIOError``, because the
+failed try costs nothing but a syscall. Here the operation *is* the call; trying it outside the
+ring first would be a readiness loop again, with io_uring as its poller. ``sendall`` alone tries
+``sock.send`` first and submits a SEND only for what the socket did not take: a send almost
+never waits, and through the ring it cost several times the syscall it saved (its docstring).
 
 The buffers a recv hands the kernel come from :mod:`loops.completions.buffers`, which takes one
 back only when the completion that used it has arrived (the proactor's hazard, see
-``Loop._interrupt``). The bytes a send hands the kernel are the caller's ``bytes`` object
+``Proactor.interrupt``). The bytes a send hands the kernel are the caller's ``bytes`` object
 itself (immutable, its address fixed), kept alive by the task until the completion.
 
 The task calls (run, timeout_after, run_in_thread) are twins of ``loops/traps/api.py``'s on
 purpose, each variant being read alone (``tests/test_twins.py`` holds them together); only the
 socket calls differ. Each socket call's *completer* (``_complete_recv``, ``_complete_send``...)
-turns its operation's ``res`` into the answer (``Loop._deliver``); ``Loop._give_back`` calls
+turns its operation's ``res`` into the answer (``Proactor.deliver``); ``Proactor.give_back`` calls
 it with ``interrupted=True`` instead when the task will not take the answer, to release the
 buffer and keep what came.
 """
@@ -76,15 +78,34 @@ __all__ = [
     "timeout_after",
 ]
 
-_string_at = ctypes.string_at
 _address_of = ctypes.addressof
-_c_void_p = ctypes.c_void_p
-_cast = ctypes.cast
 SOCKADDR_MAX = 128  # sizeof(struct sockaddr_storage)
 MSGHDR = struct.Struct("<QI4xQQQQi4x")  # name, namelen, iov, iovlen, control, controllen, flags
 IOVEC = struct.Struct("<QQ")  # base, len
 MSGHDR_IOVEC = struct.Struct(MSGHDR.format + IOVEC.format[1:])  # the two, packed at once
 ACCEPT_FLAGS = socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC
+MSG_NOSIGNAL = socket.MSG_NOSIGNAL  # SEND's op_flags: EPIPE, not SIGPIPE, for a closed peer
+
+
+def _bytes_data_offset() -> int:
+    """Where a bytes object's data starts, from the object's address (its ``id``), in CPython.
+
+    Speed trick, fenced here: ``ctypes.cast(data, c_void_p).value`` gives a bytes object's data
+    address through a foreign-function call that marshals its arguments (its cost per request,
+    counted by ``python -m bench.measure.profile``, is in loops/completions/README.md,
+    "Levers"); ``id(data) + BYTES_DATA`` is one addition. ``id`` is the object's address in
+    CPython, and the data sits at a fixed offset in every bytes object; that offset is measured
+    here, once, with ctypes itself, and checked on a second object, so a build that lays bytes
+    out otherwise fails at import instead of sending the wrong memory.
+    """
+    first, second = b"offset probe", bytes(range(64))
+    offset = ctypes.cast(first, ctypes.c_void_p).value - id(first)
+    if ctypes.cast(second, ctypes.c_void_p).value - id(second) != offset:
+        raise ImportError("bytes objects keep their data at no fixed offset here")
+    return offset
+
+
+BYTES_DATA = _bytes_data_offset()
 
 
 # twin of loops/traps/api.py: run
@@ -136,7 +157,7 @@ def _complete_recv(
             if interrupted:
                 return None  # -ECANCELED, most likely: nothing came
             raise _error(res, "recv")
-        data = _string_at(buffer.address, res)  # one copy, out of the pooled buffer
+        data = buffer.view[:res].tobytes()  # one copy, out of the pooled buffer
         if interrupted:
             if data:
                 _keep_leftover(sock, data)  # won the race with the cancel: for the next recv
@@ -162,9 +183,7 @@ async def recv(sock: socket.socket, n: int) -> bytes:
                 data = data[:n]
             return data
     buffer = buffers.take(n)
-    return await operation(
-        OP_RECV, sock, addr=buffer.address, length=n, pinned=buffer, complete=_complete_recv
-    )
+    return await operation(OP_RECV, sock, buffer.address, n, buffer, _complete_recv)
 
 
 def _complete_send(res: int, pinned: Any, sock: Any, *, interrupted: bool) -> int | None:
@@ -175,23 +194,33 @@ def _complete_send(res: int, pinned: Any, sock: Any, *, interrupted: bool) -> in
 
 
 async def sendall(sock: socket.socket, data: bytes) -> None:
-    """Send all of data: a SEND of what is left until the kernel has taken it all."""
+    """Send all of data: tried at once with ``sock.send``, then a SEND of what is left until
+    the kernel has taken it all.
+
+    Speed trick, fenced here (loops/completions/README.md, "Levers", the send tried first): a
+    socket's send buffer almost always has room for what an echo or a request sends, and a
+    send that goes through the ring costs a suspension and a resumption of the task, an SQE, a
+    CQE and a completer, which in Python is several times the syscall it saves. Only what the
+    socket does not take at once (a full buffer: ``BlockingIOError``, or a partial send) goes
+    through the ring. Errors of the direct send (a reset, a closed peer's ``EPIPE``) are the
+    ``OSError`` the SEND's completion would have raised. Receives are not tried first: a
+    receive waits for the peer far more often than a send waits for room, and a receive that
+    finds nothing is the readiness loops' failed syscall (the README's design notes)."""
     if sock.gettimeout() != 0:
         check_nonblocking(sock)
     if type(data) is not bytes:
         data = bytes(data)  # a fixed address the caller cannot change under the kernel
     size = len(data)
-    address = _cast(data, _c_void_p).value  # the bytes object's own buffer: no copy
-    sent = 0
+    try:  # the send, tried first: see the docstring
+        sent = sock.send(data, MSG_NOSIGNAL)
+    except BlockingIOError:
+        sent = 0
+    if sent == size:
+        return
+    address = id(data) + BYTES_DATA  # the bytes object's own buffer: no copy
     while sent < size:
         sent += await operation(
-            OP_SEND,
-            sock,
-            addr=address + sent,
-            length=size - sent,
-            pinned=data,
-            complete=_complete_send,
-            op_flags=socket.MSG_NOSIGNAL,
+            OP_SEND, sock, address + sent, size - sent, data, _complete_send, 0, MSG_NOSIGNAL
         )
 
 
@@ -279,7 +308,7 @@ def _complete_recvmsg(res: int, pinned: tuple, sock: Any, *, interrupted: bool) 
             if interrupted:
                 return None
             raise _error(res, "recvfrom")
-        data = _string_at(buffer.address, res)
+        data = buffer.view[:res].tobytes()
         name_size = MSGHDR.unpack_from(block, 0)[1]  # the kernel wrote the sender's length
         start = MSGHDR_IOVEC.size
         received = data, _address(block.raw[start : start + name_size])
@@ -320,7 +349,7 @@ async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
     name = _sockaddrs.get((sock.family, address)) if type(address) is tuple else None
     if name is None:
         name = _sockaddr(sock, address)
-    block = _msghdr(len(name), _cast(data, _c_void_p).value, len(data))
+    block = _msghdr(len(name), id(data) + BYTES_DATA, len(data))
     block[MSGHDR_IOVEC.size :] = name
     return await operation(
         OP_SENDMSG,

@@ -7,7 +7,7 @@ in between is the proactor's classic bug: the kernel writes a late datagram into
 now belongs to someone else. Here a buffer is given back to the pool in exactly one place, the
 completer of the operation it was lent to (``_complete_recv``, ``_complete_recvmsg`` in
 ``api.py``), which the kernel calls once that operation's completion has arrived
-(``Loop._deliver``, ``Loop._give_back``), never when a task is cancelled.
+(``Proactor.deliver``, ``Proactor.give_back``), never when a task is cancelled.
 
 Speed trick, fenced here: buffers are pooled by size, so the steady state of an echo server
 allocates (and zeroes) no buffer per recv; ``ctypes.create_string_buffer`` memory is zeroed
@@ -27,11 +27,15 @@ _free: dict[int, list[Buffer]] = {}  # size -> buffers no operation holds
 class Buffer:
     """Memory the kernel may write into: its ctypes storage, address and size."""
 
-    __slots__ = ("address", "lent", "size", "storage")
+    __slots__ = ("address", "lent", "size", "storage", "view")
 
     def __init__(self, size: int) -> None:
         self.storage = ctypes.create_string_buffer(size)
         self.address = ctypes.addressof(self.storage)
+        # Speed trick: the received bytes are copied out through this view
+        # (``view[:n].tobytes()``) rather than ``ctypes.string_at``'s foreign-function call,
+        # which marshals its arguments (loops/completions/README.md, "Levers").
+        self.view = memoryview(self.storage).cast("B")
         self.size = size
         self.lent = False  # True from take() to give(): an operation may still write into it
 

@@ -10,18 +10,16 @@ event that satisfies the wait puts the task back on the ready queue. Cancellatio
 ``coro.throw(CancelledError())`` at the suspension point, after the kernel undoes the wait.
 (Here, as in curio, "the kernel" is this loop; the operating system's kernel is "Linux".)
 
-What it builds on: the traps kernel, with its epoll replaced by an io_uring (a proactor, as
+What it builds on: the traps kernel, with its readiness side (epoll) replaced by the
+completion side, :class:`loops.completions.proactor.Proactor`: an io_uring (a proactor, as
 Windows IOCP is; :class:`loops.completions.uring.Ring`), which ``diff -u loops/traps/kernel.py
 loops/completions/kernel.py`` shows (the README walks it). A trap hands Linux the whole
 operation (recv into this buffer, send these bytes, accept, connect, recvmsg/sendmsg) as one SQE
-with the task's id as ``user_data``; one ``io_uring_enter`` per turn hands every queued SQE to
-Linux and, if nothing is ready to run, waits for the first completion or the next timer (the
-enter's own timeout, ``IORING_ENTER_EXT_ARG``: the README argues why not ``IORING_OP_TIMEOUT``).
-Each CQE names its task by ``user_data``; ``res`` is the operation's result (a byte count, a new
-fd, 0) or ``-errno``, which the task gets as ``OSError(errno)``. The proactor's classic hazard,
-a buffer Linux owns until its operation's completion even if the task is cancelled meanwhile,
-is handled in ``_interrupt``; ``_drain_ring`` waits for every completion before close() frees
-the ring.
+with the task's id as ``user_data``; stage 1's one ``io_uring_enter`` per turn hands every
+queued SQE to Linux and, if nothing is ready to run, waits for the first completion or the next
+timer; each CQE resumes the task its ``user_data`` names. The proactor's classic hazard, a
+buffer Linux owns until its operation's completion even if the task is cancelled meanwhile, is
+why ``_interrupt`` hands an operation in flight to ``Proactor.interrupt``.
 
 Limits: Linux x86-64 with io_uring (the variant is unavailable elsewhere, see ``__init__.py``);
 a task may await only this kernel's traps (an asyncio future is rejected with a TypeError);
@@ -35,13 +33,10 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
-import ctypes
-import errno
 import heapq
 import itertools
 import logging
 import math
-import os
 import threading
 import time
 from heapq import heappush
@@ -49,6 +44,7 @@ from time import monotonic
 from types import CoroutineType
 from typing import Any
 
+from loops.completions.proactor import Proactor
 from loops.completions.task import (
     CANCELLING,
     DONE,
@@ -57,25 +53,19 @@ from loops.completions.task import (
     PARKED,
     READY,
     SLEEPING,
+    SUSPEND,
     THREAD,
     CancelledError,
     Expired,
     Task,
 )
 from loops.completions.traps import cancel
-from loops.completions.uring import CANCEL_ANY, OP_ASYNC_CANCEL, OP_READ, Ring
 
-SUSPEND = object()  # a trap handler's answer meaning: the task waits, resume it later
 # Compaction: rebuild the heap when more than COMPACT_MIN_TIMERS of its timers are cancelled
 # and they are more than COMPACT_CANCELLED_FRACTION of it (asyncio counts the whole heap).
 COMPACT_MIN_TIMERS = 100
 COMPACT_CANCELLED_FRACTION = 0.5
 MAX_WAIT = 24 * 3600.0  # the longest single wait (asyncio's cap)
-
-CANCEL_USER_DATA = 0  # the user_data of ASYNC_CANCEL requests: their own CQEs are ignored
-WAKE_USER_DATA = 1  # the user_data of the threads' wake-up read, kept in flight
-SHUTDOWN_GRACE = 5.0  # seconds close() waits for cancelled operations to complete
-RING_ENTRIES = 4096  # SQ slots; the CQ gets four times as many (completions pile up faster)
 
 
 logger = logging.getLogger(__name__)
@@ -115,13 +105,10 @@ class Loop:
         self._sleepers: dict[int, Task] = {}  # seq -> task sleeping until that timer
         self._timeouts: dict[int, Task] = {}  # seq -> task with a timeout_after armed
         self._timer_seq = itertools.count()  # the next seq
-        self._ring = Ring(RING_ENTRIES, 4 * RING_ENTRIES)  # the SQ and CQ rings, mapped
-        self._in_flight: dict[int, Task] = {}  # user_data (task.id) -> task, until its CQE
+        self._io = Proactor(self._ready)  # the ring and the operations in flight in it
         self._tasks: set[Task] = set()  # every task not yet DONE
         self._unseen_failures: dict[Task, None] = {}  # failed tasks nobody joined (yet)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # for run_in_thread
-        self._wake_fd = -1  # an eventfd threads write to; a READ of it stays in flight
-        self._wake_buffer = ctypes.create_string_buffer(8)  # that READ's buffer (a counter)
         self._thread_jobs = 0  # thread calls submitted and not yet collected
         self._thread_results: collections.deque = collections.deque()  # (task, future) done
         self._closed = False
@@ -132,7 +119,7 @@ class Loop:
             "spawn": self._trap_spawn,
             "join": self._trap_join,
             "cancel": self._trap_cancel,
-            "operation": self._trap_operation,
+            "operation": self._io._trap_operation,
             "thread": self._trap_thread,
             "park": self._trap_park,
             "wake": self._trap_wake,
@@ -167,8 +154,8 @@ class Loop:
                 # run, a finish half done. Another tick could wait forever on what that step
                 # left behind (close() cancelling a task no queue holds), so the tasks are
                 # closed here, untouched by the kernel: their finally blocks run. Their
-                # operations stay in _in_flight, buffers and all, until close() has Linux
-                # cancel them and collects their completions.
+                # operations stay in flight, buffers and all, until close() has Linux
+                # cancel them and collects their completions (Proactor.close).
                 self._abandon_tasks()
             raise
         finally:
@@ -199,15 +186,15 @@ class Loop:
             for task in self._unseen_failures:
                 logger.error("%r failed and nobody joined it", task, exc_info=task.exception)
             self._unseen_failures.clear()
-            if self._pool is not None:  # first: no worker may write the eventfd once closed
+            if self._pool is not None:  # first: no worker may wake a closed wake-up
                 self._pool.shutdown(wait=True)
-            self._drain_ring()
+            self._io.close()
 
     def _abandon_tasks(self) -> None:
         """Close every task's coroutine without the kernel, and forget every wait."""
         for task in self._tasks:
             if task.reaped is not None:  # completed, never delivered: its buffer goes back
-                self._give_back(task, task.reaped)
+                self._io.give_back(task, task.reaped)
             task.state = DONE
             # RuntimeError: it awaited in a finally block; it cannot run any further anyway.
             with contextlib.suppress(RuntimeError):
@@ -243,50 +230,26 @@ class Loop:
         sleepers_pop = sleepers.pop
         timeouts = self._timeouts
         heappop = heapq.heappop
-        enter = self._ring.enter
-        reap = self._ring.reap
-        in_flight = self._in_flight  # every operation submitted and not yet completed
-        in_flight_pop = in_flight.pop
+        wait = self._io.wait
+        in_flight = self._io.in_flight  # every operation submitted and not yet completed
+        deliver = self._io.deliver
         clock = time.monotonic
         traps = self._traps
         finish = self._finish
         done = DONE
         ready_state = READY
-        operation = OPERATION
         suspend = SUSPEND
 
         while main.state is not done:
-            # ---- stage 1: submit every queued operation, wait for completions only while
-            # nothing is ready, and resume each task whose operation completed
-            if ready:  # just submit: no syscall if nothing is queued or due; reaping needs none
-                enter(0)
+            # ---- stage 1: wait for I/O, blocking only while nothing is ready
+            if ready:  # just look, never block: tasks wait to run
+                wait(0)
             elif timers:
-                enter(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
+                wait(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
             elif in_flight or self._thread_jobs:
-                enter(None)
+                wait(None)
             else:
                 raise _deadlock(main)
-            for user_data, res in reap():
-                task = in_flight_pop(user_data, None)
-                # No task: an ASYNC_CANCEL's own answer (ignored), or the threads' wake-up.
-                if task is None:
-                    if user_data == WAKE_USER_DATA:
-                        self._collect_thread_results()
-                    continue
-                if task.state is not operation:  # abandoned (see run): just release
-                    self._give_back(task, res)
-                    continue
-                pending = task.pending
-                if pending is None:
-                    # Turned into the value only as the task runs (stage 3): a timeout that
-                    # expires in stage 2 of this turn can still give the result back.
-                    task.reaped = res
-                else:  # interrupted meanwhile: the interruption wins, the result is kept
-                    task.pending = None
-                    self._give_back(task, res)
-                    task.throw = pending
-                task.state = ready_state
-                ready_push(task)
 
             # ---- stage 2: expire timers
             if timers:
@@ -317,7 +280,7 @@ class Loop:
                 if throw is not None:
                     task.throw = None
                 if task.reaped is not None:  # its operation completed: the answer, at last
-                    value, throw = self._deliver(task)
+                    value, throw = deliver(task)
                 # Non-blocking traps are answered at once, so a task runs until it suspends.
                 while True:
                     try:
@@ -398,21 +361,6 @@ class Loop:
         if not _cancel_on_its_way(target):
             self._interrupt(target, CancelledError())
         self._wait_for_end(task, target, CANCELLING)
-        return SUSPEND
-
-    def _trap_operation(self, task: Task, request: tuple) -> Any:
-        _, opcode, sock, addr, length, pinned, complete, off, op_flags = request
-        fd = sock.fileno()
-        if fd < 0:
-            raise OSError(errno.EBADF, f"cannot operate on a closed socket: {sock!r}")
-        self._ring.prepare(
-            opcode, fd=fd, addr=addr, length=length, off=off, op_flags=op_flags, user_data=task.id
-        )
-        self._in_flight[task.id] = task
-        task.complete = complete
-        task.pinned = pinned
-        task.state = OPERATION
-        task.waiting_on = sock
         return SUSPEND
 
     def _trap_thread(self, task: Task, request: tuple) -> Any:
@@ -498,26 +446,15 @@ class Loop:
         task.waiting_on = target
 
     def _interrupt(self, task: Task, error: BaseException) -> None:
-        """Deliver error at task's suspension point, undoing whatever it waits for.
-
-        An operation in flight cannot be undone here: Linux owns its buffer until its
-        completion. So the kernel asks Linux to cancel it and holds the error back
-        (``task.pending``); the task stays suspended until the operation's CQE arrives, which
-        releases the buffer and resumes the task with the error. If the operation won the
-        race (it completed before the cancel reached it), its result is not lost: its
-        completer keeps it for the next call on that socket (``_leftovers`` in ``api.py``),
-        as the bytes would have stayed in the socket for a readiness loop.
-        """
-        if task.state is OPERATION:
-            if task.pending is None:  # ASYNC_CANCEL's addr: the user_data of what to cancel
-                self._ring.prepare(OP_ASYNC_CANCEL, addr=task.id, user_data=CANCEL_USER_DATA)
-            task.pending = error
+        """Deliver error at task's suspension point, undoing whatever it waits for."""
+        if task.state is OPERATION:  # cannot be undone at once: Linux owns its buffer
+            self._io.interrupt(task, error)  # the error waits for the operation's CQE
             return
         if task.state is not READY:
             self._unwait[task.state](task)
             self._make_ready(task)
         elif task.reaped is not None:  # completed, not yet delivered: nothing received is lost
-            self._give_back(task, task.reaped)
+            self._io.give_back(task, task.reaped)
         task.value = None  # a ready task loses what it would have received
         task.throw = error
 
@@ -549,82 +486,19 @@ class Loop:
         self._timers[:] = [entry for entry in self._timers if entry[1] in armed]
         heapq.heapify(self._timers)
 
-    # ------------------------------------------------------------------ I/O completions
-
-    @staticmethod
-    def _deliver(task: Task) -> tuple[Any, BaseException | None]:
-        """A completed operation's (value, error) for the task about to run; the buffer goes."""
-        complete, pinned, res = task.complete, task.pinned, task.reaped
-        task.complete = task.pinned = task.reaped = None
-        try:
-            return complete(res, pinned, task.waiting_on, interrupted=False), None
-        except Exception as error:
-            return None, error
-
-    @staticmethod
-    def _give_back(task: Task, res: int) -> None:
-        """Release an operation its task will not take: its buffer goes back to the pool, and
-        what it received is kept for the next call on that socket (api.py: _keep_leftover),
-        as the bytes would have stayed in the socket for a readiness loop."""
-        complete, pinned = task.complete, task.pinned
-        task.complete = task.pinned = task.reaped = None
-        complete(res, pinned, task.waiting_on, interrupted=True)
-
-    def _drain_ring(self) -> None:
-        """Have Linux cancel whatever is still in flight and wait for every completion, so
-        that no buffer is freed while Linux may still write into it."""
-        ring = self._ring
-        if self._wake_fd >= 0:
-            os.eventfd_write(self._wake_fd, 1)  # completes the wake-up read
-        if self._in_flight:
-            ring.prepare(OP_ASYNC_CANCEL, op_flags=CANCEL_ANY, user_data=CANCEL_USER_DATA)
-        deadline = monotonic() + SHUTDOWN_GRACE
-        while (self._in_flight or self._wake_fd >= 0) and monotonic() < deadline:
-            ring.enter(max(deadline - monotonic(), 0))
-            for user_data, _ in ring.reap():
-                if user_data == WAKE_USER_DATA:
-                    os.close(self._wake_fd)
-                    self._wake_fd = -1
-                    continue
-                task = self._in_flight.pop(user_data, None)
-                if task is not None:
-                    task.complete = task.pinned = None
-        if self._in_flight or self._wake_fd >= 0:
-            # Linux still owns these buffers: keep them alive for the life of the process
-            # rather than free memory it may write into. Never seen; logged if it happens.
-            _orphans.append((ring, self._in_flight, self._wake_buffer))
-            logger.error("%d io_uring operations did not complete at close", len(self._in_flight))
-            return
-        ring.close()
-
     # ------------------------------------------------------------------ threads
 
     def _start_threads(self) -> None:
-        """The pool, and its wake-up: an eventfd whose READ stays in flight in the ring.
-
-        A worker that finishes writes the eventfd; the READ completes, its CQE ends the
-        kernel's wait like any other completion, and is submitted again once collected. The
-        eventfd is blocking on purpose: io_uring returns EAGAIN for a READ of a non-blocking
-        file instead of waiting for it."""
+        """The pool, and its wake-up: the I/O side's (see its open_wake_up)."""
         self._pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="completions")
-        self._wake_fd = os.eventfd(0, os.EFD_CLOEXEC)
-        self._arm_wake_up()
-
-    def _arm_wake_up(self) -> None:
-        address = ctypes.addressof(self._wake_buffer)
-        self._ring.prepare(
-            OP_READ, fd=self._wake_fd, addr=address, length=8, user_data=WAKE_USER_DATA
-        )
+        self._io.open_wake_up(self._collect_thread_results)
 
     def _thread_finished(self, task: Task, future: concurrent.futures.Future) -> None:
-        # Runs in the worker thread: only a deque append (atomic) and a wake-up write.
+        # Runs in the worker thread: only a deque append (atomic) and a wake-up.
         self._thread_results.append((task, future))
-        with contextlib.suppress(OSError):  # closed: the kernel is gone
-            os.eventfd_write(self._wake_fd, 1)
+        self._io.wake()
 
     def _collect_thread_results(self) -> None:
-        if not self._closed:
-            self._arm_wake_up()
         results = self._thread_results
         while results:
             task, future = results.popleft()
@@ -637,9 +511,6 @@ class Loop:
             else:
                 task.throw = error
             self._make_ready(task)
-
-
-_orphans: list = []  # (ring, operations, buffer) whose completions never came: never freed
 
 
 async def _cancel_all(tasks: list[Task]) -> None:

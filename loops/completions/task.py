@@ -55,6 +55,8 @@ PARKED = "parked"  # waiting in a wait queue (Queue); waiting_on is the deque
 THREAD = "thread"  # waiting for a worker thread; waiting_on is its concurrent Future
 DONE = "done"  # finished: result or exception is set
 
+SUSPEND = object()  # a trap handler's answer meaning: the task waits, resume it later
+
 # user_data 0 and 1 are the kernel's own: ASYNC_CANCEL requests and the threads' wake-up read.
 _ids = itertools.count(2)
 

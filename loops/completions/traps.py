@@ -6,12 +6,13 @@ straight back (a non-blocking trap such as ``spawn``) or parks the task until th
 satisfied (``sleep``, ``join``, an I/O operation). Errors come back the same way: the kernel
 throws them in at the ``yield`` below, so they surface at the ``await`` that asked.
 
-``_trap`` is the single ``yield`` in the whole loop: the one place where async code and the
-kernel meet (curio's ``_kernel_trap``). Each trap below is a two-line ``async def`` naming
-its request, so a traceback says what the task was waiting for. The I/O is where this twin of
-``loops/traps/traps.py`` differs: there a task asks "wake me when this socket is readable" and
-then reads; here it hands over the whole operation (``operation``) and is resumed with its
-result.
+``_trap`` is the ``yield`` where async code and the kernel meet (curio's ``_kernel_trap``).
+Each trap below is a two-line ``async def`` naming its request, so a traceback says what the
+task was waiting for. The I/O is where this twin of ``loops/traps/traps.py`` differs: there a
+task asks "wake me when this socket is readable" and then reads; here it hands over the whole
+operation (``operation``) and is resumed with its result. ``operation``, awaited once or more
+per socket call, yields its request itself (its docstring says why): the loop's second and
+last ``yield``.
 """
 
 # twin of loops/traps/traps.py
@@ -48,10 +49,10 @@ async def cancel(task: Any) -> None:
     return await _trap("cancel", task)
 
 
-async def operation(
+@types.coroutine
+def operation(
     opcode: int,
     sock: Any,
-    *,
     addr: int,
     length: int,
     pinned: Any,
@@ -67,8 +68,13 @@ async def operation(
     ``complete(res, pinned, sock, interrupted=...)``, turns the completion's result into the
     awaited value (``interrupted=False``), or, for a task that will not take it
     (``interrupted=True``), releases the buffer and keeps what came for the next call.
+
+    Speed trick, fenced here: the one trap that is not an ``async def`` around ``_trap`` but
+    yields its request itself, taking its arguments by position. Each socket call awaits it
+    once or more per request, and an ``async def`` level costs a coroutine object and one more
+    frame to cross at every suspension and resumption (loops/completions/README.md, "Levers").
     """
-    return await _trap("operation", opcode, sock, addr, length, pinned, complete, off, op_flags)
+    return (yield ("operation", opcode, sock, addr, length, pinned, complete, off, op_flags))
 
 
 async def call_in_thread(fn: Callable[..., Any], args: tuple) -> Any:

@@ -64,10 +64,14 @@ OFF_CQ_RING = 0x8000000
 OFF_SQES = 0x10000000
 
 SQE = struct.Struct("<BBHiQQIIQHHiQQ")  # one submission entry, 64 bytes
-CQE = struct.Struct("<Qi")  # user_data, res (flags, the last 4 bytes, unused here)
+# Its first 40 bytes, up to user_data: the only fields this ring ever sets (see Ring.prepare_op).
+SQE_HEAD = struct.Struct("<BBHiQQIIQ")
+CQE = struct.Struct("<Qi4x")  # user_data, res, and flags (unused here, skipped)
 CQE_SIZE = 16
 GETEVENTS_ARG = struct.Struct("<QIIQ")  # sigmask, sigmask_sz, min_wait_usec, ts (a pointer)
 TIMESPEC = struct.Struct("<qq")
+# The enter's last argument, the size of its arg, as 8-byte values (see _enter).
+_ARG_SIZE, _NO_ARG_SIZE = ctypes.c_long(GETEVENTS_ARG.size), ctypes.c_long(0)
 
 
 class _SQOffsets(ctypes.Structure):
@@ -105,11 +109,16 @@ _libc = ctypes.CDLL(None, use_errno=True)  # releases the GIL around each call
 _syscall = _libc.syscall
 _syscall.restype = ctypes.c_long
 # Speed trick, fenced here: io_uring_enter runs once per turn of the loop, so it gets its own
-# prototype with declared argument types, which lets ctypes convert plain ints itself instead
-# of the caller building seven c_long objects per call.
-_enter = _libc["syscall"]  # a second handle on syscall(2): its own argtypes
+# handle on syscall(2), called with plain Python ints and a ready-made c_void_p and no declared
+# argtypes. Declared argtypes have ctypes convert each argument through its type's from_param;
+# plain ints go straight in as C ints, which libffi widens (sign-extends) into the 64-bit
+# registers the syscall reads, and every int given here (syscall number, fd, counts, flags)
+# is far below 2**31. The seventh argument goes on the stack, where a C int fills only half
+# of the 8-byte slot the syscall reads: it is a ready-made c_long (_ARG_SIZE, _NO_ARG_SIZE).
+# What it saves per request is in loops/completions/README.md ("Levers", the enter without
+# argtypes).
+_enter = _libc["syscall"]  # a second handle on syscall(2), for the enter alone
 _enter.restype = ctypes.c_long
-_enter.argtypes = [ctypes.c_long] * 5 + [ctypes.c_void_p, ctypes.c_long]
 
 
 def setup(entries: int, params: Params) -> int:
@@ -191,11 +200,16 @@ class Ring:
             raise OSError(errno.ENOSYS, "io_uring without IORING_FEAT_EXT_ARG (kernel < 5.11)")
         self.pending = 0  # SQEs written and not yet handed to the kernel
         self._backlog: list[tuple] = []  # SQEs that found the ring full, in order
-        # Reused for every enter with a timeout: a timespec and the getevents_arg pointing at it.
+        # The enter's two getevents_args, written once: one pointing at a timespec that each
+        # enter with a timeout rewrites, one with a null timespec pointer (wait forever). So a
+        # waiting enter packs at most the timespec.
         self._timespec = ctypes.create_string_buffer(TIMESPEC.size)
-        self._arg = ctypes.create_string_buffer(GETEVENTS_ARG.size)
-        GETEVENTS_ARG.pack_into(self._arg, 0, 0, 0, 0, ctypes.addressof(self._timespec))
-        self._arg_addr = ctypes.addressof(self._arg)
+        self._timed_arg = ctypes.create_string_buffer(GETEVENTS_ARG.size)
+        GETEVENTS_ARG.pack_into(self._timed_arg, 0, 0, 0, 0, ctypes.addressof(self._timespec))
+        self._forever_arg = ctypes.create_string_buffer(GETEVENTS_ARG.size)  # all zero
+        # As _enter takes them (see _enter): ready-made c_void_p.
+        self._timed = ctypes.c_void_p(ctypes.addressof(self._timed_arg))
+        self._forever = ctypes.c_void_p(ctypes.addressof(self._forever_arg))
 
     def _map(self, p: Params) -> None:
         sq, cq = p.sq_off, p.cq_off
@@ -216,6 +230,7 @@ class Ring:
         # The ring fields as u32 arrays: an index is a byte offset // 4.
         self._sq32 = memoryview(self._sq_map).cast("I")
         self._cq32 = memoryview(self._cq_map).cast("I")
+        self._cq_bytes = memoryview(self._cq_map)  # reap() unpacks CQEs from slices of it
         self.sq_entries = p.sq_entries
         self.cq_entries = p.cq_entries
         self._sq_mask = self._sq32[sq.ring_mask // 4]
@@ -254,11 +269,43 @@ class Ring:
         The keywords are the SQE's fields of those names (``length`` is its ``len``,
         ``op_flags`` the opcode's own flags, such as ``MSG_NOSIGNAL`` for SEND); the SQE's
         other fields stay 0."""
-        # The SQE's fields in the order of SQE: opcode, flags, ioprio, fd, off, addr, len,
-        # op_flags, user_data, buf_index, personality, splice_fd_in, addr3, padding.
-        self._push((opcode, 0, 0, fd, off, addr, length, op_flags, user_data, 0, 0, 0, 0, 0))
+        self.prepare_op(opcode, fd, addr, length, off, op_flags, user_data)
+
+    def prepare_op(
+        self, opcode: int, fd: int, addr: int, length: int, off: int, op_flags: int, user_data: int
+    ) -> None:
+        """:meth:`prepare` with every field given in order: the kernel's call, once per operation.
+
+        Speed trick, fenced here (loops/completions/README.md, "Levers", direct SQE writes):
+        positional arguments, and only the SQE's first 40 bytes packed (``SQE_HEAD``: opcode,
+        flags, ioprio, fd, off, addr, len, op_flags, user_data). The other 24 (buf_index,
+        personality, splice_fd_in, addr3) are 0 in every SQE this ring writes: the mapping
+        starts zeroed, Linux never writes into the SQE array, and no caller sets them, so each
+        slot's tail is still 0 when it is reused."""
+        if self._backlog or self.pending >= self.sq_entries:
+            self._push((opcode, fd, addr, length, off, op_flags, user_data))
+            return
+        tail = self._tail
+        SQE_HEAD.pack_into(
+            self._sqe_map,
+            (tail & self._sq_mask) << 6,  # 64-byte entries
+            opcode,
+            0,
+            0,
+            fd,
+            off,
+            addr,
+            length,
+            op_flags,
+            user_data,
+        )
+        self._tail = tail = (tail + 1) & 0xFFFFFFFF
+        self._sq32[self._sq_tail] = tail  # after the entry: x86-64 keeps the stores in order
+        self.pending += 1
 
     def _push(self, fields: tuple) -> None:
+        """The slow path of :meth:`prepare_op`: an SQE that finds the ring full, or others
+        already waiting for room (``_backlog``), in order."""
         if self._backlog:  # behind those already waiting: the kernel sees them in order
             self._backlog.append(fields)
             return
@@ -267,33 +314,26 @@ class Ring:
             if self.pending >= self.sq_entries:  # refused (EBUSY: completions overflowing)
                 self._backlog.append(fields)
                 return  # written by enter() once the kernel has taken some
-        tail = self._tail
-        SQE.pack_into(self._sqe_map, (tail & self._sq_mask) * 64, *fields)
-        self._tail = tail = (tail + 1) & 0xFFFFFFFF
-        self._sq32[self._sq_tail] = tail  # after the entry: x86-64 keeps the stores in order
-        self.pending += 1
+        self.prepare_op(*fields)
 
     def enter(self, wait: float | None) -> int:
         """Submit what is queued; with wait (seconds) or None (forever), also wait for one
         completion. 0 means: submit only, and have the kernel post the completions waiting to
         be posted, if any (``CQ_NEEDS_FLUSH``). Returns how many SQEs the kernel took."""
-        submit, flags, arg, argsz = self.pending, 0, None, 0
-        if wait != 0:
-            flags = ENTER_GETEVENTS | ENTER_EXT_ARG
-            arg, argsz = self._arg_addr, GETEVENTS_ARG.size
-            if wait is None:  # a null timespec pointer: no timeout
-                GETEVENTS_ARG.pack_into(self._arg, 0, 0, 0, 0, 0)
-            else:
-                seconds = int(wait)
-                TIMESPEC.pack_into(self._timespec, 0, seconds, int((wait - seconds) * 1e9))
-                GETEVENTS_ARG.pack_into(self._arg, 0, 0, 0, 0, ctypes.addressof(self._timespec))
+        submit, flags, arg, argsz = self.pending, 0, None, _NO_ARG_SIZE
+        if wait is None:  # a null timespec pointer: no timeout
+            flags, arg, argsz = ENTER_GETEVENTS | ENTER_EXT_ARG, self._forever, _ARG_SIZE
+        elif wait != 0:
+            flags, arg, argsz = ENTER_GETEVENTS | ENTER_EXT_ARG, self._timed, _ARG_SIZE
+            seconds = int(wait)
+            TIMESPEC.pack_into(self._timespec, 0, seconds, int((wait - seconds) * 1e9))
         elif self._sq32[self._sq_flags] & CQ_NEEDS_FLUSH:
             # Completions wait to be posted: deferred work (DEFER_TASKRUN), or CQEs that
             # overflowed a full CQ, which would otherwise wait for the next enter that waits.
             flags = ENTER_GETEVENTS
         elif not submit:
             return 0  # nothing to hand over, nothing to collect: no syscall
-        taken = _enter(SYS_IO_URING_ENTER, self.fd, submit, wait != 0, flags, arg, argsz)
+        taken = _enter(SYS_IO_URING_ENTER, self.fd, submit, int(wait != 0), flags, arg, argsz)
         if taken < 0:
             code = ctypes.get_errno()
             if code in (errno.ETIME, errno.EINTR, errno.EAGAIN, errno.EBUSY):
@@ -309,18 +349,32 @@ class Ring:
         return taken
 
     def reap(self) -> list[tuple[int, int]]:
-        """Every completion the kernel has posted: [(user_data, res), ...]. No syscall."""
+        """Every completion the kernel has posted: [(user_data, res), ...]. No syscall.
+
+        Speed trick, fenced here (loops/completions/README.md, "Levers", batched reaping): the
+        CQEs between head and tail lie in at most two runs of the ring (two where they wrap),
+        and ``CQE.iter_unpack`` turns a run into tuples in one C call, instead of one
+        ``unpack_from`` and one index step in Python per CQE. A lone CQE, the usual case at a
+        light load (a turn per request), is read with ``unpack_from`` alone: no slice, no
+        iterator (loops/completions/README.md, "Levers", the lone CQE)."""
         cq32 = self._cq32
         head = cq32[self._cq_head]
         tail = cq32[self._cq_tail]
         if head == tail:
             return []
-        mask, base, cq_map, unpack = self._cq_mask, self._cqes, self._cq_map, CQE.unpack_from
-        done = []
-        while head != tail:
-            done.append(unpack(cq_map, base + (head & mask) * CQE_SIZE))
-            head = (head + 1) & 0xFFFFFFFF
-        cq32[self._cq_head] = head  # the slots are the kernel's again
+        first = head & self._cq_mask
+        count = (tail - head) & 0xFFFFFFFF
+        if count == 1:  # the usual case at a light load: no slice, no iterator
+            done = [CQE.unpack_from(self._cq_map, self._cqes + first * CQE_SIZE)]
+            cq32[self._cq_head] = tail  # read first: from here on the slot is the kernel's
+            return done
+        entries = self._cq_mask + 1
+        end = first + count  # may run past the ring's end: it wraps
+        base, view, unpack = self._cqes, self._cq_bytes, CQE.iter_unpack
+        done = list(unpack(view[base + first * CQE_SIZE : base + min(end, entries) * CQE_SIZE]))
+        if end > entries:
+            done += unpack(view[base : base + (end - entries) * CQE_SIZE])
+        cq32[self._cq_head] = tail  # the slots are the kernel's again
         return done
 
     def close(self) -> None:
@@ -329,6 +383,7 @@ class Ring:
             return
         self._sq32.release()
         self._cq32.release()
+        self._cq_bytes.release()
         for region in {id(m): m for m in (self._sq_map, self._cq_map, self._sqe_map)}.values():
             region.close()
         os.close(self.fd)

@@ -63,7 +63,7 @@ _drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came b
 # it for that socket was woken for nothing. Level-triggered readiness that is real cannot do
 # that twice in a row (the data or the room is there until someone takes it; only another
 # process sharing the socket can), but a ghost can, forever: a socket closed behind a dup,
-# whose number a new socket reuses, stays in epoll under that number (see Loop._drop_ghosts),
+# whose number a new socket reuses, stays in epoll under that number (see Poller.drop_ghosts),
 # and its readiness looks like the new socket's. So the second wake-up for nothing in one call
 # has the kernel rebuild its epoll from its live registrations, which drops the ghost; once
 # per call, so a socket shared with another process costs one rebuild per contested call, not

@@ -10,10 +10,10 @@ event that satisfies the wait puts the task back on the ready queue. Cancellatio
 ``coro.throw(CancelledError())`` at the suspension point, after the kernel undoes the wait.
 
 What it builds on: a deque of ready tasks, a heap of timers with lazy cancellation and
-compaction (asyncio's rule), and epoll (read directly, see :mod:`loops.traps.poller`) with one
-registration per fd kept across waits, so a connection that reads, writes and reads again
-costs no epoll_ctl calls at all. Socket calls are optimistic: they try the call and trap only on
-BlockingIOError (see :mod:`loops.traps.api`).
+compaction (asyncio's rule), and the readiness side, :class:`loops.traps.poller.Poller`: epoll
+(read directly) with one registration per fd kept across waits, so a connection that reads,
+writes and reads again costs no epoll_ctl calls at all. Socket calls are optimistic: they try
+the call and trap only on BlockingIOError (see :mod:`loops.traps.api`).
 
 Limits: one task may wait to read (and one to write) on a given socket at a time, as in curio;
 a task may await only this kernel's traps (an asyncio future is rejected with a TypeError);
@@ -31,7 +31,6 @@ import heapq
 import itertools
 import logging
 import math
-import socket
 import threading
 import time
 from heapq import heappush
@@ -39,7 +38,7 @@ from time import monotonic
 from types import CoroutineType
 from typing import Any
 
-from loops.traps.poller import IN, OUT, new_poller
+from loops.traps.poller import Poller
 from loops.traps.task import (
     CANCELLING,
     DONE,
@@ -48,6 +47,7 @@ from loops.traps.task import (
     READING,
     READY,
     SLEEPING,
+    SUSPEND,
     THREAD,
     WRITING,
     CancelledError,
@@ -56,36 +56,14 @@ from loops.traps.task import (
 )
 from loops.traps.traps import cancel
 
-SUSPEND = object()  # a trap handler's answer meaning: the task waits, resume it later
 # Compaction: rebuild the heap when more than COMPACT_MIN_TIMERS of its timers are cancelled
 # and they are more than COMPACT_CANCELLED_FRACTION of it (asyncio counts the whole heap).
 COMPACT_MIN_TIMERS = 100
 COMPACT_CANCELLED_FRACTION = 0.5
-MAX_WAIT = 24 * 3600.0  # the longest single poll (asyncio's cap): epoll refuses huge timeouts
-
-# Any bit but "writable" (data, EOF, an error, a hang-up) reaches a reader, any bit but
-# "readable" reaches a writer: the way selectors reports them too.
-WAKES_READER, WAKES_WRITER = ~OUT, ~IN
+MAX_WAIT = 24 * 3600.0  # the longest single wait (asyncio's cap): epoll refuses huge timeouts
 
 
 logger = logging.getLogger(__name__)
-
-
-class IORecord:
-    """One watched fd, kept across waits: the events registered and the tasks waiting on them.
-
-    Kept registered while its tasks come and go, so a wait is a store here and never an
-    epoll_ctl call. The same record, with the same fields, in every home-made loop.
-    """
-
-    __slots__ = ("events", "fd", "fileobj", "reader", "writer")
-
-    def __init__(self, fileobj: Any, fd: int, events: int) -> None:
-        self.fileobj = fileobj  # the socket
-        self.fd = fd
-        self.events = events  # the poll bits registered (IN, OUT)
-        self.reader: Task | None = None  # the task waiting to read, if any
-        self.writer: Task | None = None  # the task waiting to write, if any
 
 
 class _Running(threading.local):
@@ -122,13 +100,10 @@ class Loop:
         self._sleepers: dict[int, Task] = {}  # seq -> task sleeping until that timer
         self._timeouts: dict[int, Task] = {}  # seq -> task with a timeout_after armed
         self._timer_seq = itertools.count()  # the next seq
-        self._poller = new_poller()  # epoll on Linux
-        self._io: dict[int, IORecord] = {}  # fd -> its IORecord
+        self._io = Poller(self._ready)  # epoll, the fds it watches and their waiting tasks
         self._tasks: set[Task] = set()  # every task not yet DONE
         self._unseen_failures: dict[Task, None] = {}  # failed tasks nobody joined (yet)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # for run_in_thread
-        self._wake_pair: tuple[socket.socket, socket.socket] | None = None  # threads wake us
-        self._wake_record: IORecord | None = None  # the wake-up socket's read end
         self._thread_results: collections.deque = collections.deque()  # (task, future) done
         self._closed = False
         self._raised_by_a_task: BaseException | None = None  # see run()
@@ -138,20 +113,20 @@ class Loop:
             "spawn": self._trap_spawn,
             "join": self._trap_join,
             "cancel": self._trap_cancel,
-            "read": self._trap_io,
-            "write": self._trap_io,
+            "read": self._io._trap_io,
+            "write": self._io._trap_io,
             "thread": self._trap_thread,
             "park": self._trap_park,
             "wake": self._trap_wake,
             "set_timer": self._trap_set_timer,
             "clear_timer": self._trap_clear_timer,
-            "drop_ghosts": self._trap_drop_ghosts,
+            "drop_ghosts": self._io._trap_drop_ghosts,
         }
         # How to undo each kind of wait when a task is cancelled or times out.
         self._unwait = {
             SLEEPING: self._unwait_timer,
-            READING: self._unwait_reader,
-            WRITING: self._unwait_writer,
+            READING: self._io._unwait_reader,
+            WRITING: self._io._unwait_writer,
             JOINING: self._unwait_joiner,
             CANCELLING: self._unwait_joiner,
             PARKED: self._unwait_parked,
@@ -198,7 +173,7 @@ class Loop:
             while self._tasks:
                 leftovers = list(self._tasks)
                 for task in leftovers:  # before any of them runs again
-                    if type(task.throw) is not CancelledError:
+                    if not _cancel_on_its_way(task):
                         self._interrupt(task, CancelledError())
                 self._run_until(self._spawn(_cancel_all(leftovers)))
         finally:
@@ -206,13 +181,9 @@ class Loop:
             for task in self._unseen_failures:
                 logger.error("%r failed and nobody joined it", task, exc_info=task.exception)
             self._unseen_failures.clear()
-            self._poller.close()
-            self._io.clear()
-            if self._wake_pair is not None:
-                for sock in self._wake_pair:
-                    sock.close()
-            if self._pool is not None:
+            if self._pool is not None:  # first: no worker may wake a closed wake-up
                 self._pool.shutdown(wait=True)
+            self._io.close()
 
     def _abandon_tasks(self) -> None:
         """Close every task's coroutine without the kernel, and forget every wait."""
@@ -252,8 +223,8 @@ class Loop:
         sleepers_pop = sleepers.pop
         timeouts = self._timeouts
         heappop = heapq.heappop
-        poll = self._poller.poll
-        watched = self._io  # every registered fd (the threads' wake-up socket too)
+        wait = self._io.wait
+        watched = self._io.records  # every registered fd (the threads' wake-up socket too)
         clock = time.monotonic
         traps = self._traps
         finish = self._finish
@@ -263,54 +234,14 @@ class Loop:
 
         while main.state is not done:
             # ---- stage 1: wait for I/O, blocking only while nothing is ready
-            try:
-                if ready:  # just poll, and only if there is something to poll
-                    ready_fds = poll(0) if watched else ()
-                elif timers:
-                    ready_fds = poll(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
-                elif watched:
-                    ready_fds = poll()
-                else:
-                    raise _deadlock(main)
-            except ValueError:  # a task's drop_ghosts trap closed this poller: poll the new one
-                poll = self._poller.poll
-                continue
-            for fd, bits in ready_fds:
-                record = watched.get(fd)
-                # A ghost (see _drop_ghosts) shows as readiness for an fd nobody watches, or,
-                # when a new socket reuses its number, as bits that socket never asked for,
-                # or as wake-ups for nothing (api.py's _woken_for_nothing asks for the rebuild).
-                if record is None:
-                    self._drop_ghosts()
-                    poll = self._poller.poll
-                    continue
-                if bits & WAKES_READER:
-                    if record.events & IN:
-                        task = record.reader
-                        if task is not None:
-                            record.reader = None
-                            task.state = ready_state
-                            ready_push(task)
-                        elif record is self._wake_record:
-                            self._collect_thread_results()
-                        else:  # nobody reads this fd any more: stop watching it
-                            self._unwatch(record, IN)
-                    elif not bits & WAKES_WRITER:  # "readable" where it was never asked
-                        self._drop_ghosts()
-                        poll = self._poller.poll
-                        continue
-                if bits & WAKES_WRITER:
-                    if record.events & OUT:
-                        task = record.writer
-                        if task is not None:
-                            record.writer = None
-                            task.state = ready_state
-                            ready_push(task)
-                        else:
-                            self._unwatch(record, OUT)
-                    elif not bits & WAKES_READER:  # "writable" where it was never asked
-                        self._drop_ghosts()
-                        poll = self._poller.poll
+            if ready:  # just look, never block: tasks wait to run
+                wait(0)
+            elif timers:
+                wait(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
+            elif watched:
+                wait(None)
+            else:
+                raise _deadlock(main)
 
             # ---- stage 2: expire timers
             if timers:
@@ -417,35 +348,10 @@ class Loop:
             raise CancelledError()
         if target not in self._tasks:
             raise _not_ours(target, "cancel")
-        if type(target.throw) is not CancelledError:  # unless a cancel is on its way already
+        if not _cancel_on_its_way(target):
             self._interrupt(target, CancelledError())
         self._wait_for_end(task, target, CANCELLING)
         return SUSPEND
-
-    def _trap_io(self, task: Task, request: tuple) -> Any:
-        name, sock = request
-        reading = name == "read"
-        bit = IN if reading else OUT
-        fd = sock.fileno()
-        record = self._io.get(fd)
-        if record is None or record.fileobj is not sock:  # first wait, or the fd was reused
-            record = self._watch(fd, sock, bit)
-        elif (waiter := record.reader if reading else record.writer) is not None:
-            raise RuntimeError(f"{waiter!r} is already waiting to {name} {sock!r}")
-        elif not record.events & bit:  # watched for the other direction only: add this one
-            record.events |= bit
-            self._poller.modify(fd, record.events)
-        if reading:
-            record.reader = task
-            task.state = READING
-        else:
-            record.writer = task
-            task.state = WRITING
-        task.waiting_on = record
-        return SUSPEND
-
-    def _trap_drop_ghosts(self, task: Task, request: tuple) -> None:
-        self._drop_ghosts()  # answered at once; the caller then waits as usual
 
     def _trap_thread(self, task: Task, request: tuple) -> Any:
         _, fn, args = request
@@ -548,16 +454,6 @@ class Loop:
     def _unwait_timer(self, task: Task) -> None:
         del self._sleepers[task.waiting_on]  # lazily: its heap entry goes when it surfaces
 
-    def _unwait_reader(self, task: Task) -> None:
-        record = task.waiting_on
-        record.reader = None
-        self._unwatch(record, IN)
-
-    def _unwait_writer(self, task: Task) -> None:
-        record = task.waiting_on
-        record.writer = None
-        self._unwatch(record, OUT)
-
     def _unwait_joiner(self, task: Task) -> None:
         task.waiting_on.joiners.remove(task)
 
@@ -574,79 +470,19 @@ class Loop:
         self._timers[:] = [entry for entry in self._timers if entry[1] in armed]
         heapq.heapify(self._timers)
 
-    # ------------------------------------------------------------------ I/O readiness
-
-    def _watch(self, fd: int, sock: Any, bit: int) -> IORecord:
-        if fd < 0:
-            raise ValueError(f"cannot wait on a closed socket: {sock!r}")
-        if fd in self._io:  # a closed socket's fd, now reused: forget the old registration
-            del self._io[fd]
-            with contextlib.suppress(OSError):  # epoll dropped the closed file by itself
-                self._poller.unregister(fd)
-        self._poller.register(fd, bit)
-        record = self._io[fd] = IORecord(sock, fd, bit)
-        return record
-
-    def _drop_ghosts(self) -> None:
-        """Move every live registration to a fresh epoll instance, and close the old one.
-
-        epoll registers a *file* under an fd number. Once the number is closed while a dup
-        (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
-        reporting it under the dead number, and nothing can unregister it: ``epoll_ctl`` takes
-        a live number. A readiness event for an fd the kernel no longer watches is that ghost;
-        left alone it wakes the poll at once, forever (100 % CPU). Only closing the epoll
-        instance drops it. Rare (a user closed a socket the kernel was watching, behind a
-        dup), so rebuilding costs one ``epoll_ctl`` per live fd, once.
-        """
-        old, self._poller = self._poller, new_poller()
-        for fd, record in list(self._io.items()):
-            if record.fileobj.fileno() == fd:
-                self._poller.register(fd, record.events)
-                continue
-            del self._io[fd]  # closed as well: its waiters learn so from their next call
-            for task in record.reader, record.writer:
-                if task is not None:
-                    self._make_ready(task)
-        old.close()
-
-    def _unwatch(self, record: IORecord, bit: int) -> None:
-        """Stop watching record's fd for bit (nobody waits for it), unregistering if idle."""
-        fd = record.fd
-        if self._io.get(fd) is not record:
-            return  # a closed socket's record, its number reused since: not ours to touch
-        record.events &= ~bit
-        # OSError: the socket was closed under us, and epoll dropped it by itself.
-        with contextlib.suppress(OSError):
-            if record.events:
-                self._poller.modify(fd, record.events)
-                return
-            self._poller.unregister(fd)
-        del self._io[fd]
-
     # ------------------------------------------------------------------ threads
 
     def _start_threads(self) -> None:
+        """The pool, and its wake-up: the I/O side's (see its open_wake_up)."""
         self._pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="traps")
-        reader, writer = socket.socketpair()
-        reader.setblocking(False)
-        writer.setblocking(False)
-        self._wake_pair = (reader, writer)
-        self._wake_record = self._watch(reader.fileno(), reader, IN)
+        self._io.open_wake_up(self._collect_thread_results)
 
     def _thread_finished(self, task: Task, future: concurrent.futures.Future) -> None:
-        # Runs in the worker thread: only a deque append (atomic) and a wake-up byte.
+        # Runs in the worker thread: only a deque append (atomic) and a wake-up.
         self._thread_results.append((task, future))
-        # A full buffer means a wake-up is pending anyway; a closed socket, that we closed.
-        with contextlib.suppress(OSError):
-            self._wake_pair[1].send(b"\0")
+        self._io.wake()
 
     def _collect_thread_results(self) -> None:
-        reader = self._wake_pair[0]
-        try:
-            while reader.recv(4096):
-                pass
-        except BlockingIOError:
-            pass
         results = self._thread_results
         while results:
             task, future = results.popleft()
@@ -664,6 +500,11 @@ async def _cancel_all(tasks: list[Task]) -> None:
     """The shutdown task: wait for each leftover task (already cancelled) to unwind."""
     for task in tasks:
         await cancel(task)
+
+
+def _cancel_on_its_way(task: Task) -> bool:
+    """True if a cancellation already waits to reach task, at its next run."""
+    return type(task.throw) is CancelledError
 
 
 def _check_not_running() -> None:

@@ -49,6 +49,8 @@ PARKED = "parked"  # waiting in a wait queue (Queue); waiting_on is the deque
 THREAD = "thread"  # waiting for a worker thread; waiting_on is its concurrent Future
 DONE = "done"  # finished: result or exception is set
 
+SUSPEND = object()  # a trap handler's answer meaning: the task waits, resume it later
+
 _ids = itertools.count(1)
 
 

@@ -1,0 +1,124 @@
+"""Instructions per echo request, by part of the server: rendered from the stored profile alone.
+
+The counting (callgrind on the echo server, two dumps subtracted, the parts told apart through
+Python 3.12's ``-X perf`` trampolines) is :mod:`bench.measure.profile`, which stores
+``reports/results/profile.json``; this module reads that file and writes a markdown section for
+the cost anatomy: one column per loop, one line per part, the totals with and without
+``-X perf``, then the completions loop's levers in the order they were tried.
+
+``python -m bench.render.instructions [RESULTS_DIR]`` prints the section.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+FILE = "profile.json"  # under the results folder (reports/results/)
+COMMAND = "python -m bench.measure.profile"
+# The parts, in the order bench.measure.profile attributes them, with what each one is.
+PARTS = {
+    "ring": "ring (uring.py: SQE writes, the enter, reaping CQEs)",
+    "ctypes": "ctypes (foreign calls and their marshalling)",
+    "poller (C)": "poller (epoll.poll's C code)",
+    "socket methods (C)": "socket methods (C: sock.recv, sock.send, fileno...)",
+    "the turn": "the turn (kernel.py: the run loop and its helpers)",
+    "task switch": "task switch (coroutine resumption, the traps)",
+    "socket calls": "socket calls (api.py, buffers.py: recv, sendall, completers)",
+    "protocol": "protocol (workloads/echo)",
+    "other": "other",
+}
+LOOPS = ("traps", "completions")  # the columns, when stored: the twins compared
+
+
+def load(results: Path) -> dict | None:
+    """The stored profile, or None where it was never measured."""
+    path = results / FILE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def section(data: dict | None) -> list[str]:
+    """The markdown lines of the section (a heading of level 3, for the cost anatomy)."""
+    lines = ["### Instructions per echo request, by part", ""]
+    rows = (data or {}).get("rows", {})
+    columns = [loop for loop in LOOPS if loop in rows]
+    if not columns:
+        return [*lines, f"Not measured in this tree yet: `{COMMAND}`.", ""]
+    first = rows[columns[0]]["split"]
+    lines += [
+        f"Counted by `{COMMAND}`: user-space instructions (callgrind's `Ir`) the echo server "
+        f"executes per request, {first['connections']} connections × 1 KiB, the difference of "
+        "two dumps over the difference of their request counts. Linux's own work inside the "
+        "syscalls is not counted. Parts are told apart on Python 3.12 with `-X perf` (which "
+        "costs instructions itself); the plain interpreter's total is the first line.",
+        "",
+    ]
+    lines += _table([rows[loop] for loop in columns], columns, "closed loop")
+    paced = {loop: key for key in rows for loop in columns if key.startswith(f"{loop} (paced")}
+    if len(paced) == len(columns):
+        rate = rows[paced[columns[0]]]["split"].get("rate")
+        title = f"at a fixed offered load of {rate} requests/s (`--rate {rate}`)"
+        lines += ["", *_table([rows[paced[loop]] for loop in columns], columns, title)]
+    levers = (data or {}).get("levers", [])
+    if levers:
+        lines += [
+            "",
+            "The completions loop's levers, in the order they were tried (each on top of the "
+            "ones before it; `-X perf` counts):",
+            "",
+            "| lever | commit | instructions per request | change |",
+            "|---|---|--:|--:|",
+        ]
+        before = None
+        for lever in levers:
+            value = lever["per_request"]
+            change = "" if before is None else f"{value - before:+,.0f}"
+            lines.append(f"| {lever['label']} | {lever['commit']} | {value:,.0f} | {change} |")
+            before = value
+    return [*lines, ""]
+
+
+def _table(entries: list[dict], columns: list[str], regime: str) -> list[str]:
+    """One regime's table: a column per loop, the totals, then a line per part."""
+    split = [entry["split"] for entry in entries]
+    lines = [
+        f"| instructions per request, {regime} | " + " | ".join(columns) + " |",
+        "|---|" + "--:|" * len(columns),
+    ]
+    totals = [entry.get("total") for entry in entries]
+    if all(totals):
+        lines.append(
+            f"| total, {_python(totals[0]['python'])} | "
+            + " | ".join(f"{t['per_request']:,.0f}" for t in totals)
+            + " |"
+        )
+    lines.append(
+        "| total, Python 3.12 `-X perf` | "
+        + " | ".join(f"**{s['per_request']:,.0f}**" for s in split)
+        + " |"
+    )
+    for part, label in PARTS.items():
+        values = [s["parts"].get(part, 0) for s in split]
+        if any(round(v) for v in values):
+            lines.append(f"| {label} | " + " | ".join(f"{v:,.0f}" for v in values) + " |")
+    if len(columns) == 2:
+        a, b = (s["per_request"] for s in split)
+        lines += ["", f"{columns[1]} / {columns[0]}: {b / a:.2f} under `-X perf`"]
+        if all(totals):
+            ratio = totals[1]["per_request"] / totals[0]["per_request"]
+            lines[-1] += f", {ratio:.2f} on {_python(totals[0]['python'])}"
+        lines[-1] += "."
+    return lines
+
+
+def _python(path: str) -> str:
+    """The interpreter's version, as its path names it (pyenv's versions/3.11.7/, python3.12)."""
+    found = re.search(r"(3\.\d+)", path)
+    return f"Python {found[1]}" if found else path
+
+
+if __name__ == "__main__":
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("reports/results")
+    print("\n".join(section(load(folder))))
