@@ -247,15 +247,43 @@ def test_a_unix_servers_socket_file_goes_on_close_unless_told_otherwise(tmp_path
     assert path.exists() is not cleanup
 
 
-@pytest.mark.parametrize("parameter", [{"happy_eyeballs_delay": 0.25}, {"interleave": 1}])
-def test_a_parameter_the_loop_does_not_honour_is_refused(parameter):
+@pytest.mark.parametrize("parameter", [{"happy_eyeballs_delay": 0.05}, {"interleave": 1}])
+def test_happy_eyeballs_connects_past_an_address_that_refuses(parameter):
+    """With happy eyeballs asked for, an address that refuses (IPv6 ::1 on a port only IPv4
+    listens on) gives way to the next, and the connection is made."""
+
     async def main():
-        with pytest.raises(NotImplementedError, match=next(iter(parameter))):
-            await asyncio.get_running_loop().create_connection(
-                asyncio.Protocol, "127.0.0.1", 9, **parameter
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(asyncio.Protocol, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        real = loop.getaddrinfo
+
+        async def both_families(host, port, **kwargs):  # ::1 first, where nobody listens
+            v4 = await real("127.0.0.1", port, **kwargs)
+            return [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::1", port, 0, 0)), *v4]
+
+        loop.getaddrinfo = both_families
+        try:
+            transport, _ = await loop.create_connection(
+                asyncio.Protocol, "localhost", port, **parameter
             )
+        finally:
+            del loop.getaddrinfo
+        assert transport.get_extra_info("peername")[:2] == ("127.0.0.1", port)
+        transport.close()
+        server.close()
+        await server.wait_closed()
 
     run(main())
+
+
+def test_interleave_alternates_families_as_rfc_8305_asks():
+    from loops.callbacks.connections import _interleave
+
+    v6 = [(socket.AF_INET6, i) for i in range(3)]
+    v4 = [(socket.AF_INET, i) for i in range(2)]
+    assert _interleave(v6 + v4, 1) == [v6[0], v4[0], v6[1], v4[1], v6[2]]
+    assert _interleave(v6 + v4, 2) == [v6[0], v6[1], v4[0], v6[2], v4[1]]
 
 
 def test_cancelled_socket_calls_leave_bytes_and_connections_for_the_next_call():

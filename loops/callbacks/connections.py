@@ -21,9 +21,12 @@ its parameters are refused unless None).
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import os
 import socket
 import ssl as ssl_module
+from asyncio import staggered
 from collections.abc import Callable
 from typing import Any
 
@@ -64,10 +67,12 @@ class Connections:
         """Connect to host:port (each address getaddrinfo gives, in turn) or use sock; with
         ssl (a context, or True for the default one), TLS over it (``tls.py``).
 
-        Happy eyeballs (RFC 8305: racing the addresses) is not done: the addresses are tried
-        one after the other, so ``happy_eyeballs_delay`` and ``interleave`` other than None
-        are refused rather than silently ignored."""
-        _refuse_unhonoured(happy_eyeballs_delay=happy_eyeballs_delay, interleave=interleave)
+        Happy eyeballs (RFC 8305) as asyncio does it: ``interleave`` reorders the addresses
+        so the families alternate (``interleave`` of the first family first; 1 when only a
+        delay is given), and ``happy_eyeballs_delay`` starts the next attempt that long after
+        the last unless it has failed sooner, the first to connect winning
+        (``asyncio.staggered.staggered_race``, which cancels the rest). Without a delay the
+        addresses are tried one after the other."""
         tls.check(ssl, server_hostname, ssl_handshake_timeout, ssl_shutdown_timeout)
         server_hostname = tls.client_hostname(ssl, server_hostname, host)
         if sock is not None:
@@ -84,15 +89,31 @@ class Connections:
                 local_infos = await self._resolve(
                     *local_addr, family, socket.SOCK_STREAM, proto, flags
                 )
+            if happy_eyeballs_delay is not None and interleave is None:
+                interleave = 1  # asyncio's default once a delay is given
+            if interleave:
+                infos = _interleave(infos, interleave)
+            attempts = [
+                functools.partial(self._connect_one, family_, type_, proto_, address, local_infos)
+                for family_, type_, proto_, _, address in infos
+            ]
             errors: list[OSError] = []
-            for family_, type_, proto_, _, address in infos:
-                try:
-                    sock = await self._connect_one(family_, type_, proto_, address, local_infos)
-                    break
-                except OSError as exc:
-                    errors.append(exc)
+            if happy_eyeballs_delay is None:
+                for attempt in attempts:
+                    try:
+                        sock = await attempt()
+                        break
+                    except OSError as exc:
+                        errors.append(exc)
             else:
-                raise _connect_error(errors, all_errors)
+                sock, _, raised = await staggered.staggered_race(attempts, happy_eyeballs_delay)
+                errors = [exc for exc in raised if isinstance(exc, OSError)]
+                del raised  # it holds the errors too: a raised one must not keep it alive
+            if sock is None:
+                try:
+                    raise _connect_error(errors, all_errors)
+                finally:
+                    errors = []  # the raised error's traceback keeps this frame: no cycle
         return await self._make_stream(
             sock,
             protocol_factory,
@@ -271,6 +292,8 @@ class Connections:
         )
         # Paused first, so that no bytes reach the TLS protocol before its connection_made.
         transport.pause_reading()
+        if server_side:
+            _hand_buffered_hello_to(over, protocol)
         transport.set_protocol(over)
         made = self.call_soon(over.connection_made, transport)
         resumed = self.call_soon(transport.resume_reading)
@@ -406,13 +429,30 @@ def _sendfile_mode(transport: Any) -> str:
     return getattr(declared, "name", "UNSUPPORTED")
 
 
-def _refuse_unhonoured(**parameters: Any) -> None:
-    """A parameter this loop does not honour is refused when given, never silently ignored."""
-    for name, value in parameters.items():
-        if value is not None:
-            raise NotImplementedError(
-                f"{name}={value!r} is not supported by the callbacks loop (pass None)"
-            )
+def _interleave(infos: list, first_family_count: int) -> list:
+    """The addresses reordered so their families alternate, ``first_family_count`` of the
+    first family first (RFC 8305 section 4; asyncio's ``_interleave_addrinfos`` in
+    base_events.py orders them the same way)."""
+    by_family: dict[int, list] = {}
+    for info in infos:
+        by_family.setdefault(info[0], []).append(info)
+    groups = list(by_family.values())
+    ordered = groups[0][: first_family_count - 1] if groups else []
+    if groups:
+        groups[0] = groups[0][first_family_count - 1 :]
+    ordered += [info for info in itertools.chain(*itertools.zip_longest(*groups)) if info]
+    return ordered
+
+
+def _hand_buffered_hello_to(over: Any, protocol: Any) -> None:
+    """A server's StreamReader may already hold the client's first TLS bytes (its ClientHello
+    arrived before ``start_tls``): they belong to the TLS protocol now, so move them to its
+    incoming buffer, as asyncio does since 3.14 (gh-142352); left there, the handshake waits
+    for bytes that came already and the reader hands TLS records to the application."""
+    reader = getattr(protocol, "_stream_reader", None)  # a StreamReaderProtocol's reader
+    if isinstance(protocol, asyncio.StreamReaderProtocol) and reader is not None and reader._buffer:
+        over._incoming.write(reader._buffer)
+        reader._buffer.clear()
 
 
 def _connect_error(errors: list[OSError], all_errors: bool) -> BaseException:

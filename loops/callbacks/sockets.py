@@ -201,8 +201,10 @@ class SocketCalls:
                 sent += n
             return sent
         finally:
-            if sent > 0:
-                file.seek(offset + sent)
+            # The file's position after the last byte sent, even when none was (an offset at
+            # the file's end): asyncio's _sock_sendfile_update_filepos in unix_events.py does
+            # so since 3.14 (3.11-3.13 moved it only after a byte was sent).
+            file.seek(offset + sent)
 
     async def _sock_sendfile_fallback(
         self, sock: socket.socket, file: Any, offset: int, count: int | None
@@ -223,8 +225,8 @@ class SocketCalls:
         """sendfile without os.sendfile (here, and ``Connections.sendfile`` over TLS): read a
         chunk in the default executor (a file read may block), ``await send(chunk)``; the
         file's position is left after the last byte sent. The number of bytes sent."""
-        if offset:
-            file.seek(offset)
+        if hasattr(file, "seek"):
+            file.seek(offset)  # offset 0 too: the file's position may be anywhere (asyncio's)
         buffer = bytearray(min(count, chunk) if count else chunk)
         sent = 0
         try:
