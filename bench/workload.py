@@ -54,8 +54,8 @@ class Measuring:
     # store (figures by Metric.name, plus anything the rendering hooks read back). Raise
     # bench.procs.ChildFailed (a failed row) or DidNotFinish (over the point's cap).
     measure: Callable[[Point, Row, Cores, Path, bool], dict]
-    # Before a point's rows are measured: settle its settings from stored data (echo chooses
-    # its offered rate from the closed-loop figures). Default: nothing to settle.
+    # Before a point's rows are measured: settle its settings from stored data. Default:
+    # nothing to settle (echo's offered rates are declared, parameters of its points).
     prepare: Callable[[Point, ResultStore], None] = _nothing
     # After the whole run, even an interrupted one: stop peers kept across points (the
     # crawler's site server). Default: nothing kept.

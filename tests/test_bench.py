@@ -23,7 +23,6 @@ from rich.console import Console
 import loops
 from bench import registry, runner
 from bench.interpreters import RUNNING
-from bench.measure import echo as echo_measure
 from bench.measure import micro as micro_measure
 from bench.plan import Metric, Point, Row
 from bench.procs import ChildFailed, DidNotFinish
@@ -86,7 +85,7 @@ def paced_rep(server_us: float, kept: bool = True, share: float = 0.2) -> dict:
         "latency_p99_ms": 0.2,
         "latency_p999_ms": 0.5,
         "rate": 8000,
-        "rate_basis": "50% of the slowest row's closed-loop median (asyncio · coroutines)",
+        "rate_basis": "declared",
         "scheduled": 16000,
         "rate_achieved": 8000.0 if kept else 5000.0,
         "requests_per_s": 8000.0 if kept else 5000.0,
@@ -323,13 +322,14 @@ def test_fixed_offered_load_tables_show_cost_the_rate_and_who_could_not_keep_it(
     reports = tmp_path / "reports"
     report.render_all(results, reports)
     echo = (reports / "bench.md").read_text().split("## Echo")[1].split("## Sleep")[0]
-    paced = echo.split("### Fixed offered load: 1 KiB messages, 100 connections")
+    paced = echo.split("### Fixed offered load: 1 KiB messages, 100 connections, 8,000 req")
     assert len(paced) == 2, "a fixed-offered-load section at 1 KiB x 100 connections"
     section = paced[1].split("\n### ")[0]
     assert "server CPU (µs / request) median [min–max]" in section
     assert (
-        "*Offered load:* 8,000 requests/s over 100 connections, chosen as 50% of the slowest "
-        "row's closed-loop median (asyncio · coroutines). Every request is scheduled" in section
+        "*Offered load:* 8,000 requests/s over 100 connections, declared in "
+        "`bench/registry/echo.py`, the same in every session, quick and full. Every request "
+        "is scheduled" in section
     )
     callbacks = next(ln for ln in section.splitlines() if ln.startswith("| callbacks · callbacks"))
     assert "10.5 [10.0–11.0]" in callbacks and "×0.50" in callbacks and "native" in callbacks
@@ -343,23 +343,38 @@ def test_fixed_offered_load_tables_show_cost_the_rate_and_who_could_not_keep_it(
     assert "(charts/quick-echo-cost.png)" in echo
 
 
-def test_the_offered_rate_is_half_the_slowest_closed_loop_row_measured_before_it(results):
-    store = ResultStore.load(results_path(results, "quick", "echo"), "echo", "quick")
-    paced = [p for p in echo.points(full=False) if p.args.get("measure") == "paced"]
-    assert paced and all("rate" not in p.args for p in paced), "the rate is chosen, not fixed"
-    for point in paced:
-        echo_measure.prepare(point, store)
-        rate, why = echo_measure.RATES[point.key]
-        # the fixture's slowest valid closed-loop row is the floor at 4 requests/s
-        assert rate == 2 and "(selectors-floor (anchor), 4 requests/s)" in why
-    empty = ResultStore.empty(results / "none.json", "echo", "quick")
-    echo_measure.prepare(paced[-1], empty)
-    assert echo_measure.RATES[paced[-1].key] == (
-        echo_measure.default_rate(1024, 100),
-        "the default for this size and connection count: no closed-loop figure was stored",
+def test_the_offered_rate_is_declared_the_same_in_quick_and_full_runs():
+    quick = {p.key: p.args for p in echo.points(full=False) if p.args.get("measure") == "paced"}
+    full = [p.args for p in echo.points(full=True) if p.args.get("measure") == "paced"]
+    assert quick and all(
+        args["rate"] == echo.offered_rate(1024, args["connections"]) for args in quick.values()
     )
-    rounded = [echo_measure.two_digits(v) for v in (2437.9, 99.5, 7.2, 15562.1)]
-    assert rounded == [2400, 99, 7, 15000]
+    headline = [a for a in full if (a["size"], a["connections"]) == (1024, 100)]
+    # the full run's curve: the declared rate plus the other declared curve rates
+    assert sorted(a["rate"] for a in headline) == sorted(echo.CURVE_RATES)
+    for args in quick.values():  # the same rate at the same size and connections in full
+        same = [a for a in full if (a["size"], a["connections"]) == (1024, args["connections"])]
+        assert args["rate"] in {a["rate"] for a in same if "curve" not in a}
+
+
+def test_a_row_with_repetitions_at_two_rates_is_two_points(tmp_path):
+    """A stored point from before the rate was declared, one row at two rates: two points."""
+    store = ResultStore.empty(results_path(tmp_path, "quick", "echo"), "echo", "quick")
+    store.add_session(SESSION, ENV, ["python", "-m", "bench", "run"])
+    old = Point("echo", (("measure", "paced"), ("size", 1024), ("connections", 100)), ())
+    row = Row("callbacks", "callbacks")
+    reps = [paced_rep(10) | {"rate": 17000}, paced_rep(30) | {"rate": 8000}]
+    store.put(old, row, SESSION, "code", [*reps, paced_rep(31) | {"rate": 8000}])
+    store.save()
+    points = ResultStore.load(store.path, "echo", "quick").data["points"]
+    assert len(points) == 2
+    by_rate = {p["params"]["rate"]: p for p in points.values()}
+    assert set(by_rate) == {8000, 17000}
+    assert all(p["params"]["rate_derived"] for p in points.values())
+    assert [r["server_cpu_us"] for r in by_rate[8000]["rows"][row.key]["reps"]] == [30, 31]
+    assert [r["server_cpu_us"] for r in by_rate[17000]["rows"][row.key]["reps"]] == [10]
+    title = echo.point_title(by_rate[17000]["params"])
+    assert "17,000 requests/s" in title and "old point" in title
 
 
 def test_saturation_rule_uses_valid_repetitions_only():

@@ -381,28 +381,11 @@ def user_system(before: tuple, after: tuple) -> tuple[float, float]:
 
 
 def load_params(results: Path | None = None) -> dict:
-    """The load of the echo bench's fixed-offered-load point at SIZE x CONNECTIONS.
+    """The load of the echo bench's fixed-offered-load point at SIZE x CONNECTIONS, at the rate
+    the echo workload declares there (the same in every session; `results` is not read)."""
+    from bench.registry.echo import offered_rate
 
-    Its rate is the one the stored quick echo results last offered at that point (the bench
-    chooses it from closed-loop data), else the bench's default.
-    """
-    from bench.measure.echo import default_rate
-
-    rate = default_rate(SIZE, CONNECTIONS)
-    if results is not None:
-        for point in store.stored_points(results, "quick", "echo").values():
-            params = point.get("params", {})
-            if params.get("measure") == PACED and (params["size"], params["connections"]) == (
-                SIZE,
-                CONNECTIONS,
-            ):
-                offered = [
-                    rep["rate"]
-                    for entry in point.get("rows", {}).values()
-                    for rep in entry.get("reps", [])
-                    if rep.get("rate")
-                ]
-                rate = offered[-1] if offered else rate
+    rate = offered_rate(SIZE, CONNECTIONS)
     return {"size": SIZE, "connections": CONNECTIONS, "measure": PACED, "rate": rate}
 
 

@@ -80,7 +80,12 @@ SERIES = (
         "server CPU per request (µs)",
         "connections",
         "connections (N)",
-        where=(("measure", echo.PACED), ("size", echo.HEADLINE_POINT["size"])),
+        where=(
+            ("measure", echo.PACED),
+            ("size", echo.HEADLINE_POINT["size"]),
+            (echo.DERIVED, None),  # declared rates only: never an old point's derived one
+            (echo.CURVE[0], None),
+        ),
     ),
     Series(
         "idle",
