@@ -313,7 +313,7 @@ class ResultStore:
             "code": code,
             "reps": reps,
         }
-        if row.variant == BASELINE and not row.anchor:
+        if (row.variant == BASELINE and not row.anchor) or row.key in _kept(self.data["workload"]):
             entry["baselines"].setdefault(session, {})[row.key] = reps
 
     def save(self) -> None:
@@ -380,6 +380,18 @@ def split_by_rate(points: dict[str, dict]) -> dict[str, dict]:
                 "baselines": baselines,
             }
     return out
+
+
+def _kept(workload: str) -> frozenset[str]:
+    """The rows a workload's sessions keep copies of (its baselines and controls), so a later
+    session re-measuring them leaves each earlier session its own denominator."""
+    from bench import registry  # the registry's modules import this one
+
+    try:
+        declared = registry.get(workload)
+    except LookupError:
+        return frozenset()
+    return frozenset(declared.baselines) | frozenset(declared.controls)
 
 
 class StoreError(RuntimeError):

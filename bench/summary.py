@@ -63,6 +63,8 @@ class RowSummary:
     errors: dict[str, str] = field(default_factory=dict)  # figure -> why it is missing
     warned: set[str] = field(default_factory=set)  # figures the harness (pyperf) called unstable
     detail: str = ""  # a workload's note on the row (echo: which load generator measured it)
+    # figure -> its valid repetitions' values (what a ratio's bootstrap interval resamples)
+    values: dict[str, list[float]] = field(default_factory=dict)
     # Invalid because the peer saturated: (server, peer) CPU µs per request, where recorded.
     costs: tuple[float, float] | None = None
 
@@ -123,7 +125,7 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
     valid = [rep for rep in reps if not invalid(rep)]
     if len(valid) * 2 < total:
         return invalid_summary(reps, peer_share, len(valid))
-    stats, errors = {}, {}
+    stats, errors, kept = {}, {}, {}
     for metric in metrics:
         values = [rep[metric.name] for rep in valid if rep.get(metric.name) is not None]
         reasons = [
@@ -135,6 +137,7 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
             errors[metric.name] = reasons[0]
         elif values:
             stats[metric.name] = Stat(statistics.median(values), min(values), max(values))
+            kept[metric.name] = values
     warned = {name for rep in valid for name in rep.get("pyperf_warnings") or {}}
     return RowSummary(
         "ok",
@@ -144,6 +147,7 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
         peer_share=peer_share,
         errors=errors,
         warned=warned,
+        values=kept,
     )
 
 

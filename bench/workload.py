@@ -100,6 +100,15 @@ class Workload:
     # Markdown lines after the section's tables, reading across its points:
     # section_end(stored points by key, in table order).
     section_end: Callable[[dict], list[str]] = _no_lines
+    # The rows every ratio is taken against, by row key, first the default (echo: the servers
+    # users write, asyncio-protocol then uvloop-protocol), each read from the compared row's own
+    # session only. Empty: the asyncio row in the same style (bench.plan.baseline_key).
+    baselines: tuple[str, ...] = ()
+    # Control rows whose per-session figures the store keeps (with the baselines), so a session
+    # whose controls moved beyond their stored spread is flagged on the page.
+    controls: tuple[str, ...] = ()
+    # How a table names a row, where its plain label would mislead, by row key.
+    row_names: tuple[tuple[str, str], ...] = ()
 
     def columns_at(self, params: dict) -> list[Metric]:
         """The figures shown at a point, its headline first."""

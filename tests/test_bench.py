@@ -100,6 +100,11 @@ def paced_rep(server_us: float, kept: bool = True, share: float = 0.2) -> dict:
     return rep
 
 
+def row_lines(text: str, start: str) -> str:
+    """Every line of a row (its table's and its detail table's), joined."""
+    return "\n".join(ln for ln in text.splitlines() if ln.startswith(start))
+
+
 def put_all(store: ResultStore, point: Point, reps_by_row: dict[Row, list[dict]]) -> None:
     for row, reps in reps_by_row.items():
         store.put(point, row, SESSION, registry.get(point.workload).fingerprint(row), reps)
@@ -126,6 +131,10 @@ def results(tmp_path: Path) -> Path:
                     Row("callbacks", "callbacks"): [paced_rep(us) for us in (10, 10.5, 11)],
                     Row("trio", "coroutines"): [paced_rep(90, kept=False)] * 3,
                     Row("selectors-floor", "native", anchor=True): [paced_rep(8)] * 3,
+                    # the server users write: every echo ratio's base, as asyncio · callbacks
+                    Row("asyncio-protocol", "native", anchor=True): [
+                        paced_rep(us) for us in (20, 21, 22)
+                    ],
                 },
             )
             continue
@@ -143,6 +152,10 @@ def results(tmp_path: Path) -> Path:
                     for r in (5000, 5100, 5200)
                 ],
                 Row("selectors-floor", "native", anchor=True): [echo_rep(r) for r in (3, 4, 5)],
+                # the server users write, every echo ratio's base: as asyncio · callbacks
+                Row("asyncio-protocol", "native", anchor=True): [
+                    echo_rep(r) for r in (900, 1000, 1100)
+                ],
                 # one repetition of three saturated its generator: left out, and said so
                 Row("uvloop", "callbacks"): [echo_rep(1500), echo_rep(1600), echo_rep(9e3, 0.99)],
             },
@@ -259,8 +272,8 @@ def test_a_pyperf_row_shows_pyperfs_own_spread_not_a_range_of_one(results, tmp_p
     text = (reports / "bench.md").read_text()
     micro_part = text.split("\n## Micro\n")[1].split("\n## ")[0]
     assert "pyperf std dev (% of mean)" in micro_part
+    assert "switch 2.5, call_soon 1.0, timer 12.0" in row_lines(micro_part, "| asyncio · cal")
     asyncio_row = next(ln for ln in micro_part.splitlines() if ln.startswith("| asyncio · cal"))
-    assert "switch 2.5, call_soon 1.0, timer 12.0" in asyncio_row
     cells = [cell.strip() for cell in asyncio_row.split("|")[1:-1]]
     assert cells[1] == "6,000"  # the figure alone: one repetition has no min–max
 
@@ -296,7 +309,7 @@ def test_what_this_shows_is_written_from_the_figures(results, tmp_path):
     report.render_all(results, reports)
     echo = (reports / "bench.md").read_text().split("## Echo")[1].split("## Sleep")[0]
     line = next(ln for ln in echo.splitlines() if ln.startswith("*What this shows:*"))
-    assert "highest callbacks · callbacks (2,000, ×2.00 asyncio)" in line
+    assert "highest callbacks · callbacks (2,000, ×2.00 asyncio-protocol)" in line
     assert "Best home-made loop: callbacks · callbacks" in line
     # the floor is an anchor: 4 req/s, so the home-made loop is at 50000 % of it
     assert "of the bare-selectors floor" in line
@@ -331,15 +344,18 @@ def test_fixed_offered_load_tables_show_cost_the_rate_and_who_could_not_keep_it(
         "`bench/registry/echo.py`, the same in every session, quick and full. Every request "
         "is scheduled" in section
     )
-    callbacks = next(ln for ln in section.splitlines() if ln.startswith("| callbacks · callbacks"))
-    assert "10.5 [10.0–11.0]" in callbacks and "×0.50" in callbacks and "native" in callbacks
+    # its line in the table and in the detail table under it (no table wider than 8 columns)
+    callbacks = row_lines(section, "| callbacks · callbacks")
+    assert "10.5 [10.0–11.0]" in callbacks and "×0.50 [" in callbacks and "native" in callbacks
     trio = next(ln for ln in section.splitlines() if ln.startswith("| trio · coroutines"))
     assert "**invalid**" in trio and "could not keep the rate" in trio
     assert "No figure for trio · coroutines: server could not keep the rate" in section
     # Closed-loop rows stored before the generator was recorded were measured by the Python one.
     closed = echo.split("### Closed loop, maximum throughput: 1 KiB messages, 100 connections")[1]
-    asyncio_row = next(ln for ln in closed.splitlines() if ln.startswith("| asyncio · callbacks"))
-    assert asyncio_row.rstrip(" |").rsplit("|", 2)[1].strip() == "python"
+    closed = closed.split("\n### ")[0]
+    detail = closed.split("*Detail:*")[1]
+    asyncio_row = next(ln for ln in detail.splitlines() if ln.startswith("| asyncio · callbacks"))
+    assert asyncio_row.rstrip(" |").rsplit("|", 1)[1].strip() == "python"
     assert "(charts/quick-echo-cost.png)" in echo
 
 
@@ -890,13 +906,24 @@ def test_the_report_opens_with_the_glance_table_and_a_sentence_per_workload(resu
     assert start < 60
     end = next(i for i, ln in enumerate(lines) if i > start and ln.startswith("## "))
     glance = lines[start:end]
-    glance_rows = {ln.split("|")[1].strip(): ln for ln in glance if ln.startswith("| ")}
+    echo_part = "\n".join(glance).split("### The other workloads")[0].splitlines()
+    other_part = "\n".join(glance).split("### The other workloads")[1].splitlines()
+    glance_rows = {ln.split("|")[1].strip(): ln for ln in echo_part if ln.startswith("| ")}
+    other_rows = {ln.split("|")[1].strip(): ln for ln in other_part if ln.startswith("| ")}
     callbacks = [c.strip() for c in glance_rows["callbacks · callbacks"].split("|")[1:-1]]
-    assert callbacks[1] == "2,000 (×2.00)"  # echo: twice asyncio · callbacks
-    assert callbacks[5] == "3,000 (×0.50)"  # switch: half asyncio's (after the two × columns)
-    assert callbacks[9] == "1/2"  # conformance: one of two claimed properties passes
-    assert glance_rows["asyncio · callbacks"].split("|")[10].strip() == "1/2"  # ⚠️ is not holding
-    # The servers a user would write instead close the table, even where not measured.
+    assert callbacks[1] == "2,000"  # echo: the figure, then its ratio to asyncio-protocol
+    assert callbacks[2].startswith("×2.00 [") and callbacks[2].endswith("faster")
+    assert callbacks[6] == "1/2"  # conformance: one of two claimed properties passes
+    assert glance_rows["asyncio · callbacks"].split("|")[7].strip() == "1/2"  # ⚠️: not holding
+    assert len(callbacks) <= 8  # no table wider than 8 columns
+    switch = [c.strip() for c in other_rows["callbacks · callbacks"].split("|")[1:-1]]
+    assert switch[1] == "3,000 (×0.50)"  # switch: half asyncio's
+    # Rows are grouped and labelled by kind; the servers a user would write close the table.
+    assert [k for k in glance_rows if k.startswith("**")] == [
+        "**reference loops**",
+        "**home-made loops**",
+        "**anchor servers**",
+    ]
     assert list(glance_rows)[-3:] == [
         "asyncio-streams (anchor)",
         "asyncio-protocol (anchor)",
@@ -905,7 +932,9 @@ def test_the_report_opens_with_the_glance_table_and_a_sentence_per_workload(resu
     assert "invalid" in glance_rows["uvloop · coroutines"]  # a word, never the saturated figure
     sentences = [ln for ln in glance if ln.startswith("- **")]
     echo_line = next(ln for ln in sentences if ln.startswith("- **Echo throughput"))
-    assert "callbacks · callbacks leads at 2,000 requests/s (×2.00 asyncio)" in echo_line
+    assert (
+        "callbacks · callbacks leads at 2,000 requests/s (×2.00 asyncio-protocol, same" in echo_line
+    )
     assert "1.29× better than the next, uvloop · callbacks" in echo_line  # 2,000 over 1,550
     assert any("every claimed property holds in 1 of 3" in ln for ln in sentences)
 
@@ -1101,7 +1130,7 @@ def test_a_registered_workload_is_measured_stored_and_rendered(monkeypatch, tmp_
     text = (reports / "bench.md").read_text()
     assert "## Tiny" in text and "[Tiny](#tiny)" in text
     assert "### One sleep of 2 ms" in text
-    assert re.search(r"\| traps · coroutines\s*\|\s*[\d.]+ \|\s*×[\d.]+ \|", text), text
+    assert re.search(r"\| traps · coroutines\s*\|\s*[\d.]+ \|\s*×[\d.]+ \[", text), text
     assert reports / "charts" / "quick-tiny-wall.png" in written
 
 
@@ -1160,17 +1189,13 @@ def test_an_unavailable_variant_is_skipped_and_each_report_section_says_why(resu
     assert done.returncode == 0, done.stderr
     text = (results.parent / "bench.md").read_text()
     glance = text.split("## At a glance", 1)[1].split("\n## ", 1)[0]
-    assert re.search(r"\| zz_unavailable +\| unavailable +\|", glance), glance
-    assert f"- **zz_unavailable**: {said}" in glance
+    # Said once for the page (issue 36: not once per table), and in no table's rows.
+    assert text.count(f"zz_unavailable, {said}") == 1
+    assert "| zz_unavailable " not in glance
     for title in ("Echo", "Sleep", "Crawler", "Micro"):
         section = text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
-        tables = section.count("| variant · style")
-        assert tables and section.count("| zz_unavailable ") == tables, title
-        marked = (
-            rf"\| zz_unavailable +\| +\*\*unavailable on Python {re.escape(loops.PYTHON)}\*\* \|"
-        )
-        assert len(re.findall(marked, section)) == tables, title
-        assert section.count(f"zz_unavailable: {said}") == tables, title
+        assert section.count("| variant · style") and "| zz_unavailable " not in section, title
+        assert f"zz_unavailable: {said}" not in section, title
     anatomy = text.split("## Cost anatomy", 1)[1].split("\n## ", 1)[0]
     assert f"| zz_unavailable | {said}" in anatomy
 
@@ -1219,3 +1244,41 @@ def test_rows_stored_where_a_variant_loads_stay_in_tables_rendered_where_it_does
     assert next(r for r in rows if r.row.variant == elsewhere).summary.status == "ok"
     assert elsewhere not in {r.row.variant for r in unavailable_rows(rows)}
     assert elsewhere in {r.row.variant for r in unavailable_rows([])}
+
+
+def test_two_sessions_whose_baselines_differ_take_no_ratio_across_them(tmp_path):
+    """asyncio-protocol measured at 20 µs in session A and 40 µs in session B: a row of A is
+    read against A's 20, a row of B against B's 40, a row of C (no asyncio-protocol) against
+    nothing; the table prints each earlier row's own denominator."""
+    from bench.render.rows import rendered_rows
+    from bench.render.tables import table
+
+    workload = registry.get("echo")
+    store = ResultStore.empty(results_path(tmp_path, "quick", "echo"), "echo", "quick")
+    point = next(p for p in echo.points(full=False) if p.args.get("measure") == "paced")
+    protocol = Row("asyncio-protocol", "native", anchor=True)
+    for session, base, row, cost in (
+        ("A", 20, Row("callbacks", "callbacks"), 10),
+        ("B", 40, Row("traps", "coroutines"), 20),
+        ("C", None, Row("futures", "coroutines"), 15),
+    ):
+        store.add_session(session, ENV, ["python", "-m", "bench", "run"])
+        if base is not None:
+            reps = [paced_rep(base * f) for f in (0.99, 1.0, 1.01)]
+            store.put(point, protocol, session, workload.fingerprint(protocol), reps)
+        reps = [paced_rep(cost * f) for f in (0.99, 1.0, 1.01)]
+        store.put(point, row, session, workload.fingerprint(row), reps)
+    rows = {r.row.variant: r for r in rendered_rows(workload, store.data["points"][point.key])}
+    cost = workload.metric("server_cpu_us")
+    assert rows["callbacks"].ratio(cost) == pytest.approx(0.5)  # A's 20, never B's 40
+    assert rows["traps"].ratio(cost) == pytest.approx(0.5)  # B's 40
+    assert rows["futures"].ratio(cost) is None  # no asyncio-protocol in session C
+    text = table(workload.columns_at(point.args), list(rows.values()))
+    callbacks = row_lines(text, "| callbacks · callbacks†")
+    assert "×0.50 [" in callbacks and "(of 20.0†)" in callbacks
+    assert "not in this session" in row_lines(text, "| futures · coroutines")
+    # The controls moved beyond their spread (20 then 40): the page says so under the table.
+    from bench.render.report import controls_moved
+
+    flag = " ".join(controls_moved(workload, store.data["points"][point.key]))
+    assert "**Controls moved:** asyncio-protocol 20.0 [19.8–20.2] in session A, 40.0" in flag

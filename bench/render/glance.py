@@ -22,7 +22,7 @@ from tabulate import tabulate
 
 import loops
 from bench import registry
-from bench.plan import BASELINE, USER_SERVERS, YARDSTICK, Glance, Row, unavailable_variants
+from bench.plan import BASELINE, USER_SERVERS, YARDSTICK, Glance, Row
 from bench.registry import echo
 from bench.render.rows import anchor_label
 from bench.workload import Workload
@@ -80,12 +80,13 @@ COST = Column.of(echo.WORKLOAD, echo.COST_GLANCE)
 USER_ROWS = tuple(Row(name, "native", anchor=True) for name in USER_SERVERS)
 USER_BASELINE, USER_BEST = "asyncio-protocol", YARDSTICK  # the columns "× <server>"
 BASELINE_MEANS = (
-    "**What × asyncio means here**: `asyncio · coroutines` is the lab's contract on asyncio "
+    "**What the ratios are against**: `asyncio · coroutines` is the lab's contract adapter on "
+    "asyncio "
     "(`loops/_aio.py`), whose echo server calls `loop.sock_recv` and `loop.sock_sendall`: the "
     "fair twin of every home-made loop's code, not the server an asyncio user writes. Those are "
     "the Protocol and streams servers in the last rows (grey bars in the chart), and the "
     f"*× {USER_BASELINE}* and *× {USER_BEST}* columns read each design's cost per request "
-    "against them, measured in the same session (*other session* where they were not)."
+    "against them, measured in the same session (*not in this session* where they were not)."
 )
 STYLE_MARK = {"callbacks": "cb", "generators": "gen", "coroutines": "co"}
 CELL = re.compile(r"\b(cb|gen|co) (✅|❌|⚠️)")
@@ -135,7 +136,7 @@ def find(column: Column, points: list[tuple[dict, list]]):
     return None
 
 
-def cell(column: Column, rendered) -> str:
+def cell(column: Column, rendered, ratio: bool = True) -> str:
     if rendered is None:
         return "—"
     if rendered.summary.status != "ok":
@@ -146,7 +147,7 @@ def cell(column: Column, rendered) -> str:
     mark = ("†" if rendered.earlier else "") + ("‡" if rendered.stale else "")
     value = f"{stat.median * column.factor:,.{column.digits}f}{mark}"
     metric = next((m for m in _metrics(column.workload) if m.name == column.metric), None)
-    share = rendered.ratio(metric) if metric is not None else None
+    share = rendered.ratio(metric) if metric is not None and ratio else None
     return f"{value} (×{share:.2f})" if share is not None else value
 
 
@@ -180,8 +181,8 @@ def sentence(column: Column, rows: list | None) -> str:
     )
     metric = next(m for m in _metrics(column.workload) if m.name == column.metric)
     share = lead.ratio(metric)
-    if share is not None and lead.row.variant != BASELINE:
-        text += f" (×{share:.2f} asyncio)"
+    if share is not None and lead.row.variant != BASELINE and not lead.earlier:
+        text += f" (×{share:.2f} {lead.base_name}, same session)"
     if len(ranked) > 1:
         runner_up = ranked[1]
         gap = value(lead) / value(runner_up)
@@ -218,38 +219,113 @@ def _against(rendered, server) -> str:
     return f"×{mine.median / theirs.median:.2f}"
 
 
-def _body(found: dict, conformance: dict, root: Path) -> list[list[str]]:
-    """The table's rows: every variant·style, the unavailable variants, the user's servers."""
-    cost_rows = found[COST] or []
-    servers = {r.row.variant: r for r in cost_rows if r.row in USER_ROWS}
+ANCHOR_LINES = {
+    "asyncio-protocol": "asyncio's `Protocol` server, what asyncio users write: the default base",
+    "asyncio-streams": "asyncio's streams server (`start_server`, reader and writer)",
+    "uvloop-protocol": "the same `Protocol` server on uvloop: the C anchor",
+    "uvloop-streams": "the streams server on uvloop",
+    "trio-streams": "trio's `serve_tcp` with streams",
+    "curio-sockets": "curio's socket wrappers, one task per client, in a TaskGroup",
+    "selectors-floor": "a bare `selectors` loop, one callback per ready socket: the Python floor",
+    "handlers-cookbook": "the handlers loop in its own idiom (the Python Cookbook's recipe 11.12)",
+}
+KIND_TITLES = {
+    "reference": "reference loops (adapters of production loops)",
+    "home-made": "home-made loops (this lab's designs)",
+    "anchor": "anchor servers (what a user writes instead, in each library's own API)",
+}
+
+
+def definitions(root: Path, link: str = "../loops/") -> list[str]:
+    """One line per design, grouped home-made, reference, anchors, each linking its README."""
+    lines = []
+    variants = loops.discover().values()
+    for kind in ("home-made", "reference"):
+        lines.append(f"- *{KIND_TITLES[kind]}*:")
+        for v in variants:
+            if ("reference" if v.reference else "home-made") != kind or not v.available:
+                continue
+            readme = root / "loops" / v.name / "README.md"
+            name = f"[{v.name}]({link}{v.name}/README.md)" if readme.exists() else f"`{v.name}`"
+            lines.append(f"  - {name}: {v.summary}.")
+    lines.append(f"- *{KIND_TITLES['anchor']}*, in `workloads/echo/native`:")
+    lines += [f"  - `{name}`: {what}." for name, what in ANCHOR_LINES.items()]
+    return lines
+
+
+def _ordered_rows() -> list[Row]:
+    """Every available variant·style, then the user's servers; reference rows first (asyncio
+    leading), then home-made, then the anchors."""
+    rows = [
+        Row(v.name, style) for v in loops.discover().values() if v.available for style in v.styles
+    ]
+    rows.sort(key=lambda r: (r.kind != "reference", r.variant != BASELINE, r.variant, r.style))
+    return rows + list(USER_ROWS)
+
+
+def _grouped_body(rows: list[Row], cells_for) -> list[list[str]]:
+    """Rows under a label row per kind (reference loops, home-made loops, anchor servers)."""
+    body, kind = [], None
+    for row in rows:
+        cells = cells_for(row)
+        if row.kind != kind:
+            kind = row.kind
+            body.append([f"**{KIND_TITLES[kind].split(' (')[0]}**", *([""] * (len(cells) - 1))])
+        body.append(cells)
+    return body
+
+
+def _echo_body(found: dict, conformance: dict, root: Path) -> tuple[list[str], list[list[str]]]:
+    """The echo table: throughput and cost against the servers users write, same session only,
+    each ratio with its interval and word; then conformance and code lines (8 columns)."""
+    from bench.render.tables import ratio_cell
+
+    throughput = next(c for c in found if c.workload == "echo" and c != COST)
+    metrics = {c: registry.get("echo").metric(c.metric) for c in (throughput, COST)}
+    headers = [
+        "variant · style",
+        throughput.header,
+        f"× {USER_BASELINE}",
+        COST.header,
+        f"× {USER_BASELINE} ",
+        f"× {USER_BEST}",
+        "conformance (holding / claimed)",
+        "code lines",
+    ]
 
     def cells_for(row: Row) -> list[str]:
+        got = {c: next((r for r in found[c] or () if c.matches(r, row)), None) for c in metrics}
         cells = [anchor_label(row)]
-        for column in found:
-            match = next((r for r in found[column] or () if column.matches(r, row)), None)
-            cells.append(cell(column, match))
-            if column == COST:
-                cells += [_against(match, servers.get(name)) for name in (USER_BASELINE, USER_BEST)]
-        return cells
+        for column, which in ((throughput, (USER_BASELINE,)), (COST, (USER_BASELINE, USER_BEST))):
+            rendered = got[column]
+            cells.append(cell(column, rendered, ratio=False))
+            for name in which:
+                ok = rendered is not None and rendered.summary.status == "ok"
+                cells.append(ratio_cell(rendered, metrics[column], name) if ok else "—")
+        if row.anchor:
+            return [*cells, "—", "—"]
+        passing, claimed = conformance.get((row.variant, row.style), (None, None))
+        return [*cells, f"{passing}/{claimed}" if claimed else "—", code_lines(row.variant, root)]
 
-    body = []
-    for variant in loops.discover().values():
-        lines = code_lines(variant.name, root)
-        for style in variant.styles:
-            passing, claimed = conformance.get((variant.name, style), (None, None))
-            body.append(
-                [
-                    *cells_for(Row(variant.name, style)),
-                    f"{passing}/{claimed}" if claimed else "—",
-                    lines,
-                ]
-            )
-    for name in unavailable_variants():  # no style, no figure: the reason under the table
-        size = code_lines(name, root)
-        words = ["unavailable"] * (len(found) + 2)
-        body.append([name, *words, "—", size])
-    body.sort(key=lambda cells: (not cells[0].startswith(BASELINE + " "), cells[0]))
-    return body + [[*cells_for(row), "—", "—"] for row in USER_ROWS]
+    return headers, _grouped_body(_ordered_rows(), cells_for)
+
+
+def _other_body(found: dict) -> tuple[list[str], list[list[str]]]:
+    """The other workloads' headlines, each with its ratio to asyncio (same style and session)."""
+    others = [c for c in found if c.workload != "echo"]
+    headers = ["variant · style", *(c.header for c in others)]
+
+    def cells_for(row: Row) -> list[str]:
+        return [
+            row.label,
+            *(
+                cell(c, next((r for r in found[c] or () if c.matches(r, row)), None))
+                for c in others
+            ),
+        ]
+
+    rows = [row for row in _ordered_rows() if not row.anchor]
+    return headers, _grouped_body(rows, cells_for)
 
 
 def section(
@@ -261,31 +337,33 @@ def section(
     """The markdown lines of the at-a-glance table, its chart (drawn to `chart`), sentences."""
     found = {column: find(column, points_of(column.workload)) for column in columns()}
     conformance = conformance_counts(reports / "conformance.md")
-    body = _body(found, conformance, root)
-    unavailable = unavailable_variants()
-    headers = [
-        "variant · style",
-        *(
-            header
-            for c in found
-            for header in (
-                (c.header, f"× {USER_BASELINE}", f"× {USER_BEST}") if c == COST else (c.header,)
-            )
-        ),
-        "conformance (holding / claimed)",
-        "code lines",
-    ]
+    echo_headers, echo_body = _echo_body(found, conformance, root)
+    other_headers, other_body = _other_body(found)
     text = [
         "## At a glance",
         "",
-        "Each loop's headline figures, each with its ratio to asyncio from the same session "
-        "(×1.00 = asyncio; above 1 is more, which is better for throughput and worse for cost). "
-        "A word instead of a figure says why there is none (see the workload's table); "
-        "† and ‡ mark a figure as in those tables (an earlier session; code changed since). "
+        "The designs, one line each (home-made first; each links its README):",
+        "",
+        *definitions(root),
+        "",
+        f"### Against what users run: echo, {ECHO_AT}",
+        "",
+        f"Each ratio is to {USER_BASELINE} (and {USER_BEST}, the C anchor) measured in the row's "
+        "own session, with its 95% bootstrap interval and what it says (faster, slower, "
+        "cheaper, dearer, or level where it holds 1); *not in this session* where that server "
+        "was not measured with the row. A word instead of a figure says why there is none; "
+        "† and ‡ mark an earlier session and changed code, as in the tables below. "
         "Conformance counts the properties that pass over those claimed in that style "
         "([conformance.md](conformance.md)); code lines leave out comments and docstrings.",
         "",
-        tabulate(body, headers=headers, tablefmt="github", disable_numparse=True),
+        tabulate(echo_body, headers=echo_headers, tablefmt="github", disable_numparse=True),
+        "",
+        "### The other workloads",
+        "",
+        "Each figure with its ratio to asyncio in the same style (its coroutines row where it "
+        "has none) from the same session: above 1 is more.",
+        "",
+        tabulate(other_body, headers=other_headers, tablefmt="github", disable_numparse=True),
         "",
     ]
     if chart is not None and draw_cost_chart(found[COST] or [], chart):
@@ -305,7 +383,6 @@ def section(
             f"- **Conformance**: every claimed property holds in {len(holding)} of "
             f"{len(conformance)} variant·style rows (a known deviation counts as not holding)."
         )
-    text += [f"- **{name}**: {why}." for name, why in unavailable.items()]
     text.append("")
     return text
 

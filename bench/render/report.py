@@ -11,6 +11,7 @@ stored) to ``bench-full.md``.
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from collections.abc import Callable
@@ -22,11 +23,12 @@ from tabulate import tabulate
 from bench import registry
 from bench.environment import ROOT
 from bench.interpreters import PYTHONS, REFERENCE, RUNNING
+from bench.plan import unavailable_variants
 from bench.render import anatomy, charts, codesize, glance, interpreters, scale, verdict
-from bench.render.rows import current_points, rendered_rows, stored_points, unavailable_rows
+from bench.render.rows import current_points, rendered_rows, stored_points
 from bench.render.tables import table, what_this_shows
 from bench.store import ResultStore, load_anatomy, load_mode
-from bench.summary import SATURATION, SPREAD_TOLERANCE
+from bench.summary import SATURATION, SPREAD_TOLERANCE, summarize
 from bench.workload import Workload
 
 MODES = {"quick": "bench.md", "full": "bench-full.md"}
@@ -74,7 +76,6 @@ def section(
         point = by_key[key]
         rows = rendered_rows(workload, point, current.get(key))
         points.append((key, point["params"], rows))  # figures only: for the charts
-        rows = rows + unavailable_rows(rows)
         aside = "" if key in current else " (not in the current points)"
         lines += [f"### {workload.point_title(point['params'])}{aside}", ""]
         lines += point_lines(workload, stored, point, rows)
@@ -96,9 +97,46 @@ def point_lines(workload: Workload, stored: ResultStore, point: dict, rows: list
     for note in workload.point_notes(params, stored.data["points"]):
         lines += [note, ""]
     lines += [table(workload.columns_at(params), rows, workload.detail_column(params)), ""]
+    lines += controls_moved(workload, point)
     lines += [f"*What this shows:* {what_this_shows(workload, params, rows)}", ""]
     lines += [f"*Ran in:* {ran_in(stored.sessions, point)}", ""]
     return lines
+
+
+def controls_moved(workload: Workload, point: dict) -> list[str]:
+    """A flag under a table whose control rows (echo: asyncio-protocol, uvloop-protocol, the
+    selectors floor) moved between the sessions its rows come from by more than their stored
+    spread: their [min–max] ranges in two sessions do not overlap."""
+    metric = workload.columns_at(point["params"])[0]
+    sessions = {entry["session"] for entry in point["rows"].values()}
+    moved = []
+    for key in workload.controls:
+        ranges = {}
+        for session in sorted(sessions):
+            reps = point["baselines"].get(session, {}).get(key)
+            entry = point["rows"].get(key)
+            if reps is None and entry is not None and entry["session"] == session:
+                reps = entry["reps"]
+            stat = summarize(reps, workload.metrics).stats.get(metric.name) if reps else None
+            if stat is not None:
+                ranges[session] = stat
+        spans = list(ranges.items())
+        for (one, a), (other, b) in itertools.pairwise(spans):
+            if a.high < b.low or b.high < a.low:
+                moved.append(
+                    f"{key.split('/')[0]} {a.median:,.{metric.digits}f} [{a.low:,.{metric.digits}f}"
+                    f"–{a.high:,.{metric.digits}f}] in session {one[:15]}, "
+                    f"{b.median:,.{metric.digits}f} [{b.low:,.{metric.digits}f}–"
+                    f"{b.high:,.{metric.digits}f}] in {other[:15]}"
+                )
+    if not moved:
+        return []
+    return [
+        f"**Controls moved:** {'; '.join(moved)} ({metric.label}): beyond their stored spread, "
+        "so rows from these sessions compare only through ratios to their own session's "
+        "servers, never by their figures.",
+        "",
+    ]
 
 
 def repetition_loads(stores: list[ResultStore]) -> dict[str, list[float]]:
@@ -324,6 +362,20 @@ SECTIONS = (
 )
 
 
+def unavailable_line() -> list[str]:
+    """Variants this interpreter cannot load, said once for the whole page (no table repeats it:
+    their rows are in the tables where they were measured elsewhere, and absent otherwise)."""
+    missing = unavailable_variants()
+    if not missing:
+        return []
+    return [
+        "*Not in these tables:* "
+        + "; ".join(f"{name}, {why}" for name, why in missing.items())
+        + ".",
+        "",
+    ]
+
+
 def render(
     mode: str,
     stores: dict[str, ResultStore | None],
@@ -354,6 +406,7 @@ def render(
         *glance.section(points_of, ROOT, out.parent, chart_dir / f"{mode}-glance-echo-cost.png"),
         *load_line([s for s in stores.values() if s is not None]),
         *coverage(stores, mode),
+        *unavailable_line(),
         f"The {mode} run; how it was measured is [below](#how-these-were-measured).",
         "",
         "Sections: " + ", ".join(f"[{t}](#{t.lower().replace(' ', '-')})" for t in titles) + ".",
