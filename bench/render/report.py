@@ -82,7 +82,7 @@ def section(
     lines += workload.section_end({key: by_key[key] for key in order})  # across its points
     for path, caption in charts.draw(workload, mode, points, chart_dir):
         lines += [
-            f"![{caption}]({path.relative_to(out.parent).as_posix()})",
+            f"![{caption.split(' (')[0]}]({path.relative_to(out.parent).as_posix()})",
             "",
             f"*{caption}*",
             "",
@@ -221,9 +221,17 @@ def environment_section(stores: list[ResultStore]) -> list[str]:
     for name in sorted(sessions):
         for field, value in session_column(sessions[name], rep_loads.get(name)).items():
             fields[field].append(value)
-    body = [[name, *(v.replace("|", "/") for v in values)] for name, values in fields.items()]
+    # One row per session, its fields in two tables of at most 6 columns (issue 36: no table
+    # wider than 8, whatever the number of sessions).
+    names = sorted(sessions)
     lines = ["## Environment", ""]
-    lines.append(tabulate(body, headers=["session", *sorted(sessions)], tablefmt="github"))
+    for group in (list(fields)[:4], list(fields)[4:]):
+        body = [
+            [name, *(fields[field][i].replace("|", "/") for field in group)]
+            for i, name in enumerate(names)
+        ]
+        lines += [tabulate(body, headers=["session", *group], tablefmt="github"), ""]
+    lines.pop()
     lines += [
         "",
         "The load average is the machine's (1, 5 and 15 minutes), the number of processes "
@@ -347,7 +355,7 @@ def method_section(page: Page) -> list[str]:
 # The report's sections after its opening, in page order: a new section is one entry here.
 SECTIONS = (
     Section(None, workload_sections),  # titled by the registered workloads, read at render
-    Section((), lambda page: anatomy.section(page.anatomy_data)),
+    Section(("Cost anatomy",), lambda page: anatomy.section(page.anatomy_data)),
     Section(
         ("Scale",), lambda page: scale.section(page.points_of, page.mode, page.chart_dir, page.out)
     ),
@@ -360,6 +368,39 @@ SECTIONS = (
         lambda page: environment_section([s for s in page.stores.values() if s is not None]),
     ),
 )
+
+
+MAX_WORDS = 120  # no paragraph of a report longer (issue 36)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*`(\[§†‡])")
+CLAUSE_END = re.compile(r"(?<=[.;])\s+")  # within a sentence too long alone
+
+
+def short_paragraphs(text: str, limit: int = MAX_WORDS) -> str:
+    """The text with every prose paragraph over `limit` words cut at sentence ends into
+    paragraphs of at most `limit` words (tables, headings, lists and images stay as they are;
+    a sentence over the limit alone is cut after its semicolons)."""
+    blocks = []
+    for block in text.split("\n\n"):
+        first = block.lstrip()[:2]
+        if first[:1] in "|#!<" or first in ("- ", "* ", "  ") or len(block.split()) <= limit:
+            blocks.append(block)
+            continue
+        parts, current = [], []
+        sentences = [
+            piece
+            for sentence in SENTENCE_END.split(block.replace("\n", " "))
+            for piece in (
+                CLAUSE_END.split(sentence) if len(sentence.split()) > limit else [sentence]
+            )
+        ]
+        for sentence in sentences:
+            if current and len(" ".join([*current, sentence]).split()) > limit:
+                parts.append(" ".join(current))
+                current = []
+            current.append(sentence)
+        parts.append(" ".join(current))
+        blocks.append("\n\n".join(parts))
+    return "\n\n".join(blocks)
 
 
 def unavailable_line() -> list[str]:
@@ -409,12 +450,14 @@ def render(
         *unavailable_line(),
         f"The {mode} run; how it was measured is [below](#how-these-were-measured).",
         "",
-        "Sections: " + ", ".join(f"[{t}](#{t.lower().replace(' ', '-')})" for t in titles) + ".",
+        "Sections: "
+        + ", ".join(f"[{t}](#{t.lower().replace(' ', '-')})" for t in ["At a glance", *titles])
+        + ".",
         "",
     ]
     for entry in SECTIONS:
         lines += entry.lines(page)
-    text = "\n".join(lines).rstrip() + "\n"
+    text = short_paragraphs("\n".join(lines).rstrip() + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)  # a workload without charts made no folder
     out.write_text(text)
     # A chart of this mode the report no longer shows (its results were dropped) is removed,

@@ -157,6 +157,6 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
         f"Read next: [the glance]({link}bench.md#at-a-glance), "
         f"[the full run]({link}bench-full.md), [conformance]({link}conformance.md), "
         f"[timelines]({link}timelines.md){site}, "
-        f"[the loops' reading path]({link}../loops/README.md)."
+        f"[the loops' reading path]({link}../loops/README.md), [the README]({link}../README.md)."
     )
     return out[:8]
