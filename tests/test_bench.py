@@ -1325,3 +1325,14 @@ def test_the_index_names_every_section_and_the_reports_link_each_other(results, 
     # said once, not once per table (the Interpreters section names each interpreter's own)
     before = text.split("\n## Interpreters\n")[0] + text.split("\n## Code size\n")[-1]
     assert before.count(f"unavailable on Python {loops.PYTHON}") <= 1
+
+
+def test_the_glance_draws_cost_with_intervals_cost_against_code_and_latency(results, tmp_path):
+    """Issue 36's charts at the fixed load: cost bars (values, intervals, a legend, labelled
+    lines), cost against code lines with conformance marked, latency percentiles."""
+    reports = tmp_path / "reports"
+    report.render_all(results, reports)
+    text = (reports / "bench.md").read_text()
+    for name in ("quick-glance-echo-cost", "quick-glance-cost-code", "quick-glance-echo-latency"):
+        assert (reports / "charts" / f"{name}.png").exists(), name
+        assert f"(charts/{name}.png)" in text, name

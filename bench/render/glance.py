@@ -371,6 +371,13 @@ def section(
             f"![{_capital(COST.point_text)}: server CPU per request](charts/{chart.name})",
             "",
         ]
+    if chart is not None:
+        code_chart = chart.with_name(chart.name.replace("echo-cost", "cost-code"))
+        if draw_cost_against_code(found[COST] or [], conformance, root, code_chart):
+            text += [f"![Cost against code lines](charts/{code_chart.name})", ""]
+        latency = chart.with_name(chart.name.replace("echo-cost", "echo-latency"))
+        if draw_latency_chart(found[COST] or [], latency):
+            text += [f"![Latency percentiles at the fixed load](charts/{latency.name})", ""]
     text += [f"- {BASELINE_MEANS}", f"- {against_sentence(found[COST])}"]
     text += [f"- {sentence(column, found[column])}" for column in found]
     holding = [
@@ -418,14 +425,26 @@ def _valid(rendered) -> bool:
     return rendered.summary.status == "ok" and COST.metric in rendered.summary.stats
 
 
+KIND_COLOURS = {"home-made": "#1f5faa", "reference": "#7a9cc6", "anchor": "#9a9a9a"}
+
+
+def _median_interval(r, metric: str) -> tuple[float, float]:
+    from bench.render.intervals import median_interval
+
+    values = r.summary.values.get(metric) or [r.summary.stats[metric].median]
+    return median_interval(values, f"{r.row.key}:{metric}:{r.session}")
+
+
 def draw_cost_chart(rows: list, path: Path) -> bool:
-    """Bars of server CPU per request at the fixed load, cheapest on top, the user's servers
-    in grey with a dashed line at each of the two the columns read against; row labels as in
-    every chart (bold home-made, italic anchors). False if there is nothing to draw."""
+    """Bars of server CPU per request at the fixed load, cheapest on top, coloured by kind
+    (home-made, reference, anchor: a legend says which), each with its value and its median's
+    95% bootstrap interval as an error bar, and a labelled dashed line at each of the two
+    servers users write (asyncio-protocol, uvloop-protocol). False if there is nothing to draw."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     from bench.render.charts import LABEL_STYLE
 
@@ -434,16 +453,135 @@ def draw_cost_chart(rows: list, path: Path) -> bool:
         return False
     wanted.sort(key=lambda r: r.summary.stats[COST.metric].median, reverse=True)
     values = [r.summary.stats[COST.metric].median for r in wanted]
-    figure, axis = plt.subplots(figsize=(8, 0.32 * len(wanted) + 1.2))
-    colours = ["#9a9a9a" if r.row.anchor else "#1f5faa" for r in wanted]
-    axis.barh([r.label for r in wanted], values, color=colours)
+    spans = [_median_interval(r, COST.metric) for r in wanted]
+    errors = [
+        [v - low for v, (low, _) in zip(values, spans, strict=True)],
+        [high - v for v, (_, high) in zip(values, spans, strict=True)],
+    ]
+    figure, axis = plt.subplots(figsize=(10, 0.34 * len(wanted) + 1.8))
+    colours = [KIND_COLOURS[r.kind] for r in wanted]
+    labels = [r.label for r in wanted]
+    axis.barh(labels, values, color=colours, xerr=errors, ecolor="#333333", capsize=2)
+    for y, (value, (_, high)) in enumerate(zip(values, spans, strict=True)):
+        axis.text(high, y, f" {value:.1f}", va="center", fontsize=8)
     for r, value in zip(wanted, values, strict=True):
         if r.row.variant in (USER_BASELINE, USER_BEST):
             axis.axvline(value, color="#555555", linestyle="--", linewidth=0.8)
+            axis.text(
+                value, len(wanted) - 0.4, f" {r.row.variant}", rotation=90, va="top",
+                fontsize=7, color="#555555",
+            )  # fmt: skip
     for label, r in zip(axis.get_yticklabels(), wanted, strict=True):
         label.set(**LABEL_STYLE[r.row.kind])  # as in every chart: bold for home-made loops
-    axis.set_xlabel("server CPU per request at a fixed offered load (µs, lower is cheaper)")
+    axis.legend(
+        handles=[Patch(color=c, label=k) for k, c in KIND_COLOURS.items()],
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        fontsize=8,
+    )
+    axis.set_xlim(0, max(high for _, high in spans) * 1.15)
+    axis.set_xlabel(
+        "server CPU per request at a fixed offered load (µs, lower is cheaper)\n"
+        "bar: median of the repetitions; whisker: its 95% bootstrap interval; "
+        "dashed: the servers users write"
+    )
     axis.set_title(f"What each design costs, {ECHO_AT}", fontsize=10)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return True
+
+
+def draw_cost_against_code(rows: list, conformance: dict, root: Path, path: Path) -> bool:
+    """The trade-off a chooser faces: each loop·style's cost per request at the fixed load
+    against its loop's code lines, a filled marker where every claimed conformance property
+    holds in that style and a hollow one where some do not. False if nothing to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = []
+    for r in rows:
+        if r.row.anchor or not _valid(r):
+            continue
+        lines = code_lines(r.row.variant, root).split(" ")[0].replace(",", "")
+        if not lines.isdigit():
+            continue
+        passing, claimed = conformance.get((r.row.variant, r.row.style), (None, None))
+        points.append((int(lines), r.summary.stats[COST.metric].median, r, passing, claimed))
+    if not points:
+        return False
+    figure, axis = plt.subplots(figsize=(8, 5))
+    for lines, cost, r, passing, claimed in points:
+        holds = claimed is not None and passing == claimed
+        colour = KIND_COLOURS[r.kind]
+        axis.scatter(
+            lines, cost, s=50, color=colour if holds else "white", edgecolors=colour, zorder=3
+        )
+        note = f" {r.label}" + (f" ({passing}/{claimed})" if claimed else "")
+        axis.annotate(note, (lines, cost), fontsize=7, xytext=(3, 2), textcoords="offset points")
+    axis.set_xscale("log")
+    from matplotlib.ticker import ScalarFormatter
+
+    axis.xaxis.set_major_formatter(ScalarFormatter())
+    axis.xaxis.set_minor_formatter(ScalarFormatter())
+    axis.tick_params(axis="x", which="minor", labelsize=7)
+    axis.set_xlabel("code lines of the loop (log scale; comments and docstrings left out)")
+    axis.set_ylabel("server CPU per echo request at the fixed load (µs)")
+    axis.set_title(
+        "Cost against code: filled, every claimed conformance property holds; hollow, not all",
+        fontsize=9,
+    )
+    axis.grid(True, which="both", alpha=0.3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return True
+
+
+LATENCIES = (("latency_p50_ms", "p50"), ("latency_p99_ms", "p99"), ("latency_p999_ms", "p99.9"))
+
+
+def draw_latency_chart(rows: list, path: Path) -> bool:
+    """Latency percentiles (p50, p99, p99.9, from each request's scheduled time) of every row at
+    the fixed offered load, one marker per percentile, rows sorted by p99, log axis with its
+    numbers. False if nothing to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bench.render.charts import LABEL_STYLE
+
+    wanted = [r for r in rows if _valid(r) and all(m in r.summary.stats for m, _ in LATENCIES)]
+    if not wanted:
+        return False
+    wanted.sort(key=lambda r: r.summary.stats["latency_p99_ms"].median, reverse=True)
+    figure, axis = plt.subplots(figsize=(10, 0.34 * len(wanted) + 1.8))
+    ys = range(len(wanted))
+    for (metric, name), marker in zip(LATENCIES, ("o", "s", "^"), strict=True):
+        axis.scatter(
+            [r.summary.stats[metric].median for r in wanted], ys, marker=marker, label=name
+        )
+    axis.set_yticks(list(ys), [r.label for r in wanted])
+    for label, r in zip(axis.get_yticklabels(), wanted, strict=True):
+        label.set(**LABEL_STYLE[r.row.kind])
+    axis.set_xscale("log")
+    from matplotlib.ticker import ScalarFormatter
+
+    axis.xaxis.set_major_formatter(ScalarFormatter())
+    axis.xaxis.set_minor_formatter(ScalarFormatter())
+    axis.tick_params(axis="x", which="minor", labelsize=7)
+    axis.set_xlabel(
+        "latency from each request's scheduled time (ms, log scale)\n"
+        "each marker: the median of the row's repetitions"
+    )
+    axis.set_title(f"Latency percentiles at the fixed offered load, {ECHO_AT}", fontsize=10)
+    axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axis.grid(True, axis="x", which="both", alpha=0.3)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
