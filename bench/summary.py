@@ -67,6 +67,9 @@ class RowSummary:
     values: dict[str, list[float]] = field(default_factory=dict)
     # Invalid because the peer saturated: (server, peer) CPU µs per request, where recorded.
     costs: tuple[float, float] | None = None
+    # Invalid because the peer saturated: each figure's median over those repetitions, a
+    # lower bound of what the server can do (a chart draws it as "≥ ceiling", not last).
+    at_least: dict[str, float] = field(default_factory=dict)
 
 
 def peer_saturated(rep: dict) -> bool:
@@ -93,6 +96,8 @@ def invalid_summary(reps: Sequence[dict], peer_share: float | None, valid: int) 
         return summary
     peer = reps[0].get("peer", "peer")
     summary.reason = f"{peer} saturated its core ({peer_share:.0%} CPU)"
+    numeric = {k for rep in saturated for k, v in rep.items() if isinstance(v, int | float)}
+    summary.at_least = {k: v for k in numeric if (v := _median_of(saturated, k)) is not None}
     server, own = _median_of(saturated, "server_cpu_us"), _median_of(saturated, "peer_cpu_us")
     if server is not None and own is not None:
         summary.reason += f": server {server:.1f} µs per request, {peer} {own:.1f} µs"

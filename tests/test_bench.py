@@ -1336,3 +1336,19 @@ def test_the_glance_draws_cost_with_intervals_cost_against_code_and_latency(resu
     for name in ("quick-glance-echo-cost", "quick-glance-cost-code", "quick-glance-echo-latency"):
         assert (reports / "charts" / f"{name}.png").exists(), name
         assert f"(charts/{name}.png)" in text, name
+
+
+def test_a_client_bound_row_is_drawn_at_least_its_figure_at_the_top_not_left_out(results):
+    """uvloop · coroutines saturated the load generator at 5,100 requests/s: the requests chart
+    draws it as '≥ 5,100', ranked first, instead of leaving it out (issue 36)."""
+    from bench.render import charts
+    from bench.render.rows import stored_points
+
+    stores = report.main_tables(results, "quick")[1]
+    points = [(None, *pair) for pair in stored_points(stores, "quick")("echo")]
+    workload = registry.get("echo")
+    spec = next(c for c in workload.charts if c.name == "requests")
+    series, _, missing, bounds = charts._series(spec, workload.metric(spec.metric), points)
+    assert ("uvloop · coroutines", 100) in bounds
+    assert ("uvloop · coroutines", 100) not in missing
+    assert series[1024]["uvloop · coroutines"][100][0] == 5100
