@@ -1352,3 +1352,12 @@ def test_a_client_bound_row_is_drawn_at_least_its_figure_at_the_top_not_left_out
     assert ("uvloop · coroutines", 100) in bounds
     assert ("uvloop · coroutines", 100) not in missing
     assert series[1024]["uvloop · coroutines"][100][0] == 5100
+
+
+def test_the_crawler_says_why_it_finds_more_urls_than_the_sites_pages(results, tmp_path):
+    reports = tmp_path / "reports"
+    report.render_all(results, reports)
+    crawler = (reports / "bench.md").read_text().split("\n## Crawler\n")[1].split("\n## ")[0]
+    said = next(ln for ln in crawler.splitlines() if ln.startswith("*Why more than 1,000"))
+    assert "955 of its 1,000 pages" in said and "569 redirect URLs" in said
+    assert "1,524 in all" in said
