@@ -1361,3 +1361,24 @@ def test_the_crawler_says_why_it_finds_more_urls_than_the_sites_pages(results, t
     said = next(ln for ln in crawler.splitlines() if ln.startswith("*Why more than 1,000"))
     assert "955 of its 1,000 pages" in said and "569 redirect URLs" in said
     assert "1,524 in all" in said
+
+
+def test_fixed_load_cost_is_read_against_closed_loop_cost_row_by_row():
+    def pt(paced: bool, costs: dict) -> dict:
+        params = {"size": 1024, "connections": 100}
+        if paced:
+            params = {"measure": "paced", **params, "rate": echo.HEADLINE_RATE}
+        rows = {
+            key: {"session": "S", "reps": [{"server_cpu_us": c, "peer_cpu_share": 0.5}] * 3}
+            for key, c in costs.items()
+        }
+        return {"params": params, "rows": rows, "baselines": {}}
+
+    points = {
+        "closed": pt(False, {"handlers/callbacks": 10.0, "traps/coroutines": 10.0}),
+        "paced": pt(True, {"handlers/callbacks": 40.0, "traps/coroutines": 25.0}),
+    }
+    (said, _) = echo.fixed_against_closed(points)
+    assert "is 2.5× (traps · coroutines: 25.0 against 10.0 µs)" in said
+    assert "to 4.0× (handlers · callbacks: 40.0 against 10.0 µs)" in said
+    assert "over 2 rows" in said

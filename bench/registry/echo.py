@@ -423,7 +423,60 @@ def point_notes(params: dict, stored_points: dict) -> list[str]:
     ]
 
 
+def fixed_against_closed(stored_points: dict) -> list[str]:
+    """Per row at the headline size and connection count: its server CPU per request at the
+    declared fixed load over its closed-loop cost per request, both from one session (the
+    figures alone: what makes the difference is not measured here, so no cause is claimed)."""
+    import statistics
+
+    from bench.summary import invalid
+
+    def point(paced: bool) -> dict | None:
+        for found in stored_points.values():
+            params = found["params"]
+            if (
+                all(params.get(k) == v for k, v in HEADLINE_POINT.items())
+                and (params.get("measure") == PACED) == paced
+                and (not paced or params.get("rate") == HEADLINE_RATE)
+                and not params.get(DERIVED)
+                and not params.get(CURVE[0])
+            ):
+                return found
+        return None
+
+    closed, paced = point(False), point(True)
+    if closed is None or paced is None:
+        return []
+    rises = []
+    for key, entry in paced["rows"].items():
+        other = closed["rows"].get(key)
+        if other is None or other["session"] != entry["session"]:
+            continue
+        fixed = [
+            r["server_cpu_us"] for r in entry["reps"] if r.get("server_cpu_us") and not invalid(r)
+        ]
+        # closed loop: every repetition's server cost, saturated generator or not (the server's
+        # own CPU per request is measured either way)
+        loop = [r["server_cpu_us"] for r in other["reps"] if r.get("server_cpu_us")]
+        if fixed and loop:
+            a, b = statistics.median(fixed), statistics.median(loop)
+            rises.append((a / b, a, b, key.replace("/native", " (anchor)").replace("/", " · ")))
+    if len(rises) < 2:
+        return []
+    rises.sort()
+    low, high = rises[0], rises[-1]
+    return [
+        f"*Fixed load against closed loop* ({HEADLINE_AT}, {HEADLINE_RATE:,} requests/s, rows "
+        f"measured in one session at both): server CPU per request at the fixed load is "
+        f"{low[0]:.1f}× ({low[3]}: {low[1]:.1f} against {low[2]:.1f} µs) to {high[0]:.1f}× "
+        f"({high[3]}: {high[1]:.1f} against {high[2]:.1f} µs) its closed-loop cost, median "
+        f"{statistics.median(r[0] for r in rises):.1f}× over {len(rises)} rows.",
+        "",
+    ]
+
+
 WORKLOAD = Workload(
+    section_end=fixed_against_closed,
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
