@@ -917,7 +917,7 @@ def test_the_report_opens_with_the_glance_table_and_a_sentence_per_workload(resu
     assert glance_rows["asyncio · callbacks"].split("|")[7].strip() == "1/2"  # ⚠️: not holding
     assert len(callbacks) <= 8  # no table wider than 8 columns
     switch = [c.strip() for c in other_rows["callbacks · callbacks"].split("|")[1:-1]]
-    assert switch[1] == "3,000 (×0.50)"  # switch: half asyncio's
+    assert switch[1] == "3,000 (×0.50 [0.50–0.50])"  # switch: half asyncio's, its interval
     # Rows are grouped and labelled by kind; the servers a user would write close the table.
     assert [k for k in glance_rows if k.startswith("**")] == [
         "**reference loops**",

@@ -148,7 +148,15 @@ def cell(column: Column, rendered, ratio: bool = True) -> str:
     value = f"{stat.median * column.factor:,.{column.digits}f}{mark}"
     metric = next((m for m in _metrics(column.workload) if m.name == column.metric), None)
     share = rendered.ratio(metric) if metric is not None and ratio else None
-    return f"{value} (×{share:.2f})" if share is not None else value
+    if share is None:
+        return value
+    # the ratio's interval, and for a row of an earlier session that session's denominator
+    found = rendered.ratio_interval(metric)
+    said = f"×{share:.2f}" + (f" [{found[1]:.2f}–{found[2]:.2f}]" if found else "")
+    base = rendered.base()
+    if rendered.earlier and base is not None and column.metric in base.stats:
+        said += f" of {base.stats[column.metric].median * column.factor:,.{column.digits}f}†"
+    return f"{value} ({said})"
 
 
 def _metrics(workload: str):
@@ -361,7 +369,8 @@ def section(
         "### The other workloads",
         "",
         "Each figure with its ratio to asyncio in the same style (its coroutines row where it "
-        "has none) from the same session: above 1 is more.",
+        "has none) from the same session, with its 95% bootstrap interval; a row from an "
+        "earlier session (†) prints that session's asyncio figure: above 1 is more.",
         "",
         tabulate(other_body, headers=other_headers, tablefmt="github", disable_numparse=True),
         "",
