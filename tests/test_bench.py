@@ -1382,3 +1382,28 @@ def test_fixed_load_cost_is_read_against_closed_loop_cost_row_by_row():
     assert "is 2.5× (traps · coroutines: 25.0 against 10.0 µs)" in said
     assert "to 4.0× (handlers · callbacks: 40.0 against 10.0 µs)" in said
     assert "over 2 rows" in said
+
+
+def test_an_interpreter_whose_every_row_rose_20_percent_reads_no_change():
+    """Issue 36: each interpreter's rows are read against its own same-session controls, so a
+    session where every row (controls too) costs 20% more says 'no change'; a row that rose
+    alone, beyond its spread, says 'dearer'."""
+    from bench.render import drift
+
+    base = {
+        "asyncio-protocol/native": [24.0, 24.4, 24.8],
+        "uvloop-protocol/native": [20.6, 20.8, 21.0],
+        "selectors-floor/native": [12.0, 12.2, 12.4],
+        "traps/coroutines": [23.9, 24.3, 24.7],
+        "handlers/callbacks": [49.0, 49.6, 50.2],
+    }
+    drifted = {key: [v * 1.2 for v in values] for key, values in base.items()}
+    compared = drift.compare(base, drifted, higher_is_better=False)
+    assert set(compared) == {"traps/coroutines", "handlers/callbacks"}
+    assert all(said == "no change" for *_, said in compared.values())
+    assert all(abs(ratio - 1) < 1e-9 for ratio, *_ in compared.values())
+    drifted["handlers/callbacks"] = [v * 1.5 for v in drifted["handlers/callbacks"]]
+    assert drift.compare(base, drifted, higher_is_better=False)["handlers/callbacks"][3] == (
+        "dearer"
+    )
+    assert drift.compare(base, {"traps/coroutines": [1.0]}, higher_is_better=False) == {}
