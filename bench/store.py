@@ -97,7 +97,7 @@ def row_fingerprint(workload: str, running: str, row: Row, root: Path = ROOT) ->
 # The package of the workloads' declarations: a value the running side reads from a module in
 # it is a setting of the measurement. Its other imports are not followed: bench.procs is hashed
 # by path above; bench.plan, bench.summary and bench.workload serve both rooms, and an edit
-# there stales no row (echo's choice of rate reads bench.summary's medians).
+# there stales no row.
 DECLARATIONS = "bench.registry"
 # A bench module the running module starts as a CLI (micro runs "-m bench.measure.pyperf_micro").
 RUN_AS_CLI = re.compile(r"^bench\.measure\.\w+$")
@@ -237,6 +237,7 @@ class ResultStore:
                 f"{path} holds format {data.get('format')!r} results of "
                 f"{data.get('workload')!r}; expected format {FORMAT} of {workload!r}"
             )
+        data["points"] = split_by_rate(data["points"])
         return cls(path, data)
 
     # -- sessions --------------------------------------------------------------------------
@@ -312,7 +313,7 @@ class ResultStore:
             "code": code,
             "reps": reps,
         }
-        if row.variant == BASELINE and not row.anchor:
+        if (row.variant == BASELINE and not row.anchor) or row.key in _kept(self.data["workload"]):
             entry["baselines"].setdefault(session, {})[row.key] = reps
 
     def save(self) -> None:
@@ -329,6 +330,68 @@ class ResultStore:
         temporary = self.path.with_suffix(".json.tmp")
         temporary.write_text(json.dumps(self.data, indent=1, sort_keys=False) + "\n")
         os.replace(temporary, self.path)
+
+
+# A point stored before its offered rate was a parameter (echo chose it from the slowest row,
+# per session) is split by the rate its repetitions record, each part marked with this.
+DERIVED_RATE = "rate_derived"
+
+
+def split_by_rate(points: dict[str, dict]) -> dict[str, dict]:
+    """Stored points with a repetition's offered rate made part of its point.
+
+    A point whose parameters name no ``rate`` but whose repetitions record one (echo's fixed
+    load before the rate was declared) becomes one point per rate, its parameters given that
+    ``rate`` and ``rate_derived``: no median pools two rates, and the report shows each as the
+    old point it is. Rows and baselines keep only the repetitions at their part's rate.
+    """
+    out: dict[str, dict] = {}
+    for key, point in points.items():
+        rates = {
+            rep.get("rate")
+            for entry in point["rows"].values()
+            for rep in entry["reps"]
+            if isinstance(rep.get("rate"), int | float)
+        }
+        if "rate" in point["params"] or not rates:
+            out[key] = point
+            continue
+        for rate in sorted(rates):
+            rows = {}
+            for row_key, entry in point["rows"].items():
+                reps = [rep for rep in entry["reps"] if rep.get("rate") == rate]
+                if reps:
+                    rows[row_key] = entry | {"reps": reps}
+            baselines = {
+                session: kept
+                for session, by_row in point.get("baselines", {}).items()
+                if (
+                    kept := {
+                        row_key: [rep for rep in reps if rep.get("rate") == rate]
+                        for row_key, reps in by_row.items()
+                        if any(rep.get("rate") == rate for rep in reps)
+                    }
+                )
+            }
+            params = point["params"] | {"rate": rate, DERIVED_RATE: True}
+            out[f"{key},rate={rate:g},{DERIVED_RATE}"] = {
+                "params": params,
+                "rows": rows,
+                "baselines": baselines,
+            }
+    return out
+
+
+def _kept(workload: str) -> frozenset[str]:
+    """The rows a workload's sessions keep copies of (its baselines and controls), so a later
+    session re-measuring them leaves each earlier session its own denominator."""
+    from bench import registry  # the registry's modules import this one
+
+    try:
+        declared = registry.get(workload)
+    except LookupError:
+        return frozenset()
+    return frozenset(declared.baselines) | frozenset(declared.controls)
 
 
 class StoreError(RuntimeError):

@@ -63,8 +63,13 @@ class RowSummary:
     errors: dict[str, str] = field(default_factory=dict)  # figure -> why it is missing
     warned: set[str] = field(default_factory=set)  # figures the harness (pyperf) called unstable
     detail: str = ""  # a workload's note on the row (echo: which load generator measured it)
+    # figure -> its valid repetitions' values (what a ratio's bootstrap interval resamples)
+    values: dict[str, list[float]] = field(default_factory=dict)
     # Invalid because the peer saturated: (server, peer) CPU µs per request, where recorded.
     costs: tuple[float, float] | None = None
+    # Invalid because the peer saturated: each figure's median over those repetitions, a
+    # lower bound of what the server can do (a chart draws it as "≥ ceiling", not last).
+    at_least: dict[str, float] = field(default_factory=dict)
 
 
 def peer_saturated(rep: dict) -> bool:
@@ -91,6 +96,8 @@ def invalid_summary(reps: Sequence[dict], peer_share: float | None, valid: int) 
         return summary
     peer = reps[0].get("peer", "peer")
     summary.reason = f"{peer} saturated its core ({peer_share:.0%} CPU)"
+    numeric = {k for rep in saturated for k, v in rep.items() if isinstance(v, int | float)}
+    summary.at_least = {k: v for k in numeric if (v := _median_of(saturated, k)) is not None}
     server, own = _median_of(saturated, "server_cpu_us"), _median_of(saturated, "peer_cpu_us")
     if server is not None and own is not None:
         summary.reason += f": server {server:.1f} µs per request, {peer} {own:.1f} µs"
@@ -123,7 +130,7 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
     valid = [rep for rep in reps if not invalid(rep)]
     if len(valid) * 2 < total:
         return invalid_summary(reps, peer_share, len(valid))
-    stats, errors = {}, {}
+    stats, errors, kept = {}, {}, {}
     for metric in metrics:
         values = [rep[metric.name] for rep in valid if rep.get(metric.name) is not None]
         reasons = [
@@ -135,6 +142,7 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
             errors[metric.name] = reasons[0]
         elif values:
             stats[metric.name] = Stat(statistics.median(values), min(values), max(values))
+            kept[metric.name] = values
     warned = {name for rep in valid for name in rep.get("pyperf_warnings") or {}}
     return RowSummary(
         "ok",
@@ -144,6 +152,7 @@ def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
         peer_share=peer_share,
         errors=errors,
         warned=warned,
+        values=kept,
     )
 
 

@@ -54,8 +54,8 @@ class Measuring:
     # store (figures by Metric.name, plus anything the rendering hooks read back). Raise
     # bench.procs.ChildFailed (a failed row) or DidNotFinish (over the point's cap).
     measure: Callable[[Point, Row, Cores, Path, bool], dict]
-    # Before a point's rows are measured: settle its settings from stored data (echo chooses
-    # its offered rate from the closed-loop figures). Default: nothing to settle.
+    # Before a point's rows are measured: settle its settings from stored data. Default:
+    # nothing to settle (echo's offered rates are declared, parameters of its points).
     prepare: Callable[[Point, ResultStore], None] = _nothing
     # After the whole run, even an interrupted one: stop peers kept across points (the
     # crawler's site server). Default: nothing kept.
@@ -100,6 +100,15 @@ class Workload:
     # Markdown lines after the section's tables, reading across its points:
     # section_end(stored points by key, in table order).
     section_end: Callable[[dict], list[str]] = _no_lines
+    # The rows every ratio is taken against, by row key, first the default (echo: the servers
+    # users write, asyncio-protocol then uvloop-protocol), each read from the compared row's own
+    # session only. Empty: the asyncio row in the same style (bench.plan.baseline_key).
+    baselines: tuple[str, ...] = ()
+    # Control rows whose per-session figures the store keeps (with the baselines), so a session
+    # whose controls moved beyond their stored spread is flagged on the page.
+    controls: tuple[str, ...] = ()
+    # How a table names a row, where its plain label would mislead, by row key.
+    row_names: tuple[tuple[str, str], ...] = ()
 
     def columns_at(self, params: dict) -> list[Metric]:
         """The figures shown at a point, its headline first."""

@@ -179,17 +179,35 @@ def _stored(counter="perf"):
 def test_section_writes_the_table_and_what_each_loops_figures_say():
     text = "\n".join(section(_stored()))
     assert "## Cost anatomy" in text and "perf stat" in text
-    assert re.search(r"\| traps · coroutines \| 13\.00 \| 1\.62 \| 3\.00 \|", text)
+    # One CPU repetition per row: no CPU column and no CPU sentence (issue 36), syscalls first.
+    assert re.search(r"\| traps · coroutines \| 3\.00 \| 0\.000 \| 2\.00 \| 1\.00 \|", text)
+    assert "CPU µs/req" not in text
     # The kernel's user/system split swings between windows: the table shows the exact sum.
     assert "| user µs |" not in text and "| user share |" not in text
     traps = next(line for line in text.splitlines() if line.startswith("- **traps"))
     assert "1.00 receives per request failed with EAGAIN" in traps
-    assert "CPU 13.00 µs per request against 8.00 for uvloop-protocol (+5.00 µs)" in traps
+    assert "CPU" not in traps
     assert "of Python" not in traps
     roundrobin = next(line for line in text.splitlines() if line.startswith("- **roundrobin"))
     assert "0.40 epoll_ctl per request" in roundrobin
     assert "- **uvloop" not in text  # anchors are the yardstick, not explained
     assert "†" not in text
+
+
+def test_the_cpu_column_shows_three_repetitions_with_their_range_or_nothing():
+    data = _stored()
+    for entry, base in zip(data["rows"].values(), (8.0, 13.0, 10.0), strict=True):
+        entry["cpu_us_reps"] = [base - 0.5, base, base + 0.5]
+    text = "\n".join(section(data))
+    assert "| row | CPU µs/req median [min–max] | syscalls/req |" in text
+    assert "| traps · coroutines | 13.00 [12.50–13.50] | 3.00 |" in text
+    traps = next(line for line in text.splitlines() if line.startswith("- **traps"))
+    assert "CPU 13.00 [12.50–13.50] µs per request against 8.00 [7.50–8.50]" in traps
+    assert "(the ranges do not overlap)" in traps
+    del data["rows"]["traps/coroutines"]["cpu_us_reps"][-1]  # two: not enough for a column
+    assert "CPU µs/req" not in "\n".join(section(data))
+    for line in section(data):
+        assert not line.startswith("|") or line.count("|") - 1 <= 8  # at most 8 columns
 
 
 def _with_completions(data):
@@ -205,11 +223,11 @@ def _with_completions(data):
 
 def test_section_counts_io_uring_enter_apart_and_says_what_completion_changes():
     text = "\n".join(section(_with_completions(_stored(counter="strace"))))
-    assert "| epoll_ctl | io_uring_enter | SQEs / CQEs per enter | other |" in text
-    assert re.search(
-        r"\| completions · coroutines \|.*\| 0\.250 \| 8\.00 / 7\.98 \| 0\.010 \|", text
-    )
-    assert re.search(r"\| traps · coroutines \|.*\| 0\.000 \| – \| 0\.000 \|", text)
+    # The ring's own columns in a table of their own (no table wider than 8 columns).
+    assert "| row | io_uring_enter | SQEs / CQEs per enter | other |" in text
+    assert "| completions · coroutines | 0.250 | 8.00 / 7.98 | 0.010 |" in text
+    ring_table = text.split("| row | io_uring_enter")[1].split("\n\n")[0]
+    assert "traps" not in ring_table
     note = next(line for line in text.splitlines() if line.startswith("- **completions"))
     assert (
         "0.250 io_uring_enter per request (one crossing into the kernel per 4.0 requests)" in note
@@ -245,7 +263,8 @@ def test_section_renders_a_record_stored_before_io_uring_enter_was_counted_apart
     for entry in data["rows"].values():
         del entry["syscalls"]["io_uring_enter"]
     text = "\n".join(section(data))
-    assert re.search(r"\| traps · coroutines \|.*\| 0\.000 \| – \| – \| 0\.000 \|", text)
+    assert "| traps · coroutines | 3.00 | 0.000 | 2.00 | 1.00 | 1.00 | 0.000 |" in text
+    assert "| row | io_uring_enter" not in text
     assert "Completion against readiness" not in text and "io_uring_enter per request" not in text
 
 

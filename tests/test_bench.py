@@ -23,7 +23,6 @@ from rich.console import Console
 import loops
 from bench import registry, runner
 from bench.interpreters import RUNNING
-from bench.measure import echo as echo_measure
 from bench.measure import micro as micro_measure
 from bench.plan import Metric, Point, Row
 from bench.procs import ChildFailed, DidNotFinish
@@ -86,7 +85,7 @@ def paced_rep(server_us: float, kept: bool = True, share: float = 0.2) -> dict:
         "latency_p99_ms": 0.2,
         "latency_p999_ms": 0.5,
         "rate": 8000,
-        "rate_basis": "50% of the slowest row's closed-loop median (asyncio · coroutines)",
+        "rate_basis": "declared",
         "scheduled": 16000,
         "rate_achieved": 8000.0 if kept else 5000.0,
         "requests_per_s": 8000.0 if kept else 5000.0,
@@ -99,6 +98,11 @@ def paced_rep(server_us: float, kept: bool = True, share: float = 0.2) -> dict:
     if not kept:
         rep["invalid"] = "server could not keep the rate (10,000 of 16,000 scheduled requests)"
     return rep
+
+
+def row_lines(text: str, start: str) -> str:
+    """Every line of a row (its table's and its detail table's), joined."""
+    return "\n".join(ln for ln in text.splitlines() if ln.startswith(start))
 
 
 def put_all(store: ResultStore, point: Point, reps_by_row: dict[Row, list[dict]]) -> None:
@@ -127,6 +131,10 @@ def results(tmp_path: Path) -> Path:
                     Row("callbacks", "callbacks"): [paced_rep(us) for us in (10, 10.5, 11)],
                     Row("trio", "coroutines"): [paced_rep(90, kept=False)] * 3,
                     Row("selectors-floor", "native", anchor=True): [paced_rep(8)] * 3,
+                    # the server users write: every echo ratio's base, as asyncio · callbacks
+                    Row("asyncio-protocol", "native", anchor=True): [
+                        paced_rep(us) for us in (20, 21, 22)
+                    ],
                 },
             )
             continue
@@ -144,6 +152,10 @@ def results(tmp_path: Path) -> Path:
                     for r in (5000, 5100, 5200)
                 ],
                 Row("selectors-floor", "native", anchor=True): [echo_rep(r) for r in (3, 4, 5)],
+                # the server users write, every echo ratio's base: as asyncio · callbacks
+                Row("asyncio-protocol", "native", anchor=True): [
+                    echo_rep(r) for r in (900, 1000, 1100)
+                ],
                 # one repetition of three saturated its generator: left out, and said so
                 Row("uvloop", "callbacks"): [echo_rep(1500), echo_rep(1600), echo_rep(9e3, 0.99)],
             },
@@ -260,8 +272,8 @@ def test_a_pyperf_row_shows_pyperfs_own_spread_not_a_range_of_one(results, tmp_p
     text = (reports / "bench.md").read_text()
     micro_part = text.split("\n## Micro\n")[1].split("\n## ")[0]
     assert "pyperf std dev (% of mean)" in micro_part
+    assert "switch 2.5, call_soon 1.0, timer 12.0" in row_lines(micro_part, "| asyncio · cal")
     asyncio_row = next(ln for ln in micro_part.splitlines() if ln.startswith("| asyncio · cal"))
-    assert "switch 2.5, call_soon 1.0, timer 12.0" in asyncio_row
     cells = [cell.strip() for cell in asyncio_row.split("|")[1:-1]]
     assert cells[1] == "6,000"  # the figure alone: one repetition has no min–max
 
@@ -297,7 +309,7 @@ def test_what_this_shows_is_written_from_the_figures(results, tmp_path):
     report.render_all(results, reports)
     echo = (reports / "bench.md").read_text().split("## Echo")[1].split("## Sleep")[0]
     line = next(ln for ln in echo.splitlines() if ln.startswith("*What this shows:*"))
-    assert "highest callbacks · callbacks (2,000, ×2.00 asyncio)" in line
+    assert "highest callbacks · callbacks (2,000, ×2.00 asyncio-protocol)" in line
     assert "Best home-made loop: callbacks · callbacks" in line
     # the floor is an anchor: 4 req/s, so the home-made loop is at 50000 % of it
     assert "of the bare-selectors floor" in line
@@ -323,43 +335,62 @@ def test_fixed_offered_load_tables_show_cost_the_rate_and_who_could_not_keep_it(
     reports = tmp_path / "reports"
     report.render_all(results, reports)
     echo = (reports / "bench.md").read_text().split("## Echo")[1].split("## Sleep")[0]
-    paced = echo.split("### Fixed offered load: 1 KiB messages, 100 connections")
+    paced = echo.split("### Fixed offered load: 1 KiB messages, 100 connections, 8,000 req")
     assert len(paced) == 2, "a fixed-offered-load section at 1 KiB x 100 connections"
     section = paced[1].split("\n### ")[0]
     assert "server CPU (µs / request) median [min–max]" in section
     assert (
-        "*Offered load:* 8,000 requests/s over 100 connections, chosen as 50% of the slowest "
-        "row's closed-loop median (asyncio · coroutines). Every request is scheduled" in section
+        "*Offered load:* 8,000 requests/s over 100 connections, declared in "
+        "`bench/registry/echo.py`, the same in every session, quick and full. Every request "
+        "is scheduled" in section
     )
-    callbacks = next(ln for ln in section.splitlines() if ln.startswith("| callbacks · callbacks"))
-    assert "10.5 [10.0–11.0]" in callbacks and "×0.50" in callbacks and "native" in callbacks
+    # its line in the table and in the detail table under it (no table wider than 8 columns)
+    callbacks = row_lines(section, "| callbacks · callbacks")
+    assert "10.5 [10.0–11.0]" in callbacks and "×0.50 [" in callbacks and "native" in callbacks
     trio = next(ln for ln in section.splitlines() if ln.startswith("| trio · coroutines"))
     assert "**invalid**" in trio and "could not keep the rate" in trio
     assert "No figure for trio · coroutines: server could not keep the rate" in section
     # Closed-loop rows stored before the generator was recorded were measured by the Python one.
     closed = echo.split("### Closed loop, maximum throughput: 1 KiB messages, 100 connections")[1]
-    asyncio_row = next(ln for ln in closed.splitlines() if ln.startswith("| asyncio · callbacks"))
-    assert asyncio_row.rstrip(" |").rsplit("|", 2)[1].strip() == "python"
+    closed = closed.split("\n### ")[0]
+    detail = closed.split("*Detail:*")[1]
+    asyncio_row = next(ln for ln in detail.splitlines() if ln.startswith("| asyncio · callbacks"))
+    assert asyncio_row.rstrip(" |").rsplit("|", 1)[1].strip() == "python"
     assert "(charts/quick-echo-cost.png)" in echo
 
 
-def test_the_offered_rate_is_half_the_slowest_closed_loop_row_measured_before_it(results):
-    store = ResultStore.load(results_path(results, "quick", "echo"), "echo", "quick")
-    paced = [p for p in echo.points(full=False) if p.args.get("measure") == "paced"]
-    assert paced and all("rate" not in p.args for p in paced), "the rate is chosen, not fixed"
-    for point in paced:
-        echo_measure.prepare(point, store)
-        rate, why = echo_measure.RATES[point.key]
-        # the fixture's slowest valid closed-loop row is the floor at 4 requests/s
-        assert rate == 2 and "(selectors-floor (anchor), 4 requests/s)" in why
-    empty = ResultStore.empty(results / "none.json", "echo", "quick")
-    echo_measure.prepare(paced[-1], empty)
-    assert echo_measure.RATES[paced[-1].key] == (
-        echo_measure.default_rate(1024, 100),
-        "the default for this size and connection count: no closed-loop figure was stored",
+def test_the_offered_rate_is_declared_the_same_in_quick_and_full_runs():
+    quick = {p.key: p.args for p in echo.points(full=False) if p.args.get("measure") == "paced"}
+    full = [p.args for p in echo.points(full=True) if p.args.get("measure") == "paced"]
+    assert quick and all(
+        args["rate"] == echo.offered_rate(1024, args["connections"]) for args in quick.values()
     )
-    rounded = [echo_measure.two_digits(v) for v in (2437.9, 99.5, 7.2, 15562.1)]
-    assert rounded == [2400, 99, 7, 15000]
+    headline = [a for a in full if (a["size"], a["connections"]) == (1024, 100)]
+    # the full run's curve: the declared rate plus the other declared curve rates
+    assert sorted(a["rate"] for a in headline) == sorted(echo.CURVE_RATES)
+    for args in quick.values():  # the same rate at the same size and connections in full
+        same = [a for a in full if (a["size"], a["connections"]) == (1024, args["connections"])]
+        assert args["rate"] in {a["rate"] for a in same if "curve" not in a}
+
+
+def test_a_row_with_repetitions_at_two_rates_is_two_points(tmp_path):
+    """A stored point from before the rate was declared, one row at two rates: two points."""
+    store = ResultStore.empty(results_path(tmp_path, "quick", "echo"), "echo", "quick")
+    store.add_session(SESSION, ENV, ["python", "-m", "bench", "run"])
+    old = Point("echo", (("measure", "paced"), ("size", 1024), ("connections", 100)), ())
+    row = Row("callbacks", "callbacks")
+    reps = [paced_rep(10) | {"rate": 17000}, paced_rep(30) | {"rate": 8000}]
+    store.put(old, row, SESSION, "code", [*reps, paced_rep(31) | {"rate": 8000}])
+    store.save()
+    points = ResultStore.load(store.path, "echo", "quick").data["points"]
+    assert len(points) == 2
+    by_rate = {p["params"]["rate"]: p for p in points.values()}
+    assert set(by_rate) == {8000, 17000}
+    assert all(p["params"]["rate_derived"] for p in points.values())
+    assert [r["server_cpu_us"] for r in by_rate[8000]["rows"][row.key]["reps"]] == [30, 31]
+    assert [r["server_cpu_us"] for r in by_rate[17000]["rows"][row.key]["reps"]] == [10]
+    title = echo.point_title(by_rate[17000]["params"])
+    assert "17,000 requests/s" in title and "old point" in title
 
 
 def test_saturation_rule_uses_valid_repetitions_only():
@@ -875,13 +906,24 @@ def test_the_report_opens_with_the_glance_table_and_a_sentence_per_workload(resu
     assert start < 60
     end = next(i for i, ln in enumerate(lines) if i > start and ln.startswith("## "))
     glance = lines[start:end]
-    glance_rows = {ln.split("|")[1].strip(): ln for ln in glance if ln.startswith("| ")}
+    echo_part = "\n".join(glance).split("### The other workloads")[0].splitlines()
+    other_part = "\n".join(glance).split("### The other workloads")[1].splitlines()
+    glance_rows = {ln.split("|")[1].strip(): ln for ln in echo_part if ln.startswith("| ")}
+    other_rows = {ln.split("|")[1].strip(): ln for ln in other_part if ln.startswith("| ")}
     callbacks = [c.strip() for c in glance_rows["callbacks · callbacks"].split("|")[1:-1]]
-    assert callbacks[1] == "2,000 (×2.00)"  # echo: twice asyncio · callbacks
-    assert callbacks[5] == "3,000 (×0.50)"  # switch: half asyncio's (after the two × columns)
-    assert callbacks[9] == "1/2"  # conformance: one of two claimed properties passes
-    assert glance_rows["asyncio · callbacks"].split("|")[10].strip() == "1/2"  # ⚠️ is not holding
-    # The servers a user would write instead close the table, even where not measured.
+    assert callbacks[1] == "2,000"  # echo: the figure, then its ratio to asyncio-protocol
+    assert callbacks[2].startswith("×2.00 [") and callbacks[2].endswith("faster")
+    assert callbacks[6] == "1/2"  # conformance: one of two claimed properties passes
+    assert glance_rows["asyncio · callbacks"].split("|")[7].strip() == "1/2"  # ⚠️: not holding
+    assert len(callbacks) <= 8  # no table wider than 8 columns
+    switch = [c.strip() for c in other_rows["callbacks · callbacks"].split("|")[1:-1]]
+    assert switch[1] == "3,000 (×0.50 [0.50–0.50])"  # switch: half asyncio's, its interval
+    # Rows are grouped and labelled by kind; the servers a user would write close the table.
+    assert [k for k in glance_rows if k.startswith("**")] == [
+        "**reference loops**",
+        "**home-made loops**",
+        "**anchor servers**",
+    ]
     assert list(glance_rows)[-3:] == [
         "asyncio-streams (anchor)",
         "asyncio-protocol (anchor)",
@@ -890,7 +932,9 @@ def test_the_report_opens_with_the_glance_table_and_a_sentence_per_workload(resu
     assert "invalid" in glance_rows["uvloop · coroutines"]  # a word, never the saturated figure
     sentences = [ln for ln in glance if ln.startswith("- **")]
     echo_line = next(ln for ln in sentences if ln.startswith("- **Echo throughput"))
-    assert "callbacks · callbacks leads at 2,000 requests/s (×2.00 asyncio)" in echo_line
+    assert (
+        "callbacks · callbacks leads at 2,000 requests/s (×2.00 asyncio-protocol, same" in echo_line
+    )
     assert "1.29× better than the next, uvloop · callbacks" in echo_line  # 2,000 over 1,550
     assert any("every claimed property holds in 1 of 3" in ln for ln in sentences)
 
@@ -1086,7 +1130,7 @@ def test_a_registered_workload_is_measured_stored_and_rendered(monkeypatch, tmp_
     text = (reports / "bench.md").read_text()
     assert "## Tiny" in text and "[Tiny](#tiny)" in text
     assert "### One sleep of 2 ms" in text
-    assert re.search(r"\| traps · coroutines\s*\|\s*[\d.]+ \|\s*×[\d.]+ \|", text), text
+    assert re.search(r"\| traps · coroutines\s*\|\s*[\d.]+ \|\s*×[\d.]+ \[", text), text
     assert reports / "charts" / "quick-tiny-wall.png" in written
 
 
@@ -1147,19 +1191,15 @@ def test_an_unavailable_variant_is_skipped_and_each_report_section_says_why(resu
     assert done.returncode == 0, done.stderr
     text = (results.parent / "bench.md").read_text()
     glance = text.split("## At a glance", 1)[1].split("\n## ", 1)[0]
-    assert re.search(r"\| zz_unavailable +\| unavailable +\|", glance), glance
-    assert f"- **zz_unavailable**: {said}" in glance
+    # Said once for the page (issue 36: not once per table), and in no table's rows.
+    assert text.count(f"zz_unavailable, {said}") == 1
+    assert "| zz_unavailable " not in glance
     for title in ("Echo", "Sleep", "Crawler", "Micro"):
         section = text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
-        tables = section.count("| variant · style")
-        assert tables and section.count("| zz_unavailable ") == tables, title
-        marked = (
-            rf"\| zz_unavailable +\| +\*\*unavailable on Python {re.escape(loops.PYTHON)}\*\* \|"
-        )
-        assert len(re.findall(marked, section)) == tables, title
-        assert section.count(f"zz_unavailable: {said}") == tables, title
+        assert section.count("| variant · style") and "| zz_unavailable " not in section, title
+        assert f"zz_unavailable: {said}" not in section, title
     anatomy = text.split("## Cost anatomy", 1)[1].split("\n## ", 1)[0]
-    assert f"| zz_unavailable | {said}" in anatomy
+    assert re.search(r"No row for [^:]*zz_unavailable[^:]*: unavailable here\.", anatomy)
 
 
 def test_the_http_section_says_where_the_pure_python_loop_stands_between_asyncio_and_uvloop():
@@ -1206,3 +1246,166 @@ def test_rows_stored_where_a_variant_loads_stay_in_tables_rendered_where_it_does
     assert next(r for r in rows if r.row.variant == elsewhere).summary.status == "ok"
     assert elsewhere not in {r.row.variant for r in unavailable_rows(rows)}
     assert elsewhere in {r.row.variant for r in unavailable_rows([])}
+
+
+def test_two_sessions_whose_baselines_differ_take_no_ratio_across_them(tmp_path):
+    """asyncio-protocol measured at 20 µs in session A and 40 µs in session B: a row of A is
+    read against A's 20, a row of B against B's 40, a row of C (no asyncio-protocol) against
+    nothing; the table prints each earlier row's own denominator."""
+    from bench.render.rows import rendered_rows
+    from bench.render.tables import table
+
+    workload = registry.get("echo")
+    store = ResultStore.empty(results_path(tmp_path, "quick", "echo"), "echo", "quick")
+    point = next(p for p in echo.points(full=False) if p.args.get("measure") == "paced")
+    protocol = Row("asyncio-protocol", "native", anchor=True)
+    for session, base, row, cost in (
+        ("A", 20, Row("callbacks", "callbacks"), 10),
+        ("B", 40, Row("traps", "coroutines"), 20),
+        ("C", None, Row("futures", "coroutines"), 15),
+    ):
+        store.add_session(session, ENV, ["python", "-m", "bench", "run"])
+        if base is not None:
+            reps = [paced_rep(base * f) for f in (0.99, 1.0, 1.01)]
+            store.put(point, protocol, session, workload.fingerprint(protocol), reps)
+        reps = [paced_rep(cost * f) for f in (0.99, 1.0, 1.01)]
+        store.put(point, row, session, workload.fingerprint(row), reps)
+    rows = {r.row.variant: r for r in rendered_rows(workload, store.data["points"][point.key])}
+    cost = workload.metric("server_cpu_us")
+    assert rows["callbacks"].ratio(cost) == pytest.approx(0.5)  # A's 20, never B's 40
+    assert rows["traps"].ratio(cost) == pytest.approx(0.5)  # B's 40
+    assert rows["futures"].ratio(cost) is None  # no asyncio-protocol in session C
+    text = table(workload.columns_at(point.args), list(rows.values()))
+    callbacks = row_lines(text, "| callbacks · callbacks†")
+    assert "×0.50 [" in callbacks and "(of 20.0†)" in callbacks
+    assert "not in this session" in row_lines(text, "| futures · coroutines")
+    # The controls moved beyond their spread (20 then 40): the page says so under the table.
+    from bench.render.report import controls_moved
+
+    flag = " ".join(controls_moved(workload, store.data["points"][point.key]))
+    assert "**Controls moved:** asyncio-protocol 20.0 [19.8–20.2] in session A, 40.0" in flag
+
+
+def _form_faults(text: str) -> list[str]:
+    """Tables wider than 8 columns and prose paragraphs (or list items) over 120 words."""
+    faults = []
+    for block in re.split(r"\n\s*\n", text):
+        lines = block.strip().splitlines()
+        if not lines:
+            continue
+        if lines[0].startswith("|"):
+            width = max(len(ln.strip().strip("|").split("|")) for ln in lines)
+            if width > 8:
+                faults.append(f"{width} columns: {lines[0][:80]}")
+            continue
+        items = lines if lines[0].lstrip().startswith("- ") else [" ".join(lines)]
+        faults += [f"{len(i.split())} words: {i[:80]}" for i in items if len(i.split()) > 120]
+    return faults
+
+
+def test_no_table_wider_than_8_columns_and_no_paragraph_over_120_words(results, tmp_path):
+    """Issue 36's form, on a report rendered from the fixture and on the committed ones."""
+    reports = tmp_path / "reports"
+    report.render_all(results, reports)
+    assert _form_faults((reports / "bench.md").read_text()) == []
+    for name in ("bench.md", "bench-full.md"):
+        committed = ROOT / "reports" / name
+        if committed.exists():
+            assert _form_faults(committed.read_text()) == [], name
+
+
+def test_the_index_names_every_section_and_the_reports_link_each_other(results, tmp_path):
+    reports = tmp_path / "reports"
+    report.render_all(results, reports)
+    text = (reports / "bench.md").read_text()
+    index = next(ln for ln in text.splitlines() if ln.startswith("Sections: "))
+    for heading in re.findall(r"^## (.+)$", text, flags=re.M):
+        assert f"[{heading}](#{heading.lower().replace(' ', '-')})" in index, heading
+    for target in ("bench-full.md", "conformance.md", "timelines.md", "site/index.html"):
+        assert f"]({target}" in text, target
+    assert "](../README.md)" in text
+    # said once, not once per table (the Interpreters section names each interpreter's own)
+    before = text.split("\n## Interpreters\n")[0] + text.split("\n## Code size\n")[-1]
+    assert before.count(f"unavailable on Python {loops.PYTHON}") <= 1
+
+
+def test_the_glance_draws_cost_with_intervals_cost_against_code_and_latency(results, tmp_path):
+    """Issue 36's charts at the fixed load: cost bars (values, intervals, a legend, labelled
+    lines), cost against code lines with conformance marked, latency percentiles."""
+    reports = tmp_path / "reports"
+    report.render_all(results, reports)
+    text = (reports / "bench.md").read_text()
+    for name in ("quick-glance-echo-cost", "quick-glance-cost-code", "quick-glance-echo-latency"):
+        assert (reports / "charts" / f"{name}.png").exists(), name
+        assert f"(charts/{name}.png)" in text, name
+
+
+def test_a_client_bound_row_is_drawn_at_least_its_figure_at_the_top_not_left_out(results):
+    """uvloop · coroutines saturated the load generator at 5,100 requests/s: the requests chart
+    draws it as '≥ 5,100', ranked first, instead of leaving it out (issue 36)."""
+    from bench.render import charts
+    from bench.render.rows import stored_points
+
+    stores = report.main_tables(results, "quick")[1]
+    points = [(None, *pair) for pair in stored_points(stores, "quick")("echo")]
+    workload = registry.get("echo")
+    spec = next(c for c in workload.charts if c.name == "requests")
+    series, _, missing, bounds = charts._series(spec, workload.metric(spec.metric), points)
+    assert ("uvloop · coroutines", 100) in bounds
+    assert ("uvloop · coroutines", 100) not in missing
+    assert series[1024]["uvloop · coroutines"][100][0] == 5100
+
+
+def test_the_crawler_says_why_it_finds_more_urls_than_the_sites_pages(results, tmp_path):
+    reports = tmp_path / "reports"
+    report.render_all(results, reports)
+    crawler = (reports / "bench.md").read_text().split("\n## Crawler\n")[1].split("\n## ")[0]
+    said = next(ln for ln in crawler.splitlines() if ln.startswith("*Why more than 1,000"))
+    assert "955 of its 1,000 pages" in said and "569 redirect URLs" in said
+    assert "1,524 in all" in said
+
+
+def test_fixed_load_cost_is_read_against_closed_loop_cost_row_by_row():
+    def pt(paced: bool, costs: dict) -> dict:
+        params = {"size": 1024, "connections": 100}
+        if paced:
+            params = {"measure": "paced", **params, "rate": echo.HEADLINE_RATE}
+        rows = {
+            key: {"session": "S", "reps": [{"server_cpu_us": c, "peer_cpu_share": 0.5}] * 3}
+            for key, c in costs.items()
+        }
+        return {"params": params, "rows": rows, "baselines": {}}
+
+    points = {
+        "closed": pt(False, {"handlers/callbacks": 10.0, "traps/coroutines": 10.0}),
+        "paced": pt(True, {"handlers/callbacks": 40.0, "traps/coroutines": 25.0}),
+    }
+    (said, _) = echo.fixed_against_closed(points)
+    assert "is 2.5× (traps · coroutines: 25.0 against 10.0 µs)" in said
+    assert "to 4.0× (handlers · callbacks: 40.0 against 10.0 µs)" in said
+    assert "over 2 rows" in said
+
+
+def test_an_interpreter_whose_every_row_rose_20_percent_reads_no_change():
+    """Issue 36: each interpreter's rows are read against its own same-session controls, so a
+    session where every row (controls too) costs 20% more says 'no change'; a row that rose
+    alone, beyond its spread, says 'dearer'."""
+    from bench.render import drift
+
+    base = {
+        "asyncio-protocol/native": [24.0, 24.4, 24.8],
+        "uvloop-protocol/native": [20.6, 20.8, 21.0],
+        "selectors-floor/native": [12.0, 12.2, 12.4],
+        "traps/coroutines": [23.9, 24.3, 24.7],
+        "handlers/callbacks": [49.0, 49.6, 50.2],
+    }
+    drifted = {key: [v * 1.2 for v in values] for key, values in base.items()}
+    compared = drift.compare(base, drifted, higher_is_better=False)
+    assert set(compared) == {"traps/coroutines", "handlers/callbacks"}
+    assert all(said == "no change" for *_, said in compared.values())
+    assert all(abs(ratio - 1) < 1e-9 for ratio, *_ in compared.values())
+    drifted["handlers/callbacks"] = [v * 1.5 for v in drifted["handlers/callbacks"]]
+    assert drift.compare(base, drifted, higher_is_better=False)["handlers/callbacks"][3] == (
+        "dearer"
+    )
+    assert drift.compare(base, {"traps/coroutines": [1.0]}, higher_is_better=False) == {}

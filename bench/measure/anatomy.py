@@ -382,28 +382,11 @@ def user_system(before: tuple, after: tuple) -> tuple[float, float]:
 
 
 def load_params(results: Path | None = None) -> dict:
-    """The load of the echo bench's fixed-offered-load point at SIZE x CONNECTIONS.
+    """The load of the echo bench's fixed-offered-load point at SIZE x CONNECTIONS, at the rate
+    the echo workload declares there (the same in every session; `results` is not read)."""
+    from bench.registry.echo import offered_rate
 
-    Its rate is the one the stored quick echo results last offered at that point (the bench
-    chooses it from closed-loop data), else the bench's default.
-    """
-    from bench.measure.echo import default_rate
-
-    rate = default_rate(SIZE, CONNECTIONS)
-    if results is not None:
-        for point in store.stored_points(results, "quick", "echo").values():
-            params = point.get("params", {})
-            if params.get("measure") == PACED and (params["size"], params["connections"]) == (
-                SIZE,
-                CONNECTIONS,
-            ):
-                offered = [
-                    rep["rate"]
-                    for entry in point.get("rows", {}).values()
-                    for rep in entry.get("reps", [])
-                    if rep.get("rate")
-                ]
-                rate = offered[-1] if offered else rate
+    rate = offered_rate(SIZE, CONNECTIONS)
     return {"size": SIZE, "connections": CONNECTIONS, "measure": PACED, "rate": rate}
 
 
@@ -444,6 +427,36 @@ def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict
         "generator": plain.get("generator"),
         "kept_rate": plain.get("kept_rate"),
     }
+
+
+def cpu_only(row: Row, cores, workdir: Path, params: dict) -> float:
+    """A further repetition of a row's CPU per request (µs): a fresh server, the warm-up, one
+    plain window, nothing counted. The anatomy's CPU column is the median of three (the
+    first from measure_row), with their range: one repetition was noise read as a finding."""
+    from bench.measure.echo import load_argv, run_load, server_argv
+    from bench.procs import Child
+
+    server = Child(
+        server_argv(row), cores.subject, stdout=subprocess.PIPE, stderr_path=workdir / "server.err"
+    )
+    try:
+        port = server.read_port(timeout=30)
+
+        def load(name: str, seconds: float) -> dict:
+            argv = load_argv(port, params, seconds, workdir / f"{name}.json", server.pid)
+            return run_load(argv, cores.peer, workdir, name, seconds + 60)
+
+        load("warm-up", WARMUP_S)
+        before = cpu_times(server.pid)
+        plain = load("plain", PLAIN_S)
+        user, system = user_system(before, cpu_times(server.pid))
+        server.check(server.stop(timeout=30))
+    finally:
+        server.kill()
+    return (user + system) / plain["requests"] * 1e6
+
+
+CPU_REPETITIONS = 3  # the CPU column's repetitions per row, interleaved across rows
 
 
 def rows(loop_names: list[str] | None = None) -> list[Row]:
@@ -490,6 +503,20 @@ def run(loop_names: list[str] | None, results: Path, prefer: str | None = None) 
                 except (ChildFailed, RuntimeError, OSError) as error:
                     measured[row.key] = {"label": row.label, "kind": row.kind, "error": str(error)}
             print(f"anatomy: {measured[row.key].get('label')}: {_one_line(measured[row.key])}")
+        for entry in measured.values():
+            if "error" not in entry:
+                entry["cpu_us_reps"] = [entry["user_us"] + entry["system_us"]]
+        for turn in range(1, CPU_REPETITIONS):  # rounds over every row: drift spreads evenly
+            for row in rows(loop_names):
+                entry = measured.get(row.key, {})
+                if "error" in entry:
+                    continue
+                with tempfile.TemporaryDirectory(prefix="anatomy-") as tmp:
+                    try:
+                        entry["cpu_us_reps"].append(cpu_only(row, cores, Path(tmp), params))
+                    except (ChildFailed, RuntimeError, OSError) as error:
+                        entry["cpu_error"] = str(error)
+                print(f"anatomy: {entry['label']}: CPU repetition {turn + 1}")
     else:
         print(f"anatomy: no syscall counter: {why}")
     stored["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")

@@ -1,8 +1,8 @@
 """Echo, the running side: one repetition (a fresh server, a warm-up load, a measured load).
 
 What a repetition is and why it is shaped so is the workload's own description
-(:mod:`bench.registry.echo`). Here: the server and load generator command lines, the offered
-rate of a fixed-load point chosen from data before the point runs (:func:`prepare`), and
+(:mod:`bench.registry.echo`), which also declares each fixed-load point's offered rate (a
+parameter of the point). Here: the server and load generator command lines, and
 :func:`measure`, which turns the generator's record into the figures the declaration names.
 """
 
@@ -14,75 +14,14 @@ from pathlib import Path
 
 from bench.plan import Point, Row
 from bench.procs import Child, ChildFailed, cpu_seconds, mib, peer_python, python
-from bench.registry.echo import METRICS, PACED
-from bench.summary import known_limit, summarize
+from bench.registry.echo import PACED
+from bench.summary import known_limit
 from bench.workload import Measuring
 
 PEER = "load generator"
 # A server that fell behind while using less than this share of its core was not too slow but
 # kept waiting (by other processes on a shared machine): its row says so.
 IDLE_SHARE = 0.5
-
-RATE_SHARE = 0.5  # the offered rate, as a share of the slowest row's closed-loop throughput
-# Where no closed-loop figure is stored: about half the slowest rows of a quiet quick run
-# (asyncio · coroutines, ~10 000 requests/s over one connection, ~15 500 over 100 at 1 KiB).
-DEFAULT_RATE = {1: 4000, "more": 8000}
-RATES: dict[str, tuple[int, str]] = {}  # paced point key -> (rate, why), set by prepare()
-
-
-def default_rate(size: int, connections: int) -> int:
-    """The offered rate without data: bigger messages cost the kernel more per request."""
-    base = DEFAULT_RATE[1] if connections == 1 else DEFAULT_RATE["more"]
-    return base if size <= 1024 else base // 2 if size <= 16384 else base // 5
-
-
-def slowest_closed(params: dict, stored_points: dict) -> tuple[float, str] | None:
-    """The slowest valid row's closed-loop median at this size and connection count."""
-    slowest = None
-    for point in stored_points.values():
-        other = point["params"]
-        if other.get("measure") is not None or (other["size"], other["connections"]) != (
-            params["size"],
-            params["connections"],
-        ):
-            continue
-        for entry in point["rows"].values():
-            summary = summarize(entry["reps"], METRICS)
-            stat = summary.stats.get("requests_per_s") if summary.status == "ok" else None
-            if stat is not None and (slowest is None or stat.median < slowest[0]):
-                label = entry["variant"] + (
-                    " (anchor)" if entry.get("anchor") else f" · {entry['style']}"
-                )
-                slowest = (stat.median, label)
-    return slowest
-
-
-def two_digits(value: float) -> int:
-    """Rounded down to two significant digits (2 437 -> 2 400)."""
-    step = 10 ** max(0, len(str(int(value))) - 2)
-    return max(1, int(value) // step * step)
-
-
-def prepare(point: Point, store) -> None:
-    """Before a paced point is measured: choose its rate from the closed-loop data stored.
-
-    The closed-loop points come first in the run, so in a full session the figures are
-    this session's, on this machine, under its present load: the rate is RATE_SHARE of the
-    slowest valid row's median, so every loop and anchor should sustain it.
-    """
-    if point.args.get("measure") != PACED:
-        return
-    slowest = slowest_closed(point.args, store.data["points"])
-    if slowest is None:
-        rate = default_rate(point.args["size"], point.args["connections"])
-        why = "the default for this size and connection count: no closed-loop figure was stored"
-    else:
-        rate = two_digits(slowest[0] * RATE_SHARE)
-        why = (
-            f"{RATE_SHARE:.0%} of the slowest row's closed-loop median at this size and "
-            f"connection count when it was measured ({slowest[1]}, {slowest[0]:,.0f} requests/s)"
-        )
-    RATES[point.key] = (rate, why)
 
 
 def server_argv(row: Row) -> list[str]:
@@ -146,13 +85,7 @@ def stated_limit(server: Child) -> str:
 def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
     """One repetition: fresh server, warm-up load, measured load, clean stop."""
     params = point.args
-    basis = ""
-    if params.get("measure") == PACED:
-        rate, basis = RATES.get(point.key) or (
-            default_rate(params["size"], params["connections"]),
-            "the default for this size and connection count",
-        )
-        params = params | {"rate": rate}
+    basis = "declared" if params.get("measure") == PACED else ""
     record, server_cpu, usage = serve(row, params, cores, workdir)
     return figures(record, server_cpu, usage, params, basis)
 
@@ -247,4 +180,4 @@ def paced_figures(record: dict, basis: str) -> dict:
     return found
 
 
-MEASURING = Measuring(measure=measure, prepare=prepare)
+MEASURING = Measuring(measure=measure)

@@ -11,6 +11,8 @@ did, with "–" in the new columns.
 
 from __future__ import annotations
 
+import statistics
+
 from bench.plan import FLOOR, YARDSTICK, unavailable_variants
 
 
@@ -49,19 +51,38 @@ def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:
             said[-1] += (
                 f", {s['total'] - floor['syscalls']['total']:+.2f} against the selectors floor"
             )
-    if reference and "user_us" in reference:
-        cpu, base = cpu_us(entry), cpu_us(reference)
+    mine, theirs = cpu_stat(entry), cpu_stat(reference) if reference else None
+    if mine and theirs:
+        apart = mine[2] < theirs[1] or theirs[2] < mine[1]
         said.append(
-            f"CPU {cpu:.2f} µs per request against {base:.2f} for {YARDSTICK} "
-            f"({cpu - base:+.2f} µs)"
+            f"CPU {_cpu_text(mine)} µs per request against {_cpu_text(theirs)} for {YARDSTICK}"
+            + (" (the ranges do not overlap)" if apart else " (the ranges overlap: level here)")
         )
     return "; ".join(said) + "."
 
 
+def cpu_stat(entry: dict | None) -> tuple[float, float, float] | None:
+    """A row's CPU per request as (median, min, max) over its repetitions, or None with fewer
+    than MIN_CPU_REPS: one repetition was noise read as a finding (issue 36)."""
+    reps = (entry or {}).get("cpu_us_reps") or []
+    if len(reps) < MIN_CPU_REPS:
+        return None
+    return statistics.median(reps), min(reps), max(reps)
+
+
+def _cpu_text(stat: tuple[float, float, float]) -> str:
+    return f"{stat[0]:.2f} [{stat[1]:.2f}–{stat[2]:.2f}]"
+
+
+MIN_CPU_REPS = 3
+
+
 def cpu_us(entry: dict) -> float:
-    """Server CPU per request: the scheduler's exact figure, stored as its user and system
-    shares (a split the table does not show, see the introduction)."""
-    return entry["user_us"] + entry["system_us"]
+    """Server CPU per request: the median of its repetitions where it has MIN_CPU_REPS or more
+    (the loops' READMEs quote it), else the one counted repetition's scheduler figure (stored
+    as its user and system shares, a split the table does not show)."""
+    stat = cpu_stat(entry)
+    return stat[0] if stat else entry["user_us"] + entry["system_us"]
 
 
 def _batching(enters: float) -> str:
@@ -99,20 +120,31 @@ def section(data: dict | None) -> list[str]:
     tool = data.get("counter")
     if tool is None:
         return [*lines, f"No syscall counter ran: {data.get('unavailable')}.", ""]
+    rows = data.get("rows", {})
+    measured = [e for e in rows.values() if "error" not in e]
+    with_cpu = bool(measured) and all(cpu_stat(e) for e in measured)
+    cpu_head = "| CPU µs/req median [min–max] " if with_cpu else ""
     lines += [
         COUNTERS[tool],
         "",
-        "| row | CPU µs/req | × "
-        + YARDSTICK
-        + " | syscalls/req | waits | recv | EAGAIN recv | send | epoll_ctl | io_uring_enter "
-        "| SQEs / CQEs per enter | other |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        f"| row {cpu_head}| syscalls/req | waits | recv | EAGAIN recv | send | epoll_ctl |",
+        "|---" + "|--:" * (6 + with_cpu) + "|",
     ]
-    rows = data.get("rows", {})
-    table, notes = table_rows(rows)
+    table, notes = table_rows(rows, with_cpu)
     lines += table
-    for name, why in unavailable_variants().items():  # it would have a row: say why it has none
-        lines.append(f"| {name} | {why} |" + " |" * 10)
+    rings = [e for e in measured if e.get("uring") or e["syscalls"].get("io_uring_enter")]
+    if rings:
+        lines += [
+            "",
+            "| row | io_uring_enter | SQEs / CQEs per enter | other |",
+            "|---|--:|--:|--:|",
+            *(
+                f"| {e['label']} | {_uring_cells(e)} | {e['syscalls']['other']:.3f} |"
+                for e in rings
+            ),
+        ]
+    if unavailable_variants():  # they would have rows: said once, as on the rest of the page
+        lines += ["", f"No row for {', '.join(unavailable_variants())}: unavailable here."]
     if any(e.get("kept_rate") is False for e in rows.values()):
         lines += ["", "† the server did not keep the offered rate: its figures are at saturation."]
     if notes:
@@ -131,39 +163,32 @@ def introduction(data: dict) -> str:
         f"({point.get('rate', 0):,} requests/s), measured by {COMMAND} on {data['date']} in an "
         "untimed repetition per row: the server's CPU per request over a "
         f"{point['window_s']:g} s load window with nothing attached (the scheduler's exact "
-        "figure), then syscalls per request by kind over a second window. No user/system "
-        "split: the kernel's comes from sampling the mode at each tick, rescaled to stay "
-        "monotonic, and for a server that runs in bursts of tens of microseconds it swings "
-        "from one window to the next (run `python -m bench anatomy --loop handlers` a few "
-        "times: the CPU agrees within about 1 %, the user share moves by tens of points), so "
-        "it cannot tell the Python apart from the kernel's socket work; the syscall counts "
-        "are what this section reads. No function-level "
-        "profile: cProfile's per-call hook costs about as much as the small calls these loops "
-        "differ by, so it would inflate the call-heavy loops most (`python -X perf` with "
-        "`perf record`, Python 3.12+, gives one by hand). The CPU columns come from this one "
-        "repetition per row, on a machine others may share: the echo section's medians rank "
-        "the loops; this table says where their microseconds go."
+        "figure), then syscalls per request by kind over a second window. The CPU column is "
+        f"shown only where every row has at least {MIN_CPU_REPS} repetitions (fresh servers, "
+        "interleaved across rows), as median [min–max]; otherwise CPU per request is read in "
+        "the echo section's fixed-load table and this section reads the syscall counts alone. "
+        "No user/system split (the kernel samples the mode at each tick, too coarse for "
+        "servers that run in bursts of tens of microseconds) and no function-level profile "
+        "(cProfile's per-call hook costs about as much as the calls these loops differ by)."
     )
 
 
-def table_rows(rows: dict) -> tuple[list[str], list[str]]:
+def table_rows(rows: dict, with_cpu: bool = False) -> tuple[list[str], list[str]]:
     """The table's rows, and a note per home-made loop on what its figures say."""
     reference = next((e for e in rows.values() if e.get("label") == YARDSTICK), None)
     floor = next((e for e in rows.values() if e.get("label") == FLOOR), None)
-    base = cpu_us(reference) if reference and "user_us" in reference else None
     lines, notes = [], []
     for entry in rows.values():
         if "error" in entry:
-            lines.append(f"| {entry['label']} | failed: {entry['error'][:80]} |" + " |" * 10)
+            lines.append(f"| {entry['label']} | failed: {entry['error'][:80]} |" + " |" * 5)
             continue
         s = entry["syscalls"]
-        cpu = cpu_us(entry)
         mark = " †" if entry.get("kept_rate") is False else ""
+        cpu = f"| {_cpu_text(cpu_stat(entry))} " if with_cpu else ""
         lines.append(
-            f"| {entry['label']}{mark} | {cpu:.2f} | {f'{cpu / base:.2f}' if base else '–'} "
-            f"| {s['total']:.2f} | {s['wait']:.3f} | {s['recv']:.2f} | {s['recv_eagain']:.2f} "
-            f"| {s['send']:.2f} | {s['epoll_ctl']:.3f} | {_uring_cells(entry)} "
-            f"| {s['other']:.3f} |"
+            f"| {entry['label']}{mark} {cpu}| {s['total']:.2f} | {s['wait']:.3f} "
+            f"| {s['recv']:.2f} | {s['recv_eagain']:.2f} | {s['send']:.2f} "
+            f"| {s['epoll_ctl']:.3f} |"
         )
         if entry["kind"] == "home-made":
             notes.append(f"- **{entry['label']}**: {explain(entry, reference, floor)}")
@@ -314,11 +339,16 @@ def _what_the_ring_saves(entry: dict, readiness: list[dict]) -> str:
     text = (
         "The kernel still performs every receive and send; what the ring saves is a "
         "crossing per operation and the separate readiness wait, so what that is worth "
-        "shows in the CPU column"
+        "shows in CPU per request"
     )
-    if readiness and "system_us" in entry:
-        cpu = [cpu_us(e) for e in readiness if "system_us" in e]
-        text += f": {cpu_us(entry):.2f} µs per request against {_span(cpu, '.2f')}"
+    cpu = [stat[0] for e in readiness if (stat := cpu_stat(e))]
+    if cpu and cpu_stat(entry):
+        text += (
+            f": {_cpu_text(cpu_stat(entry))} µs per request (median [range] of its "
+            f"repetitions) against medians of {_span(cpu, '.2f')}"
+        )
+    else:
+        text += " (the echo section's fixed-load table)"
     return text + "."
 
 

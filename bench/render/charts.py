@@ -40,28 +40,37 @@ def _series(spec, metric, points) -> tuple[dict, dict, set]:
     series: dict = defaultdict(lambda: defaultdict(dict))
     rows_by_label: dict = {}
     missing: set[tuple[str, object]] = set()  # (row label, x) without a valid figure
+    bounds: set[tuple[str, object]] = set()  # (row label, x) drawn as "≥": the peer saturated
     for _key, params, rows in points:
         if spec.x not in params or any(params.get(k) != v for k, v in spec.where):
             continue
         panel = params.get(spec.panels) if spec.panels else None
         for r in rows:
             stat = r.summary.stats.get(metric.name) if r.summary.status == "ok" else None
+            bound = r.summary.at_least.get(metric.name) if metric.higher_is_better else None
+            if stat is None and bound is not None:  # client-bound: at least this much
+                series[panel][r.label][params[spec.x]] = (bound * metric.scale,) * 3
+                rows_by_label[r.label] = r
+                bounds.add((r.label, params[spec.x]))
+                continue
             if stat is None:
                 missing.add((r.label, params[spec.x]))
                 continue
             scaled = tuple(v * metric.scale for v in (stat.median, stat.low, stat.high))
             series[panel][r.label][params[spec.x]] = scaled
             rows_by_label[r.label] = r
-    return series, rows_by_label, missing
+    return series, rows_by_label, missing, bounds
 
 
-def _panel(axis, workload, spec, metric, panel, by_row, rows_by_label, xs_colours) -> None:
+def _panel(axis, workload, spec, metric, panel, by_row, rows_by_label, xs_colours, bounds=()):
     largest = max(x for values in by_row.values() for x in values)
 
-    def rank(label: str) -> float:
+    def rank(label: str) -> tuple[bool, float]:
         values = by_row[label]
-        value = values.get(largest, values[max(values)])[0]
-        return value if metric.higher_is_better else -value
+        x = largest if largest in values else max(values)
+        value = values[x][0]
+        # a client-bound row is at least its figure: it goes to the top, never last
+        return ((label, x) in bounds, value if metric.higher_is_better else -value)
 
     labels = sorted(by_row, key=rank)  # best ends up at the top
     for y, label in enumerate(labels):
@@ -73,6 +82,13 @@ def _panel(axis, workload, spec, metric, panel, by_row, rows_by_label, xs_colour
         for x in ordered:
             median, low, high = values[x]
             colour, marker = xs_colours[x]
+            if (label, x) in bounds:
+                axis.plot(median, y, marker=">", color=colour, markersize=7, zorder=3)
+                axis.annotate(
+                    f"≥ {median:,.0f}", (median, y), xytext=(6, -3), textcoords="offset points",
+                    fontsize=7, color="#444444",
+                )  # fmt: skip
+                continue
             axis.errorbar(
                 median,
                 y,
@@ -113,7 +129,7 @@ def draw(workload: Workload, mode: str, points: list, chart_dir: Path) -> list[t
     drawn = []
     for spec in workload.charts:
         metric = workload.metric(spec.metric)
-        series, rows_by_label, missing = _series(spec, metric, points)
+        series, rows_by_label, missing, bounds = _series(spec, metric, points)
         if not series:
             continue
         xs = sorted({x for panel in series.values() for row in panel.values() for x in row})
@@ -128,7 +144,10 @@ def draw(workload: Workload, mode: str, points: list, chart_dir: Path) -> list[t
             1, len(panels), figsize=(3.0 + 5.0 * len(panels), height), squeeze=False
         )
         for axis, panel in zip(axes[0], panels, strict=True):
-            _panel(axis, workload, spec, metric, panel, series[panel], rows_by_label, xs_colours)
+            _panel(
+                axis, workload, spec, metric, panel, series[panel], rows_by_label, xs_colours,
+                bounds,
+            )  # fmt: skip
         handles = [
             plt.Line2D([], [], color=colour, marker=marker, linestyle="", markersize=6)
             for colour, marker in xs_colours.values()
@@ -144,8 +163,9 @@ def draw(workload: Workload, mode: str, points: list, chart_dir: Path) -> list[t
             frameon=False,
         )
         note = textwrap.fill(
-            "median of the repetitions, bar from min to max; bold: home-made loop, plain: "
-            "reference loop, italic: anchor server; shaded: asyncio, the baseline",
+            "median of the repetitions, bar from min to max; ▶ ≥ N: the load generator "
+            "saturated its core, so the server does at least N; bold: home-made loop, plain: "
+            "reference loop, italic: anchor server; shaded: asyncio",
             width=int(figure.get_figwidth() * 15),
         )
         figure.text(0.01, 0.01, note, fontsize=8, color="#444444")

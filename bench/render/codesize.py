@@ -91,7 +91,7 @@ def loop_rows(root: Path = ROOT) -> list[list]:
         files, lines, code = count_tree(loop_files(folder))
         kind = "reference adapter" if variant.reference else "home-made loop"
         if not variant.available:  # its folder is read, not run: the size still counts
-            kind = f"unavailable on Python {loops.PYTHON}"
+            kind = "unavailable here (see the top of the page)"
         api_code = loop_and_asyncio_api(folder, root)[1]
         rows.append(
             [

@@ -22,7 +22,7 @@ from tabulate import tabulate
 
 import loops
 from bench import registry
-from bench.plan import BASELINE, USER_SERVERS, YARDSTICK, Glance, Row, unavailable_variants
+from bench.plan import BASELINE, USER_SERVERS, YARDSTICK, Glance, Row
 from bench.registry import echo
 from bench.render.rows import anchor_label
 from bench.workload import Workload
@@ -80,12 +80,13 @@ COST = Column.of(echo.WORKLOAD, echo.COST_GLANCE)
 USER_ROWS = tuple(Row(name, "native", anchor=True) for name in USER_SERVERS)
 USER_BASELINE, USER_BEST = "asyncio-protocol", YARDSTICK  # the columns "× <server>"
 BASELINE_MEANS = (
-    "**What × asyncio means here**: `asyncio · coroutines` is the lab's contract on asyncio "
+    "**What the ratios are against**: `asyncio · coroutines` is the lab's contract adapter on "
+    "asyncio "
     "(`loops/_aio.py`), whose echo server calls `loop.sock_recv` and `loop.sock_sendall`: the "
     "fair twin of every home-made loop's code, not the server an asyncio user writes. Those are "
     "the Protocol and streams servers in the last rows (grey bars in the chart), and the "
     f"*× {USER_BASELINE}* and *× {USER_BEST}* columns read each design's cost per request "
-    "against them, measured in the same session (*other session* where they were not)."
+    "against them, measured in the same session (*not in this session* where they were not)."
 )
 STYLE_MARK = {"callbacks": "cb", "generators": "gen", "coroutines": "co"}
 CELL = re.compile(r"\b(cb|gen|co) (✅|❌|⚠️)")
@@ -135,7 +136,7 @@ def find(column: Column, points: list[tuple[dict, list]]):
     return None
 
 
-def cell(column: Column, rendered) -> str:
+def cell(column: Column, rendered, ratio: bool = True) -> str:
     if rendered is None:
         return "—"
     if rendered.summary.status != "ok":
@@ -146,8 +147,16 @@ def cell(column: Column, rendered) -> str:
     mark = ("†" if rendered.earlier else "") + ("‡" if rendered.stale else "")
     value = f"{stat.median * column.factor:,.{column.digits}f}{mark}"
     metric = next((m for m in _metrics(column.workload) if m.name == column.metric), None)
-    share = rendered.ratio(metric) if metric is not None else None
-    return f"{value} (×{share:.2f})" if share is not None else value
+    share = rendered.ratio(metric) if metric is not None and ratio else None
+    if share is None:
+        return value
+    # the ratio's interval, and for a row of an earlier session that session's denominator
+    found = rendered.ratio_interval(metric)
+    said = f"×{share:.2f}" + (f" [{found[1]:.2f}–{found[2]:.2f}]" if found else "")
+    base = rendered.base()
+    if rendered.earlier and base is not None and column.metric in base.stats:
+        said += f" of {base.stats[column.metric].median * column.factor:,.{column.digits}f}†"
+    return f"{value} ({said})"
 
 
 def _metrics(workload: str):
@@ -180,8 +189,8 @@ def sentence(column: Column, rows: list | None) -> str:
     )
     metric = next(m for m in _metrics(column.workload) if m.name == column.metric)
     share = lead.ratio(metric)
-    if share is not None and lead.row.variant != BASELINE:
-        text += f" (×{share:.2f} asyncio)"
+    if share is not None and lead.row.variant != BASELINE and not lead.earlier:
+        text += f" (×{share:.2f} {lead.base_name}, same session)"
     if len(ranked) > 1:
         runner_up = ranked[1]
         gap = value(lead) / value(runner_up)
@@ -218,38 +227,113 @@ def _against(rendered, server) -> str:
     return f"×{mine.median / theirs.median:.2f}"
 
 
-def _body(found: dict, conformance: dict, root: Path) -> list[list[str]]:
-    """The table's rows: every variant·style, the unavailable variants, the user's servers."""
-    cost_rows = found[COST] or []
-    servers = {r.row.variant: r for r in cost_rows if r.row in USER_ROWS}
+ANCHOR_LINES = {
+    "asyncio-protocol": "asyncio's `Protocol` server, what asyncio users write: the default base",
+    "asyncio-streams": "asyncio's streams server (`start_server`, reader and writer)",
+    "uvloop-protocol": "the same `Protocol` server on uvloop: the C anchor",
+    "uvloop-streams": "the streams server on uvloop",
+    "trio-streams": "trio's `serve_tcp` with streams",
+    "curio-sockets": "curio's socket wrappers, one task per client, in a TaskGroup",
+    "selectors-floor": "a bare `selectors` loop, one callback per ready socket: the Python floor",
+    "handlers-cookbook": "the handlers loop in its own idiom (the Python Cookbook's recipe 11.12)",
+}
+KIND_TITLES = {
+    "reference": "reference loops (adapters of production loops)",
+    "home-made": "home-made loops (this lab's designs)",
+    "anchor": "anchor servers (what a user writes instead, in each library's own API)",
+}
+
+
+def definitions(root: Path, link: str = "../loops/") -> list[str]:
+    """One line per design, grouped home-made, reference, anchors, each linking its README."""
+    lines = []
+    variants = loops.discover().values()
+    for kind in ("home-made", "reference"):
+        lines.append(f"- *{KIND_TITLES[kind]}*:")
+        for v in variants:
+            if ("reference" if v.reference else "home-made") != kind or not v.available:
+                continue
+            readme = root / "loops" / v.name / "README.md"
+            name = f"[{v.name}]({link}{v.name}/README.md)" if readme.exists() else f"`{v.name}`"
+            lines.append(f"  - {name}: {v.summary}.")
+    lines.append(f"- *{KIND_TITLES['anchor']}*, in `workloads/echo/native`:")
+    lines += [f"  - `{name}`: {what}." for name, what in ANCHOR_LINES.items()]
+    return lines
+
+
+def _ordered_rows() -> list[Row]:
+    """Every available variant·style, then the user's servers; reference rows first (asyncio
+    leading), then home-made, then the anchors."""
+    rows = [
+        Row(v.name, style) for v in loops.discover().values() if v.available for style in v.styles
+    ]
+    rows.sort(key=lambda r: (r.kind != "reference", r.variant != BASELINE, r.variant, r.style))
+    return rows + list(USER_ROWS)
+
+
+def _grouped_body(rows: list[Row], cells_for) -> list[list[str]]:
+    """Rows under a label row per kind (reference loops, home-made loops, anchor servers)."""
+    body, kind = [], None
+    for row in rows:
+        cells = cells_for(row)
+        if row.kind != kind:
+            kind = row.kind
+            body.append([f"**{KIND_TITLES[kind].split(' (')[0]}**", *([""] * (len(cells) - 1))])
+        body.append(cells)
+    return body
+
+
+def _echo_body(found: dict, conformance: dict, root: Path) -> tuple[list[str], list[list[str]]]:
+    """The echo table: throughput and cost against the servers users write, same session only,
+    each ratio with its interval and word; then conformance and code lines (8 columns)."""
+    from bench.render.tables import ratio_cell
+
+    throughput = next(c for c in found if c.workload == "echo" and c != COST)
+    metrics = {c: registry.get("echo").metric(c.metric) for c in (throughput, COST)}
+    headers = [
+        "variant · style",
+        throughput.header,
+        f"× {USER_BASELINE}",
+        COST.header,
+        f"× {USER_BASELINE} ",
+        f"× {USER_BEST}",
+        "conformance (holding / claimed)",
+        "code lines",
+    ]
 
     def cells_for(row: Row) -> list[str]:
+        got = {c: next((r for r in found[c] or () if c.matches(r, row)), None) for c in metrics}
         cells = [anchor_label(row)]
-        for column in found:
-            match = next((r for r in found[column] or () if column.matches(r, row)), None)
-            cells.append(cell(column, match))
-            if column == COST:
-                cells += [_against(match, servers.get(name)) for name in (USER_BASELINE, USER_BEST)]
-        return cells
+        for column, which in ((throughput, (USER_BASELINE,)), (COST, (USER_BASELINE, USER_BEST))):
+            rendered = got[column]
+            cells.append(cell(column, rendered, ratio=False))
+            for name in which:
+                ok = rendered is not None and rendered.summary.status == "ok"
+                cells.append(ratio_cell(rendered, metrics[column], name) if ok else "—")
+        if row.anchor:
+            return [*cells, "—", "—"]
+        passing, claimed = conformance.get((row.variant, row.style), (None, None))
+        return [*cells, f"{passing}/{claimed}" if claimed else "—", code_lines(row.variant, root)]
 
-    body = []
-    for variant in loops.discover().values():
-        lines = code_lines(variant.name, root)
-        for style in variant.styles:
-            passing, claimed = conformance.get((variant.name, style), (None, None))
-            body.append(
-                [
-                    *cells_for(Row(variant.name, style)),
-                    f"{passing}/{claimed}" if claimed else "—",
-                    lines,
-                ]
-            )
-    for name in unavailable_variants():  # no style, no figure: the reason under the table
-        size = code_lines(name, root)
-        words = ["unavailable"] * (len(found) + 2)
-        body.append([name, *words, "—", size])
-    body.sort(key=lambda cells: (not cells[0].startswith(BASELINE + " "), cells[0]))
-    return body + [[*cells_for(row), "—", "—"] for row in USER_ROWS]
+    return headers, _grouped_body(_ordered_rows(), cells_for)
+
+
+def _other_body(found: dict) -> tuple[list[str], list[list[str]]]:
+    """The other workloads' headlines, each with its ratio to asyncio (same style and session)."""
+    others = [c for c in found if c.workload != "echo"]
+    headers = ["variant · style", *(c.header for c in others)]
+
+    def cells_for(row: Row) -> list[str]:
+        return [
+            row.label,
+            *(
+                cell(c, next((r for r in found[c] or () if c.matches(r, row)), None))
+                for c in others
+            ),
+        ]
+
+    rows = [row for row in _ordered_rows() if not row.anchor]
+    return headers, _grouped_body(rows, cells_for)
 
 
 def section(
@@ -261,31 +345,34 @@ def section(
     """The markdown lines of the at-a-glance table, its chart (drawn to `chart`), sentences."""
     found = {column: find(column, points_of(column.workload)) for column in columns()}
     conformance = conformance_counts(reports / "conformance.md")
-    body = _body(found, conformance, root)
-    unavailable = unavailable_variants()
-    headers = [
-        "variant · style",
-        *(
-            header
-            for c in found
-            for header in (
-                (c.header, f"× {USER_BASELINE}", f"× {USER_BEST}") if c == COST else (c.header,)
-            )
-        ),
-        "conformance (holding / claimed)",
-        "code lines",
-    ]
+    echo_headers, echo_body = _echo_body(found, conformance, root)
+    other_headers, other_body = _other_body(found)
     text = [
         "## At a glance",
         "",
-        "Each loop's headline figures, each with its ratio to asyncio from the same session "
-        "(×1.00 = asyncio; above 1 is more, which is better for throughput and worse for cost). "
-        "A word instead of a figure says why there is none (see the workload's table); "
-        "† and ‡ mark a figure as in those tables (an earlier session; code changed since). "
+        "The designs, one line each (home-made first; each links its README):",
+        "",
+        *definitions(root),
+        "",
+        f"### Against what users run: echo, {ECHO_AT}",
+        "",
+        f"Each ratio is to {USER_BASELINE} (and {USER_BEST}, the C anchor) measured in the row's "
+        "own session, with its 95% bootstrap interval and what it says (faster, slower, "
+        "cheaper, dearer, or level where it holds 1); *not in this session* where that server "
+        "was not measured with the row. A word instead of a figure says why there is none; "
+        "† and ‡ mark an earlier session and changed code, as in the tables below. "
         "Conformance counts the properties that pass over those claimed in that style "
         "([conformance.md](conformance.md)); code lines leave out comments and docstrings.",
         "",
-        tabulate(body, headers=headers, tablefmt="github", disable_numparse=True),
+        tabulate(echo_body, headers=echo_headers, tablefmt="github", disable_numparse=True),
+        "",
+        "### The other workloads",
+        "",
+        "Each figure with its ratio to asyncio in the same style (its coroutines row where it "
+        "has none) from the same session, with its 95% bootstrap interval; a row from an "
+        "earlier session (†) prints that session's asyncio figure: above 1 is more.",
+        "",
+        tabulate(other_body, headers=other_headers, tablefmt="github", disable_numparse=True),
         "",
     ]
     if chart is not None and draw_cost_chart(found[COST] or [], chart):
@@ -293,6 +380,13 @@ def section(
             f"![{_capital(COST.point_text)}: server CPU per request](charts/{chart.name})",
             "",
         ]
+    if chart is not None:
+        code_chart = chart.with_name(chart.name.replace("echo-cost", "cost-code"))
+        if draw_cost_against_code(found[COST] or [], conformance, root, code_chart):
+            text += [f"![Cost against code lines](charts/{code_chart.name})", ""]
+        latency = chart.with_name(chart.name.replace("echo-cost", "echo-latency"))
+        if draw_latency_chart(found[COST] or [], latency):
+            text += [f"![Latency percentiles at the fixed load](charts/{latency.name})", ""]
     text += [f"- {BASELINE_MEANS}", f"- {against_sentence(found[COST])}"]
     text += [f"- {sentence(column, found[column])}" for column in found]
     holding = [
@@ -305,7 +399,6 @@ def section(
             f"- **Conformance**: every claimed property holds in {len(holding)} of "
             f"{len(conformance)} variant·style rows (a known deviation counts as not holding)."
         )
-    text += [f"- **{name}**: {why}." for name, why in unavailable.items()]
     text.append("")
     return text
 
@@ -341,14 +434,26 @@ def _valid(rendered) -> bool:
     return rendered.summary.status == "ok" and COST.metric in rendered.summary.stats
 
 
+KIND_COLOURS = {"home-made": "#1f5faa", "reference": "#7a9cc6", "anchor": "#9a9a9a"}
+
+
+def _median_interval(r, metric: str) -> tuple[float, float]:
+    from bench.render.intervals import median_interval
+
+    values = r.summary.values.get(metric) or [r.summary.stats[metric].median]
+    return median_interval(values, f"{r.row.key}:{metric}:{r.session}")
+
+
 def draw_cost_chart(rows: list, path: Path) -> bool:
-    """Bars of server CPU per request at the fixed load, cheapest on top, the user's servers
-    in grey with a dashed line at each of the two the columns read against; row labels as in
-    every chart (bold home-made, italic anchors). False if there is nothing to draw."""
+    """Bars of server CPU per request at the fixed load, cheapest on top, coloured by kind
+    (home-made, reference, anchor: a legend says which), each with its value and its median's
+    95% bootstrap interval as an error bar, and a labelled dashed line at each of the two
+    servers users write (asyncio-protocol, uvloop-protocol). False if there is nothing to draw."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     from bench.render.charts import LABEL_STYLE
 
@@ -357,16 +462,135 @@ def draw_cost_chart(rows: list, path: Path) -> bool:
         return False
     wanted.sort(key=lambda r: r.summary.stats[COST.metric].median, reverse=True)
     values = [r.summary.stats[COST.metric].median for r in wanted]
-    figure, axis = plt.subplots(figsize=(8, 0.32 * len(wanted) + 1.2))
-    colours = ["#9a9a9a" if r.row.anchor else "#1f5faa" for r in wanted]
-    axis.barh([r.label for r in wanted], values, color=colours)
+    spans = [_median_interval(r, COST.metric) for r in wanted]
+    errors = [
+        [v - low for v, (low, _) in zip(values, spans, strict=True)],
+        [high - v for v, (_, high) in zip(values, spans, strict=True)],
+    ]
+    figure, axis = plt.subplots(figsize=(10, 0.34 * len(wanted) + 1.8))
+    colours = [KIND_COLOURS[r.kind] for r in wanted]
+    labels = [r.label for r in wanted]
+    axis.barh(labels, values, color=colours, xerr=errors, ecolor="#333333", capsize=2)
+    for y, (value, (_, high)) in enumerate(zip(values, spans, strict=True)):
+        axis.text(high, y, f" {value:.1f}", va="center", fontsize=8)
     for r, value in zip(wanted, values, strict=True):
         if r.row.variant in (USER_BASELINE, USER_BEST):
             axis.axvline(value, color="#555555", linestyle="--", linewidth=0.8)
+            axis.text(
+                value, len(wanted) - 0.4, f" {r.row.variant}", rotation=90, va="top",
+                fontsize=7, color="#555555",
+            )  # fmt: skip
     for label, r in zip(axis.get_yticklabels(), wanted, strict=True):
         label.set(**LABEL_STYLE[r.row.kind])  # as in every chart: bold for home-made loops
-    axis.set_xlabel("server CPU per request at a fixed offered load (µs, lower is cheaper)")
+    axis.legend(
+        handles=[Patch(color=c, label=k) for k, c in KIND_COLOURS.items()],
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        fontsize=8,
+    )
+    axis.set_xlim(0, max(high for _, high in spans) * 1.15)
+    axis.set_xlabel(
+        "server CPU per request at a fixed offered load (µs, lower is cheaper)\n"
+        "bar: median of the repetitions; whisker: its 95% bootstrap interval; "
+        "dashed: the servers users write"
+    )
     axis.set_title(f"What each design costs, {ECHO_AT}", fontsize=10)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return True
+
+
+def draw_cost_against_code(rows: list, conformance: dict, root: Path, path: Path) -> bool:
+    """The trade-off a chooser faces: each loop·style's cost per request at the fixed load
+    against its loop's code lines, a filled marker where every claimed conformance property
+    holds in that style and a hollow one where some do not. False if nothing to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = []
+    for r in rows:
+        if r.row.anchor or not _valid(r):
+            continue
+        lines = code_lines(r.row.variant, root).split(" ")[0].replace(",", "")
+        if not lines.isdigit():
+            continue
+        passing, claimed = conformance.get((r.row.variant, r.row.style), (None, None))
+        points.append((int(lines), r.summary.stats[COST.metric].median, r, passing, claimed))
+    if not points:
+        return False
+    figure, axis = plt.subplots(figsize=(8, 5))
+    for lines, cost, r, passing, claimed in points:
+        holds = claimed is not None and passing == claimed
+        colour = KIND_COLOURS[r.kind]
+        axis.scatter(
+            lines, cost, s=50, color=colour if holds else "white", edgecolors=colour, zorder=3
+        )
+        note = f" {r.label}" + (f" ({passing}/{claimed})" if claimed else "")
+        axis.annotate(note, (lines, cost), fontsize=7, xytext=(3, 2), textcoords="offset points")
+    axis.set_xscale("log")
+    from matplotlib.ticker import ScalarFormatter
+
+    axis.xaxis.set_major_formatter(ScalarFormatter())
+    axis.xaxis.set_minor_formatter(ScalarFormatter())
+    axis.tick_params(axis="x", which="minor", labelsize=7)
+    axis.set_xlabel("code lines of the loop (log scale; comments and docstrings left out)")
+    axis.set_ylabel("server CPU per echo request at the fixed load (µs)")
+    axis.set_title(
+        "Cost against code: filled, every claimed conformance property holds; hollow, not all",
+        fontsize=9,
+    )
+    axis.grid(True, which="both", alpha=0.3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return True
+
+
+LATENCIES = (("latency_p50_ms", "p50"), ("latency_p99_ms", "p99"), ("latency_p999_ms", "p99.9"))
+
+
+def draw_latency_chart(rows: list, path: Path) -> bool:
+    """Latency percentiles (p50, p99, p99.9, from each request's scheduled time) of every row at
+    the fixed offered load, one marker per percentile, rows sorted by p99, log axis with its
+    numbers. False if nothing to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bench.render.charts import LABEL_STYLE
+
+    wanted = [r for r in rows if _valid(r) and all(m in r.summary.stats for m, _ in LATENCIES)]
+    if not wanted:
+        return False
+    wanted.sort(key=lambda r: r.summary.stats["latency_p99_ms"].median, reverse=True)
+    figure, axis = plt.subplots(figsize=(10, 0.34 * len(wanted) + 1.8))
+    ys = range(len(wanted))
+    for (metric, name), marker in zip(LATENCIES, ("o", "s", "^"), strict=True):
+        axis.scatter(
+            [r.summary.stats[metric].median for r in wanted], ys, marker=marker, label=name
+        )
+    axis.set_yticks(list(ys), [r.label for r in wanted])
+    for label, r in zip(axis.get_yticklabels(), wanted, strict=True):
+        label.set(**LABEL_STYLE[r.row.kind])
+    axis.set_xscale("log")
+    from matplotlib.ticker import ScalarFormatter
+
+    axis.xaxis.set_major_formatter(ScalarFormatter())
+    axis.xaxis.set_minor_formatter(ScalarFormatter())
+    axis.tick_params(axis="x", which="minor", labelsize=7)
+    axis.set_xlabel(
+        "latency from each request's scheduled time (ms, log scale)\n"
+        "each marker: the median of the row's repetitions"
+    )
+    axis.set_title(f"Latency percentiles at the fixed offered load, {ECHO_AT}", fontsize=10)
+    axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axis.grid(True, axis="x", which="both", alpha=0.3)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
     figure.savefig(path, dpi=100)

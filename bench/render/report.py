@@ -11,6 +11,7 @@ stored) to ``bench-full.md``.
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from tabulate import tabulate
 from bench import registry
 from bench.environment import ROOT
 from bench.interpreters import PYTHONS, REFERENCE, RUNNING
+from bench.plan import unavailable_variants
 from bench.render import (
     anatomy,
     charts,
@@ -32,10 +34,10 @@ from bench.render import (
     scale,
     verdict,
 )
-from bench.render.rows import current_points, rendered_rows, stored_points, unavailable_rows
+from bench.render.rows import current_points, rendered_rows, stored_points
 from bench.render.tables import table, what_this_shows
 from bench.store import ResultStore, load_anatomy, load_mode
-from bench.summary import SATURATION, SPREAD_TOLERANCE
+from bench.summary import SATURATION, SPREAD_TOLERANCE, summarize
 from bench.workload import Workload
 
 MODES = {"quick": "bench.md", "full": "bench-full.md"}
@@ -83,14 +85,13 @@ def section(
         point = by_key[key]
         rows = rendered_rows(workload, point, current.get(key))
         points.append((key, point["params"], rows))  # figures only: for the charts
-        rows = rows + unavailable_rows(rows)
         aside = "" if key in current else " (not in the current points)"
         lines += [f"### {workload.point_title(point['params'])}{aside}", ""]
         lines += point_lines(workload, stored, point, rows)
     lines += workload.section_end({key: by_key[key] for key in order})  # across its points
     for path, caption in charts.draw(workload, mode, points, chart_dir):
         lines += [
-            f"![{caption}]({path.relative_to(out.parent).as_posix()})",
+            f"![{caption.split(' (')[0]}]({path.relative_to(out.parent).as_posix()})",
             "",
             f"*{caption}*",
             "",
@@ -105,9 +106,46 @@ def point_lines(workload: Workload, stored: ResultStore, point: dict, rows: list
     for note in workload.point_notes(params, stored.data["points"]):
         lines += [note, ""]
     lines += [table(workload.columns_at(params), rows, workload.detail_column(params)), ""]
+    lines += controls_moved(workload, point)
     lines += [f"*What this shows:* {what_this_shows(workload, params, rows)}", ""]
     lines += [f"*Ran in:* {ran_in(stored.sessions, point)}", ""]
     return lines
+
+
+def controls_moved(workload: Workload, point: dict) -> list[str]:
+    """A flag under a table whose control rows (echo: asyncio-protocol, uvloop-protocol, the
+    selectors floor) moved between the sessions its rows come from by more than their stored
+    spread: their [min–max] ranges in two sessions do not overlap."""
+    metric = workload.columns_at(point["params"])[0]
+    sessions = {entry["session"] for entry in point["rows"].values()}
+    moved = []
+    for key in workload.controls:
+        ranges = {}
+        for session in sorted(sessions):
+            reps = point["baselines"].get(session, {}).get(key)
+            entry = point["rows"].get(key)
+            if reps is None and entry is not None and entry["session"] == session:
+                reps = entry["reps"]
+            stat = summarize(reps, workload.metrics).stats.get(metric.name) if reps else None
+            if stat is not None:
+                ranges[session] = stat
+        spans = list(ranges.items())
+        for (one, a), (other, b) in itertools.pairwise(spans):
+            if a.high < b.low or b.high < a.low:
+                moved.append(
+                    f"{key.split('/')[0]} {a.median:,.{metric.digits}f} [{a.low:,.{metric.digits}f}"
+                    f"–{a.high:,.{metric.digits}f}] in session {one[:15]}, "
+                    f"{b.median:,.{metric.digits}f} [{b.low:,.{metric.digits}f}–"
+                    f"{b.high:,.{metric.digits}f}] in {other[:15]}"
+                )
+    if not moved:
+        return []
+    return [
+        f"**Controls moved:** {'; '.join(moved)} ({metric.label}): beyond their stored spread, "
+        "so rows from these sessions compare only through ratios to their own session's "
+        "servers, never by their figures.",
+        "",
+    ]
 
 
 def repetition_loads(stores: list[ResultStore]) -> dict[str, list[float]]:
@@ -192,9 +230,17 @@ def environment_section(stores: list[ResultStore]) -> list[str]:
     for name in sorted(sessions):
         for field, value in session_column(sessions[name], rep_loads.get(name)).items():
             fields[field].append(value)
-    body = [[name, *(v.replace("|", "/") for v in values)] for name, values in fields.items()]
+    # One row per session, its fields in two tables of at most 6 columns (issue 36: no table
+    # wider than 8, whatever the number of sessions).
+    names = sorted(sessions)
     lines = ["## Environment", ""]
-    lines.append(tabulate(body, headers=["session", *sorted(sessions)], tablefmt="github"))
+    for group in (list(fields)[:4], list(fields)[4:]):
+        body = [
+            [name, *(fields[field][i].replace("|", "/") for field in group)]
+            for i, name in enumerate(names)
+        ]
+        lines += [tabulate(body, headers=["session", *group], tablefmt="github"), ""]
+    lines.pop()
     lines += [
         "",
         "The load average is the machine's (1, 5 and 15 minutes), the number of processes "
@@ -319,7 +365,7 @@ def method_section(page: Page) -> list[str]:
 SECTIONS = (
     Section(None, workload_sections),  # titled by the registered workloads, read at render
     Section(
-        (),  # the cost anatomy, then its instructions per request by part (bench.measure.profile)
+        ("Cost anatomy",),  # then its instructions per request by part (bench.measure.profile)
         lambda page: (
             anatomy.section(page.anatomy_data)
             + (instructions.section(instructions.load(page.results)) if page.results else [])
@@ -337,6 +383,53 @@ SECTIONS = (
         lambda page: environment_section([s for s in page.stores.values() if s is not None]),
     ),
 )
+
+
+MAX_WORDS = 120  # no paragraph of a report longer (issue 36)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*`(\[§†‡])")
+CLAUSE_END = re.compile(r"(?<=[.;])\s+")  # within a sentence too long alone
+
+
+def short_paragraphs(text: str, limit: int = MAX_WORDS) -> str:
+    """The text with every prose paragraph over `limit` words cut at sentence ends into
+    paragraphs of at most `limit` words (tables, headings, lists and images stay as they are;
+    a sentence over the limit alone is cut after its semicolons)."""
+    blocks = []
+    for block in text.split("\n\n"):
+        first = block.lstrip()[:2]
+        if first[:1] in "|#!<" or first in ("- ", "* ", "  ") or len(block.split()) <= limit:
+            blocks.append(block)
+            continue
+        parts, current = [], []
+        sentences = [
+            piece
+            for sentence in SENTENCE_END.split(block.replace("\n", " "))
+            for piece in (
+                CLAUSE_END.split(sentence) if len(sentence.split()) > limit else [sentence]
+            )
+        ]
+        for sentence in sentences:
+            if current and len(" ".join([*current, sentence]).split()) > limit:
+                parts.append(" ".join(current))
+                current = []
+            current.append(sentence)
+        parts.append(" ".join(current))
+        blocks.append("\n\n".join(parts))
+    return "\n\n".join(blocks)
+
+
+def unavailable_line() -> list[str]:
+    """Variants this interpreter cannot load, said once for the whole page (no table repeats it:
+    their rows are in the tables where they were measured elsewhere, and absent otherwise)."""
+    missing = unavailable_variants()
+    if not missing:
+        return []
+    return [
+        "*Not in these tables:* "
+        + "; ".join(f"{name}, {why}" for name, why in missing.items())
+        + ".",
+        "",
+    ]
 
 
 def render(
@@ -369,14 +462,17 @@ def render(
         *glance.section(points_of, ROOT, out.parent, chart_dir / f"{mode}-glance-echo-cost.png"),
         *load_line([s for s in stores.values() if s is not None]),
         *coverage(stores, mode),
+        *unavailable_line(),
         f"The {mode} run; how it was measured is [below](#how-these-were-measured).",
         "",
-        "Sections: " + ", ".join(f"[{t}](#{t.lower().replace(' ', '-')})" for t in titles) + ".",
+        "Sections: "
+        + ", ".join(f"[{t}](#{t.lower().replace(' ', '-')})" for t in ["At a glance", *titles])
+        + ".",
         "",
     ]
     for entry in SECTIONS:
         lines += entry.lines(page)
-    text = "\n".join(lines).rstrip() + "\n"
+    text = short_paragraphs("\n".join(lines).rstrip() + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)  # a workload without charts made no folder
     out.write_text(text)
     # A chart of this mode the report no longer shows (its results were dropped) is removed,

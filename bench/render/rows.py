@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bench import registry
 from bench.plan import BASELINE, Metric, Row, baseline_key, unavailable_variants
 from bench.registry import echo
+from bench.render.intervals import ratio_interval
 from bench.store import ResultStore
 from bench.summary import RowSummary, ratio, summarize
 from bench.workload import Workload
@@ -32,21 +33,48 @@ class RenderedRow:
     baseline: RowSummary | None
     stale: bool
     earlier: bool  # measured in an earlier session than this point's newest
+    # Every denominator the workload declares, by its label ("asyncio-protocol"), each from this
+    # row's own session (None: not measured there); the first is `baseline`. Empty: the
+    # asyncio baseline alone, under the name BASELINE.
+    bases: dict[str, RowSummary | None] = field(default_factory=dict)
+    name: str = ""  # the workload's name for this row, where its label would mislead
 
     @property
     def label(self) -> str:
         if self.summary.status == "unavailable":  # no style: it speaks none here
             return self.row.variant
-        return anchor_label(self.row)
+        return self.name or anchor_label(self.row)
 
-    def ratio(self, metric: Metric) -> float | None:
+    @property
+    def base_name(self) -> str:
+        """The name of the default denominator (asyncio-protocol for echo, else asyncio)."""
+        return next(iter(self.bases), BASELINE)
+
+    def base(self, which: str | None = None) -> RowSummary | None:
+        """The named denominator's summary (default: the first), from this row's session."""
+        if which is None or not self.bases:
+            return self.baseline
+        return self.bases.get(which)
+
+    def ratio(self, metric: Metric, which: str | None = None) -> float | None:
         if not metric.ratio:
             return None
         stat = self.summary.stats.get(metric.name)
-        base = self.baseline.stats.get(metric.name) if self.baseline else None
-        if stat is None or base is None:
+        base = self.base(which)
+        base_stat = base.stats.get(metric.name) if base else None
+        if stat is None or base_stat is None:
             return None
-        return ratio(stat.median, base.median)
+        return ratio(stat.median, base_stat.median)
+
+    def ratio_interval(self, metric: Metric, which: str | None = None):
+        """(ratio, low, high) by a bootstrap over both sides' repetitions, or None."""
+        base = self.base(which)
+        row = self.summary.values.get(metric.name)
+        other = base.values.get(metric.name) if base else None
+        if not metric.ratio or not row or not other:
+            return None
+        seed = f"{self.row.key}:{which}:{metric.name}:{self.session}"
+        return ratio_interval(row, other, seed)
 
 
 def _kind(entry: dict) -> str:
@@ -74,19 +102,30 @@ def rendered_rows(
         if expected is not None and row not in expected and row.variant not in elsewhere:
             continue
         baselines = point["baselines"].get(entry["session"], {})
-        base_styles = [key.split("/", 1)[1] for key in baselines]
-        base_reps = baselines.get(baseline_key(row.style, base_styles))
         summary = summarize(entry["reps"], workload.metrics)
         summary.detail = workload.detail(entry["reps"])
+        if workload.baselines:
+            bases = {
+                key.split("/")[0]: _session_summary(workload, point, key, entry["session"])
+                for key in workload.baselines
+            }
+            first = next(iter(bases.values()))
+        else:
+            base_styles = [k.split("/", 1)[1] for k in baselines if k.split("/")[0] == BASELINE]
+            base_reps = baselines.get(baseline_key(row.style, base_styles))
+            first = summarize(base_reps, workload.metrics) if base_reps else None
+            bases = {}
         rows.append(
             RenderedRow(
                 row=row,
                 kind=_kind(entry),
                 session=entry["session"],
                 summary=summary,
-                baseline=summarize(base_reps, workload.metrics) if base_reps else None,
+                baseline=first,
                 stale=workload.fingerprint(row) != entry["code"],
                 earlier=entry["session"] != newest,
+                bases=bases,
+                name=dict(workload.row_names).get(row.key, ""),
             )
         )
     stored = {r.row for r in rows}
@@ -103,6 +142,16 @@ def rendered_rows(
         )
     )
     return rows
+
+
+def _session_summary(workload: Workload, point: dict, key: str, session: str):
+    """The row `key`'s summary as measured in `session` at this point (None: not there): the
+    copy that session kept, else the stored row if that session measured it."""
+    reps = point["baselines"].get(session, {}).get(key)
+    if reps is None:
+        entry = point["rows"].get(key)
+        reps = entry["reps"] if entry is not None and entry["session"] == session else None
+    return summarize(reps, workload.metrics) if reps else None
 
 
 def unavailable_rows(stored: list[RenderedRow] = ()) -> list[RenderedRow]:

@@ -80,7 +80,12 @@ SERIES = (
         "server CPU per request (µs)",
         "connections",
         "connections (N)",
-        where=(("measure", echo.PACED), ("size", echo.HEADLINE_POINT["size"])),
+        where=(
+            ("measure", echo.PACED),
+            ("size", echo.HEADLINE_POINT["size"]),
+            (echo.DERIVED, None),  # declared rates only: never an old point's derived one
+            (echo.CURVE[0], None),
+        ),
     ),
     Series(
         "idle",
@@ -253,29 +258,46 @@ def chart(series: Series, found: list[Curve], mode: str, chart_dir: Path) -> Pat
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
-    figure, axis = plt.subplots(figsize=(9.5, 5.2))
-    _curves(axis, drawable, plt.get_cmap("tab20"))
-    axis.set_xscale("log")
-    axis.set_yscale("log")
+    # Small multiples, one panel per kind (home-made, references, anchors) on shared axes:
+    # 21 lines on one log axis were unreadable (issue 36).
+    kinds = [k for k in ("home-made", "reference", "anchor") if any(c.kind == k for c in drawable)]
+    most = max(sum(c.kind == k for c in drawable) for k in kinds)  # legend lines under a panel
+    figure, axes = plt.subplots(
+        1,
+        len(kinds),
+        figsize=(5.2 * len(kinds), 4.8 + 0.17 * most),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+    )
     plain = FuncFormatter(lambda value, _: f"{value:,.0f}" if value >= 1 else f"{value:g}")
-    for which in (axis.xaxis, axis.yaxis):
-        which.set_major_formatter(plain)
-    axis.yaxis.set_minor_formatter(FuncFormatter(lambda value, _: ""))
-    axis.set_xlabel(series.x_label)
-    axis.set_ylabel(series.unit + " (log)")
-    axis.grid(True, which="both", alpha=0.25)
-    axis.set_title(f"{series.title} ({mode} run)", loc="left", fontsize=11)
-    axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    values = [v for c in drawable for v in c.values.values() if v > 0]
+    narrow = max(values) / min(values) < 100
+    for axis, kind in zip(axes[0], kinds, strict=True):
+        _curves(axis, [c for c in drawable if c.kind == kind], plt.get_cmap("tab10"))
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        for which in (axis.xaxis, axis.yaxis):
+            which.set_major_formatter(plain)
+        # numbered minor ticks where the range is narrow (a decade has no major tick inside)
+        axis.yaxis.set_minor_formatter(plain if narrow else FuncFormatter(lambda v, _: ""))
+        axis.tick_params(axis="y", which="minor", labelsize=7)
+        axis.set_xlabel(series.x_label)
+        axis.grid(True, which="both", alpha=0.25)
+        axis.set_title(PANEL_TITLES[kind], fontsize=10)
+        axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=7, frameon=False)
+    axes[0][0].set_ylabel(series.unit + " (log)")
+    figure.suptitle(f"{series.title} ({mode} run)", x=0.01, ha="left", fontsize=11)
     figure.text(
         0.01,
         0.01,
         "log-log; k = growth exponent of cost per unit between the two largest N finished;\n"
         "× at the top: no figure at that N (did not finish, limit, failed or invalid); "
-        "solid: home-made, dashed: reference, dotted: anchor",
+        "one panel per kind of row, on the same axes",
         fontsize=7,
         color="#444444",
     )
-    figure.tight_layout(rect=(0, 0.06, 1, 1))
+    figure.tight_layout(rect=(0, 0.05, 1, 0.96))
     chart_dir.mkdir(parents=True, exist_ok=True)
     path = chart_dir / f"{mode}-scale-{series.name}.png"
     figure.savefig(path, dpi=100)
@@ -283,12 +305,21 @@ def chart(series: Series, found: list[Curve], mode: str, chart_dir: Path) -> Pat
     return path
 
 
+PANEL_TITLES = {
+    "home-made": "home-made loops",
+    "reference": "reference loops",
+    "anchor": "anchor servers",
+}
+
+
 def _curves(axis, drawable: list[Curve], palette) -> None:
     """One line per row (style by kind, k in its label), × stacked above where it stopped."""
+    if not drawable:
+        return
     top = max(v for c in drawable for v in c.values.values())
     stacked: dict[int, int] = {}  # N -> crosses drawn there so far (stacked, not overdrawn)
     for i, curve in enumerate(sorted(drawable, key=lambda c: c.label)):
-        colour = palette(i % 20)
+        colour = palette(i % 10)
         xs = sorted(n for n, v in curve.values.items() if v > 0)
         label = curve.label
         found_k = curve.exponent()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from bench.plan import BASELINE, Metric
+from bench.render.intervals import word
 from bench.render.rows import RenderedRow
 from bench.summary import SATURATION
 from bench.workload import Workload
@@ -26,35 +27,90 @@ def times(value: float | None) -> str:
 
 # -- the table -------------------------------------------------------------------------------
 
+MAX_COLUMNS = 8  # no table wider: the figures past it go to a detail table under it
+GROUPS = {
+    "reference": "reference loops",
+    "home-made": "home-made loops",
+    "anchor": "anchor servers",
+}
+
+
+def base_names(rows: list[RenderedRow]) -> list[str]:
+    """The denominators a table's ratio columns name: the workload's declared ones, else
+    asyncio (the same style's row)."""
+    for r in rows:
+        if r.bases:
+            return list(r.bases)
+    return [BASELINE]
+
 
 def table(metrics: list[Metric], rows: list[RenderedRow], detail: str | None = None) -> str:
-    """The markdown table of one point: the headline with min-max, then every other figure.
+    """The markdown tables of one point, each at most MAX_COLUMNS wide.
 
-    With `detail` (a workload's detail_column, e.g. echo's "generator"), a column of that name holds
-    each row's detail note.
+    The first: the headline's median [min–max], its ratio to each declared denominator from the
+    row's own session with a bootstrap interval and its word (faster, slower, cheaper, dearer
+    or level), the figures that still fit, and the repetitions. The rest of the figures (and,
+    with `detail`, echo's "generator" column) in detail tables under it, rows in the same order.
+    Rows are grouped under a label per kind: reference loops, home-made loops, anchor servers.
     """
     headline, *others = metrics
-    extra = [detail] if detail else []
+    bases = base_names(rows)
+    room = MAX_COLUMNS - 3 - len(bases)  # label, headline, reps, one column per denominator
+    first, rest = others[:room], others[room:]
     headers = [
         "variant · style",
         f"{headline.label} median [min–max]",
-        "× asyncio",
-        *(m.label for m in others),
-        *extra,
+        *(f"× {name} [95% interval]" for name in bases),
+        *(m.label for m in first),
         "reps",
     ]
-    body = [table_row(r, headline, others, detail) for r in rows]
-    align = ("left", "right", "right", *("right" for _ in others), *(["left"] * len(extra)))
-    align += ("right",)
-    return tabulate(body, headers=headers, tablefmt="github", colalign=align)
+    body = []
+    for group, members in grouped(rows):
+        if group:
+            body.append([f"**{group}**", *("" for _ in headers[1:])])
+        body += [main_row(r, headline, first, bases) for r in members]
+    align = ("left", "right", *("right" for _ in bases), *("right" for _ in first), "right")
+    out = [tabulate(body, headers=headers, tablefmt="github", colalign=align)]
+    extra = [*rest, *([detail] if detail else [])]
+    step = MAX_COLUMNS - 1
+    for start in range(0, len(extra), step):
+        chunk = extra[start : start + step]
+        heads = ["variant · style", *(m if isinstance(m, str) else m.label for m in chunk)]
+        detail_body = [
+            [
+                label_of(r),
+                *((r.summary.detail or "—") if isinstance(m, str) else plain(r, m) for m in chunk),
+            ]
+            for r in rows
+            if r.summary.status == "ok"
+        ]
+        if detail_body:
+            out += ["", "*Detail:*", "", tabulate(detail_body, headers=heads, tablefmt="github")]
+    return "\n".join(out)
 
 
-def table_row(
-    r: RenderedRow, headline: Metric, others: list[Metric], detail: str | None
-) -> list[str]:
-    """One row's cells: its figures, or its status and why it has none."""
-    mark = ("†" if r.earlier else "") + ("‡" if r.stale else "")
-    label = f"{r.label}{mark}"
+def grouped(rows: list[RenderedRow]) -> list[tuple[str, list[RenderedRow]]]:
+    """Rows by kind, in table order, each group with its label ("" for unavailable rows)."""
+    groups: dict[str, list[RenderedRow]] = {}
+    for r in rows:
+        groups.setdefault(GROUPS.get(r.kind, ""), []).append(r)
+    return list(groups.items())
+
+
+def label_of(r: RenderedRow) -> str:
+    return f"{r.label}{'†' if r.earlier else ''}{'‡' if r.stale else ''}"
+
+
+def plain(r: RenderedRow, metric: Metric) -> str:
+    """A figure's median, without a ratio (the ratios are the headline's alone)."""
+    stat = r.summary.stats.get(metric.name)
+    if metric.name in r.summary.errors:
+        return "**failed**"
+    return "n/a" if stat is None else number(stat.median, metric)
+
+
+def main_row(r: RenderedRow, headline: Metric, others: list[Metric], bases: list[str]) -> list:
+    """One row's cells in the first table: its figures, or its status and why it has none."""
     reps = f"{r.summary.valid}/{r.summary.total}"
     if r.summary.status == "ok" and r.summary.valid < r.summary.total:
         reps += " §"  # some repetitions saturated the peer: the figure may understate
@@ -62,45 +118,49 @@ def table_row(
         why = r.summary.reason.splitlines()[0] if r.summary.reason else r.summary.status
         why = why.replace("|", "/")[:120]
         said = f"**{r.summary.status}**: {why}"
-        if r.summary.status == "unavailable":  # "unavailable on Python 3.12"; why: under the table
-            said, reps = f"**{r.summary.reason.partition(': ')[0]}**", "—"
-        return [
-            label,
-            said,
-            "",
-            *("—" for _ in others),
-            *([r.summary.detail or "—"] if detail else []),
-            reps,
-        ]
-    cells = [label, *headline_cells(r, headline)]
-    for metric in others:
-        stat = r.summary.stats.get(metric.name)
-        if metric.name in r.summary.errors:
-            cells.append("**failed**")
-        elif stat is None:
-            cells.append("n/a")
-        else:
-            cells.append(f"{number(stat.median, metric)} {times(r.ratio(metric))}".strip())
-    if detail:
-        cells.append(r.summary.detail or "—")
-    cells.append(reps)
-    return cells
+        if r.summary.status == "unavailable":  # said once, under the table
+            said, reps = "**unavailable**", "—"
+        return [label_of(r), said, *("" for _ in bases), *("—" for _ in others), reps]
+    cells = [label_of(r), headline_cell(r, headline)]
+    cells += [ratio_cell(r, headline, name if r.bases else None) for name in bases]
+    cells += [plain(r, m) for m in others]
+    return [*cells, reps]
 
 
-def headline_cells(r: RenderedRow, headline: Metric) -> list[str]:
-    """The headline's median [min–max] and its ratio to the baseline."""
+def ratio_cell(r: RenderedRow, metric: Metric, which: str | None) -> str:
+    """×r [low–high] and its word, against the denominator measured in the row's own session;
+    a row from an earlier session prints that session's denominator beside it."""
+    if not metric.ratio:
+        return ""
+    base = r.base(which)
+    if r.row.key == f"{which}/native" or (which is None and r.ratio(metric) == 1.0):
+        return "(the base)" if base is not None else ""
+    if base is None or metric.name not in base.stats:
+        return "not in this session"
+    found = r.ratio_interval(metric, which)
+    if found is None:
+        return times(r.ratio(metric, which))
+    value, low, high = found
+    said = word(found, metric.higher_is_better, cost=not metric.higher_is_better)
+    text = f"×{value:.2f} [{low:.2f}–{high:.2f}] {said}"
+    if r.earlier:
+        text += f" (of {number(base.stats[metric.name].median, metric)}†)"
+    return text
+
+
+def headline_cell(r: RenderedRow, headline: Metric) -> str:
+    """The headline's median [min–max]."""
     stat = r.summary.stats.get(headline.name)
     if headline.name in r.summary.errors:
-        return ["**failed**", ""]
+        return "**failed**"
     if stat is None:
-        return ["n/a", ""]
+        return "n/a"
     if r.summary.valid == 1:  # one repetition (pyperf repeats inside it): no range
-        return [number(stat.median, headline), times(r.ratio(headline))]
-    return [
+        return number(stat.median, headline)
+    return (
         f"{number(stat.median, headline)} [{number(stat.low, headline)}–"
-        f"{number(stat.high, headline)}]",
-        times(r.ratio(headline)),
-    ]
+        f"{number(stat.high, headline)}]"
+    )
 
 
 # -- what this shows -------------------------------------------------------------------------
@@ -133,7 +193,7 @@ def ranking(headline: Metric, rows: list[RenderedRow]) -> list[str]:
     def describe(r: RenderedRow) -> str:
         stat = r.summary.stats[headline.name]
         share = r.ratio(headline)
-        against = f", {times(share)} asyncio" if share is not None else ""
+        against = f", {times(share)} {r.base_name}" if share is not None else ""
         return f"{r.label} ({number(stat.median, headline)}{against})"
 
     word = "highest" if headline.higher_is_better else "lowest"
