@@ -9,10 +9,12 @@ chooses which protocol a socket's transport gets, and waits for the handshake.
 The one private class of asyncio the drop-in reuses, argued: TLS is a state machine
 (handshake with its timeout, close_notify and its timeout, flow control between the record
 layer and both sides) that teaches nothing about event loops, and asyncio keeps it as a
-protocol object that asks a loop only for what this one has (``call_soon``, ``call_later``,
-``create_future``, ``get_debug``, ``call_exception_handler``) and a transport only for the
-public ``asyncio.Transport`` API. uvloop ships a copy of the same class for the same reason.
-Its signature has been the same from Python 3.11 to 3.13.
+protocol object that asks a loop only for what this one has (its ``self._loop`` calls in
+``asyncio/sslproto.py``, CPython 3.11 to 3.13: ``call_soon``, ``call_later``, ``time``,
+``get_debug``, ``call_exception_handler``) and a transport only for the public
+``asyncio.Transport`` API. The class came from uvloop: CPython 3.11 took uvloop's SSL
+implementation (``uvloop/sslproto.pyx``) as its own (CPython issue 88177). Its signature has
+been the same from Python 3.11 to 3.13.
 """
 
 from __future__ import annotations
