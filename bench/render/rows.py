@@ -154,23 +154,6 @@ def _session_summary(workload: Workload, point: dict, key: str, session: str):
     return summarize(reps, workload.metrics) if reps else None
 
 
-def unavailable_rows(stored: list[RenderedRow] = ()) -> list[RenderedRow]:
-    """A row per variant that cannot run on this interpreter and has no rows `stored` at the
-    point, saying so in place of figures.
-
-    Shown in every workload table (each would hold the variant's rows), after the others; not
-    handed to the glance, the charts or the scale section, which read figures only.
-    """
-    measured = {r.row.variant for r in stored}
-    return [
-        RenderedRow(
-            Row(name, ""), "unavailable", "", RowSummary("unavailable", why), None, False, False
-        )
-        for name, why in unavailable_variants().items()
-        if name not in measured
-    ]
-
-
 @functools.cache
 def unloadable_here() -> frozenset[str]:
     """The variants and anchor servers the lab has that cannot load on this interpreter."""
