@@ -74,13 +74,17 @@ def test_rows_on_two_interpreters_are_stored_apart_and_read_side_by_side(tiny, t
     report.render_all(results, reports)
     text = (reports / "bench.md").read_text()
     section = text.split("## Interpreters", 1)[1].split("\n## ", 1)[0]
-    assert "`trio` is unavailable on Python" in section
+    assert "`trio`, `trio-streams` unavailable on " in section
     assert "| trio · coroutines" in section and "unavailable" in section
-    # traps on the other interpreter: its figure with its ratios to 3.11 and to asyncio.
-    assert "(× pyenv 3.11 · × asyncio)" in section
+    # traps on the other interpreter: its figure, then its change against 3.11, each read
+    # against its own session's control (here asyncio, the tiny workload declaring none).
+    assert "(change against pyenv 3.11)" in section
     traps = next(line for line in section.splitlines() if line.startswith("| traps · coroutines"))
     cells = [cell.strip() for cell in traps.split("|")[1:-1]]
-    assert cells[1].count("×") == 1 and cells[2].count("×") == 2, traps
+    assert "×" not in cells[1] and cells[2].count("×") == 1, traps
+    assert any(word in cells[2] for word in ("no change", "cheaper", "dearer", "no interval"))
+    asyncio = next(x for x in section.splitlines() if x.startswith("| asyncio · coroutines"))
+    assert asyncio.count("(control)") == 2
     assert (reports / "charts" / "quick-interpreters-echo-cost.png").exists()
 
 
@@ -108,48 +112,91 @@ def test_an_interpreter_is_named_by_version_path_or_command_on_path(tmp_path, mo
         interpreter("no-such-python-anywhere", print)
 
 
-def _costs(**by_python: dict[str, float]) -> dict:
-    """Interpreters' data holding only the fixed-load cost: python -> row label -> µs."""
-
-    def row(label: str) -> Row:
-        if " · " in label:
-            return Row(*label.split(" · "))
-        return Row(label, "native", True)
-
-    return {
-        python: {interpreters.COST.name: {row(k): (v, None, "ok", "") for k, v in costs.items()}}
-        for python, costs in by_python.items()
-    }
+CONTROL_ROWS = {"asyncio-protocol": 20.0, "uvloop-protocol": 16.0, "selectors-floor": 12.0}
 
 
-def test_the_newer_interpreter_sentence_says_which_way_the_costs_moved():
-    old = {"traps · coroutines": 10.0, "futures · coroutines": 20.0, "uvloop-protocol": 8.0}
-    dearer = _costs(**{"3.11": old, "3.13": {"traps · coroutines": 12.0,
-                                             "futures · coroutines": 30.0,
-                                             "uvloop-protocol": 10.0}})  # fmt: skip
-    said = interpreters.gain_sentence(dearer)
-    assert (
-        "rose for every variant·style, least for traps · coroutines (1.20×), most for "
-        "futures · coroutines (1.50×)" in said
+def _row(label: str) -> Row:
+    if " · " in label:
+        return Row(*label.split(" · "))
+    return Row(label, "native", True)
+
+
+def _reps(median: float) -> tuple[float, ...]:
+    """Three repetitions 1% either side of a median: a spread like a quiet session's."""
+    return (median * 0.99, median, median * 1.01)
+
+
+def _costs(session: str = "S", scale: float = 1.0, **by_python: dict[str, float]) -> dict:
+    """Interpreters' data holding only the fixed-load cost, each interpreter's rows with the
+    echo controls (CONTROL_ROWS) measured in the same session: python -> row label -> µs,
+    every figure of it (controls too) times `scale`."""
+    data = {}
+    for python, costs in by_python.items():
+        controls = tuple(_reps(v * scale) for v in CONTROL_ROWS.values())
+        cells = {
+            _row(label): interpreters.Cell(_reps(v * scale), "ok", "", session, controls)
+            for label, v in costs.items()
+        }
+        for label, v in CONTROL_ROWS.items():
+            cells[_row(label)] = interpreters.Cell(
+                _reps(v * scale), "ok", "", session, controls, control=True
+            )
+        data[python] = {interpreters.COST.name: cells}
+    return data
+
+
+def test_an_interpreter_whose_every_row_rose_20_percent_reads_no_change_in_the_section():
+    """Issue 36: every row of one interpreter's session, the controls too, 20% dearer (a
+    busier machine, or an interpreter slower alike for all): its table, its chart's figures
+    and its sentence say "no change"; one row that rose alone reads dearer."""
+    rows = {"traps · coroutines": 24.3, "handlers · callbacks": 49.6, "futures · coroutines": 30}
+    data = {**_costs(**{"3.11": rows}), **_costs("S2", 1.2, **{"3.13": rows})}
+    text = interpreters.table(interpreters.COST, data, {})
+    for label in rows:
+        line = next(x for x in text.splitlines() if x.startswith(f"| {label} "))
+        assert "1.00× [" in line and line.rstrip(" |").endswith("no change"), line
+    assert "cheaper" not in text and "dearer" not in text
+    said = interpreters.gain_sentence(data)
+    assert "3 no change (of 3 rows" in said and "dearer" not in said.split("cancels")[0]
+    cost = data["3.13"][interpreters.COST.name]
+    assert all(
+        abs(cost[_row(k)].relative - data["3.11"][interpreters.COST.name][_row(k)].relative) < 1e-9
+        for k in rows
+    )  # the chart draws each row over its session's controls: the 20% is gone
+    handlers = _row("handlers · callbacks")
+    cost[handlers] = interpreters.Cell(_reps(49.6 * 1.2 * 1.5), "ok", "", "S2",
+                                       cost[handlers].controls)  # fmt: skip
+    said = interpreters.gain_sentence(data)
+    assert "2 no change, 1 dearer (of 3 rows" in said
+    assert "most dearer handlers · callbacks (1.50× [" in said
+
+
+def test_a_single_repetition_has_no_interval_and_no_word():
+    data = _costs(**{"3.11": {"traps · coroutines": 10.0}, "3.13": {"traps · coroutines": 12.0}})
+    traps = _row("traps · coroutines")
+    old = data["3.11"][interpreters.COST.name][traps]
+    data["3.11"][interpreters.COST.name][traps] = interpreters.Cell(
+        (10.0,), "ok", "", "S", old.controls
     )
-    assert "uvloop-protocol, whose loop is C, moved 1.25×" in said
-    mixed = _costs(**{"3.11": old, "3.13": {"traps · coroutines": 9.0,
-                                            "futures · coroutines": 22.0}})  # fmt: skip
-    said = interpreters.gain_sentence(mixed)
-    assert "fell most for traps · coroutines (0.90×) and rose most for futures" in said
-    assert "gain" not in said  # a rise is never called a gain
-    assert interpreters.gain_sentence(_costs(**{"3.11": old})) is None
+    line = next(
+        x for x in interpreters.table(interpreters.COST, data, {}).splitlines()
+        if x.startswith("| traps")
+    )  # fmt: skip
+    assert "1.20×, no interval (one repetition)" in line
+    assert "dearer" not in line and "no change" not in line
 
 
 def test_an_invalid_cell_says_why_it_has_no_figure():
     data = _costs(**{"3.11": {"traps · coroutines": 10.0}, "3.13": {"traps · coroutines": 11.0}})
     for python in data:
         data[python][interpreters.COST.name][Row("uvloop-protocol", "native", True)] = (
-            None, None, "invalid", "invalid (the load generator saturated its core (99%): x)"
-        )  # fmt: skip
-    data["3.13"][interpreters.COST.name][Row("futures", "coroutines")] = (
-        None, None, "invalid", "replies were lost"
-    )  # fmt: skip
+            interpreters.Cell(
+                (), "invalid", "invalid (the load generator saturated its core (99%): x)"
+            )
+        )
+    data["3.13"][interpreters.COST.name][Row("futures", "coroutines")] = interpreters.Cell(
+        (), "invalid", "replies were lost"
+    )
     text = interpreters.table(interpreters.COST, data, {})
     assert (
         "the peer saturated its core before the process under test did (uvloop-protocol "
@@ -180,13 +227,16 @@ def test_a_lab_measured_only_on_another_interpreter_renders_its_own_main_tables(
 
 def test_each_build_family_is_read_against_its_own_oldest_and_named_on_its_column():
     """Debian's 3.14 against Debian's 3.13, never against pyenv's 3.11; every column names
-    its family; one sentence says what the build moves on the version both families have."""
-    data = _costs(**{
-        "3.11": {"traps · coroutines": 10.0, "futures · coroutines": 20.0},
-        "3.13": {"traps · coroutines": 9.0, "futures · coroutines": 18.0},
-        "debian-3.13": {"traps · coroutines": 8.0, "futures · coroutines": 18.0},
-        "debian-3.14": {"traps · coroutines": 4.0, "futures · coroutines": 9.0},
-    })  # fmt: skip
+    its family; one sentence says what the build moves on the version both families have,
+    and only when one session measured both."""
+    data = {
+        **_costs("S1", **{"3.11": {"traps · coroutines": 10.0, "futures · coroutines": 20.0}}),
+        **_costs("S2", **{
+            "3.13": {"traps · coroutines": 9.0, "futures · coroutines": 18.0},
+            "debian-3.13": {"traps · coroutines": 8.0, "futures · coroutines": 18.0},
+        }),
+        **_costs("S3", **{"debian-3.14": {"traps · coroutines": 4.0, "futures · coroutines": 9.0}}),
+    }  # fmt: skip
     pyenv = {"python": "3.13.0", "python_config_args": "'--prefix=/r/.pyenv/v' '--enable-shared'"}
     envs = {
         "3.11": {**pyenv, "python": "3.11.7"},
@@ -200,18 +250,21 @@ def test_each_build_family_is_read_against_its_own_oldest_and_named_on_its_colum
     }  # fmt: skip
     text = interpreters.table(interpreters.COST, data, {}, names)
     header = text.splitlines()[0]
-    assert "Debian 3.14 (× Debian 3.13 · × asyncio)" in header
-    assert "Debian 3.13 (× asyncio)" in header
+    assert "Debian 3.14 (change against Debian 3.13)" in header
+    assert "| Debian 3.13 " in header and "Debian 3.13 (change" not in header
     traps = next(line for line in text.splitlines() if line.startswith("| traps · coroutines"))
-    assert "4.0 (0.50× · –)" in traps  # 4 µs against Debian's 3.13 (8), not pyenv's 3.11 (10)
+    # 4 µs against Debian's 3.13 (8), not pyenv's 3.11 (10): half, the controls alike.
+    assert "4.0 · 0.50× [" in traps
     said = interpreters.build_sentence(data, envs)
     assert "the same rows on pyenv's 3.13.0 and Debian's 3.13.15" in said
-    assert "0.94×" in said and "over 2 rows" in said  # traps 8/9 and futures 18/18, median
-    assert "measured in different sessions" not in said  # neither says: taken as one
-    envs["debian-3.13"] |= {"session": "S2", "date": "2026-11-26T17:00:00"}
-    assert "measured in different sessions (? and 2026-11-26T17:00)" in (
-        interpreters.build_sentence(data, envs)
-    )
+    assert "in one session" in said
+    assert "1.00× per request (median over 5 rows, from 0.89× to 1.00×" in said  # controls too
+    for row, here in data["debian-3.13"][interpreters.COST.name].items():  # another session
+        data["debian-3.13"][interpreters.COST.name][row] = interpreters.Cell(
+            here.values, "ok", "", "S9", here.controls, here.control
+        )
+    said = interpreters.build_sentence(data, envs)
+    assert "were not measured in one session, so no figure" in said and "×" not in said
     builds = interpreters.builds_table(data, envs, names)
     assert "| Debian 3.13 " in builds and "`--enable-optimizations`" in builds
     assert "--prefix" not in builds  # only the options that shape speed

@@ -1,33 +1,80 @@
 """One interpreter's rows against another's, each read against its own session's controls.
 
-Each interpreter is measured in its own session, and a shared machine drifts between sessions:
-asyncio's own figure moved 17% between two sessions of the same interpreter (issue 36). So no
-figure is compared across interpreters as it stands. Each row's repetitions are divided by its
-session's control level, the geometric mean of the control rows' medians measured in that same
-session (echo: asyncio-protocol, uvloop-protocol and the selectors floor), and the comparison
-is the ratio of those relative figures, with a bootstrap interval over both sides' repetitions
-(:mod:`bench.render.intervals`): a rise every row shares, controls included, cancels, and the
-word is "no change" wherever the interval holds 1. The controls' own spread is not resampled:
-the interval is of the rows' repetitions only.
+A shared machine drifts between sessions: asyncio's own figure moved 17% between two sessions
+of the same interpreter (issue 36). So no figure is compared across interpreters as it stands.
+Each row is divided by its session's control level, the geometric mean of the control rows'
+medians measured in that same session (echo: asyncio-protocol, uvloop-protocol and the
+selectors floor; a workload that declares no controls: the asyncio row it is compared with),
+and the comparison is the ratio of those relative figures. Its interval is a percentile
+bootstrap that resamples every side's repetitions, the controls' too (the method of
+:mod:`bench.render.intervals`): a move every row shares, the controls' included, cancels, and
+the word is "no change" wherever the interval holds 1.
+
+What cancels is not only the machine: an interpreter that made every row and every control
+20% dearer also reads "no change". A row reads cheaper or dearer only where it moved against
+its own session's controls.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import statistics
+from collections.abc import Sequence
 
-from bench.render.intervals import ratio_interval, word
+from bench.render.intervals import RESAMPLES, bounds, word
 
 CONTROLS = ("asyncio-protocol/native", "uvloop-protocol/native", "selectors-floor/native")
+ONE_REPETITION = "no interval (one repetition)"
+Values = Sequence[float]
+Change = tuple[float, float | None, float | None, str]  # ratio, low, high, word
 
 
-def control_level(rows: dict[str, list[float]], controls=CONTROLS) -> float | None:
+def level(controls: Sequence[Values]) -> float | None:
     """The geometric mean of the controls' medians in one session (None: none measured)."""
-    found = [statistics.median(rows[key]) for key in controls if rows.get(key)]
+    found = [statistics.median(values) for values in controls if values]
     found = [value for value in found if value > 0]
     if not found:
         return None
     return math.exp(sum(math.log(value) for value in found) / len(found))
+
+
+def relative_change(
+    new: Values,
+    new_controls: Sequence[Values],
+    old: Values,
+    old_controls: Sequence[Values],
+    higher_is_better: bool,
+    seed: str,
+) -> Change | None:
+    """(ratio, low, high, word) of a row's figure relative to its session's controls, new over
+    old; the word is "no change" where the interval holds 1, else faster/slower (a rate) or
+    cheaper/dearer (a cost), or ONE_REPETITION (no interval: low and high None) where some side
+    has a single repetition (pyperf's micro rows). None where a side lacks the row or every
+    control."""
+    new_controls = [c for c in new_controls if c]
+    old_controls = [c for c in old_controls if c]
+    new_level, old_level = level(new_controls), level(old_controls)
+    if not new or not old or not new_level or not old_level:
+        return None
+    ratio = (statistics.median(new) / new_level) / (statistics.median(old) / old_level)
+    if min(len(values) for values in (new, old, *new_controls, *old_controls)) < 2:
+        return ratio, None, None, ONE_REPETITION  # a bootstrap of one value has no width
+    rng = random.Random(seed)
+
+    def resampled(values: Values) -> list[float]:
+        return rng.choices(values, k=len(values))
+
+    samples = []
+    for _ in range(RESAMPLES):
+        here = level([resampled(c) for c in new_controls])
+        there = level([resampled(c) for c in old_controls])
+        samples.append(
+            (statistics.median(resampled(new)) / here) / (statistics.median(resampled(old)) / there)
+        )
+    low, high = bounds(samples)
+    said = word((ratio, low, high), higher_is_better, cost=not higher_is_better)
+    return ratio, low, high, "no change" if said == "level" else said
 
 
 def compare(
@@ -35,20 +82,21 @@ def compare(
     other: dict[str, list[float]],
     higher_is_better: bool,
     controls=CONTROLS,
-) -> dict[str, tuple[float, float, float, str]]:
-    """Per row measured on both: (ratio, low, high, word) of its figure relative to its own
-    session's controls, other over reference; the word is "no change" where the interval
-    holds 1, else faster/slower (a rate) or cheaper/dearer (a cost). {} without controls."""
-    base, level = control_level(reference, controls), control_level(other, controls)
-    if base is None or level is None:
-        return {}
+) -> dict[str, Change]:
+    """Two whole sessions, each a dict of row key to repetitions with the controls among them:
+    per row measured in both, its :func:`relative_change`, other over reference."""
     found = {}
     for key in sorted(reference.keys() & other.keys()):
-        if key in controls or not reference[key] or not other[key]:
+        if key in controls:
             continue
-        ratio = ratio_interval(
-            [v / level for v in other[key]], [v / base for v in reference[key]], f"drift:{key}"
+        change = relative_change(
+            other[key],
+            [other.get(c, []) for c in controls],
+            reference[key],
+            [reference.get(c, []) for c in controls],
+            higher_is_better,
+            f"drift:{key}",
         )
-        said = word(ratio, higher_is_better, cost=not higher_is_better)
-        found[key] = (*ratio, "no change" if said == "level" else said)
+        if change is not None:
+            found[key] = change
     return found

@@ -3,25 +3,28 @@
 For each figure of :mod:`bench.interpreter_figures` (echo server CPU per request closed loop
 and at a fixed offered load, the switch, sleep CPU per sleeper at 100 000, crawler pages/s), a
 table with a row per variant·style (echo's anchors too) and a column per interpreter: the
-figure, its ratio to the same row on the reference interpreter
-(``bench.interpreters.REFERENCE``) and to asyncio measured in the same session on the same
-interpreter. A chart of the fixed-load cost by
-interpreter, and sentences from the data: does uvloop still pay on each interpreter, which
-design a newer one helps or hurts most, where the order of the loops changes. Each interpreter's
-results are read from its own store (``reports/results/<mode>/python-X.Y/``); an interpreter
-with nothing stored is named, with the command that measures it.
+figure's median, and, beside the oldest interpreter of the column's build family, the change
+of the row relative to its own session's controls (:mod:`bench.render.drift`) with its
+bootstrap interval, worded "no change" where the interval holds 1. A machine drifts between
+sessions, so a figure is never compared across interpreters as it stands: what one session
+does to every row, controls included, cancels. A chart of that relative cost by interpreter,
+and sentences from the same data: does uvloop still pay on each interpreter (a ratio inside
+one session), what the build alone moves (the same version from two families, measured in one
+session or not at all), and what a newer interpreter changes relative to its controls. Each
+interpreter's results are read from its own store (``reports/results/<mode>/python-X.Y/``);
+an interpreter with nothing stored is named, with the command that measures it.
 
 A build is part of what is compared: pyenv's interpreters here are configured with
-``--enable-shared`` and no PGO or LTO, Debian builds its own way, so a ratio across interpreters
-is read only within one build family (a Debian column against Debian's oldest, a pyenv column
-against the reference), every column names its family, a table gives each interpreter's exact
-version and build flags (``sysconfig``'s ``CONFIG_ARGS``, stored with every session), and one
-sentence says what the build alone moves: the same version (3.13) from both families.
+``--enable-shared`` and no PGO or LTO, Debian builds its own way, so a change is read only
+within one build family (a Debian column against Debian's oldest, a pyenv column against the
+reference), every column names its family, and a table gives each interpreter's exact version
+and build flags (``sysconfig``'s ``CONFIG_ARGS``, stored with every session).
 """
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 from tabulate import tabulate
@@ -29,21 +32,48 @@ from tabulate import tabulate
 from bench import registry
 from bench.interpreter_figures import COST, FIGURES, Figure
 from bench.interpreters import BUILDS, DEBIAN, REFERENCE, family, version_of
-from bench.plan import BASELINE, YARDSTICK, Row
+from bench.plan import BASELINE, Row
+from bench.render.drift import ONE_REPETITION, Change, level, relative_change
+from bench.render.intervals import ratio_interval, word
 from bench.render.rows import RenderedRow, stored_points
 from bench.store import load_mode
 
 TITLE = "Interpreters"
 MEASURE = " ".join(["python -m bench run --across", *(f"--python {v}" for v in BUILDS)])
-# python -> figure -> row -> (median, same-session asyncio median, status, why no figure)
-Figures = dict[str, dict[str, dict[Row, tuple[float | None, float | None, str, str]]]]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One row's figure on one interpreter, with its session's controls."""
+
+    values: tuple[float, ...]  # the row's valid repetitions of the figure (empty: no figure)
+    status: str  # "ok", or why there is no figure ("invalid", "not measured", ...)
+    why: str = ""  # the reason behind a status other than ok
+    session: str = ""
+    # Each control row's repetitions of the figure in the row's own session.
+    controls: tuple[tuple[float, ...], ...] = ()
+    control: bool = False  # the row is one of its session's controls
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.values) if self.values else None
+
+    @property
+    def relative(self) -> float | None:
+        """The median over its session's control level."""
+        base = level(self.controls)
+        return self.median / base if self.median and base else None
+
+
+MISSING = Cell((), "not measured")
+# python -> figure name -> row -> its cell
+Figures = dict[str, dict[str, dict[Row, Cell]]]
 
 
 def read(
     results: Path | None, mode: str, main: dict, main_points, main_python: str = REFERENCE
 ) -> dict[str, Figures]:
-    """Per interpreter (those with results stored), per figure: each row's (median, its
-    same-session asyncio median, status, why no figure)."""
+    """Per interpreter (those with results stored), per figure: each row's cell."""
     found: dict[str, Figures] = {}
     for python in BUILDS:
         stores = main if python == main_python else _stores(results, mode, python)
@@ -59,28 +89,47 @@ def _stores(results: Path | None, mode: str, python: str) -> dict:
     return load_mode(results, mode, registry.names(), python) if results else {}
 
 
-def _figure(figure: Figure, points: list[tuple[dict, list[RenderedRow]]]) -> dict:
+def _figure(figure: Figure, points: list[tuple[dict, list[RenderedRow]]]) -> dict[Row, Cell]:
     rows = next((rows for params, rows in points if figure.matches(params)), [])
-    found = {}
-    for rendered in rows:
-        summary, base = rendered.summary, rendered.baseline
-        stat = summary.stats.get(figure.metric) if summary.status == "ok" else None
-        base_stat = base.stats.get(figure.metric) if base and base.status == "ok" else None
-        found[rendered.row] = (
-            stat.median if stat else None,
-            base_stat.median if base_stat else None,
-            summary.status if summary.status != "ok" else ("n/a" if stat is None else "ok"),
-            summary.reason if summary.status != "ok" else "",
-        )
-    return found
+    return {rendered.row: cell(rendered, figure.metric) for rendered in rows}
 
 
-def _cell(value: float | None, status: str, digits: int, *ratios: float | None) -> str:
-    if value is None:
-        return status
-    text = f"{value:,.{digits}f}"
-    marks = [f"{r:.2f}×" if r is not None else "–" for r in ratios]
-    return f"{text} ({' · '.join(marks)})" if ratios else text
+def cell(rendered: RenderedRow, metric: str) -> Cell:
+    """A rendered row's figure and its session's controls, as a cell of this section."""
+    summary = rendered.summary
+    values = tuple(summary.values.get(metric, ())) if summary.status == "ok" else ()
+    status = summary.status if summary.status != "ok" else ("ok" if values else "n/a")
+    controls = tuple(
+        tuple(control.values.get(metric, ()))
+        for control in rendered.controls.values()
+        if control is not None and control.status == "ok"
+    )
+    return Cell(
+        values,
+        status,
+        summary.reason if summary.status != "ok" else "",
+        rendered.session,
+        controls,
+        rendered.row.key in rendered.controls,
+    )
+
+
+def change(figure: Figure, new: Cell, old: Cell, seed: str) -> Change | None:
+    """A row's change from `old` to `new`, each against its own session's controls."""
+    if new.control or old.control:
+        return None  # a control against its own level: not a finding
+    return relative_change(
+        new.values, new.controls, old.values, old.controls, figure.higher_is_better, seed
+    )
+
+
+def _changed(ratio: Change | None) -> str:
+    if ratio is None:
+        return "–"
+    value, low, high, said = ratio
+    if low is None:
+        return f"{value:.2f}×, {said}"
+    return f"{value:.2f}× [{low:.2f}–{high:.2f}] {said}"
 
 
 def table(
@@ -89,9 +138,9 @@ def table(
     unavailable: dict[str, dict],
     names: dict[str, str] | None = None,
 ) -> str:
-    """One figure: a row per variant·style, a column per interpreter with its ratios (to the
-    oldest of its own build family, and to asyncio in its own session), then why a cell says
-    "invalid". `names`: each interpreter's column name with its build family."""
+    """One figure: a row per variant·style, a column per interpreter with the row's median
+    and, beside the oldest of the column's own build family, its change relative to each
+    session's controls; then why a cell says "invalid"."""
     names = names or {}
     pythons = list(data)
     firsts = {p: oldest(in_family(data, p)) for p in pythons}
@@ -100,26 +149,31 @@ def table(
     for row in rows:
         cells = [_label(row)]
         for python in pythons:
-            first = firsts[python]
-            reference = data.get(first, {}).get(figure.name, {}).get(row, (None,))[0]
-            value, base, status, _ = data[python][figure.name].get(
-                row, (None, None, "not measured", "")
-            )
-            if value is None and row.variant in unavailable.get(python, {}):
+            here = data[python][figure.name].get(row, MISSING)
+            status = here.status
+            if here.median is None and row.variant in unavailable.get(python, {}):
                 status = "unavailable"
-            vs_base = value / base if value and base else None
-            if python == first:
-                cells.append(_cell(value, status, figure.digits, vs_base))
+            if here.median is None:
+                cells.append(status)
                 continue
-            vs_ref = value / reference if value and reference else None
-            cells.append(_cell(value, status, figure.digits, vs_ref, vs_base))
+            text = f"{here.median:,.{figure.digits}f}"
+            if here.control:
+                cells.append(f"{text} (control)")
+                continue
+            first = firsts[python]
+            if python == first:
+                cells.append(text)
+                continue
+            old = data[first][figure.name].get(row, MISSING)
+            ratio = change(figure, here, old, f"{figure.name}:{row.key}:{python}")
+            cells.append(f"{text} · {_changed(ratio)}")
         body.append(cells)
 
     def header(python: str) -> str:
         name, first = names.get(python, f"Python {python}"), firsts[python]
         if python == first:
-            return f"{name} (× asyncio)"
-        return f"{name} (× {names.get(first, first)} · × asyncio)"
+            return name
+        return f"{name} (change against {names.get(first, first)})"
 
     headers = ["row", *(header(p) for p in pythons)]
     lines = [tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)]
@@ -132,7 +186,8 @@ def invalid_note(figure: Figure, data: dict[str, Figures]) -> list[str]:
     saturated: dict[Row, list[str]] = {}
     other = []
     for python, figures in data.items():
-        for row, (_, _, status, why) in figures[figure.name].items():
+        for row, here in figures[figure.name].items():
+            status, why = here.status, here.why
             if status == "invalid" and "saturated its core" in why:
                 saturated.setdefault(row, []).append(python)
             elif status == "invalid":
@@ -253,32 +308,50 @@ def _when(environment: dict) -> str:
 
 def build_sentence(data: dict[str, Figures], envs: dict[str, dict]) -> str | None:
     """What the build alone moves: one version from two families (pyenv's 3.13 and Debian's),
-    the fixed-load cost of every row measured on both, Debian's over pyenv's."""
+    the fixed-load cost of every row both measured in one session, Debian's over pyenv's. The
+    build moves the controls too, so this ratio is taken as it stands, and only inside one
+    session; measured in two, the sentence says so and gives no figure."""
     pairs = [(p, f"{DEBIAN}-{p}") for p in data if not family(p) and f"{DEBIAN}-{p}" in data]
     if not pairs:
         return None
     own, debian = pairs[-1]
     mine, theirs = data[own][COST.name], data[debian][COST.name]
-    ratios = sorted(
-        theirs[r][0] / mine[r][0] for r in theirs if theirs[r][0] and mine.get(r, (None,))[0]
-    )
-    if not ratios:
-        return None
+    both = [
+        row
+        for row in sorted(theirs, key=_order)
+        if theirs[row].median and mine.get(row, MISSING).median
+        and theirs[row].session == mine[row].session
+    ]  # fmt: skip
     exact = [envs.get(p, {}).get("python", version_of(p)) for p in (own, debian)]
+    builder = build_family(own, envs.get(own, {}))
+    whose = f"{builder}'s " if builder in ("pyenv", "own build") else ""
+    lead = f"**What the build moves:** the same rows on {whose}{exact[0]} and Debian's {exact[1]}"
+    if not both:
+        return (
+            f"{lead} were not measured in one session, so no figure compares them (a machine "
+            f"drifts between sessions): `python -m bench run --across --python {own} "
+            f"--python {debian}` measures both in interleaved rounds."
+        )
+    changes = {
+        row: ratio_interval(list(theirs[row].values), list(mine[row].values), f"build:{row.key}")
+        for row in both
+    }
+    said = {row: word(r, higher_is_better=False) for row, r in changes.items()}
+    ratios = sorted(r[0] for r in changes.values())
+    counts = ", ".join(
+        f"{sum(1 for w in said.values() if w == kind)} {kind}"
+        for kind in ("cheaper", "level", "dearer")
+        if kind in said.values()
+    )
     same = "" if exact[0] == exact[1] else (
         f"; the patch releases differ too ({exact[0]} and {exact[1]}), so the ratio holds both"
     )  # fmt: skip
-    sessions = [envs.get(p, {}).get("session") for p in (own, debian)]
-    if sessions[0] != sessions[1]:  # not one session: the machine's state is in the ratio too
-        when = " and ".join(str(envs.get(p, {}).get("date", "?"))[:16] for p in (own, debian))
-        same += f"; measured in different sessions ({when}), so it holds the machine's load too"
-    builder = build_family(own, envs.get(own, {}))
-    whose = f"{builder}'s " if builder in ("pyenv", "own build") else ""
     return (
-        f"**What the build moves:** the same rows on {whose}{exact[0]} and Debian's "
-        f"{exact[1]}: at a fixed offered load, Debian's costs "
-        f"{statistics.median(ratios):.2f}× per request (median over {len(ratios)} rows, from "
-        f"{ratios[0]:.2f}× to {ratios[-1]:.2f}×){same}."
+        f"{lead}, measured in one session in interleaved rounds: at a fixed offered load, "
+        f"Debian's costs {statistics.median(ratios):.2f}× per request (median over "
+        f"{len(ratios)} rows, from {ratios[0]:.2f}× to {ratios[-1]:.2f}×; by each row's "
+        f"interval: {counts}){same}. Here the controls move with the build, so this is the "
+        "one comparison of this section taken as it stands."
     )
 
 
@@ -290,121 +363,123 @@ def _label(row: Row) -> str:
     return row.variant if row.anchor else row.label
 
 
-def uvloop_sentence(data: dict[str, Figures]) -> str | None:
-    """Does uvloop still pay: uvloop-protocol against asyncio-protocol on each interpreter."""
+def uvloop_sentence(data: dict[str, Figures], names: dict[str, str] | None = None) -> str | None:
+    """Does uvloop still pay: uvloop-protocol against asyncio-protocol on each interpreter,
+    inside one session, worded from the ratio's interval."""
+    names = names or {}
     uv, aio = Row("uvloop-protocol", "native", True), Row("asyncio-protocol", "native", True)
     parts = []
     for python, figures in data.items():
         cost = figures[COST.name]
-        if cost.get(uv, (None,))[0] and cost.get(aio, (None,))[0]:
-            ratio = cost[aio][0] / cost[uv][0]
-            verdict = (
-                "uvloop pays"
-                if ratio > 1.05
-                else "uvloop costs more"
-                if ratio < 0.95
-                else "uvloop no longer pays: within 5 %"
-            )
-            parts.append(
-                f"on {python} asyncio-protocol costs {ratio:.2f}× uvloop-protocol ({verdict})"
-            )
+        mine, theirs = cost.get(aio, MISSING), cost.get(uv, MISSING)
+        if len(mine.values) < 2 or len(theirs.values) < 2 or mine.session != theirs.session:
+            continue
+        ratio = ratio_interval(list(mine.values), list(theirs.values), f"uvloop:{python}")
+        verdict = {
+            "dearer": "uvloop pays",
+            "cheaper": "uvloop costs more",
+            "level": "uvloop does not pay: the interval holds 1",
+        }[word(ratio, higher_is_better=False)]
+        parts.append(
+            f"on {names.get(python, python)} asyncio-protocol costs {ratio[0]:.2f}× "
+            f"[{ratio[1]:.2f}–{ratio[2]:.2f}] uvloop-protocol ({verdict})"
+        )
     if not parts:
         return None
     return f"**Does uvloop still pay?** At a fixed offered load, {'; '.join(parts)}."
 
 
-def gain_sentence(data: dict[str, Figures]) -> str | None:
-    """What the newest interpreter measured does to each design's fixed-load cost: which
-    variant·style gains most and which least (or, when all moved one way, how far)."""
-    first = oldest(data)
-    newest = list(data)[-1]
-    if newest == first or first not in data:
+def changes(data: dict[str, Figures], figure: Figure, newer: str, older: str) -> dict:
+    """Per non-control row on both: its change from `older` to `newer` (bench.render.drift)."""
+    old, new = data[older][figure.name], data[newer][figure.name]
+    found = {}
+    for row in sorted(new.keys() & old.keys(), key=_order):
+        ratio = change(figure, new[row], old[row], f"{figure.name}:{row.key}:{newer}")
+        if ratio is not None:
+            found[row] = ratio
+    return found
+
+
+def gain_sentence(data: dict[str, Figures], names: dict[str, str] | None = None) -> str | None:
+    """What the newest interpreter of a family does to each row's fixed-load cost relative to
+    its session's controls: how many rows changed which way, and the largest move each way."""
+    names = names or {}
+    first, newest = oldest(data), list(data)[-1]
+    if first is None or newest == first:
         return None
-    old, new = data[first][COST.name], data[newest][COST.name]
-    ratios = {
-        row: new[row][0] / old[row][0] for row in new if new[row][0] and old.get(row, (None,))[0]
-    }
-    designs = {row: ratio for row, ratio in ratios.items() if not row.anchor}
-    if not designs:
+    moved = changes(data, COST, newest, first)
+    if not moved:
         return None
-    cheapest, dearest = min(designs, key=designs.get), max(designs, key=designs.get)
-    low, high = f"{designs[cheapest]:.2f}×", f"{designs[dearest]:.2f}×"
-    lead = (
-        f"**What a newer interpreter changes:** from {first} to {newest}, the cost per "
-        "request at a fixed load"
+    said = {kind: [row for row, r in moved.items() if r[3] == kind] for kind in
+            ("cheaper", "no change", "dearer", ONE_REPETITION)}  # fmt: skip
+    counts = ", ".join(
+        f"{len(rows)} {'with ' if kind == ONE_REPETITION else ''}{kind}"
+        for kind, rows in said.items()
+        if rows
     )
-    if designs[cheapest] > 1:
-        sentence = (
-            f"{lead} rose for every variant·style, least for {cheapest.label} ({low}), most "
-            f"for {dearest.label} ({high})"
-        )
-    elif designs[dearest] < 1:
-        sentence = (
-            f"{lead} fell for every variant·style, most for {cheapest.label} ({low}), least for "
-            f"{dearest.label} ({high})"
-        )
-    else:
-        sentence = (
-            f"{lead} fell most for {cheapest.label} ({low}) and rose most for "
-            f"{dearest.label} ({high})"
-        )
-    floor = ratios.get(Row(YARDSTICK, "native", True))
-    if floor:  # a C loop: what every row's move holds that is not Python's own
-        sentence += f"; {YARDSTICK}, whose loop is C, moved {floor:.2f}×"
-    return sentence + "."
-
-
-def order_sentence(data: dict[str, Figures]) -> str | None:
-    """Where the order of the loops (by fixed-load cost, cheapest first) changes."""
-    first = oldest(data)
-    if first not in data or len(data) < 2:
-        return None
-    ranks = {}
-    for python, figures in data.items():
-        cost = {r: v[0] for r, v in figures[COST.name].items() if not r.anchor and v[0]}
-        ranks[python] = {row: i for i, row in enumerate(sorted(cost, key=cost.get), 1)}
-    moves = []
-    for python in data:
-        if python == first:
-            continue
-        common = set(ranks[python]) & set(ranks[first])
-        before = {r: i for i, r in enumerate(sorted(common, key=ranks[first].get), 1)}
-        after = {r: i for i, r in enumerate(sorted(common, key=ranks[python].get), 1)}
-        moved = [
-            f"{r.label} #{before[r]} → #{after[r]}"
-            for r in sorted(common, key=after.get)
-            if before[r] != after[r]
-        ]
-        moves.append(f"on {python}, " + (", ".join(moved) if moved else "the same order"))
+    sentence = (
+        f"**What a newer interpreter changes:** from {names.get(first, first)} to "
+        f"{names.get(newest, newest)}, each row's cost per request at a fixed load against "
+        f"its own session's controls: {counts} (of {len(moved)} rows, by each row's interval)"
+    )
+    extremes = []
+    if said["cheaper"]:
+        row = min(said["cheaper"], key=lambda r: moved[r][0])
+        extremes.append(f"most cheaper {row.label} ({_changed(moved[row])})")
+    if said["dearer"]:
+        row = max(said["dearer"], key=lambda r: moved[r][0])
+        extremes.append(f"most dearer {row.label} ({_changed(moved[row])})")
+    if extremes:
+        sentence += "; " + ", ".join(extremes)
     return (
-        f"**Where the order changes** (fixed-load cost, cheapest first, against {first}): "
-        + "; ".join(moves)
-        + "."
+        sentence + ". A move every row shares, the controls' included, cancels here: this "
+        "reads where a design gains or loses against the servers users write on that "
+        "interpreter, not how fast the interpreter is."
     )
 
 
-def chart(data: dict[str, Figures], path: Path) -> Path | None:
-    """A dot plot of the fixed-load cost: a line per row, a marker per interpreter."""
-    rows = sorted(
-        {r for figures in data.values() for r, v in figures[COST.name].items() if v[0]}, key=_order
-    )
-    if not rows:
+def chart(data: dict[str, Figures], path: Path, names: dict[str, str] | None = None):
+    """The fixed-load cost of each row over its own session's control level, a marker per
+    interpreter, rows sorted by the first interpreter's figure; None with fewer than two
+    interpreters (a chart of one would read as a comparison it is not)."""
+    names = names or {}
+    drawn = {p: figures[COST.name] for p, figures in data.items()}
+    drawn = {p: cost for p, cost in drawn.items() if any(c.relative for c in cost.values())}
+    if len(drawn) < 2:
         return None
+    first = next(iter(drawn))
+    rows = [r for r in {r for cost in drawn.values() for r, c in cost.items() if c.relative}]
+    rows.sort(key=lambda r: (drawn[first].get(r, MISSING).relative or float("inf"), _order(r)))
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(8, 0.32 * len(rows) + 1.4))
-    for python, marker in zip(data, "os^Dv<>p", strict=False):
-        cost = data[python][COST.name]
-        ys = [i for i, row in enumerate(rows) if cost.get(row, (None,))[0]]
-        axis.scatter([cost[rows[i]][0] for i in ys], ys, marker=marker, label=f"Python {python}")
+    figure, axis = plt.subplots(figsize=(8.5, 0.34 * len(rows) + 1.8))
+    for python, marker in zip(drawn, "os^Dv<>p", strict=False):
+        cost = drawn[python]
+        ys = [i for i, row in enumerate(rows) if cost.get(row, MISSING).relative]
+        axis.scatter(
+            [cost[rows[i]].relative for i in ys], ys, marker=marker, label=names.get(python, python)
+        )
+    axis.axvline(1, color="grey", linestyle="--", linewidth=1)
+    axis.annotate(
+        "its session's controls (1.0)", (1, len(rows) - 0.5), fontsize=7, color="grey",
+        ha="left", va="bottom",
+    )  # fmt: skip
     axis.set_yticks(range(len(rows)), [_label(row) for row in rows], fontsize=8)
     axis.invert_yaxis()
-    axis.set_xlabel("server CPU per request at a fixed offered load (µs), lower is better")
+    axis.set_title(
+        "Echo server CPU per request at a fixed offered load, against each session's controls",
+        fontsize=10,
+    )
+    axis.set_xlabel(
+        "cost ÷ the geometric mean of asyncio-protocol, uvloop-protocol and selectors-floor "
+        "(same session); lower is cheaper",
+        fontsize=8,
+    )
     axis.grid(axis="x", alpha=0.3)
-    axis.legend(fontsize=8)
+    axis.legend(fontsize=8, title="interpreter", title_fontsize=8)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)
@@ -423,12 +498,13 @@ def unavailable_on(stores_by_python: dict[str, dict]) -> dict[str, dict[str, str
 
 
 def section(page) -> list[str]:
-    """The section's lines: what is stored on which interpreter, a table per figure, a chart."""
+    """The section's lines: what is stored on which interpreter, a table per figure, a chart,
+    the sentences."""
     stores = {
         p: page.stores if p == page.python else _stores(page.results, page.mode, p) for p in BUILDS
     }
     data = read(page.results, page.mode, page.stores, page.points_of, page.python)
-    lines = [f"## {TITLE}", "", intro(page.python, oldest(data) or page.python), ""]
+    lines = [f"## {TITLE}", "", *intro(page.python), ""]
     missing = [p for p in BUILDS if p not in data]
     if missing:
         lines += [
@@ -438,45 +514,65 @@ def section(page) -> list[str]:
             "bench gets its own virtualenv under `.venvs/`).",
             "",
         ]
-    if not data:
+    if len(data) < 2:  # one interpreter compares with nothing: its figures are the tables above
         return lines
     unavailable = unavailable_on(stores)
-    notes = [
-        f"- `{name}` is unavailable on Python {python}: {why}"
-        for python in data
-        for name, why in sorted(unavailable.get(python, {}).items())
-    ]
-    lines += [*notes, ""] if notes else []
     envs = environments(stores)
     names = column_names(data, envs)
+    lines += [*unavailable_notes(data, unavailable, names), ""]
     lines += [builds_table(data, envs, names), ""]
     for figure in FIGURES:
         lines += [f"### {figure.title}", "", table(figure, data, unavailable, names), ""]
-    path = chart(data, page.chart_dir / f"{page.mode}-interpreters-echo-cost.png")
+    path = chart(data, page.chart_dir / f"{page.mode}-interpreters-echo-cost.png", names)
     if path is not None:
-        caption = "Echo server CPU per request at a fixed offered load, by interpreter"
+        caption = (
+            "Echo server CPU per request at a fixed offered load, each row over its own "
+            "session's controls, by interpreter"
+        )
         lines += [
             f"![{caption}]({path.relative_to(page.out.parent).as_posix()})",
             "",
             f"*{caption}*",
             "",
         ]
-    sentences = [uvloop_sentence(data), build_sentence(data, envs)]
+    sentences = [uvloop_sentence(data, names), build_sentence(data, envs)]
     for part in families(data):  # a newer interpreter against an older one of its own build
-        sentences += [gain_sentence(part), order_sentence(part)]
+        sentences.append(gain_sentence(part, names))
     lines += [line for sentence in sentences if sentence for line in (sentence, "")]
     return lines
 
 
-def intro(main: str, first: str) -> str:
-    return (
+def unavailable_notes(
+    data: dict[str, Figures], unavailable: dict[str, dict[str, str]], names: dict[str, str]
+) -> list[str]:
+    """One line per reason a variant cannot run, naming every interpreter it holds on."""
+    where: dict[tuple[str, str], list[str]] = {}
+    for python in data:
+        for name, why in sorted(unavailable.get(python, {}).items()):
+            where.setdefault((why, python), []).append(name)
+    grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for (why, python), variants in where.items():
+        grouped.setdefault((why, tuple(variants)), []).append(names.get(python, python))
+    return [
+        f"- {', '.join(f'`{v}`' for v in variants)} unavailable on {', '.join(pythons)}: {why}"
+        for (why, variants), pythons in grouped.items()
+    ]
+
+
+def intro(main: str) -> list[str]:
+    """Two short paragraphs: what is measured where, and how a cell is read."""
+    return [
         f"The same rows on each CPython the lab compares ({', '.join(BUILDS)}: this machine's "
         "pyenv builds and Debian's, from the root `python3 -m nox -s pythons` makes), each "
-        f"interpreter's results stored apart and never mixed in one table; the tables above are "
-        f"Python {main}'s. Every cell is the median, then its ratio to the same row on the "
-        f"oldest interpreter of its own build family ({first} for pyenv's, Debian's 3.13 for "
-        "Debian's) and to asyncio measured in the same session on the same interpreter. The "
-        "process under test runs on the interpreter of its column; the peers (the echo load "
-        "generator, the crawler's site server) run on the interpreter running the bench, alike "
-        "for every column."
-    )
+        f"interpreter's results stored apart; the tables above are Python {main}'s. The process "
+        "under test runs on the interpreter of its column; the peers (the echo load generator, "
+        "the crawler's site server) run on the interpreter running the bench, alike for every "
+        "column.",
+        "",
+        "A cell is the row's median, then its change against the oldest interpreter of its "
+        "build family: the row over its own session's controls (echo: asyncio-protocol, "
+        "uvloop-protocol, selectors-floor; elsewhere the asyncio row in its style), new over "
+        'old, with a 95% bootstrap interval. "no change" means the interval holds 1. A move '
+        "every row shares, the controls' too, cancels: so does the machine's drift between "
+        "sessions, and so does an interpreter that speeds every row alike.",
+    ]

@@ -18,7 +18,7 @@ CONFIDENCE = 0.95
 _TAIL = (1 - CONFIDENCE) / 2
 
 
-def _bounds(samples: list[float]) -> tuple[float, float]:
+def bounds(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return ordered[int(_TAIL * RESAMPLES)], ordered[int((1 - _TAIL) * RESAMPLES) - 1]
 
@@ -28,15 +28,13 @@ def median_interval(values: list[float], seed: str) -> tuple[float, float]:
     if len(values) < 2:
         return values[0], values[0]
     rng = random.Random(seed)
-    return _bounds(
-        [statistics.median(rng.choices(values, k=len(values))) for _ in range(RESAMPLES)]
-    )
+    return bounds([statistics.median(rng.choices(values, k=len(values))) for _ in range(RESAMPLES)])
 
 
 def ratio_interval(row: list[float], base: list[float], seed: str) -> tuple[float, float, float]:
     """The ratio of two medians and its bootstrap interval (each side resampled)."""
     rng = random.Random(seed)
-    low, high = _bounds(
+    low, high = bounds(
         [
             statistics.median(rng.choices(row, k=len(row)))
             / statistics.median(rng.choices(base, k=len(base)))

@@ -38,6 +38,10 @@ class RenderedRow:
     # asyncio baseline alone, under the name BASELINE.
     bases: dict[str, RowSummary | None] = field(default_factory=dict)
     name: str = ""  # the workload's name for this row, where its label would mislead
+    # The control rows as measured in this row's own session, by row key (None: not measured
+    # there): the workload's declared controls, else the asyncio baseline in this row's style.
+    # The Interpreters section reads each row against them (bench.render.drift).
+    controls: dict[str, RowSummary | None] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -102,6 +106,7 @@ def rendered_rows(
         if expected is not None and row not in expected and row.variant not in elsewhere:
             continue
         baselines = point["baselines"].get(entry["session"], {})
+        base_styles = [k.split("/", 1)[1] for k in baselines if k.split("/")[0] == BASELINE]
         summary = summarize(entry["reps"], workload.metrics)
         summary.detail = workload.detail(entry["reps"])
         if workload.baselines:
@@ -111,10 +116,16 @@ def rendered_rows(
             }
             first = next(iter(bases.values()))
         else:
-            base_styles = [k.split("/", 1)[1] for k in baselines if k.split("/")[0] == BASELINE]
             base_reps = baselines.get(baseline_key(row.style, base_styles))
             first = summarize(base_reps, workload.metrics) if base_reps else None
             bases = {}
+        if workload.controls:
+            controls = {
+                key: _session_summary(workload, point, key, entry["session"])
+                for key in workload.controls
+            }
+        else:
+            controls = {baseline_key(row.style, base_styles): first}
         rows.append(
             RenderedRow(
                 row=row,
@@ -126,6 +137,7 @@ def rendered_rows(
                 earlier=entry["session"] != newest,
                 bases=bases,
                 name=dict(workload.row_names).get(row.key, ""),
+                controls=controls,
             )
         )
     stored = {r.row for r in rows}
