@@ -274,6 +274,8 @@ def test_the_cli_writes_a_record_and_a_chart_and_the_report_renders(tmp_path):
     render.report([saved], charts=tmp_path / "charts", out=out)
     text = out.read_text()
     assert "## spin, coroutines" in text and "| `traps` |" in text
+    for back in ("](bench.md)", "](conformance.md)", "](../README.md)"):  # the reports link
+        assert back in text, back
     for link in ("charts/spin-coroutines-order.png", "charts/spin-traps-coroutines.png"):
         assert link in text and (tmp_path / link).exists()
 
