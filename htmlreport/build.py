@@ -127,6 +127,13 @@ def _ratio_attributes(
             attributes.append(f'data-ratio-{name}="" data-why-{name}="{esc(why)}"')
             continue
         ratio = stats.ratio_interval(values, base, f"{key}/{name}:{metric.name}")
+        if ratio is None:  # one repetition a side (pyperf's micro rows): no interval, no word
+            share = statistics.median(values) / statistics.median(base)
+            attributes.append(
+                f'data-ratio-{name}="{share:.3f}" data-verdict-{name}="" '
+                f'data-interval-{name}="one repetition: no interval"'
+            )
+            continue
         said = stats.word(ratio, metric.higher_is_better, cost=not metric.higher_is_better)
         attributes.append(
             f'data-ratio-{name}="{ratio[0]:.3f}" data-verdict-{name}="{said}" '

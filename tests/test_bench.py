@@ -917,7 +917,7 @@ def test_the_report_opens_with_the_glance_table_and_a_sentence_per_workload(resu
     assert glance_rows["asyncio · callbacks"].split("|")[7].strip() == "1/2"  # ⚠️: not holding
     assert len(callbacks) <= 8  # no table wider than 8 columns
     switch = [c.strip() for c in other_rows["callbacks · callbacks"].split("|")[1:-1]]
-    assert switch[1] == "3,000 (×0.50 [0.50–0.50])"  # switch: half asyncio's, its interval
+    assert switch[1] == "3,000 (×0.50)"  # switch: half asyncio's; one value a side: no interval
     # Rows are grouped and labelled by kind; the servers a user would write close the table.
     assert [k for k in glance_rows if k.startswith("**")] == [
         "**reference loops**",
@@ -1130,7 +1130,8 @@ def test_a_registered_workload_is_measured_stored_and_rendered(monkeypatch, tmp_
     text = (reports / "bench.md").read_text()
     assert "## Tiny" in text and "[Tiny](#tiny)" in text
     assert "### One sleep of 2 ms" in text
-    assert re.search(r"\| traps · coroutines\s*\|\s*[\d.]+ \|\s*×[\d.]+ \[", text), text
+    # one repetition a row: the ratio bare, with no zero-width interval
+    assert re.search(r"\| traps · coroutines\s*\|\s*[\d.]+ \|\s*×[\d.]+ \|", text), text
     assert reports / "charts" / "quick-tiny-wall.png" in written
 
 
@@ -1410,3 +1411,26 @@ def test_an_interpreter_whose_every_row_rose_20_percent_reads_no_change():
         "dearer"
     )
     assert drift.compare(base, {"traps/coroutines": [1.0]}, higher_is_better=False) == {}
+
+
+def test_a_single_repetition_a_side_gives_no_interval_and_no_word():
+    """pyperf's micro rows store one mean a row: a bootstrap of one value is a zero-width
+    interval that would call any difference certain ("×0.63 [0.63–0.63] cheaper"). No
+    interval is drawn, and a table prints the bare ratio with no word."""
+    from bench.plan import Metric
+    from bench.render import intervals
+    from bench.render.rows import RenderedRow
+    from bench.render.tables import ratio_cell
+    from bench.summary import summarize
+
+    assert intervals.ratio_interval([1.0], [2.0, 2.1], "one") is None
+    assert intervals.ratio_interval([1.0, 1.1], [2.0], "one") is None
+    assert intervals.ratio_interval([1.0, 1.1], [2.0, 2.1], "two") is not None
+    switch = Metric("switch", "switch (ns)", higher_is_better=False)
+    row = RenderedRow(
+        Row("traps", "coroutines"), "home-made", "S",
+        summarize([{"switch": 466.0}], [switch]), summarize([{"switch": 1501.0}], [switch]),
+        False, False,
+    )  # fmt: skip
+    cell = ratio_cell(row, switch, None)
+    assert cell == "×0.31" and "[" not in cell

@@ -47,9 +47,11 @@ before it fires (`call_later` + `cancel()`, or `timeout_after` around work that 
 pyperf, the harness of CPython's own benchmarks, calibrates each operation to values of at
 least 100 ms, runs them in fresh worker processes (20 × 3 values in the full run, 6 × 3 in the
 quick one, each after a warm-up; pinned to one core) and reports the median with its stability
-warnings. The full run also measures with the lab's own harness (a fresh process per
-repetition, calibrated, warmed up, timed seven times, its median) on the same programs, side by
-side. "n/a": the style has no such operation.
+warnings. So a row is one figure: its spread is pyperf's standard deviation (the detail table),
+and its ratio to asyncio has no bootstrap interval (one value a side has none). The full run also
+measures with the lab's own harness (a fresh process per repetition, calibrated, warmed up, timed
+seven times, its median) on the same programs, side by side. "n/a": the style has no such
+operation.
 """
 
 

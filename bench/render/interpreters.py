@@ -333,9 +333,13 @@ def build_sentence(data: dict[str, Figures], envs: dict[str, dict]) -> str | Non
             f"--python {debian}` measures both in interleaved rounds."
         )
     changes = {
-        row: ratio_interval(list(theirs[row].values), list(mine[row].values), f"build:{row.key}")
+        row: found
         for row in both
-    }
+        if (found := ratio_interval(list(theirs[row].values), list(mine[row].values),
+                                    f"build:{row.key}"))
+    }  # fmt: skip
+    if not changes:
+        return f"{lead}: one repetition a row, so no interval and no figure."
     said = {row: word(r, higher_is_better=False) for row, r in changes.items()}
     ratios = sorted(r[0] for r in changes.values())
     counts = ", ".join(

@@ -31,8 +31,14 @@ def median_interval(values: list[float], seed: str) -> tuple[float, float]:
     return bounds([statistics.median(rng.choices(values, k=len(values))) for _ in range(RESAMPLES)])
 
 
-def ratio_interval(row: list[float], base: list[float], seed: str) -> tuple[float, float, float]:
-    """The ratio of two medians and its bootstrap interval (each side resampled)."""
+def ratio_interval(
+    row: list[float], base: list[float], seed: str
+) -> tuple[float, float, float] | None:
+    """The ratio of two medians and its bootstrap interval (each side resampled); None where
+    a side has a single value (pyperf's micro rows store one mean per row), whose bootstrap
+    would be a zero-width interval that calls any difference certain."""
+    if len(row) < 2 or len(base) < 2:
+        return None
     rng = random.Random(seed)
     low, high = bounds(
         [

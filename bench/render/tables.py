@@ -57,10 +57,12 @@ def table(metrics: list[Metric], rows: list[RenderedRow], detail: str | None = N
     bases = base_names(rows)
     room = MAX_COLUMNS - 3 - len(bases)  # label, headline, reps, one column per denominator
     first, rest = others[:room], others[room:]
+    # One repetition a row (pyperf repeats inside it): no range, and no interval to draw.
+    single = all(r.summary.valid <= 1 for r in rows)
     headers = [
         "variant · style",
-        f"{headline.label} median [min–max]",
-        *(f"× {name} [95% interval]" for name in bases),
+        headline.label if single else f"{headline.label} median [min–max]",
+        *(f"× {name}" if single else f"× {name} [95% interval]" for name in bases),
         *(m.label for m in first),
         "reps",
     ]

@@ -82,6 +82,9 @@ def _against(point: dict, best: tuple, anchor: str, metric: str) -> str:
     if not base_values:
         return f"no ratio to {anchor}: it has no valid repetition at this rate"
     ratio = ratio_interval(values, base_values, f"{key}:{anchor}:{metric}:{rate}")
+    if ratio is None:
+        share = statistics.median(values) / statistics.median(base_values)
+        return f"against {anchor} ×{share:.2f} (one repetition a side: no interval)"
     return f"against {anchor} {worded(ratio)}"
 
 
