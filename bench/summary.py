@@ -65,6 +65,9 @@ class RowSummary:
     detail: str = ""  # a workload's note on the row (echo: which load generator measured it)
     # figure -> its valid repetitions' values (what a ratio's bootstrap interval resamples)
     values: dict[str, list[float]] = field(default_factory=dict)
+    # figure -> its relative standard error where one repetition holds a harness's own
+    # repeats (pyperf's): what a ratio's interval is drawn from when there is nothing to resample
+    relative_error: dict[str, float] = field(default_factory=dict)
     # Invalid because the peer saturated: (server, peer) CPU µs per request, where recorded.
     costs: tuple[float, float] | None = None
     # Invalid because the peer saturated: each figure's median over those repetitions, a

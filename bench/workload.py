@@ -38,6 +38,10 @@ def _no_lines(*args: Any) -> list[str]:
     return []
 
 
+def _no_spread(params: dict, rep: dict) -> dict[str, float]:
+    return {}
+
+
 def _no_detail(reps: list[dict]) -> str:
     return ""
 
@@ -107,6 +111,10 @@ class Workload:
     # Control rows whose per-session figures the store keeps (with the baselines), so a session
     # whose controls moved beyond their stored spread is flagged on the page.
     controls: tuple[str, ...] = ()
+    # For a row measured in one repetition whose harness repeats inside it (pyperf): each
+    # figure's relative standard error, from the point's parameters and that repetition
+    # (harness_spread(params, rep)), so that its ratio still carries an interval.
+    harness_spread: Callable[[dict, dict], dict[str, float]] = _no_spread
     # How a table names a row, where its plain label would mislead, by row key.
     row_names: tuple[tuple[str, str], ...] = ()
 

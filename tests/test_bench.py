@@ -1434,3 +1434,42 @@ def test_a_single_repetition_a_side_gives_no_interval_and_no_word():
     )  # fmt: skip
     cell = ratio_cell(row, switch, None)
     assert cell == "×0.31" and "[" not in cell
+
+
+def test_a_pyperf_row_draws_its_interval_from_pyperfs_own_spread():
+    """One repetition holding pyperf's worker processes: the interval comes from its standard
+    deviation (micro's harness_spread), wider with a larger spread, and the word follows it."""
+    from bench.registry import micro
+    from bench.render.drift import relative_change
+    from bench.render.rows import RenderedRow
+
+    params = {"harness": "pyperf", "processes": 6, "values": 3}
+    quiet = micro.harness_spread(params, {"stdev_pct": {"switch": 3.0}})["switch"]
+    assert abs(quiet - 0.03 * (3.14159265 / 2) ** 0.5 / 6**0.5) < 1e-6
+    assert micro.harness_spread({"harness": "lab"}, {"stdev_pct": {"switch": 3.0}}) == {}
+    switch = micro.WORKLOAD.metric("switch")
+
+    def row(stdev_pct: float, base_pct: float, value: float = 466.0) -> RenderedRow:
+        made = RenderedRow(
+            Row("traps", "coroutines"), "home-made", "S",
+            summarize([{"switch": value}], [switch]), summarize([{"switch": 1501.0}], [switch]),
+            False, False,
+        )  # fmt: skip
+        made.summary.relative_error = micro.harness_spread(
+            params, {"stdev_pct": {"switch": stdev_pct}}
+        )
+        made.baseline.relative_error = micro.harness_spread(
+            params, {"stdev_pct": {"switch": base_pct}}
+        )
+        return made
+
+    ratio, low, high = row(3.0, 3.0).ratio_interval(switch)
+    assert low < ratio < high and abs(ratio - 466 / 1501) < 1e-9
+    wide = row(30.0, 30.0).ratio_interval(switch)
+    assert wide[2] - wide[1] > 5 * (high - low)
+    level = row(30.0, 30.0, value=1400.0).ratio_interval(switch)
+    assert level[1] < 1 < level[2]  # 7% apart with 30% spreads: the interval holds 1
+    # The Interpreters section reads the same spreads: 20% off with a 1% error is a change.
+    change = relative_change([1.2], [[1.0]], [1.0], [[1.0]], False, "s", (0.01, 0.01, 0.01, 0.01))
+    assert change[3] == "dearer" and change[1] is not None
+    assert relative_change([1.2], [[1.0]], [1.0], [[1.0]], False, "s")[3].startswith("no interval")

@@ -20,6 +20,7 @@ also keeps the lab's own harness on the same operations, so the two can be read 
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from bench.plan import Glance, Metric, Point, variant_rows
@@ -47,11 +48,13 @@ before it fires (`call_later` + `cancel()`, or `timeout_after` around work that 
 pyperf, the harness of CPython's own benchmarks, calibrates each operation to values of at
 least 100 ms, runs them in fresh worker processes (20 × 3 values in the full run, 6 × 3 in the
 quick one, each after a warm-up; pinned to one core) and reports the median with its stability
-warnings. So a row is one figure: its spread is pyperf's standard deviation (the detail table),
-and its ratio to asyncio has no bootstrap interval (one value a side has none). The full run also
-measures with the lab's own harness (a fresh process per repetition, calibrated, warmed up, timed
-seven times, its median) on the same programs, side by side. "n/a": the style has no such
-operation.
+warnings. So a row is one figure, its spread pyperf's standard deviation (the detail table); a
+ratio's 95% interval is drawn from that spread (a median's standard error over the worker
+processes, normal on the log scale), as a bootstrap has nothing to resample.
+
+The full run also measures with the lab's own harness (a fresh process per repetition,
+calibrated, warmed up, timed seven times, its median) on the same programs, side by side.
+"n/a": the style has no such operation.
 """
 
 
@@ -108,6 +111,24 @@ def detail(reps: list[dict]) -> str:
     """pyperf's standard deviation per operation, from the one repetition that holds them."""
     spreads = next((rep["stdev_pct"] for rep in reps if rep.get("stdev_pct")), {})
     return ", ".join(f"{op} {pct:.1f}" for op, pct in spreads.items()) or "—"
+
+
+# The standard error of a median over n normal draws is √(π/2) σ/√n.
+MEDIAN_ERROR = math.sqrt(math.pi / 2)
+
+
+def harness_spread(params: dict, rep: dict) -> dict[str, float]:
+    """Under pyperf, each operation's relative standard error: its standard deviation over the
+    values, as a standard error of their median with n the worker processes, not the values
+    (values inside one process share its state, so the processes are the independent draws;
+    counting the values would make the interval √3 narrower than the data allows)."""
+    if params.get("harness") != "pyperf" or not params.get("processes"):
+        return {}
+    draws = params["processes"]
+    return {
+        op: MEDIAN_ERROR * pct / 100 / math.sqrt(draws)
+        for op, pct in (rep.get("stdev_pct") or {}).items()
+    }
 
 
 # pyperf's standard deviation (% of the mean) under which its figure is taken as steady: the
@@ -222,6 +243,7 @@ WORKLOAD = Workload(
     glance=GLANCE,
     detail_column=detail_column,
     detail=detail,
+    harness_spread=harness_spread,
     observations=observations,
     section_end=section_end,
 )

@@ -30,6 +30,14 @@ Values = Sequence[float]
 Change = tuple[float, float | None, float | None, str]  # ratio, low, high, word
 
 
+def level_error(errors: Sequence[float | None]) -> float | None:
+    """The relative standard error of a geometric mean of figures with these relative errors
+    (None if one is unknown): √(Σ eᵢ²) / k, the errors taken as independent."""
+    if not errors or None in errors:
+        return None
+    return math.sqrt(sum(e**2 for e in errors)) / len(errors)
+
+
 def level(controls: Sequence[Values]) -> float | None:
     """The geometric mean of the controls' medians in one session (None: none measured)."""
     found = [statistics.median(values) for values in controls if values]
@@ -46,12 +54,14 @@ def relative_change(
     old_controls: Sequence[Values],
     higher_is_better: bool,
     seed: str,
+    errors: Sequence[float | None] = (),
 ) -> Change | None:
     """(ratio, low, high, word) of a row's figure relative to its session's controls, new over
     old; the word is "no change" where the interval holds 1, else faster/slower (a rate) or
-    cheaper/dearer (a cost), or ONE_REPETITION (no interval: low and high None) where some side
-    has a single repetition (pyperf's micro rows). None where a side lacks the row or every
-    control."""
+    cheaper/dearer (a cost). Where some side has a single repetition (pyperf's micro rows):
+    with `errors`, the relative standard errors of new, new's level, old and old's level, a
+    normal interval on the log scale (bench.render.intervals); without, ONE_REPETITION (low and
+    high None). None where a side lacks the row or every control."""
     new_controls = [c for c in new_controls if c]
     old_controls = [c for c in old_controls if c]
     new_level, old_level = level(new_controls), level(old_controls)
@@ -59,7 +69,12 @@ def relative_change(
         return None
     ratio = (statistics.median(new) / new_level) / (statistics.median(old) / old_level)
     if min(len(values) for values in (new, old, *new_controls, *old_controls)) < 2:
-        return ratio, None, None, ONE_REPETITION  # a bootstrap of one value has no width
+        if len(errors) != 4 or None in errors:
+            return ratio, None, None, ONE_REPETITION  # a bootstrap of one value has no width
+        half = 1.96 * math.sqrt(sum(e**2 for e in errors))
+        low, high = ratio * math.exp(-half), ratio * math.exp(half)
+        said = word((ratio, low, high), higher_is_better, cost=not higher_is_better)
+        return ratio, low, high, "no change" if said == "level" else said
     rng = random.Random(seed)
 
     def resampled(values: Values) -> list[float]:

@@ -33,7 +33,7 @@ from bench import registry
 from bench.interpreter_figures import COST, FIGURES, Figure
 from bench.interpreters import BUILDS, DEBIAN, REFERENCE, family, version_of
 from bench.plan import BASELINE, Row
-from bench.render.drift import ONE_REPETITION, Change, level, relative_change
+from bench.render.drift import ONE_REPETITION, Change, level, level_error, relative_change
 from bench.render.intervals import ratio_interval, word
 from bench.render.rows import RenderedRow, stored_points
 from bench.store import load_mode
@@ -53,6 +53,10 @@ class Cell:
     # Each control row's repetitions of the figure in the row's own session.
     controls: tuple[tuple[float, ...], ...] = ()
     control: bool = False  # the row is one of its session's controls
+    # Relative standard errors where a figure is one repetition holding a harness's repeats
+    # (pyperf's): the row's, then each control's (None: not known).
+    error: float | None = None
+    control_errors: tuple[float | None, ...] = ()
 
     @property
     def median(self) -> float | None:
@@ -99,18 +103,16 @@ def cell(rendered: RenderedRow, metric: str) -> Cell:
     summary = rendered.summary
     values = tuple(summary.values.get(metric, ())) if summary.status == "ok" else ()
     status = summary.status if summary.status != "ok" else ("ok" if values else "n/a")
-    controls = tuple(
-        tuple(control.values.get(metric, ()))
-        for control in rendered.controls.values()
-        if control is not None and control.status == "ok"
-    )
+    measured = [c for c in rendered.controls.values() if c is not None and c.status == "ok"]
     return Cell(
         values,
         status,
         summary.reason if summary.status != "ok" else "",
         rendered.session,
-        controls,
+        tuple(tuple(control.values.get(metric, ())) for control in measured),
         rendered.row.key in rendered.controls,
+        summary.relative_error.get(metric),
+        tuple(control.relative_error.get(metric) for control in measured),
     )
 
 
@@ -118,8 +120,10 @@ def change(figure: Figure, new: Cell, old: Cell, seed: str) -> Change | None:
     """A row's change from `old` to `new`, each against its own session's controls."""
     if new.control or old.control:
         return None  # a control against its own level: not a finding
+    errors = (new.error, level_error(new.control_errors), old.error,
+              level_error(old.control_errors))  # fmt: skip
     return relative_change(
-        new.values, new.controls, old.values, old.controls, figure.higher_is_better, seed
+        new.values, new.controls, old.values, old.controls, figure.higher_is_better, seed, errors
     )
 
 

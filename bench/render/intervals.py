@@ -6,10 +6,16 @@ re-render writes the same bytes. A comparison is worded from the ratio's interva
 "level" when it holds 1, otherwise better or worse in the figure's own direction
 (cheaper/dearer for a cost, faster/slower for a rate). With three repetitions a side the
 interval is close to the repetitions' range: wide, and honest about it.
+
+A row stored as one repetition has nothing to resample. Where that repetition holds a harness's
+own repeats (pyperf's worker processes), the workload gives each figure's relative standard
+error (``Workload.harness_spread``) and the ratio's interval is a normal approximation from it;
+otherwise a single value gets no interval and no word.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 
@@ -48,6 +54,17 @@ def ratio_interval(
         ]
     )
     return statistics.median(row) / statistics.median(base), low, high
+
+
+def normal_ratio_interval(
+    value: float, relative_error: float, base: float, base_relative_error: float
+) -> tuple[float, float, float]:
+    """The ratio of two figures each known with a relative standard error (a harness's own
+    repeats, as pyperf's), and its 95% interval under a normal approximation on the log scale:
+    ratio × exp(±1.96 √(a² + b²))."""
+    ratio = value / base
+    half = 1.96 * math.sqrt(relative_error**2 + base_relative_error**2)
+    return ratio, ratio * math.exp(-half), ratio * math.exp(half)
 
 
 def word(ratio: tuple[float, float, float], higher_is_better: bool, cost: bool = True) -> str:

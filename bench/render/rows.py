@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from bench import registry
 from bench.plan import BASELINE, Metric, Row, baseline_key, unavailable_variants
 from bench.registry import echo
-from bench.render.intervals import ratio_interval
+from bench.render.intervals import normal_ratio_interval, ratio_interval
 from bench.store import ResultStore
-from bench.summary import RowSummary, ratio, summarize
+from bench.summary import RowSummary, invalid, ratio, summarize
 from bench.workload import Workload
 
 KIND_ORDER = {"reference": 1, "home-made": 2, "anchor": 3}
@@ -78,7 +78,12 @@ class RenderedRow:
         if not metric.ratio or not row or not other:
             return None
         seed = f"{self.row.key}:{which}:{metric.name}:{self.session}"
-        return ratio_interval(row, other, seed)
+        found = ratio_interval(row, other, seed)
+        errors = (self.summary.relative_error.get(metric.name),
+                  base.relative_error.get(metric.name))  # fmt: skip
+        if found is None and len(row) == len(other) == 1 and None not in errors:
+            return normal_ratio_interval(row[0], errors[0], other[0], errors[1])
+        return found
 
 
 def _kind(entry: dict) -> str:
@@ -107,7 +112,7 @@ def rendered_rows(
             continue
         baselines = point["baselines"].get(entry["session"], {})
         base_styles = [k.split("/", 1)[1] for k in baselines if k.split("/")[0] == BASELINE]
-        summary = summarize(entry["reps"], workload.metrics)
+        summary = _summary(workload, point, entry["reps"])
         summary.detail = workload.detail(entry["reps"])
         if workload.baselines:
             bases = {
@@ -117,7 +122,7 @@ def rendered_rows(
             first = next(iter(bases.values()))
         else:
             base_reps = baselines.get(baseline_key(row.style, base_styles))
-            first = summarize(base_reps, workload.metrics) if base_reps else None
+            first = _summary(workload, point, base_reps) if base_reps else None
             bases = {}
         if workload.controls:
             controls = {
@@ -163,7 +168,17 @@ def _session_summary(workload: Workload, point: dict, key: str, session: str):
     if reps is None:
         entry = point["rows"].get(key)
         reps = entry["reps"] if entry is not None and entry["session"] == session else None
-    return summarize(reps, workload.metrics) if reps else None
+    return _summary(workload, point, reps) if reps else None
+
+
+def _summary(workload: Workload, point: dict, reps: list[dict]) -> RowSummary:
+    """A row's summary, with its harness's spread where one repetition holds the harness's
+    own repeats (pyperf: :attr:`bench.workload.Workload.harness_spread`)."""
+    summary = summarize(reps, workload.metrics)
+    if summary.status == "ok" and summary.valid == 1:
+        rep = next(r for r in reps if not r.get("error") and not invalid(r))
+        summary.relative_error = workload.harness_spread(point["params"], rep)
+    return summary
 
 
 @functools.cache

@@ -57,12 +57,14 @@ def table(metrics: list[Metric], rows: list[RenderedRow], detail: str | None = N
     bases = base_names(rows)
     room = MAX_COLUMNS - 3 - len(bases)  # label, headline, reps, one column per denominator
     first, rest = others[:room], others[room:]
-    # One repetition a row (pyperf repeats inside it): no range, and no interval to draw.
+    # One repetition a row (pyperf repeats inside it): no range; an interval only where the
+    # harness gives each figure's spread.
     single = all(r.summary.valid <= 1 for r in rows)
+    spread = any(headline.name in r.summary.relative_error for r in rows)
     headers = [
         "variant · style",
         headline.label if single else f"{headline.label} median [min–max]",
-        *(f"× {name}" if single else f"× {name} [95% interval]" for name in bases),
+        *(f"× {name}" if single and not spread else f"× {name} [95% interval]" for name in bases),
         *(m.label for m in first),
         "reps",
     ]
