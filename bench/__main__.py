@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import signal
 import sys
+import time
 from pathlib import Path
 
 from bench import registry
@@ -127,8 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     from bench.render import render_all
     from bench.render.reading import render_reading
 
-    for path in render_all(args.results) + render_reading(args.results):
+    started = time.perf_counter()
+    written = render_all(args.results) + render_reading(args.results)
+    for path in written:
         print(f"wrote {path}")
+    print(f"report: {len(written)} files in {time.perf_counter() - started:.1f} s")
     return 0
 
 
