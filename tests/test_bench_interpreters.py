@@ -274,3 +274,16 @@ def test_each_build_family_is_read_against_its_own_oldest_and_named_on_its_colum
     assert [list(p) for p in interpreters.families(data)] == [
         ["3.11", "3.13"], ["debian-3.13", "debian-3.14"]
     ]  # fmt: skip
+
+
+def test_the_fixed_load_figure_reads_the_declared_rate_never_an_old_derived_point():
+    """An interpreter's store can keep a fixed-load point from before the rate was declared
+    (its rate derived from the slowest row, marked rate_derived): the section reads the point
+    at the declared rate, whichever is stored first."""
+    from bench.registry import echo
+
+    declared = {"measure": echo.PACED, **echo.HEADLINE_POINT, "rate": echo.HEADLINE_RATE}
+    derived = {**declared, "rate": 7000, echo.DERIVED: True}
+    assert interpreter_figures.COST.matches(declared)
+    assert not interpreter_figures.COST.matches(derived)
+    assert not interpreter_figures.COST.matches({**declared, "rate": 2000, "curve": True})
