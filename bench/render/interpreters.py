@@ -448,16 +448,23 @@ def gain_sentence(data: dict[str, Figures], names: dict[str, str] | None = None)
 
 def chart(data: dict[str, Figures], path: Path, names: dict[str, str] | None = None):
     """The fixed-load cost of each row over its own session's control level, a marker per
-    interpreter, rows sorted by the first interpreter's figure; None with fewer than two
+    interpreter, rows sorted by their median over the interpreters; None with fewer than two
     interpreters (a chart of one would read as a comparison it is not)."""
     names = names or {}
     drawn = {p: figures[COST.name] for p, figures in data.items()}
     drawn = {p: cost for p, cost in drawn.items() if any(c.relative for c in cost.values())}
     if len(drawn) < 2:
         return None
-    first = next(iter(drawn))
     rows = [r for r in {r for cost in drawn.values() for r, c in cost.items() if c.relative}]
-    rows.sort(key=lambda r: (drawn[first].get(r, MISSING).relative or float("inf"), _order(r)))
+    # cheapest first, by the row's median over the interpreters that measured it
+    rows.sort(
+        key=lambda r: (
+            statistics.median(
+                c.relative for cost in drawn.values() if (c := cost.get(r)) and c.relative
+            ),
+            _order(r),
+        )
+    )
     import matplotlib
 
     matplotlib.use("Agg")
@@ -470,11 +477,7 @@ def chart(data: dict[str, Figures], path: Path, names: dict[str, str] | None = N
         axis.scatter(
             [cost[rows[i]].relative for i in ys], ys, marker=marker, label=names.get(python, python)
         )
-    axis.axvline(1, color="grey", linestyle="--", linewidth=1)
-    axis.annotate(
-        "its session's controls (1.0)", (1, len(rows) - 0.5), fontsize=7, color="grey",
-        ha="left", va="bottom",
-    )  # fmt: skip
+    axis.axvline(1, color="grey", linestyle="--", linewidth=1, label="its session's controls")
     axis.set_yticks(range(len(rows)), [_label(row) for row in rows], fontsize=8)
     axis.invert_yaxis()
     axis.set_title(
