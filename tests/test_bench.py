@@ -1473,3 +1473,23 @@ def test_a_pyperf_row_draws_its_interval_from_pyperfs_own_spread():
     change = relative_change([1.2], [[1.0]], [1.0], [[1.0]], False, "s", (0.01, 0.01, 0.01, 0.01))
     assert change[3] == "dearer" and change[1] is not None
     assert relative_change([1.2], [[1.0]], [1.0], [[1.0]], False, "s")[3].startswith("no interval")
+
+
+def test_a_section_measured_in_part_says_how_many_points_it_lacks(monkeypatch, tmp_path):
+    """A run stopped part way (the full run takes hours, over sessions): the section says how
+    many of the run's points it holds, before its tables, and how to continue."""
+    from tests import tiny_workload
+
+    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, tiny_workload.WORKLOAD))
+    results, reports = tmp_path / "results", tmp_path / "reports"
+    console = Console(file=io.StringIO())
+    code = runner.run(["tiny"], False, None, False, results, console=console,
+                      where={"sleep_ms": "1"})  # fmt: skip
+    assert code == 0, console.file.getvalue()
+    report.render_all(results, reports)
+    section = (reports / "bench.md").read_text().split("## Tiny", 1)[1].split("\n## ", 1)[0]
+    said = "*Measured so far:* 1 of this run's 2 points (1 not yet: `nox -s bench` continues"
+    assert said in section and section.index(said) < section.index("| traps")
+    assert runner.run(["tiny"], False, None, False, results, console=console) == 0
+    report.render_all(results, reports)
+    assert "Measured so far" not in (reports / "bench.md").read_text()

@@ -200,7 +200,7 @@ CHARTS = (
         x="rate",
         where=(("measure", PACED), *HEADLINE_POINT.items(), (DERIVED, None)),
         title=f"Echo: server CPU per request by offered rate, {HEADLINE_POINT['size']:,} B × "
-        f"{HEADLINE_POINT['connections']} connections (full run)",
+        f"{HEADLINE_POINT['connections']} connections",
         x_label="offered load (requests/s)",
     ),
 )

@@ -153,12 +153,15 @@ def draw(workload: Workload, mode: str, points: list, chart_dir: Path) -> list[t
             for colour, marker in xs_colours.values()
         ]
         figure.suptitle(f"{spec.title} ({mode} run)", x=0.01, y=1 - 0.1 / height, ha="left")
+        # as many legend entries a line as the figure's width holds (about 2.9 inches each)
+        per_line = max(1, min(len(xs), int(figure.get_figwidth() / 2.9)))
+        legend_lines = -(-len(xs) // per_line)
         figure.legend(
             handles,
             [_count(x, spec.x_label) for x in xs],
             loc="upper left",
             bbox_to_anchor=(0.0, 1 - 0.45 / height),
-            ncol=len(xs),
+            ncol=per_line,
             fontsize=9,
             frameon=False,
         )
@@ -170,7 +173,7 @@ def draw(workload: Workload, mode: str, points: list, chart_dir: Path) -> list[t
         )
         figure.text(0.01, 0.01, note, fontsize=8, color="#444444")
         footer = (0.25 + 0.15 * note.count("\n")) / height
-        figure.tight_layout(rect=(0, footer, 1, 1 - 0.62 / height))
+        figure.tight_layout(rect=(0, footer, 1, 1 - (0.4 + 0.22 * legend_lines) / height))
         chart_dir.mkdir(parents=True, exist_ok=True)
         path = chart_dir / f"{mode}-{workload.name}-{spec.name}.png"
         figure.savefig(path, dpi=110)

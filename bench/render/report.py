@@ -80,6 +80,15 @@ def section(
     current = current_points(workload, mode)
     by_key = stored.data["points"]
     order = [k for k in current if k in by_key] + [k for k in by_key if k not in current]
+    unmeasured = [k for k in current if k not in by_key]
+    if unmeasured:  # a partial run: say what the section lacks before its tables
+        command = "nox -s bench" + (" -- --full" if mode == "full" else "")
+        lines += [
+            f"*Measured so far:* {len(current) - len(unmeasured)} of this run's {len(current)} "
+            f"points ({len(unmeasured)} not yet: `{command}` continues where the stored results "
+            "stop).",
+            "",
+        ]
     points = []
     for key in order:
         point = by_key[key]
