@@ -2,10 +2,11 @@
 
 The cheapest home-made design per echo request at the fixed offered load, against
 uvloop-protocol and asyncio-protocol, each ratio with its interval and only within one session;
-the fastest switch; the cheapest sleeper; the worst finding of the conformance suite; where to
-read next. Every figure comes from ``reports/results/`` (the bench's stored repetitions and the
-conformance suite's outcomes); the points are the ones the workloads declare as their headline
-(``HEADLINE_POINT``), so this page and the bench's glance read the same rows.
+the fastest home-made switch; the cheapest home-made sleeper; the worst finding of the
+conformance suite; where to read next. Every figure comes from ``reports/results/`` (the
+bench's stored repetitions and the conformance suite's outcomes); the points are the ones the
+workloads declare as their headline (``HEADLINE_POINT``), so this page and the bench's glance
+read the same rows.
 
 The lines are markdown: bench.md opens with them, and the HTML site's index shows them.
 """
@@ -130,15 +131,16 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     switch = _cheapest(_point(_stored(reports, "micro", mode), micro.HEADLINE_POINT), "switch")
     if switch is not None:
         out.append(
-            f"**Fastest switch**: `{_label(switch[0])}`, {statistics.median(switch[2]):,.0f} ns "
-            "per `switch` operation of the micro benchmarks (their section says what it times)."
+            f"**Fastest home-made switch**: `{_label(switch[0])}`, "
+            f"{statistics.median(switch[2]):,.0f} ns per `switch` operation of the micro "
+            "benchmarks (their section says what it times)."
         )
     sleeper = _cheapest(
         _point(_stored(reports, "sleep", mode), sleep.HEADLINE_POINT), "cpu_per_sleeper_us"
     )
     if sleeper is not None:
         out.append(
-            f"**Cheapest sleeper**: `{_label(sleeper[0])}`, "
+            f"**Cheapest home-made sleeper**: `{_label(sleeper[0])}`, "
             f"{statistics.median(sleeper[2]):.1f} µs of CPU per sleeper at "
             f"{sleep.HEADLINE_POINT['tasks']:,} sleepers."
         )
