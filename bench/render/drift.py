@@ -22,9 +22,8 @@ import random
 import statistics
 from collections.abc import Sequence
 
-from bench.render.intervals import RESAMPLES, bounds, word
+from bench.render.intervals import RESAMPLES, bounds, normal_interval, word
 
-CONTROLS = ("asyncio-protocol/native", "uvloop-protocol/native", "selectors-floor/native")
 ONE_REPETITION = "no interval (one repetition)"
 Values = Sequence[float]
 Change = tuple[float, float | None, float | None, str]  # ratio, low, high, word
@@ -71,10 +70,7 @@ def relative_change(
     if min(len(values) for values in (new, old, *new_controls, *old_controls)) < 2:
         if len(errors) != 4 or None in errors:
             return ratio, None, None, ONE_REPETITION  # a bootstrap of one value has no width
-        half = 1.96 * math.sqrt(sum(e**2 for e in errors))
-        low, high = ratio * math.exp(-half), ratio * math.exp(half)
-        said = word((ratio, low, high), higher_is_better, cost=not higher_is_better)
-        return ratio, low, high, "no change" if said == "level" else said
+        return _worded(normal_interval(ratio, errors), higher_is_better)
     rng = random.Random(seed)
 
     def resampled(values: Values) -> list[float]:
@@ -87,31 +83,10 @@ def relative_change(
         samples.append(
             (statistics.median(resampled(new)) / here) / (statistics.median(resampled(old)) / there)
         )
-    low, high = bounds(samples)
-    said = word((ratio, low, high), higher_is_better, cost=not higher_is_better)
-    return ratio, low, high, "no change" if said == "level" else said
+    return _worded((ratio, *bounds(samples)), higher_is_better)
 
 
-def compare(
-    reference: dict[str, list[float]],
-    other: dict[str, list[float]],
-    higher_is_better: bool,
-    controls=CONTROLS,
-) -> dict[str, Change]:
-    """Two whole sessions, each a dict of row key to repetitions with the controls among them:
-    per row measured in both, its :func:`relative_change`, other over reference."""
-    found = {}
-    for key in sorted(reference.keys() & other.keys()):
-        if key in controls:
-            continue
-        change = relative_change(
-            other[key],
-            [other.get(c, []) for c in controls],
-            reference[key],
-            [reference.get(c, []) for c in controls],
-            higher_is_better,
-            f"drift:{key}",
-        )
-        if change is not None:
-            found[key] = change
-    return found
+def _worded(interval: tuple[float, float, float], higher_is_better: bool) -> Change:
+    """The interval with its word, "no change" where it holds 1."""
+    said = word(interval, higher_is_better, cost=not higher_is_better)
+    return (*interval, "no change" if said == "level" else said)

@@ -56,14 +56,11 @@ def ratio_interval(
     return statistics.median(row) / statistics.median(base), low, high
 
 
-def normal_ratio_interval(
-    value: float, relative_error: float, base: float, base_relative_error: float
-) -> tuple[float, float, float]:
-    """The ratio of two figures each known with a relative standard error (a harness's own
-    repeats, as pyperf's), and its 95% interval under a normal approximation on the log scale:
-    ratio × exp(±1.96 √(a² + b²))."""
-    ratio = value / base
-    half = 1.96 * math.sqrt(relative_error**2 + base_relative_error**2)
+def normal_interval(ratio: float, relative_errors) -> tuple[float, float, float]:
+    """A ratio of figures each known with a relative standard error (a harness's own repeats,
+    as pyperf's), and its 95% interval under a normal approximation on the log scale, the
+    errors taken as independent: ratio × exp(±1.96 √(Σ eᵢ²))."""
+    half = 1.96 * math.sqrt(sum(e**2 for e in relative_errors))
     return ratio, ratio * math.exp(-half), ratio * math.exp(half)
 
 

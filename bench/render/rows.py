@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from bench import registry
 from bench.plan import BASELINE, Metric, Row, baseline_key, unavailable_variants
 from bench.registry import echo
-from bench.render.intervals import normal_ratio_interval, ratio_interval
+from bench.render.intervals import normal_interval, ratio_interval
 from bench.store import ResultStore
 from bench.summary import RowSummary, invalid, ratio, summarize
 from bench.workload import Workload
@@ -82,7 +82,7 @@ class RenderedRow:
         errors = (self.summary.relative_error.get(metric.name),
                   base.relative_error.get(metric.name))  # fmt: skip
         if found is None and len(row) == len(other) == 1 and None not in errors:
-            return normal_ratio_interval(row[0], errors[0], other[0], errors[1])
+            return normal_interval(row[0] / other[0], errors)
         return found
 
 
@@ -105,6 +105,11 @@ def rendered_rows(
     """
     newest = max((entry["session"] for entry in point["rows"].values()), default="")
     elsewhere = unloadable_here() if expected is not None else frozenset()
+    # The baselines' and controls' summaries, each summarized once per session it is read in
+    # (every row of a session reads the same ones; echo's baselines are controls too).
+    of_session = functools.cache(
+        lambda key, session: _session_summary(workload, point, key, session)
+    )
     rows = []
     for entry in point["rows"].values():
         row = Row(entry["variant"], entry["style"], entry.get("anchor", False))
@@ -116,8 +121,7 @@ def rendered_rows(
         summary.detail = workload.detail(entry["reps"])
         if workload.baselines:
             bases = {
-                key.split("/")[0]: _session_summary(workload, point, key, entry["session"])
-                for key in workload.baselines
+                key.split("/")[0]: of_session(key, entry["session"]) for key in workload.baselines
             }
             first = next(iter(bases.values()))
         else:
@@ -125,10 +129,7 @@ def rendered_rows(
             first = _summary(workload, point, base_reps) if base_reps else None
             bases = {}
         if workload.controls:
-            controls = {
-                key: _session_summary(workload, point, key, entry["session"])
-                for key in workload.controls
-            }
+            controls = {key: of_session(key, entry["session"]) for key in workload.controls}
         else:
             controls = {baseline_key(row.style, base_styles): first}
         rows.append(
