@@ -29,9 +29,11 @@ The offered rate is declared here, not chosen from data (:func:`offered_rate`): 
 given size and connection count in every session, quick and full, so a row's cost reads the
 same wherever it was measured, and a repetition's rate is part of its point (a point's
 parameters include ``rate``; no median pools two rates). The rates sit at about half the
-slowest row's closed-loop throughput on a quiet two-core machine (asyncio · coroutines), so
-every loop and anchor can keep them. The full run adds cost against offered rate as a curve
-at the headline size and connection count (:data:`CURVE_RATES`).
+slowest row's closed-loop throughput on a quiet two-core machine (asyncio · coroutines): room
+for every loop and anchor to keep them. A repetition that still falls short while its server
+was mostly idle is a stall, not a slow server, and its table says so. The full run adds cost
+against offered rate as a curve at the headline size and connection count
+(:data:`CURVE_RATES`).
 """
 
 from __future__ import annotations
