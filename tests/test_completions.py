@@ -244,8 +244,12 @@ def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypa
         canceller = await co.spawn(co.cancel(victim))
         others = []
         for i in range(10):  # meanwhile, recvs of the same size come and go
+            # through the ring: each one is in flight before its bytes are sent (a recv
+            # whose bytes wait already is answered at once, with no buffer lent)
+            other = await co.spawn(co.recv(c, size))
+            await co.sleep(0)
             d.send(b"%d" % i)
-            others.append(await co.recv(c, size))
+            others.append(await co.join(other))
             assert victim.state == "operation" and lent.lent  # still the kernel's
         assert len(held[victim.id]) == 2  # the CQE came (-ECANCELED), and is held back
         held[victim.id][0] = 0  # ...now: the next turn delivers it
@@ -258,6 +262,7 @@ def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypa
 
     others, lent = co.run(main())
     assert others == [b"%d" % i for i in range(10)]
+    assert len(taken) == 11  # the victim's buffer and one per other recv: all lent
     victims = [i for i, buffer in enumerate(taken) if buffer is lent]
     assert victims == [0], "the cancelled recv's buffer was lent again before its completion"
 
