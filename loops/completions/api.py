@@ -151,6 +151,9 @@ def _error(res: int, what: str) -> OSError:
 
 FAST_RECVS_PER_TURN = 16  # receives that may complete at once in a row, then one goes to the ring
 _fast_recvs = 0  # receives completed at once since one last went through the ring
+SKIPS_MAX = 63  # after tries that found nothing, at most this many receives skip the try
+_skips = 0  # how many receives the last failed try made skip it (0: the last try found bytes)
+_skips_left = 0  # receives still to skip the try
 
 
 def _complete_recv(
@@ -179,9 +182,13 @@ async def recv(sock: socket.socket, n: int) -> bytes:
     first): io_uring itself tries a socket's receive at once when it is submitted, and waits
     (arms a poll) only if that finds nothing; trying it here first, before any SQE, spares
     the SQE, the CQE, the buffer lent and taken back and the task's suspension when bytes are
-    waiting, and costs a failed syscall when they are not. A task whose receives keep finding
-    bytes would never suspend, so after FAST_RECVS_PER_TURN of them in a row the next one goes
-    through the ring (as the traps loop counts its FAST_CALLS_PER_TURN)."""
+    waiting, and costs a failed syscall when they are not. So a try that finds nothing makes
+    the next receives skip the try, 1, 3, 7... up to SKIPS_MAX of them after tries that keep
+    failing, and a try that finds bytes makes every receive try again: where nothing waits
+    (a request/response peer at a moderate load), one receive in SKIPS_MAX + 1 pays the
+    failed syscall. A task whose receives keep finding bytes would never suspend, so after
+    FAST_RECVS_PER_TURN of them in a row the next one goes through the ring (as the traps loop
+    counts its FAST_CALLS_PER_TURN)."""
     if sock.gettimeout() != 0:  # blocking: a clear error, as in every loop
         check_nonblocking(sock)
     if n <= 0:
@@ -195,14 +202,17 @@ async def recv(sock: socket.socket, n: int) -> bytes:
                 _keep_leftover(sock, data[n:], first=True)
                 data = data[:n]
             return data
-    global _fast_recvs
-    if _fast_recvs < FAST_RECVS_PER_TURN:
+    global _fast_recvs, _skips_left, _skips
+    if _skips_left:  # a try found nothing not long ago: straight to the ring
+        _skips_left -= 1
+    elif _fast_recvs < FAST_RECVS_PER_TURN:
         try:  # the receive, tried first: see the docstring
             data = sock.recv(n)
-        except BlockingIOError:
-            pass
+        except BlockingIOError:  # nothing waited: the next _skips receives are not tried
+            _skips_left = _skips = min(2 * _skips + 1, SKIPS_MAX)
         else:
             _fast_recvs += 1
+            _skips = 0
             return data
     _fast_recvs = 0  # this one goes through the ring: the task lets the others run
     buffer = buffers.take(n)
