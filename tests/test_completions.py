@@ -291,6 +291,34 @@ def test_data_a_cancelled_recv_won_the_race_with_goes_to_the_next_recv():
     assert co.run(main()) == (b"rac", b"ed", b" and more")
 
 
+@needs_io_uring
+def test_a_connection_an_interrupted_accept_took_is_closed_with_its_closed_listener():
+    """An ACCEPT that completes after its task was cancelled (a server stopped as a client
+    connects) keeps the connection for the next accept; once the listener is closed nothing
+    can take it, and the loop's close closes it rather than leave it open."""
+    import ctypes
+
+    from loops.completions import api
+
+    co = loops.get("completions").coroutines
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    client = socket.create_connection(listener.getsockname())
+    accepted, _ = listener.accept()
+    name = ctypes.create_string_buffer(api.SOCKADDR_MAX + 4)  # as accept() lends it
+    # The completion of an accept whose task was interrupted meanwhile: a connection came.
+    assert api._complete_accept(accepted.detach(), name, listener, interrupted=True) is None
+    kept = api._leftovers[listener.fileno()][1][0][0]
+    listener.close()
+
+    async def main():
+        return kept.fileno() != -1  # still open while the loop runs
+
+    assert co.run(main())
+    assert kept.fileno() == -1 and not api._leftovers
+    client.close()
+
+
 def ctypes_memmove(address: int, data: bytes, n: int) -> None:
     import ctypes
 

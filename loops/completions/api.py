@@ -416,6 +416,22 @@ def _keep_leftover(sock: Any, result: Any, first: bool = False) -> None:
         entry[1].append(result)
 
 
+def close_orphaned_leftovers() -> None:
+    """Drop what is kept for sockets that have been closed since, closing the connections
+    kept for the next accept on a closed listener: nothing can take them any more (Linux
+    resets the connections left in a closed listener's backlog likewise). ``Proactor.close``
+    calls it as a loop closes, so a connection an interrupted ACCEPT took (a cancel that came
+    as a connection arrived: a server stopped just then) is not left open."""
+    for fd, (ref, results) in list(_leftovers.items()):
+        sock = ref()
+        if sock is not None and sock.fileno() != -1:
+            continue  # still open: a later call may take them
+        del _leftovers[fd]
+        for result in results:
+            if type(result) is tuple and isinstance(result[0], socket.socket):
+                result[0].close()
+
+
 def _take_leftover(sock: Any) -> Any:
     fd = sock.fileno()
     entry = _leftovers.get(fd)
