@@ -2,12 +2,14 @@
 
 Every socket call is an io_uring operation: the call prepares what the kernel needs (a buffer
 to fill, the bytes to send, an address in the kernel's ``sockaddr`` layout), awaits
-``operation(...)`` and turns the completion's ``res`` into the answer. A receive is not tried
-first: a readiness loop may try ``sock.recv`` and wait only on ``BlockingIOError``, because the
-failed try costs nothing but a syscall. Here the operation *is* the call; trying it outside the
-ring first would be a readiness loop again, with io_uring as its poller. ``sendall`` alone tries
-``sock.send`` first and submits a SEND only for what the socket did not take: a send almost
-never waits, and through the ring it cost several times the syscall it saved (its docstring).
+``operation(...)`` and turns the completion's ``res`` into the answer. Two calls try the
+syscall first, as io_uring itself does inside the kernel when an operation is submitted:
+``sendall`` calls ``sock.send`` and submits a SEND only for what the socket did not take (a
+send almost never waits), and ``recv`` calls ``sock.recv`` and submits a RECV only if nothing
+was waiting, and stops trying for a while after tries that found nothing (its docstring).
+Through the ring each cost a suspension, an SQE, a CQE and a completer, several times the
+syscall; what a receive that waits gets from the ring is the wait itself, with no "is it
+ready?" call.
 
 The buffers a recv hands the kernel come from :mod:`loops.completions.buffers`, which takes one
 back only when the completion that used it has arrived (the proactor's hazard, see
@@ -186,7 +188,12 @@ async def recv(sock: socket.socket, n: int) -> bytes:
     the next receives skip the try, 1, 3, 7... up to SKIPS_MAX of them after tries that keep
     failing, and a try that finds bytes makes every receive try again: where nothing waits
     (a request/response peer at a moderate load), one receive in SKIPS_MAX + 1 pays the
-    failed syscall. A task whose receives keep finding bytes would never suspend, so after
+    failed syscall. The counts are the process's, not a socket's: whether a request waits
+    when its task comes back to receive depends on the load, which every connection of a
+    server shares, and a global costs a test where a per-socket count costs a lookup. A try
+    loses nothing to a cancellation or a timeout: it runs in the task, which nothing can
+    interrupt between the syscall and its return. A task whose receives keep finding bytes
+    would never suspend, so after
     FAST_RECVS_PER_TURN of them in a row the next one goes through the ring (as the traps loop
     counts its FAST_CALLS_PER_TURN)."""
     if sock.gettimeout() != 0:  # blocking: a clear error, as in every loop
@@ -236,9 +243,9 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
     CQE and a completer, which in Python is several times the syscall it saves. Only what the
     socket does not take at once (a full buffer: ``BlockingIOError``, or a partial send) goes
     through the ring. Errors of the direct send (a reset, a closed peer's ``EPIPE``) are the
-    ``OSError`` the SEND's completion would have raised. Receives are not tried first: a
-    receive waits for the peer far more often than a send waits for room, and a receive that
-    finds nothing is the readiness loops' failed syscall (the README's design notes)."""
+    ``OSError`` the SEND's completion would have raised. Receives are tried first too, but
+    only while the tries find bytes (``recv``): a receive waits for its peer far more often
+    than a send waits for room."""
     if sock.gettimeout() != 0:
         check_nonblocking(sock)
     if type(data) is not bytes:
