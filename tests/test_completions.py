@@ -268,6 +268,81 @@ def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypa
 
 
 @needs_io_uring
+def test_a_receive_is_tried_first_and_skipped_after_tries_that_found_nothing(monkeypatch):
+    """api.recv: a request already waiting is taken by sock.recv, with no SQE; a try that finds
+    nothing makes the next 1, 3, 7... receives go straight to the ring; a try that finds bytes
+    makes every receive try again."""
+    from loops.completions import api, uring
+
+    co = loops.get("completions").coroutines
+    monkeypatch.setattr(api, "_fast_recvs", 0)
+    monkeypatch.setattr(api, "_skips", 0)
+    monkeypatch.setattr(api, "_skips_left", 0)
+    submitted = []
+    real_prepare_op = uring.Ring.prepare_op
+
+    def counting_prepare_op(ring, opcode, *fields):
+        submitted.append(opcode)
+        return real_prepare_op(ring, opcode, *fields)
+
+    monkeypatch.setattr(uring.Ring, "prepare_op", counting_prepare_op)
+
+    async def ring_receives(a, b, payload):  # a receive whose bytes come while it waits
+        before = submitted.count(uring.OP_RECV)
+        reader = await co.spawn(co.recv(a, 100))
+        await co.sleep(0)
+        b.send(payload)
+        assert await co.join(reader) == payload
+        return submitted.count(uring.OP_RECV) - before
+
+    async def main():
+        a, b = _pair()
+        with a, b:
+            b.send(b"waiting")
+            assert await co.recv(a, 100) == b"waiting"  # taken by the try
+            assert submitted.count(uring.OP_RECV) == 0
+            assert await ring_receives(a, b, b"1") == 1  # the try failed: _skips 1
+            assert api._skips_left == 1
+            assert await ring_receives(a, b, b"2") == 1  # skipped
+            assert await ring_receives(a, b, b"3") == 1  # tried, failed again: _skips 3
+            assert api._skips == 3 and api._skips_left == 3
+            for _ in range(3):
+                assert await ring_receives(a, b, b"x") == 1  # skipped
+            b.send(b"waiting again")
+            assert await co.recv(a, 100) == b"waiting again"  # tried: found bytes
+            assert api._skips == 0
+
+    co.run(main())
+
+
+@needs_io_uring
+def test_a_connection_that_always_has_data_cannot_starve_the_others():
+    """Receives tried first that keep finding bytes never suspend the task: after
+    FAST_RECVS_PER_TURN of them in a row, the next one goes through the ring."""
+    from loops.completions import api
+
+    co = loops.get("completions").coroutines
+
+    async def main():
+        client, server = _pair()
+        reads_before_the_other_ran = []
+
+        async def other():
+            reads_before_the_other_ran.append(reads)
+
+        client.send(b"x" * 4096)  # every recv(server, 1) below finds a byte waiting
+        await co.spawn(other())
+        reads = 0
+        with client, server:
+            while not reads_before_the_other_ran:
+                await co.recv(server, 1)
+                reads += 1
+        return reads_before_the_other_ran[0]
+
+    assert co.run(main()) <= api.FAST_RECVS_PER_TURN
+
+
+@needs_io_uring
 def test_data_a_cancelled_recv_won_the_race_with_goes_to_the_next_recv():
     from loops.completions import api, buffers
 
