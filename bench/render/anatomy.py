@@ -292,7 +292,7 @@ def _in_the_ring(s: dict) -> str:
         failed = s.get("recv_eagain", 0.0)
         receives = (
             f"Its receives are tried first, {s['recv']:.2f} recv syscalls per request "
-            f"({failed:.2f} of them finding nothing), the rest entries in the ring"
+            f"({failed:.2f} of them finding nothing), what they did not take entries in the ring"
         )
         if s["send"] >= 0.05:
             return f"{receives}, and {sends}"
