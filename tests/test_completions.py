@@ -200,9 +200,12 @@ def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypa
     the task that asked was cancelled. Here the cancelled recv's completion is held back for
     several turns (as a slow cancellation would), while other recvs of the same size come and
     go: none may be handed that buffer, and the cancelled task ends only once the CQE came."""
-    from loops.completions import buffers, kernel, uring
+    from loops.completions import api, buffers, kernel, uring
 
     co = loops.get("completions").coroutines
+    # Every receive goes through the ring, none tried with sock.recv first (api.recv): the
+    # state a run of tries that found nothing leaves.
+    monkeypatch.setattr(api, "_skips_left", 10**9)
     held: dict[int, list] = {}  # user_data -> [turns left to hold, the CQE once seen]
     real_reap = uring.Ring.reap
 
@@ -244,8 +247,7 @@ def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypa
         canceller = await co.spawn(co.cancel(victim))
         others = []
         for i in range(10):  # meanwhile, recvs of the same size come and go
-            # through the ring: each one is in flight before its bytes are sent (a recv
-            # whose bytes wait already is answered at once, with no buffer lent)
+            # through the ring: each one is in flight before its bytes are sent
             other = await co.spawn(co.recv(c, size))
             await co.sleep(0)
             d.send(b"%d" % i)
@@ -268,14 +270,16 @@ def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypa
 
 
 @needs_io_uring
-def test_a_receive_is_tried_first_and_skipped_after_tries_that_found_nothing(monkeypatch):
-    """api.recv: a request already waiting is taken by sock.recv, with no SQE; a try that finds
-    nothing makes the next 1, 3, 7... receives go straight to the ring; a try that finds bytes
-    makes every receive try again."""
+def test_a_receive_is_tried_at_the_next_turn_and_skipped_after_tries_that_found_nothing(
+    monkeypatch,
+):
+    """api.recv: a request that comes while the other tasks have their turn is taken by
+    sock.recv at the receiving task's next turn, with no SQE; a try that finds nothing makes
+    the next 1, 3, 7... receives go straight to the ring; a try that finds bytes makes every
+    receive try again."""
     from loops.completions import api, uring
 
     co = loops.get("completions").coroutines
-    monkeypatch.setattr(api, "_fast_recvs", 0)
     monkeypatch.setattr(api, "_skips", 0)
     monkeypatch.setattr(api, "_skips_left", 0)
     submitted = []
@@ -287,10 +291,11 @@ def test_a_receive_is_tried_first_and_skipped_after_tries_that_found_nothing(mon
 
     monkeypatch.setattr(uring.Ring, "prepare_op", counting_prepare_op)
 
-    async def ring_receives(a, b, payload):  # a receive whose bytes come while it waits
+    async def ring_receives(a, b, payload):  # bytes that come only once the receive waits
         before = submitted.count(uring.OP_RECV)
         reader = await co.spawn(co.recv(a, 100))
-        await co.sleep(0)
+        while not (reader.state == "operation" or submitted.count(uring.OP_RECV) > before):
+            await co.sleep(0)  # the reader yields, then tries (or skips the try)
         b.send(payload)
         assert await co.join(reader) == payload
         return submitted.count(uring.OP_RECV) - before
@@ -298,8 +303,9 @@ def test_a_receive_is_tried_first_and_skipped_after_tries_that_found_nothing(mon
     async def main():
         a, b = _pair()
         with a, b:
-            b.send(b"waiting")
-            assert await co.recv(a, 100) == b"waiting"  # taken by the try
+            reader = await co.spawn(co.recv(a, 100))
+            b.send(b"meanwhile")  # while the reader lets the others run
+            assert await co.join(reader) == b"meanwhile"  # taken by the try
             assert submitted.count(uring.OP_RECV) == 0
             assert await ring_receives(a, b, b"1") == 1  # the try failed: _skips 1
             assert api._skips_left == 1
@@ -311,17 +317,20 @@ def test_a_receive_is_tried_first_and_skipped_after_tries_that_found_nothing(mon
             b.send(b"waiting again")
             assert await co.recv(a, 100) == b"waiting again"  # tried: found bytes
             assert api._skips == 0
+            assert submitted.count(uring.OP_RECV) == 6
 
     co.run(main())
 
 
 @needs_io_uring
-def test_a_connection_that_always_has_data_cannot_starve_the_others():
-    """Receives tried first that keep finding bytes never suspend the task: after
-    FAST_RECVS_PER_TURN of them in a row, the next one goes through the ring."""
+def test_a_connection_that_always_has_data_cannot_starve_the_others(monkeypatch):
+    """A receive tried at the next turn lets the other ready tasks run before its try, so a
+    connection whose bytes are always waiting does not keep them waiting."""
     from loops.completions import api
 
     co = loops.get("completions").coroutines
+    monkeypatch.setattr(api, "_skips", 0)
+    monkeypatch.setattr(api, "_skips_left", 0)
 
     async def main():
         client, server = _pair()
@@ -339,7 +348,7 @@ def test_a_connection_that_always_has_data_cannot_starve_the_others():
                 reads += 1
         return reads_before_the_other_ran[0]
 
-    assert co.run(main()) <= api.FAST_RECVS_PER_TURN
+    assert co.run(main()) == 0
 
 
 @needs_io_uring

@@ -5,8 +5,9 @@ to fill, the bytes to send, an address in the kernel's ``sockaddr`` layout), awa
 ``operation(...)`` and turns the completion's ``res`` into the answer. Two calls try the
 syscall first, as io_uring itself does inside the kernel when an operation is submitted:
 ``sendall`` calls ``sock.send`` and submits a SEND only for what the socket did not take (a
-send almost never waits), and ``recv`` calls ``sock.recv`` and submits a RECV only if nothing
-was waiting, and stops trying for a while after tries that found nothing (its docstring).
+send almost never waits), and ``recv``, at the task's next turn, calls ``sock.recv`` and
+submits a RECV only if nothing was waiting, and stops trying for a while after tries that
+found nothing (its docstring).
 Through the ring each cost a suspension, an SQE, a CQE and a completer, several times the
 syscall; what a receive that waits gets from the ring is the wait itself, with no "is it
 ready?" call.
@@ -151,8 +152,6 @@ def _error(res: int, what: str) -> OSError:
 # ---------------------------------------------------------------------- recv, send
 
 
-FAST_RECVS_PER_TURN = 16  # receives that may complete at once in a row, then one goes to the ring
-_fast_recvs = 0  # receives completed at once since one last went through the ring
 SKIPS_MAX = 63  # after tries that found nothing, at most this many receives skip the try
 _skips = 0  # how many receives the last failed try made skip it (0: the last try found bytes)
 _skips_left = 0  # receives still to skip the try
@@ -177,31 +176,41 @@ def _complete_recv(
 
 
 async def recv(sock: socket.socket, n: int) -> bytes:
-    """Receive up to n bytes; b'' at EOF: tried at once with ``sock.recv``, then a RECV
-    through the ring if nothing was waiting.
+    """Receive up to n bytes; b'' at EOF: tried with ``sock.recv`` at the task's next turn,
+    then a RECV through the ring if nothing was waiting.
 
-    Speed trick, fenced here (loops/completions/README.md, "Levers", the receive tried
-    first): io_uring itself tries a socket's receive at once when it is submitted, and waits
-    (arms a poll) only if that finds nothing; trying it here first, before any SQE, spares
-    the SQE, the CQE, the buffer lent and taken back and the task's suspension when bytes are
-    waiting, and costs a failed syscall when they are not. So a try that finds nothing makes
-    the next receives skip the try, 1, 3, 7... up to SKIPS_MAX of them after tries that keep
-    failing, and a try that finds bytes makes every receive try again: where nothing waits
-    (a request/response peer at a moderate load), one receive in SKIPS_MAX + 1 pays the
-    failed syscall. The counts are the process's, not a socket's: whether a request waits
-    when its task comes back to receive depends on the load, which every connection of a
-    server shares, and a global costs a test where a per-socket count costs a lookup. A try
-    loses nothing to a cancellation or a timeout: it runs in the task, which nothing can
-    interrupt between the syscall and its return. A task whose receives keep finding bytes
-    would never suspend, so after
-    FAST_RECVS_PER_TURN of them in a row the next one goes through the ring (as the traps loop
-    counts its FAST_CALLS_PER_TURN)."""
+    Speed trick, fenced here (loops/completions/README.md, "Levers", the receive tried at the
+    next turn): io_uring itself tries a socket's receive when the enter that submits it runs,
+    and waits (arms a poll) only if that finds nothing. Here the task makes that try itself,
+    at the same point: it lets the other ready tasks run first (one ``sleep(0)``, where the
+    enter would have come at the end of their turn), then calls ``sock.recv``. When bytes
+    wait, the receive costs a syscall and no SQE, CQE, lent buffer or completer, which in
+    Python cost more than the syscall; when nothing waits, it costs a failed syscall and a
+    ``BlockingIOError`` on top of the SQE. So a try that finds nothing makes the next
+    receives skip it and go straight to the ring, 1, 3, 7... up to SKIPS_MAX of them after
+    tries that keep failing, and a try that finds bytes makes every receive try again: where
+    nothing waits (a request/response peer at a moderate load), one receive in SKIPS_MAX + 1
+    pays the yield and the failed syscall. The counts are the process's, not a socket's:
+    whether a request waits when its task comes back to receive depends on the load, which
+    every connection of a server shares, and a global costs a test where a per-socket count
+    costs a lookup. Why not try at once, before the yield: a request/response peer answers
+    only after our reply, so right after it the try finds nothing; after the other tasks'
+    turn it finds the answer (the README has both counts). The yield comes before the try
+    and nothing can interrupt the task between the syscall and its return, so a
+    cancellation or a timeout loses nothing; and since every try yields first, a connection
+    that always has bytes cannot keep the others from running."""
     if sock.gettimeout() != 0:  # blocking: a clear error, as in every loop
         check_nonblocking(sock)
     if n <= 0:
         if n < 0:
             raise ValueError("negative buffersize in recv")
         return b""
+    global _skips_left, _skips
+    tried = not _skips_left  # else a try found nothing not long ago: straight to the ring
+    if tried:
+        await sleep(0)  # the others' turn first: the peer may answer meanwhile
+    else:
+        _skips_left -= 1
     if _leftovers:  # the rare path: a cancelled recv on some socket completed after all
         data = _take_leftover(sock)
         if data is not None:
@@ -209,20 +218,14 @@ async def recv(sock: socket.socket, n: int) -> bytes:
                 _keep_leftover(sock, data[n:], first=True)
                 data = data[:n]
             return data
-    global _fast_recvs, _skips_left, _skips
-    if _skips_left:  # a try found nothing not long ago: straight to the ring
-        _skips_left -= 1
-    elif _fast_recvs < FAST_RECVS_PER_TURN:
-        try:  # the receive, tried first: see the docstring
+    if tried:
+        try:  # the receive, tried at the next turn: see the docstring
             data = sock.recv(n)
         except BlockingIOError:  # nothing waited: the next _skips receives are not tried
             _skips_left = _skips = min(2 * _skips + 1, SKIPS_MAX)
         else:
-            _fast_recvs += 1
             _skips = 0
             return data
-    if _fast_recvs:  # (a test, not a store, where no receive is tried: a fixed load's case)
-        _fast_recvs = 0  # this one goes through the ring: the task lets the others run
     buffer = buffers.take(n)
     return await operation(OP_RECV, sock, buffer.address, n, buffer, _complete_recv)
 
@@ -244,9 +247,9 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
     CQE and a completer, which in Python is several times the syscall it saves. Only what the
     socket does not take at once (a full buffer: ``BlockingIOError``, or a partial send) goes
     through the ring. Errors of the direct send (a reset, a closed peer's ``EPIPE``) are the
-    ``OSError`` the SEND's completion would have raised. Receives are tried first too, but
-    only while the tries find bytes (``recv``): a receive waits for its peer far more often
-    than a send waits for room."""
+    ``OSError`` the SEND's completion would have raised. Receives are tried too, but at the
+    task's next turn and only while the tries find bytes (``recv``): a receive waits for its
+    peer far more often than a send waits for room."""
     if sock.gettimeout() != 0:
         check_nonblocking(sock)
     if type(data) is not bytes:
