@@ -200,9 +200,12 @@ def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypa
     the task that asked was cancelled. Here the cancelled recv's completion is held back for
     several turns (as a slow cancellation would), while other recvs of the same size come and
     go: none may be handed that buffer, and the cancelled task ends only once the CQE came."""
-    from loops.completions import buffers, kernel, uring
+    from loops.completions import api, buffers, kernel, uring
 
     co = loops.get("completions").coroutines
+    # Every receive goes through the ring, none tried with sock.recv first (api.recv): the
+    # state a run of tries that found nothing leaves.
+    monkeypatch.setattr(api, "_skips_left", 10**9)
     held: dict[int, list] = {}  # user_data -> [turns left to hold, the CQE once seen]
     real_reap = uring.Ring.reap
 
@@ -244,8 +247,11 @@ def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypa
         canceller = await co.spawn(co.cancel(victim))
         others = []
         for i in range(10):  # meanwhile, recvs of the same size come and go
+            # through the ring: each one is in flight before its bytes are sent
+            other = await co.spawn(co.recv(c, size))
+            await co.sleep(0)
             d.send(b"%d" % i)
-            others.append(await co.recv(c, size))
+            others.append(await co.join(other))
             assert victim.state == "operation" and lent.lent  # still the kernel's
         assert len(held[victim.id]) == 2  # the CQE came (-ECANCELED), and is held back
         held[victim.id][0] = 0  # ...now: the next turn delivers it
@@ -258,8 +264,91 @@ def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypa
 
     others, lent = co.run(main())
     assert others == [b"%d" % i for i in range(10)]
+    assert len(taken) == 11  # the victim's buffer and one per other recv: all lent
     victims = [i for i, buffer in enumerate(taken) if buffer is lent]
     assert victims == [0], "the cancelled recv's buffer was lent again before its completion"
+
+
+@needs_io_uring
+def test_a_receive_is_tried_at_the_next_turn_and_skipped_after_tries_that_found_nothing(
+    monkeypatch,
+):
+    """api.recv: a request that comes while the other tasks have their turn is taken by
+    sock.recv at the receiving task's next turn, with no SQE; a try that finds nothing makes
+    the next 1, 3, 7... receives go straight to the ring; a try that finds bytes makes every
+    receive try again."""
+    from loops.completions import api, uring
+
+    co = loops.get("completions").coroutines
+    monkeypatch.setattr(api, "_skips", 0)
+    monkeypatch.setattr(api, "_skips_left", 0)
+    submitted = []
+    real_prepare_op = uring.Ring.prepare_op
+
+    def counting_prepare_op(ring, opcode, *fields):
+        submitted.append(opcode)
+        return real_prepare_op(ring, opcode, *fields)
+
+    monkeypatch.setattr(uring.Ring, "prepare_op", counting_prepare_op)
+
+    async def ring_receives(a, b, payload):  # bytes that come only once the receive waits
+        before = submitted.count(uring.OP_RECV)
+        reader = await co.spawn(co.recv(a, 100))
+        while not (reader.state == "operation" or submitted.count(uring.OP_RECV) > before):
+            await co.sleep(0)  # the reader yields, then tries (or skips the try)
+        b.send(payload)
+        assert await co.join(reader) == payload
+        return submitted.count(uring.OP_RECV) - before
+
+    async def main():
+        a, b = _pair()
+        with a, b:
+            reader = await co.spawn(co.recv(a, 100))
+            b.send(b"meanwhile")  # while the reader lets the others run
+            assert await co.join(reader) == b"meanwhile"  # taken by the try
+            assert submitted.count(uring.OP_RECV) == 0
+            assert await ring_receives(a, b, b"1") == 1  # the try failed: _skips 1
+            assert api._skips_left == 1
+            assert await ring_receives(a, b, b"2") == 1  # skipped
+            assert await ring_receives(a, b, b"3") == 1  # tried, failed again: _skips 3
+            assert api._skips == 3 and api._skips_left == 3
+            for _ in range(3):
+                assert await ring_receives(a, b, b"x") == 1  # skipped
+            b.send(b"waiting again")
+            assert await co.recv(a, 100) == b"waiting again"  # tried: found bytes
+            assert api._skips == 0
+            assert submitted.count(uring.OP_RECV) == 6
+
+    co.run(main())
+
+
+@needs_io_uring
+def test_a_connection_that_always_has_data_cannot_starve_the_others(monkeypatch):
+    """A receive tried at the next turn lets the other ready tasks run before its try, so a
+    connection whose bytes are always waiting does not keep them waiting."""
+    from loops.completions import api
+
+    co = loops.get("completions").coroutines
+    monkeypatch.setattr(api, "_skips", 0)
+    monkeypatch.setattr(api, "_skips_left", 0)
+
+    async def main():
+        client, server = _pair()
+        reads_before_the_other_ran = []
+
+        async def other():
+            reads_before_the_other_ran.append(reads)
+
+        client.send(b"x" * 4096)  # every recv(server, 1) below finds a byte waiting
+        await co.spawn(other())
+        reads = 0
+        with client, server:
+            while not reads_before_the_other_ran:
+                await co.recv(server, 1)
+                reads += 1
+        return reads_before_the_other_ran[0]
+
+    assert co.run(main()) == 0
 
 
 @needs_io_uring
@@ -284,6 +373,34 @@ def test_data_a_cancelled_recv_won_the_race_with_goes_to_the_next_recv():
         return first, second, third
 
     assert co.run(main()) == (b"rac", b"ed", b" and more")
+
+
+@needs_io_uring
+def test_a_connection_an_interrupted_accept_took_is_closed_with_its_closed_listener():
+    """An ACCEPT that completes after its task was cancelled (a server stopped as a client
+    connects) keeps the connection for the next accept; once the listener is closed nothing
+    can take it, and the loop's close closes it rather than leave it open."""
+    import ctypes
+
+    from loops.completions import api
+
+    co = loops.get("completions").coroutines
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    client = socket.create_connection(listener.getsockname())
+    accepted, _ = listener.accept()
+    name = ctypes.create_string_buffer(api.SOCKADDR_MAX + 4)  # as accept() lends it
+    # The completion of an accept whose task was interrupted meanwhile: a connection came.
+    assert api._complete_accept(accepted.detach(), name, listener, interrupted=True) is None
+    kept = api._leftovers[listener.fileno()][1][0][0]
+    listener.close()
+
+    async def main():
+        return kept.fileno() != -1  # still open while the loop runs
+
+    assert co.run(main())
+    assert kept.fileno() == -1 and not api._leftovers
+    client.close()
 
 
 def ctypes_memmove(address: int, data: bytes, n: int) -> None:

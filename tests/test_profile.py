@@ -93,6 +93,10 @@ def test_the_anatomy_calls_a_ring_rows_sends_syscalls_where_it_counted_them():
     tried_first = _in_the_ring({"recv": 0.0, "send": 1.02})
     assert tried_first.startswith("Its receives are entries in the ring") and "1.02" in tried_first
     assert _in_the_ring({"recv": 0.0, "send": 0.0}).startswith("Its receives and sends are")
+    # Its receives tried first (api.recv): recv syscalls, some finding nothing, the rest SQEs.
+    both = _in_the_ring({"recv": 0.39, "recv_eagain": 0.02, "send": 1.0})
+    assert both.startswith("Its receives are tried first, 0.39 recv syscalls") and "0.02" in both
+    assert "its sends are syscalls (1.00" in both
 
 
 def test_calls_into_a_trampoline_are_counted_per_python_function(tmp_path):

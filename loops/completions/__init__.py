@@ -1,9 +1,9 @@
 """completions: a proactor on io_uring, standard library only (ctypes + mmap).
 
-Tasks await *operations* (recv, accept, connect, recvmsg/sendmsg, and what a send(2) tried
-first did not send); the loop writes one SQE per operation into the submission ring, hands them
-all to the kernel with one io_uring_enter per turn, and resumes each task from its completion
-(CQE). The only home-made
+Tasks await *operations* (accept, connect, recvmsg/sendmsg, a recv that a recv(2) tried at the
+task's next turn found nothing for, and what a send(2) tried first did not send); the loop
+writes one SQE per operation into the submission ring, hands them all to the kernel with one
+io_uring_enter per turn, and resumes each task from its completion (CQE). The only home-made
 loop of the lab that is not readiness-based. Unavailable where io_uring cannot be set up (not
 Linux x86-64, ENOSYS, EPERM under a seccomp filter, kernel.io_uring_disabled): the probe below
 sets up a tiny ring and closes it at once.

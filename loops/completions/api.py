@@ -2,12 +2,15 @@
 
 Every socket call is an io_uring operation: the call prepares what the kernel needs (a buffer
 to fill, the bytes to send, an address in the kernel's ``sockaddr`` layout), awaits
-``operation(...)`` and turns the completion's ``res`` into the answer. A receive is not tried
-first: a readiness loop may try ``sock.recv`` and wait only on ``BlockingIOError``, because the
-failed try costs nothing but a syscall. Here the operation *is* the call; trying it outside the
-ring first would be a readiness loop again, with io_uring as its poller. ``sendall`` alone tries
-``sock.send`` first and submits a SEND only for what the socket did not take: a send almost
-never waits, and through the ring it cost several times the syscall it saved (its docstring).
+``operation(...)`` and turns the completion's ``res`` into the answer. Two calls try the
+syscall first, as io_uring itself does inside the kernel when an operation is submitted:
+``sendall`` calls ``sock.send`` and submits a SEND only for what the socket did not take (a
+send almost never waits), and ``recv``, at the task's next turn, calls ``sock.recv`` and
+submits a RECV only if nothing was waiting, and stops trying for a while after tries that
+found nothing (its docstring).
+Through the ring each cost a suspension, an SQE, a CQE and a completer, several times the
+syscall; what a receive that waits gets from the ring is the wait itself, with no "is it
+ready?" call.
 
 The buffers a recv hands the kernel come from :mod:`loops.completions.buffers`, which takes one
 back only when the completion that used it has arrived (the proactor's hazard, see
@@ -149,6 +152,11 @@ def _error(res: int, what: str) -> OSError:
 # ---------------------------------------------------------------------- recv, send
 
 
+SKIPS_MAX = 63  # after tries that found nothing, at most this many receives skip the try
+_skips = 0  # how many receives the last failed try made skip it (0: the last try found bytes)
+_skips_left = 0  # receives still to skip the try
+
+
 def _complete_recv(
     res: int, buffer: buffers.Buffer, sock: Any, *, interrupted: bool
 ) -> bytes | None:
@@ -168,19 +176,55 @@ def _complete_recv(
 
 
 async def recv(sock: socket.socket, n: int) -> bytes:
-    """Receive up to n bytes; b'' at EOF."""
+    """Receive up to n bytes; b'' at EOF: tried with ``sock.recv`` at the task's next turn,
+    then a RECV through the ring if nothing was waiting.
+
+    Speed trick, fenced here (loops/completions/README.md, "Levers", the receive tried at the
+    next turn): io_uring itself tries a socket's receive when the enter that submits it runs,
+    and waits (arms a poll) only if that finds nothing. Here the task makes that try itself,
+    at the same point: it lets the other ready tasks run first (one ``sleep(0)``, where the
+    enter would have come at the end of their turn), then calls ``sock.recv``. When bytes
+    wait, the receive costs a syscall and no SQE, CQE, lent buffer or completer, which in
+    Python cost more than the syscall; when nothing waits, it costs a failed syscall and a
+    ``BlockingIOError`` on top of the SQE. So a try that finds nothing makes the next
+    receives skip it and go straight to the ring, 1, 3, 7... up to SKIPS_MAX of them after
+    tries that keep failing, and a try that finds bytes makes every receive try again: where
+    nothing waits (a request/response peer at a moderate load), one receive in SKIPS_MAX + 1
+    pays the yield and the failed syscall. The counts are the process's, not a socket's:
+    whether a request waits when its task comes back to receive depends on the load, which
+    every connection of a server shares, and a global costs a test where a per-socket count
+    costs a lookup. Why not try at once, before the yield: a request/response peer answers
+    only after our reply, so right after it the try finds nothing; after the other tasks'
+    turn it finds the answer (the README has both counts). The yield comes before the try
+    and nothing can interrupt the task between the syscall and its return, so a
+    cancellation or a timeout loses nothing; and since every try yields first, a connection
+    that always has bytes cannot keep the others from running."""
     if sock.gettimeout() != 0:  # blocking: a clear error, as in every loop
         check_nonblocking(sock)
     if n <= 0:
         if n < 0:
             raise ValueError("negative buffersize in recv")
         return b""
+    global _skips_left, _skips
+    tried = not _skips_left  # else a try found nothing not long ago: straight to the ring
+    if tried:
+        await sleep(0)  # the others' turn first: the peer may answer meanwhile
+    else:
+        _skips_left -= 1
     if _leftovers:  # the rare path: a cancelled recv on some socket completed after all
         data = _take_leftover(sock)
         if data is not None:
             if len(data) > n:
                 _keep_leftover(sock, data[n:], first=True)
                 data = data[:n]
+            return data
+    if tried:
+        try:  # the receive, tried at the next turn: see the docstring
+            data = sock.recv(n)
+        except BlockingIOError:  # nothing waited: the next _skips receives are not tried
+            _skips_left = _skips = min(2 * _skips + 1, SKIPS_MAX)
+        else:
+            _skips = 0
             return data
     buffer = buffers.take(n)
     return await operation(OP_RECV, sock, buffer.address, n, buffer, _complete_recv)
@@ -203,9 +247,9 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
     CQE and a completer, which in Python is several times the syscall it saves. Only what the
     socket does not take at once (a full buffer: ``BlockingIOError``, or a partial send) goes
     through the ring. Errors of the direct send (a reset, a closed peer's ``EPIPE``) are the
-    ``OSError`` the SEND's completion would have raised. Receives are not tried first: a
-    receive waits for the peer far more often than a send waits for room, and a receive that
-    finds nothing is the readiness loops' failed syscall (the README's design notes)."""
+    ``OSError`` the SEND's completion would have raised. Receives are tried too, but at the
+    task's next turn and only while the tries find bytes (``recv``): a receive waits for its
+    peer far more often than a send waits for room."""
     if sock.gettimeout() != 0:
         check_nonblocking(sock)
     if type(data) is not bytes:
@@ -381,6 +425,22 @@ def _keep_leftover(sock: Any, result: Any, first: bool = False) -> None:
         entry[1].appendleft(result)
     else:
         entry[1].append(result)
+
+
+def close_orphaned_leftovers() -> None:
+    """Drop what is kept for sockets that have been closed since, closing the connections
+    kept for the next accept on a closed listener: nothing can take them any more (Linux
+    resets the connections left in a closed listener's backlog likewise). ``Proactor.close``
+    calls it as a loop closes, so a connection an interrupted ACCEPT took (a cancel that came
+    as a connection arrived: a server stopped just then) is not left open."""
+    for fd, (ref, results) in list(_leftovers.items()):
+        sock = ref()
+        if sock is not None and sock.fileno() != -1:
+            continue  # still open: a later call may take them
+        del _leftovers[fd]
+        for result in results:
+            if type(result) is tuple and isinstance(result[0], socket.socket):
+                result[0].close()
 
 
 def _take_leftover(sock: Any) -> Any:

@@ -174,7 +174,12 @@ class Proactor:
 
     def close(self) -> None:
         """Have Linux cancel whatever is still in flight and wait for every completion, so
-        that no buffer is freed while Linux may still write into it; then unmap the ring."""
+        that no buffer is freed while Linux may still write into it; then unmap the ring.
+        First, the connections kept for a listener closed since are closed
+        (``api.close_orphaned_leftovers``)."""
+        from loops.completions.api import close_orphaned_leftovers  # api imports this module
+
+        close_orphaned_leftovers()  # completed results: the kernel is done with them
         ring = self.ring
         if self._wake_fd >= 0:
             os.eventfd_write(self._wake_fd, 1)  # completes the wake-up read
