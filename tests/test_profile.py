@@ -116,3 +116,48 @@ def test_calls_into_a_trampoline_are_counted_per_python_function(tmp_path):
     )
     calls = read_calls(path, FUNCTIONS)
     assert calls == {FUNCTIONS[0x2000]: 5}
+
+
+def test_the_section_ends_with_the_twins_cpu_ratio_measured_in_one_session():
+    """bench.render.instructions.measured: the bench's server CPU per echo request for the two
+    columns at the headline point, closed loop then fixed load, with the ratio's interval only
+    where both rows come from one session."""
+    from types import SimpleNamespace
+
+    from bench.registry.echo import HEADLINE_RATE
+    from bench.render.instructions import measured
+
+    def rows(traps, completions, sessions=("s1", "s1")):
+        return {
+            "rows": {
+                "traps/coroutines": {
+                    "session": sessions[0],
+                    "reps": [{"server_cpu_us": v} for v in traps],
+                },
+                "completions/coroutines": {
+                    "session": sessions[1],
+                    "reps": [{"server_cpu_us": v} for v in completions],
+                },
+            }
+        }
+
+    closed = "size=1024,connections=100,warmup_s=0.2,duration_s=0.6"
+    paced = f"measure=paced,size=1024,connections=100,rate={HEADLINE_RATE},warmup_s=0.2"
+    other = "size=1024,connections=1,warmup_s=0.2,duration_s=0.6"  # not the headline point
+    echo = SimpleNamespace(
+        data={
+            "points": {
+                paced: rows([36.0, 37.0, 36.5], [40.0, 41.0, 40.5], ("s1", "s2")),
+                closed: rows([6.6, 6.7, 6.5], [5.4, 5.3, 5.5]),
+                other: rows([1.0, 1.0], [9.0, 9.0]),
+            }
+        }
+    )
+    said = measured(echo, ["traps", "completions"])
+    closed_part, paced_part = said.split("; ")
+    assert "at the closed loop, traps 6.6 µs against completions 5.4 µs" in closed_part
+    assert "completions / traps ×0.82 [" in closed_part and closed_part.endswith("cheaper")
+    assert f"at the fixed load of {HEADLINE_RATE:,} requests/s" in paced_part
+    assert "(two sessions: no ratio)" in paced_part and "×" not in paced_part
+    assert measured(None, ["traps", "completions"]) is None
+    assert measured(SimpleNamespace(data={"points": {}}), ["traps", "completions"]) is None

@@ -4,7 +4,11 @@ The counting (callgrind on the echo server, two dumps subtracted, the parts told
 Python 3.12's ``-X perf`` trampolines) is :mod:`bench.measure.profile`, which stores
 ``reports/results/profile.json``; this module reads that file and writes a markdown section for
 the cost anatomy: one column per loop, one line per part, the totals with and without
-``-X perf``, then the completions loop's levers in the order they were tried.
+``-X perf``, then the completions loop's levers in the order they were tried. An instruction
+count leaves Linux's work out, so the section ends with what the bench measured of the same two
+loops, Linux included: their server CPU per echo request at the echo section's headline point
+(1 KiB x 100 connections), closed loop and at the fixed offered load, as a ratio with its
+interval where both rows come from one session (:func:`measured`).
 
 ``python -m bench.render.instructions [RESULTS_DIR]`` prints the section.
 """
@@ -13,8 +17,13 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
+from typing import Any
+
+from bench.registry.echo import HEADLINE_POINT, HEADLINE_RATE, PACED
+from bench.render import intervals
 
 FILE = "profile.json"  # under the results folder (reports/results/)
 COMMAND = "python -m bench.measure.profile"
@@ -39,8 +48,9 @@ def load(results: Path) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def section(data: dict | None) -> list[str]:
-    """The markdown lines of the section (a heading of level 3, for the cost anatomy)."""
+def section(data: dict | None, echo: Any = None) -> list[str]:
+    """The markdown lines of the section (a heading of level 3, for the cost anatomy); `echo`,
+    the echo workload's result store of the same report, gives its closing sentence."""
     lines = ["### Instructions per echo request, by part", ""]
     rows = (data or {}).get("rows", {})
     columns = [loop for loop in LOOPS if loop in rows]
@@ -77,7 +87,64 @@ def section(data: dict | None) -> list[str]:
             change = "" if before is None else f"{value - before:+,.0f}"
             lines.append(f"| {lever['label']} | {lever['commit']} | {value:,.0f} | {change} |")
             before = value
-    return [*lines, ""]
+    said = measured(echo, columns)
+    return [*lines, *(["", said] if said else []), ""]
+
+
+def measured(echo: Any, columns: list[str]) -> str | None:
+    """One sentence: the twins' server CPU per echo request as the bench measured it at the
+    echo headline point, closed loop then at the fixed offered load, the second column's
+    median over the first's with its 95% bootstrap interval. A ratio is given only for rows
+    of one session (the machine moves between sessions); None where the echo store has
+    neither point. `echo` is a bench.store.ResultStore."""
+    if echo is None or len(columns) != 2:
+        return None
+    phrases = []
+    for regime, point in _headline_points(echo.data.get("points", {})):
+        rows = point.get("rows", {})
+        first, second = (rows.get(f"{loop}/coroutines") for loop in columns)
+        if not first or not second:
+            continue
+        values = [
+            [rep["server_cpu_us"] for rep in entry["reps"] if rep.get("server_cpu_us")]
+            for entry in (first, second)
+        ]
+        if not all(values):
+            continue
+        medians = " against ".join(
+            f"{loop} {statistics.median(v):.1f} µs" for loop, v in zip(columns, values, strict=True)
+        )
+        if first.get("session") != second.get("session"):
+            phrases.append(f"{regime}, {medians} (two sessions: no ratio)")
+            continue
+        ratio = intervals.ratio_interval(values[1], values[0], f"instructions:{regime}")
+        phrases.append(
+            f"{regime}, {medians}: {columns[1]} / {columns[0]} "
+            + (intervals.worded(ratio) if ratio else "from one repetition a side: no interval")
+        )
+    if not phrases:
+        return None
+    return (
+        "Measured by the bench, Linux's work included (the echo section's rows, server CPU per "
+        f"request, {HEADLINE_POINT['size']:,} B × {HEADLINE_POINT['connections']} connections, "
+        "median of the repetitions, 95% bootstrap interval): " + "; ".join(phrases) + "."
+    )
+
+
+def _headline_points(points: dict) -> list[tuple[str, dict]]:
+    """The echo store's points at the headline size and connections: closed loop first, then
+    the fixed offered load at the headline rate, each with the words that name it."""
+    found = {}
+    for key, point in points.items():
+        args = dict(part.split("=", 1) for part in key.split(","))
+        if any(args.get(name) != str(value) for name, value in HEADLINE_POINT.items()):
+            continue
+        if args.get("measure") == PACED:
+            if args.get("rate") == str(HEADLINE_RATE):
+                found[1] = (f"at the fixed load of {HEADLINE_RATE:,} requests/s", point)
+        elif "measure" not in args:
+            found[0] = ("at the closed loop", point)
+    return [found[k] for k in sorted(found)]
 
 
 def _table(entries: list[dict], columns: list[str], regime: str) -> list[str]:

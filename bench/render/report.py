@@ -377,7 +377,11 @@ SECTIONS = (
         ("Cost anatomy",),  # then its instructions per request by part (bench.measure.profile)
         lambda page: (
             anatomy.section(page.anatomy_data)
-            + (instructions.section(instructions.load(page.results)) if page.results else [])
+            + (
+                instructions.section(instructions.load(page.results), page.stores.get("echo"))
+                if page.results
+                else []
+            )
         ),
     ),
     Section(
