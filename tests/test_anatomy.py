@@ -314,6 +314,15 @@ def test_the_closed_loop_renders_its_own_tables_after_the_fixed_loads():
     assert "(the echo section's closed-loop table)" in part  # CPU, where it has too few reps
 
 
+def test_batches_of_hundreds_of_requests_per_enter_are_written_without_a_decimal():
+    closed = _closed(_with_completions(_stored(counter="perf")))
+    closed["rows"]["completions/coroutines"]["syscalls"]["io_uring_enter"] = 0.0008
+    text = "\n".join(section(None, closed))
+    assert "0.001 io_uring_enter per request (one crossing into the kernel per 1,250 requests)" in (
+        text
+    )
+
+
 def test_the_closed_loop_renders_without_a_fixed_load_anatomy_and_with_a_cpu_column():
     closed = _closed(_stored())
     for entry, base in zip(closed["rows"].values(), (8.0, 13.0, 10.0), strict=True):

@@ -95,7 +95,8 @@ def cpu_us(entry: dict) -> float:
 def _batching(enters: float) -> str:
     """What enters per request say about batching."""
     if enters <= 1:
-        return f"one crossing into the kernel per {1 / enters:.1f} requests"
+        per = 1 / enters  # the closed loop's batches run to thousands: no decimal
+        return f"one crossing into the kernel per {per:,.{0 if per >= 100 else 1}f} requests"
     return "more than one enter per request: its turns found little to batch at this load"
 
 
