@@ -103,6 +103,13 @@ def parser() -> argparse.ArgumentParser:
     )
     anatomy.add_argument("--loop", action="append", metavar="NAME", help="only this loop")
     anatomy.add_argument("--counter", choices=("perf", "strace"), help="default: the first usable")
+    anatomy.add_argument(
+        "--closed-loop",
+        action="store_true",
+        help="in the closed loop (each connection sends its next request as soon as its echo "
+        "is back: the server's maximum throughput) instead of at the fixed offered load; "
+        "stored apart, in anatomy-closed.json",
+    )
     anatomy.add_argument("--results", type=Path, default=RESULTS)
 
     report = commands.add_parser("report", help="render reports/ from stored results only")
@@ -120,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         from bench.measure.anatomy import run as run_anatomy
 
         try:
-            return run_anatomy(args.loop, args.results, args.counter)
+            return run_anatomy(args.loop, args.results, args.counter, closed=args.closed_loop)
         except KeyboardInterrupt as stop:
             return interrupted(
                 stop, "the anatomy stores its rows at the end: none of this run is kept"

@@ -42,7 +42,10 @@ from bench.summary import complete
 
 FORMAT = 1
 RESULTS = ROOT / "reports" / "results"  # where a run stores and a report reads, by default
-ANATOMY = "anatomy.json"  # the cost anatomy's one file, beside the modes' folders
+ANATOMY = "anatomy.json"  # the cost anatomy at echo's fixed offered load, beside the modes' folders
+# The cost anatomy in the closed loop (`bench anatomy --closed-loop`): a file of its own, so the
+# two points never mix.
+ANATOMY_CLOSED = "anatomy-closed.json"
 
 
 def results_path(results: Path, mode: str, workload: str, python: str = REFERENCE) -> Path:
@@ -425,13 +428,19 @@ def stored_points(results: Path, mode: str, workload: str) -> dict[str, dict]:
     return ResultStore.load(path, workload, mode).data["points"] if path.exists() else {}
 
 
-def load_anatomy(results: Path) -> dict | None:
-    """The stored cost anatomy (see bench.measure.anatomy), or None."""
-    path = results / ANATOMY
+def anatomy_path(results: Path, closed: bool = False) -> Path:
+    """The file of the cost anatomy at echo's fixed offered load, or in the closed loop."""
+    return results / (ANATOMY_CLOSED if closed else ANATOMY)
+
+
+def load_anatomy(results: Path, closed: bool = False) -> dict | None:
+    """The stored cost anatomy (see bench.measure.anatomy) at the fixed offered load, or in
+    the closed loop; None where it is not stored."""
+    path = anatomy_path(results, closed)
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def save_anatomy(results: Path, data: dict) -> None:
-    path = results / ANATOMY
+def save_anatomy(results: Path, data: dict, closed: bool = False) -> None:
+    path = anatomy_path(results, closed)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

@@ -276,6 +276,144 @@ def test_section_marks_a_row_whose_server_did_not_keep_the_rate():
     assert "† the server did not keep the offered rate" in text
 
 
+def _closed(data):
+    """A stored anatomy as `bench anatomy --closed-loop` writes it: its point has no rate."""
+    data["point"] = {"size": 1024, "connections": 100, "measure": anatomy.CLOSED_LOOP,
+                     "window_s": 3.0}  # fmt: skip
+    data["date"] = "2026-11-26T23:00:00+00:00"
+    for entry in data["rows"].values():
+        entry["kept_rate"] = None  # the closed loop has no rate to keep
+    return data
+
+
+def test_the_closed_loop_renders_its_own_tables_after_the_fixed_loads():
+    fixed = _stored()
+    closed = _closed(_with_completions(_stored(counter="strace")))
+    closed["rows"]["traps/coroutines"]["syscalls"]["recv_eagain"] = 0.5
+    alone = section(fixed)
+    both = section(fixed, closed)
+    assert both[: len(alone)] == alone  # the fixed load's part as it renders alone
+    assert section(fixed, None) == alone  # no closed-loop store: the section as it was
+    part = "\n".join(both[len(alone) :])
+    assert part.startswith("### Syscalls per echo request in the closed loop\n")
+    assert "`python -m bench anatomy --closed-loop`" in part and "2026-11-26T23:00:00" in part
+    assert "maximum throughput" in part and "batches as large as the connections allow" in part
+    # The same columns as the fixed load's table, from the closed loop's figures.
+    assert "| row | syscalls/req | waits | recv | EAGAIN recv | send | epoll_ctl |" in part
+    assert "| traps · coroutines | 3.00 | 0.000 | 2.00 | 0.50 | 1.00 | 0.000 |" in part
+    assert "| completions · coroutines | 0.250 | 8.00 / 7.98 | 0.010 |" in part
+    assert "0.50 receives per request failed with EAGAIN" in part
+    assert "Completion against readiness (completions · coroutines)" in part
+    assert "strace -f" in part  # its own counter
+    # Nothing in it speaks of the fixed load's rate as its own: "offered" only where it says
+    # that the closed loop has none and which regime the fixed load is.
+    offered = [line for line in part.splitlines() if "offered" in line]
+    assert len(offered) == 1 and "(no offered rate)" in offered[0]
+    assert "the fixed offered load is the report's headline one" in offered[0]
+    assert "†" not in part and "fixed-load table" not in part
+    assert "(the echo section's closed-loop table)" in part  # CPU, where it has too few reps
+
+
+def test_batches_of_hundreds_of_requests_per_enter_are_written_without_a_decimal():
+    closed = _closed(_with_completions(_stored(counter="perf")))
+    closed["rows"]["completions/coroutines"]["syscalls"]["io_uring_enter"] = 0.0008
+    text = "\n".join(section(None, closed))
+    assert "0.001 io_uring_enter per request (one crossing into the kernel per 1,250 requests)" in (
+        text
+    )
+
+
+def test_the_closed_loop_renders_without_a_fixed_load_anatomy_and_with_a_cpu_column():
+    closed = _closed(_stored())
+    for entry, base in zip(closed["rows"].values(), (8.0, 13.0, 10.0), strict=True):
+        entry["cpu_us_reps"] = [base - 0.5, base, base + 0.5]
+    text = "\n".join(section(None, closed))
+    assert "Not measured in this tree yet: `python -m bench anatomy`" in text
+    closed_part = text.split("### Syscalls per echo request in the closed loop")[1]
+    assert "| traps · coroutines | 13.00 [12.50–13.50] | 3.00 |" in closed_part
+    assert "No syscall counter ran" in "\n".join(
+        section(None, {**_closed(_stored()), "counter": None, "unavailable": "no perf"})
+    )
+
+
+def test_the_report_renders_the_closed_loop_store_beside_the_fixed_loads(tmp_path):
+    from types import SimpleNamespace
+
+    from bench.render import report
+
+    (entry,) = [e for e in report.SECTIONS if e.titles == ("Cost anatomy",)]
+    page = SimpleNamespace(anatomy_data=_stored(), results=tmp_path)
+    without = entry.lines(page)
+    assert "### Syscalls per echo request in the closed loop" not in without
+    store.save_anatomy(tmp_path, _closed(_stored()), closed=True)
+    with_closed = entry.lines(page)
+    assert "### Syscalls per echo request in the closed loop" in with_closed
+    assert with_closed[: len(section(_stored()))] == section(_stored())
+
+
+def test_the_two_points_are_stored_apart_and_never_overwrite_each_other(tmp_path):
+    fixed, closed = _stored(), _closed(_stored())
+    store.save_anatomy(tmp_path, fixed)
+    store.save_anatomy(tmp_path, closed, closed=True)
+    assert store.load_anatomy(tmp_path) == fixed
+    assert store.load_anatomy(tmp_path, closed=True) == closed
+    assert {p.name for p in tmp_path.iterdir()} == {store.ANATOMY, store.ANATOMY_CLOSED}
+    assert store.anatomy_path(tmp_path) != store.anatomy_path(tmp_path, closed=True)
+    assert store.load_anatomy(tmp_path / "elsewhere", closed=True) is None
+
+
+def test_a_run_without_a_counter_stores_the_closed_loop_in_its_own_file(tmp_path, monkeypatch):
+    """With no counter usable, `run` measures nothing and stores why, in the file of the point
+    it was asked for: the fixed load's file stays as it was."""
+    monkeypatch.setattr(anatomy, "available_counter", lambda prefer=None: (None, "none here"))
+    store.save_anatomy(tmp_path, _stored())
+    assert anatomy.run(["traps"], tmp_path, closed=True) == 1
+    assert store.load_anatomy(tmp_path) == _stored()
+    stored = store.load_anatomy(tmp_path, closed=True)
+    assert stored["unavailable"] == "none here" and stored["rows"] == {}
+    assert stored["point"] == {**anatomy.closed_params(), "window_s": anatomy.PLAIN_S}
+    assert "rate" not in stored["point"] and stored["point"]["measure"] == anatomy.CLOSED_LOOP
+    assert anatomy.run(["traps"], tmp_path) == 1  # and the fixed load's run, its own file
+    assert store.load_anatomy(tmp_path)["point"]["rate"] == anatomy.load_params()["rate"]
+    assert store.load_anatomy(tmp_path, closed=True) == stored
+
+
+def test_the_closed_loop_point_runs_the_load_generator_without_a_rate(tmp_path):
+    from bench.measure.echo import load_argv
+
+    closed = load_argv(1234, anatomy.point_params(closed=True), 1.0, tmp_path / "o.json", 1)
+    fixed = load_argv(1234, anatomy.point_params(closed=False), 1.0, tmp_path / "o.json", 1)
+    assert "--rate" not in closed and "--rate" in fixed
+    for argv in (closed, fixed):  # the same point otherwise: 1 KiB x 100 connections
+        assert argv[argv.index("--size") + 1] == str(anatomy.SIZE) == "1024"
+        assert argv[argv.index("--connections") + 1] == str(anatomy.CONNECTIONS) == "100"
+
+
+@pytest.fixture
+def sigterm_kept():
+    """bench's main installs a SIGTERM handler: the test process gets its own back."""
+    import signal
+
+    kept = signal.getsignal(signal.SIGTERM)
+    yield
+    signal.signal(signal.SIGTERM, kept)
+
+
+@pytest.mark.usefixtures("sigterm_kept")
+@pytest.mark.parametrize("closed", [False, True])
+def test_the_command_line_hands_closed_loop_and_its_options_to_run(closed, monkeypatch):
+    from bench.__main__ import main
+
+    calls = []
+    monkeypatch.setattr(anatomy, "run", lambda *args, **kwargs: calls.append((args, kwargs)) or 0)
+    argv = ["anatomy", "--loop", "completions", "--loop", "traps", "--counter", "perf"]
+    argv += ["--results", "/tmp/somewhere"] + (["--closed-loop"] if closed else [])
+    assert main(argv) == 0
+    assert calls == [
+        ((["completions", "traps"], Path("/tmp/somewhere"), "perf"), {"closed": closed})
+    ]
+
+
 def test_section_says_how_to_measure_and_how_to_get_a_counter():
     assert "python -m bench anatomy" in "\n".join(section(None))
     missing = {**_stored(counter=None), "unavailable": "strace is not installed: install"}
@@ -390,6 +528,27 @@ def test_bench_anatomy_stores_a_row_and_the_report_renders_it(tmp_path: Path):
     assert re.search(r"\| handlers · callbacks( †)? \|", text)  # † on a machine too busy
     # What the line says first depends on the figures (failed reads, churn, waits, or the total).
     assert re.search(r"- \*\*handlers · callbacks\*\*: \d+\.\d\d [a-zA-Z_ ]+ per request", text)
+
+
+@pytest.mark.timeout(180)
+def test_bench_anatomy_in_the_closed_loop_stores_a_row_apart_and_the_report_renders_it(
+    tmp_path: Path,
+):
+    usable, why = anatomy.available_counter()
+    if usable is None:
+        pytest.skip(why)
+    assert anatomy.run(["handlers"], tmp_path, closed=True) == 0
+    assert store.load_anatomy(tmp_path) is None  # the fixed load's file: not written
+    data = store.load_anatomy(tmp_path, closed=True)
+    assert data["point"]["measure"] == anatomy.CLOSED_LOOP and "rate" not in data["point"]
+    entry = data["rows"]["handlers/callbacks"]
+    assert "error" not in entry, entry
+    # Closed loop: no rate to keep, and as many requests as the server serves.
+    assert entry["kept_rate"] is None and entry["requests_per_s"] > 0
+    assert entry["syscalls"]["send"] > 0.9 and len(entry["cpu_us_reps"]) == anatomy.CPU_REPETITIONS
+    text = "\n".join(section(None, data))
+    closed_part = text.split("### Syscalls per echo request in the closed loop")[1]
+    assert re.search(r"\| handlers · callbacks \|", closed_part)
 
 
 def test_cpu_is_the_schedulers_exact_total_split_by_the_tick_ratio():

@@ -1,7 +1,21 @@
 """Cost anatomy of echo: where each request's microseconds go, counted in an untimed repetition.
 
 For every echo row at 1 KiB x 100 connections, one extra repetition (never mixed with the
-timed ones) records, per request served:
+timed ones) records, per request served, at one of two points:
+
+- **the fixed offered load** (``python -m bench anatomy``): the echo section's declared rate
+  (:func:`load_params`), the report's headline regime, where every loop serves the same
+  requests per second and a cheaper loop idles more;
+- **the closed loop** (``python -m bench anatomy --closed-loop``): each connection sends its
+  next request as soon as its echo is back (:func:`closed_params`), the server's maximum
+  throughput regime, the one issue 40's target (completions at or below traps per request) is
+  stated in. Its batches are its own: with every connection waiting on the server, a wake-up
+  (a readiness wait, or an ``io_uring_enter``) can find up to one request per connection
+  ready, where at the fixed load the requests arrive spread over time; so waits and enters per
+  request, entries per enter and failed receives at one point do not describe the other, and
+  each point is stored in a file of its own.
+
+What each repetition records:
 
 - **syscalls by kind**: waits (``epoll_wait``, ``select``, ``poll`` and their variants), receives
   (``recv*``, and ``read``: libuv reads sockets with it), sends (``send*``, ``write``),
@@ -45,8 +59,10 @@ can say how many were reaped. The completions loop posts no multishot operation 
 CQE-skipping flag, so every SQE it submits completes exactly once with one CQE: over a window,
 reaped ≈ submitted, and the two figures checking each other is a test of the counting.
 
-``python -m bench anatomy`` measures and stores ``reports/results/anatomy.json`` (through
-:mod:`bench.store`); the report renders it as its own section (:mod:`bench.render.anatomy`).
+``python -m bench anatomy`` measures and stores ``reports/results/anatomy.json``, and
+``--closed-loop`` ``reports/results/anatomy-closed.json`` (through :mod:`bench.store`); the
+report renders the first as its "Cost anatomy" section and the second, where it is stored, as
+a table of its own in that section (:mod:`bench.render.anatomy`).
 """
 
 from __future__ import annotations
@@ -73,6 +89,9 @@ SIZE, CONNECTIONS = HEADLINE_POINT["size"], HEADLINE_POINT["connections"]  # ech
 # system by 10 ms ticks, so 3 s at the offered load is ~40 ticks for the cheapest server), and
 # of the counted window (counts are exact: a shorter window serves).
 WARMUP_S, PLAIN_S, COUNTED_S = 0.3, 3.0, 1.0
+# The stored closed-loop point's "measure" (the fixed load's is PACED): no rate, so the load
+# generator runs closed loop (bench.measure.echo.load_argv passes --rate only where one is given).
+CLOSED_LOOP = "closed"
 INSTALL_HINT = "install strace (`apt-get install strace`) or perf (`apt-get install linux-perf`)"
 
 # Syscall kinds, by name. Anything counted but not listed is "other" (accept4, close, ...).
@@ -390,6 +409,19 @@ def load_params(results: Path | None = None) -> dict:
     return {"size": SIZE, "connections": CONNECTIONS, "measure": PACED, "rate": rate}
 
 
+def closed_params() -> dict:
+    """The load of the echo bench's closed-loop point at SIZE x CONNECTIONS: no rate, so each
+    connection sends its next request as soon as its echo is back (the bench's own closed-loop
+    point is the same size and connections without ``measure``; here ``measure`` only names
+    the point in the stored file)."""
+    return {"size": SIZE, "connections": CONNECTIONS, "measure": CLOSED_LOOP}
+
+
+def point_params(closed: bool, results: Path | None = None) -> dict:
+    """The load of the point measured: the closed loop, or the fixed offered load."""
+    return closed_params() if closed else load_params(results)
+
+
 def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict:
     """One untimed repetition: fresh server, warm-up, a plain window, then a counted window."""
     from bench.measure.echo import load_argv, run_load, server_argv
@@ -425,7 +457,11 @@ def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict
         "syscalls": counting.counts.per_request(counted["requests"]),
         **({"uring": uring} if (uring := counting.counts.per_enter()) else {}),
         "generator": plain.get("generator"),
-        "kept_rate": plain.get("kept_rate"),
+        "kept_rate": plain.get("kept_rate"),  # None in the closed loop: no rate to keep
+        # The plain window's throughput and the generator's share of its core: in the closed
+        # loop the first is the server's pace, unless the second says the generator set it.
+        "requests_per_s": plain.get("requests_per_s"),
+        "load_cpu_share": plain.get("load_cpu_share"),
     }
 
 
@@ -468,24 +504,31 @@ def rows(loop_names: list[str] | None = None) -> list[Row]:
     return every
 
 
-def run(loop_names: list[str] | None, results: Path, prefer: str | None = None) -> int:
-    """Measure the anatomy of every (selected) echo row; store it beside the bench's results."""
+def run(
+    loop_names: list[str] | None,
+    results: Path,
+    prefer: str | None = None,
+    closed: bool = False,
+) -> int:
+    """Measure the anatomy of every (selected) echo row at the fixed offered load, or in the
+    closed loop; store it beside the bench's results, each point in its own file."""
     import tempfile
 
     from bench import environment
     from bench.procs import ChildFailed, Cores
 
     tool, why = available_counter(prefer)
-    stored = store.load_anatomy(results) or {}
+    stored = store.load_anatomy(results, closed=closed) or {}
     env = environment.capture()
     machine = json.loads(json.dumps(environment.machine_key(env)))  # as stored: lists
-    params = load_params(results)
+    params = point_params(closed, results)
+    point = stored.get("point", {})
     if (
         stored.get("machine") != machine
         or stored.get("counter") != tool
-        or stored.get("point", {}).get("rate") != params["rate"]
+        or any(point.get(name) != value for name, value in params.items())
     ):
-        stored = {}  # another machine, counter or offered rate: do not mix
+        stored = {}  # another machine, counter or point (an offered rate): do not mix
     stored.update(
         machine=machine,
         environment=env,
@@ -520,7 +563,7 @@ def run(loop_names: list[str] | None, results: Path, prefer: str | None = None) 
     else:
         print(f"anatomy: no syscall counter: {why}")
     stored["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    store.save_anatomy(results, stored)
+    store.save_anatomy(results, stored, closed=closed)
     return 0 if tool is not None else 1
 
 
@@ -528,8 +571,9 @@ def _one_line(entry: dict) -> str:
     if "error" in entry:
         return f"failed: {entry['error']}"
     s = entry["syscalls"]
+    pace = f"{rate:,.0f} requests/s, " if (rate := entry.get("requests_per_s")) else ""
     line = (
-        f"{entry['user_us'] + entry['system_us']:.2f} µs/request "
+        f"{pace}{entry['user_us'] + entry['system_us']:.2f} µs/request "
         f"(user {entry['user_us']:.2f}), {s['total']:.2f} syscalls/request "
         f"({s['recv_eagain']:.2f} failed recvs, {s['epoll_ctl']:.2f} epoll_ctl)"
     )

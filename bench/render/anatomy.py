@@ -7,6 +7,13 @@ and writes the table and, for each home-made loop, what its figures say against
 (the completions loop), its ``io_uring_enter`` calls and entries per enter beside the readiness
 loops' syscalls by kind. Records stored before io_uring_enter was counted apart render as they
 did, with "–" in the new columns.
+
+Two points, two stores: the section opens with the fixed offered load (``anatomy.json``, the
+report's headline regime) and, where ``anatomy-closed.json`` is stored, follows with the closed
+loop (``python -m bench anatomy --closed-loop``, the server's maximum throughput) under a
+heading of its own, with the same tables and notes. Every generated sentence below is true at
+either point; what names one point (the introductions, where CPU per request is read otherwise)
+is chosen by the point rendered.
 """
 
 from __future__ import annotations
@@ -88,7 +95,8 @@ def cpu_us(entry: dict) -> float:
 def _batching(enters: float) -> str:
     """What enters per request say about batching."""
     if enters <= 1:
-        return f"one crossing into the kernel per {1 / enters:.1f} requests"
+        per = 1 / enters  # the closed loop's batches run to thousands: no decimal
+        return f"one crossing into the kernel per {per:,.{0 if per >= 100 else 1}f} requests"
     return "more than one enter per request: its turns found little to batch at this load"
 
 
@@ -102,6 +110,14 @@ def _per_enter(uring: dict) -> str:
 
 
 COMMAND = "`python -m bench anatomy` (then `python -m bench report`)"
+CLOSED_COMMAND = "`python -m bench anatomy --closed-loop` (then `python -m bench report`)"
+CLOSED_TITLE = "### Syscalls per echo request in the closed loop"
+# Where a reader finds CPU per request when the anatomy has too few repetitions for its column:
+# the echo section's table at the same point (by closed loop or not).
+CPU_ELSEWHERE = {
+    False: "the echo section's fixed-load table",
+    True: "the echo section's closed-loop table",
+}
 COUNTERS = {
     "perf": "Counted by `perf stat` on the kernel's syscall tracepoints: the server ran "
     "at full speed, in the regime of the timed runs.",
@@ -111,12 +127,23 @@ COUNTERS = {
 }
 
 
-def section(data: dict | None) -> list[str]:
-    """The report's "Cost anatomy" section, rendered from anatomy.json alone."""
+def section(data: dict | None, closed: dict | None = None) -> list[str]:
+    """The report's "Cost anatomy" section, rendered from anatomy.json alone, followed by the
+    closed loop's anatomy (anatomy-closed.json) where one is stored."""
     lines = ["## Cost anatomy", ""]
     if not data:
-        return [*lines, f"Not measured in this tree yet: {COMMAND}.", ""]
-    lines += [introduction(data), ""]
+        lines += [f"Not measured in this tree yet: {COMMAND}.", ""]
+    else:
+        lines += [introduction(data), "", *body(data)]
+    if closed:
+        lines += [CLOSED_TITLE, "", closed_introduction(closed), "", *body(closed, closed=True)]
+    return lines
+
+
+def body(data: dict, closed: bool = False) -> list[str]:
+    """One point's tables and notes (after its introduction): the counter, the syscalls table,
+    the io_uring table, the notes loop by loop and the completion paragraphs."""
+    lines = []
     tool = data.get("counter")
     if tool is None:
         return [*lines, f"No syscall counter ran: {data.get('unavailable')}.", ""]
@@ -143,13 +170,13 @@ def section(data: dict | None) -> list[str]:
                 for e in rings
             ),
         ]
-    if unavailable_variants():  # they would have rows: said once, as on the rest of the page
+    if unavailable_variants() and not closed:  # said once, as on the rest of the page
         lines += ["", f"No row for {', '.join(unavailable_variants())}: unavailable here."]
     if any(e.get("kept_rate") is False for e in rows.values()):
         lines += ["", "† the server did not keep the offered rate: its figures are at saturation."]
     if notes:
         lines += ["", "What the figures say, loop by loop:", "", *notes]
-    for paragraph in completion_against_readiness(rows):
+    for paragraph in completion_against_readiness(rows, closed=closed):
         lines += ["", paragraph]
     return [*lines, ""]
 
@@ -166,10 +193,29 @@ def introduction(data: dict) -> str:
         "figure), then syscalls per request by kind over a second window. The CPU column is "
         f"shown only where every row has at least {MIN_CPU_REPS} repetitions (fresh servers, "
         "interleaved across rows), as median [min–max]; otherwise CPU per request is read in "
-        "the echo section's fixed-load table and this section reads the syscall counts alone. "
+        f"{CPU_ELSEWHERE[False]} and this section reads the syscall counts alone. "
         "No user/system split (the kernel samples the mode at each tick, too coarse for "
         "servers that run in bursts of tens of microseconds) and no function-level profile "
         "(cProfile's per-call hook costs about as much as the calls these loops differ by)."
+    )
+
+
+def closed_introduction(data: dict) -> str:
+    """What the closed-loop tables measured, and how the closed loop differs from the fixed
+    load (the text holds whether or not the fixed load's anatomy is stored)."""
+    point = data["point"]
+    return (
+        f"Syscalls and CPU per echo request in the closed loop, at {point['size'] // 1024} KiB × "
+        f"{point['connections']} connections: each connection sends its next request as soon "
+        "as its echo is back (no offered rate), so the server runs at its maximum throughput "
+        "and a wake-up (a readiness wait, or an io_uring_enter) can find up to one request per "
+        "connection ready: batches as large as the connections allow. This is the regime the "
+        "completion loop's target is stated in; the fixed offered load is the report's "
+        f"headline one. Measured by {CLOSED_COMMAND} on {data['date']} in untimed repetitions "
+        f"(CPU over a {point['window_s']:g} s window with nothing attached, then syscalls over "
+        f"a second; the CPU column only where every row has at least {MIN_CPU_REPS} "
+        f"repetitions, otherwise CPU per request is read in {CPU_ELSEWHERE[True]}), stored "
+        "apart from the fixed load's counts."
     )
 
 
@@ -234,10 +280,11 @@ def _completes(entry: dict) -> bool:
 COMPLETES_BELOW = 0.5  # receives and sends per request: a readiness loop makes about two
 
 
-def completion_against_readiness(rows: dict) -> list[str]:
+def completion_against_readiness(rows: dict, closed: bool = False) -> list[str]:
     """A paragraph per row whose server entered io_uring: its syscalls per request by kind
     beside the readiness rows' of the same table, and what the difference means. A table with
-    no readiness row still gets the paragraph, without the comparisons."""
+    no readiness row still gets the paragraph, without the comparisons. `closed`: the rows are
+    the closed loop's (where CPU per request is read otherwise)."""
     measured = [e for e in rows.values() if "error" not in e and "syscalls" in e]
     readiness = [e for e in measured if not _completes(e)]
     paragraphs = []
@@ -246,7 +293,7 @@ def completion_against_readiness(rows: dict) -> list[str]:
         if readiness:
             said.append(_readiness_syscalls(readiness))
         said.append(_ring_syscalls(entry, readiness))
-        said.append(_what_the_ring_saves(entry, readiness))
+        said.append(_what_the_ring_saves(entry, readiness, closed))
         if entry["uring"].get("reaped_per_enter") is not None:
             said.append(_reaping(entry["uring"]["reaped_per_enter"]))
         paragraphs.append(" ".join(said))
@@ -342,7 +389,7 @@ def _ring_syscalls(entry: dict, readiness: list[dict]) -> str:
     return text + "."
 
 
-def _what_the_ring_saves(entry: dict, readiness: list[dict]) -> str:
+def _what_the_ring_saves(entry: dict, readiness: list[dict], closed: bool = False) -> str:
     """What the ring saves, and its CPU per request against the readiness rows'."""
     text = (
         "The kernel still performs every receive and send; what the ring saves is a "
@@ -356,7 +403,7 @@ def _what_the_ring_saves(entry: dict, readiness: list[dict]) -> str:
             f"repetitions) against medians of {_span(cpu, '.2f')}"
         )
     else:
-        text += " (the echo section's fixed-load table)"
+        text += f" ({CPU_ELSEWHERE[closed]})"
     return text + "."
 
 

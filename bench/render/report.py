@@ -374,9 +374,14 @@ def method_section(page: Page) -> list[str]:
 SECTIONS = (
     Section(None, workload_sections),  # titled by the registered workloads, read at render
     Section(
-        ("Cost anatomy",),  # then its instructions per request by part (bench.measure.profile)
+        # The fixed load's anatomy, the closed loop's where stored, then instructions per
+        # request by part (bench.measure.profile).
+        ("Cost anatomy",),
         lambda page: (
-            anatomy.section(page.anatomy_data)
+            anatomy.section(
+                page.anatomy_data,
+                load_anatomy(page.results, closed=True) if page.results else None,
+            )
             + (
                 instructions.section(instructions.load(page.results), page.stores.get("echo"))
                 if page.results
