@@ -87,12 +87,16 @@ def bench(session: nox.Session) -> None:
     """Measure the quick run (-- --full, --loop NAME, --workload NAME) and render reports/."""
     _install(session, "bench")
     session.run("python", "-m", "bench", "run", *session.posargs)
-    # The cost anatomy (syscalls and user/system CPU per echo request); about 4 s per row. A run
-    # narrowed to some loops narrows it alike; one narrowed to workloads other than echo skips it.
+    # The cost anatomy (syscalls and CPU per echo request), at the fixed offered load and in
+    # the closed loop; about 4 s per row each. A run narrowed to some loops narrows it alike;
+    # one narrowed to workloads other than echo skips it.
     workloads = _values(session.posargs, "--workload")
     if not workloads or "echo" in workloads:
         only = [arg for name in _values(session.posargs, "--loop") for arg in ("--loop", name)]
         session.run("python", "-m", "bench", "anatomy", *only, success_codes=[0, 1])
+        session.run(
+            "python", "-m", "bench", "anatomy", "--closed-loop", *only, success_codes=[0, 1]
+        )
     session.run("python", "-m", "bench", "report")
 
 

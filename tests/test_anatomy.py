@@ -342,7 +342,7 @@ def test_the_report_renders_the_closed_loop_store_beside_the_fixed_loads(tmp_pat
     from bench.render import report
 
     (entry,) = [e for e in report.SECTIONS if e.titles == ("Cost anatomy",)]
-    page = SimpleNamespace(anatomy_data=_stored(), results=tmp_path)
+    page = SimpleNamespace(anatomy_data=_stored(), results=tmp_path, stores={})
     without = entry.lines(page)
     assert "### Syscalls per echo request in the closed loop" not in without
     store.save_anatomy(tmp_path, _closed(_stored()), closed=True)
@@ -494,9 +494,9 @@ def test_a_real_count_on_the_completion_loop_sees_its_enters_and_their_entries(
     counts = counting.counts
     per = counts.per_request(200)
     # Its send is tried first, one send(2) (loops/completions/api.py: sendall), which the
-    # socket takes whole. Its receive is tried first too (api.py: recv), a recv(2) that takes
-    # the request if it waits already, and is skipped after tries that found nothing; what
-    # the tries did not take is an SQE.
+    # socket takes whole. Its receive is tried too (api.py: recv), a recv(2) at the task's
+    # next turn that takes the request if it waits by then, and is skipped after tries that
+    # found nothing; what the tries did not take is an SQE.
     assert per["wait"] == per["epoll_ctl"] == 0 and per["send"] == 1
     assert per["recv"] <= 1
     found = round((per["recv"] - per["recv_eagain"]) * 200)  # requests taken by a try

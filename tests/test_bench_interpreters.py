@@ -186,6 +186,25 @@ def test_a_single_repetition_has_no_interval_and_no_word():
     assert "dearer" not in line and "no change" not in line
 
 
+def test_a_row_measured_on_code_changed_since_reads_no_change_and_is_marked():
+    """A cell whose row was measured on code that has changed since (‡) is shown, marked, and
+    no change is read from it or against it: the figure would mix the interpreter's effect
+    with the code's."""
+    data = _costs(**{"3.11": {"traps · coroutines": 10.0}, "3.13": {"traps · coroutines": 8.0}})
+    traps = _row("traps · coroutines")
+    old = data["3.13"][interpreters.COST.name][traps]
+    text = interpreters.table(interpreters.COST, data, {})
+    assert "cheaper" in text and "‡" not in text  # fresh on both: a change is read
+    data["3.13"][interpreters.COST.name][traps] = interpreters.Cell(
+        old.values, "ok", "", old.session, old.controls, stale=True
+    )
+    text = interpreters.table(interpreters.COST, data, {})
+    line = next(x for x in text.splitlines() if x.startswith("| traps"))
+    assert "8.0‡ · –" in line and "cheaper" not in line
+    assert "‡ measured on code that has changed since" in text
+    assert interpreters.gain_sentence(data) is None  # no row left to count
+
+
 def test_an_invalid_cell_says_why_it_has_no_figure():
     data = _costs(**{"3.11": {"traps · coroutines": 10.0}, "3.13": {"traps · coroutines": 11.0}})
     for python in data:

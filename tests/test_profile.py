@@ -93,9 +93,11 @@ def test_the_anatomy_calls_a_ring_rows_sends_syscalls_where_it_counted_them():
     tried_first = _in_the_ring({"recv": 0.0, "send": 1.02})
     assert tried_first.startswith("Its receives are entries in the ring") and "1.02" in tried_first
     assert _in_the_ring({"recv": 0.0, "send": 0.0}).startswith("Its receives and sends are")
-    # Its receives tried first (api.recv): recv syscalls, some finding nothing, the rest SQEs.
+    # Its receives tried before any SQE (api.recv): recv syscalls, some finding nothing, the
+    # rest SQEs.
     both = _in_the_ring({"recv": 0.39, "recv_eagain": 0.02, "send": 1.0})
-    assert both.startswith("Its receives are tried first, 0.39 recv syscalls") and "0.02" in both
+    assert both.startswith("Its receives are tried with recv(2) before any SQE, 0.39 recv")
+    assert "0.02" in both
     assert "its sends are syscalls (1.00" in both
 
 
@@ -161,3 +163,22 @@ def test_the_section_ends_with_the_twins_cpu_ratio_measured_in_one_session():
     assert "(two sessions: no ratio)" in paced_part and "×" not in paced_part
     assert measured(None, ["traps", "completions"]) is None
     assert measured(SimpleNamespace(data={"points": {}}), ["traps", "completions"]) is None
+
+
+def test_the_section_reads_the_twins_in_the_closed_loop_anatomy_with_an_interval():
+    """bench.render.instructions.in_the_anatomy: the closed-loop anatomy's CPU repetitions of
+    the two columns as a ratio with its interval; nothing where a row has fewer than two."""
+    from bench.render.instructions import in_the_anatomy
+
+    closed = {
+        "rows": {
+            "traps/coroutines": {"cpu_us_reps": [6.49, 6.41, 6.77]},
+            "completions/coroutines": {"cpu_us_reps": [5.26, 5.18, 5.34]},
+        }
+    }
+    said = in_the_anatomy(closed, ["traps", "completions"])
+    assert "traps 6.49 µs against completions 5.26 µs" in said
+    assert "completions / traps ×0.81 [" in said and said.endswith("cheaper.")
+    closed["rows"]["traps/coroutines"]["cpu_us_reps"] = [6.49]
+    assert in_the_anatomy(closed, ["traps", "completions"]) is None
+    assert in_the_anatomy(None, ["traps", "completions"]) is None

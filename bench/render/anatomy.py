@@ -333,12 +333,14 @@ def _readiness_syscalls(readiness: list[dict]) -> str:
 def _in_the_ring(s: dict) -> str:
     """Which of the ring row's receives and sends are entries in the ring, from its counts: a
     loop that tries its sends first (the completions loop's sendall) makes them syscalls, and
-    one that tries its receives first (its recv) makes those tries syscalls."""
+    one that tries its receives before any SQE (its recv, at the task's next turn) makes those
+    tries syscalls."""
     sends = f"its sends are syscalls ({s['send']:.2f} per request: each send is tried first)"
     if s["recv"] >= 0.05:
         failed = s.get("recv_eagain", 0.0)
         receives = (
-            f"Its receives are tried first, {s['recv']:.2f} recv syscalls per request "
+            f"Its receives are tried with recv(2) before any SQE, {s['recv']:.2f} recv "
+            "syscalls per request "
             f"({failed:.2f} of them finding nothing), what they did not take entries in the ring"
         )
         if s["send"] >= 0.05:

@@ -48,9 +48,10 @@ def load(results: Path) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def section(data: dict | None, echo: Any = None) -> list[str]:
+def section(data: dict | None, echo: Any = None, closed: dict | None = None) -> list[str]:
     """The markdown lines of the section (a heading of level 3, for the cost anatomy); `echo`,
-    the echo workload's result store of the same report, gives its closing sentence."""
+    the echo workload's result store of the same report, and `closed`, the stored closed-loop
+    anatomy (bench.measure.anatomy), give its closing sentences."""
     lines = ["### Instructions per echo request, by part", ""]
     rows = (data or {}).get("rows", {})
     columns = [loop for loop in LOOPS if loop in rows]
@@ -87,8 +88,33 @@ def section(data: dict | None, echo: Any = None) -> list[str]:
             change = "" if before is None else f"{value - before:+,.0f}"
             lines.append(f"| {lever['label']} | {lever['commit']} | {value:,.0f} | {change} |")
             before = value
-    said = measured(echo, columns)
-    return [*lines, *(["", said] if said else []), ""]
+    said = [text for text in (measured(echo, columns), in_the_anatomy(closed, columns)) if text]
+    return [*lines, *(line for text in said for line in ("", text)), ""]
+
+
+def in_the_anatomy(closed: dict | None, columns: list[str]) -> str | None:
+    """One sentence: the twins' server CPU per request in the closed-loop cost anatomy, whose
+    CPU repetitions are interleaved across its rows in one run: the second column's median
+    over the first's with its 95% bootstrap interval. None where either row lacks two."""
+    if not closed or len(columns) != 2:
+        return None
+    entries = [closed.get("rows", {}).get(f"{loop}/coroutines", {}) for loop in columns]
+    values = [entry.get("cpu_us_reps", []) for entry in entries]
+    ratio = (
+        intervals.ratio_interval(values[1], values[0], "instructions:anatomy")
+        if all(len(v) >= 2 for v in values)
+        else None
+    )
+    if ratio is None:
+        return None
+    medians = " against ".join(
+        f"{loop} {statistics.median(v):.2f} µs" for loop, v in zip(columns, values, strict=True)
+    )
+    return (
+        f"In the closed-loop cost anatomy above ({len(values[0])} and {len(values[1])} "
+        f"repetitions, interleaved across its rows, `python -m bench anatomy --closed-loop`): "
+        f"{medians}: {columns[1]} / {columns[0]} {intervals.worded(ratio)}."
+    )
 
 
 def measured(echo: Any, columns: list[str]) -> str | None:

@@ -57,6 +57,7 @@ class Cell:
     # (pyperf's): the row's, then each control's (None: not known).
     error: float | None = None
     control_errors: tuple[float | None, ...] = ()
+    stale: bool = False  # measured on code that has changed since (‡): no change is read
 
     @property
     def median(self) -> float | None:
@@ -113,13 +114,18 @@ def cell(rendered: RenderedRow, metric: str) -> Cell:
         rendered.row.key in rendered.controls,
         summary.relative_error.get(metric),
         tuple(control.relative_error.get(metric) for control in measured),
+        rendered.stale,
     )
 
 
 def change(figure: Figure, new: Cell, old: Cell, seed: str) -> Change | None:
-    """A row's change from `old` to `new`, each against its own session's controls."""
+    """A row's change from `old` to `new`, each against its own session's controls; None
+    where either is a control or was measured on code that has changed since (the change
+    would mix the interpreter's effect with the code's)."""
     if new.control or old.control:
         return None  # a control against its own level: not a finding
+    if new.stale or old.stale:
+        return None
     errors = (new.error, level_error(new.control_errors), old.error,
               level_error(old.control_errors))  # fmt: skip
     return relative_change(
@@ -160,7 +166,7 @@ def table(
             if here.median is None:
                 cells.append(status)
                 continue
-            text = f"{here.median:,.{figure.digits}f}"
+            text = f"{here.median:,.{figure.digits}f}" + ("‡" if here.stale else "")
             if here.control:
                 cells.append(f"{text} (control)")
                 continue
@@ -181,6 +187,11 @@ def table(
 
     headers = ["row", *(header(p) for p in pythons)]
     lines = [tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)]
+    if any(cell.stale for p in pythons for cell in data[p][figure.name].values()):
+        lines.append(
+            "‡ measured on code that has changed since: no change is read against it "
+            "(`python -m bench run --across` measures it again)."
+        )
     return "\n\n".join(lines + invalid_note(figure, data))
 
 
@@ -478,7 +489,9 @@ def chart(data: dict[str, Figures], path: Path, names: dict[str, str] | None = N
             [cost[rows[i]].relative for i in ys], ys, marker=marker, label=names.get(python, python)
         )
     axis.axvline(1, color="grey", linestyle="--", linewidth=1, label="its session's controls")
-    axis.set_yticks(range(len(rows)), [_label(row) for row in rows], fontsize=8)
+    stale = {row for cost in drawn.values() for row, c in cost.items() if c.stale}
+    labels = [_label(row) + ("‡" if row in stale else "") for row in rows]  # changed code
+    axis.set_yticks(range(len(rows)), labels, fontsize=8)
     axis.invert_yaxis()
     axis.set_title(
         "Echo server CPU per request at a fixed offered load, against each session's controls",

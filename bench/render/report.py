@@ -383,7 +383,11 @@ SECTIONS = (
                 load_anatomy(page.results, closed=True) if page.results else None,
             )
             + (
-                instructions.section(instructions.load(page.results), page.stores.get("echo"))
+                instructions.section(
+                    instructions.load(page.results),
+                    page.stores.get("echo"),
+                    load_anatomy(page.results, closed=True),
+                )
                 if page.results
                 else []
             )
