@@ -84,6 +84,16 @@ def invalid(rep: dict) -> bool:
     return peer_saturated(rep) or bool(rep.get("invalid"))
 
 
+def valid_values(reps: Sequence[dict], metric: str) -> list[float]:
+    """metric over the valid repetitions: a number, from a repetition neither invalid (its
+    peer saturated, or declared so) nor failed: the values a figure is the median of."""
+    return [
+        rep[metric]
+        for rep in reps
+        if isinstance(rep.get(metric), int | float) and not invalid(rep) and not rep.get("error")
+    ]
+
+
 def _median_of(reps: Sequence[dict], key: str) -> float | None:
     values = [rep[key] for rep in reps if rep.get(key) is not None]
     return statistics.median(values) if values else None

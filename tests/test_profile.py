@@ -129,8 +129,9 @@ def test_the_section_ends_with_the_twins_cpu_ratio_measured_in_one_session():
     from bench.registry.echo import HEADLINE_RATE
     from bench.render.instructions import measured
 
-    def rows(traps, completions, sessions=("s1", "s1")):
+    def rows(params, traps, completions, sessions=("s1", "s1")):
         return {
+            "params": params,  # as bench.store keeps a point: its parameters, then its rows
             "rows": {
                 "traps/coroutines": {
                     "session": sessions[0],
@@ -140,7 +141,7 @@ def test_the_section_ends_with_the_twins_cpu_ratio_measured_in_one_session():
                     "session": sessions[1],
                     "reps": [{"server_cpu_us": v} for v in completions],
                 },
-            }
+            },
         }
 
     closed = "size=1024,connections=100,warmup_s=0.2,duration_s=0.6"
@@ -149,12 +150,20 @@ def test_the_section_ends_with_the_twins_cpu_ratio_measured_in_one_session():
     echo = SimpleNamespace(
         data={
             "points": {
-                paced: rows([36.0, 37.0, 36.5], [40.0, 41.0, 40.5], ("s1", "s2")),
-                closed: rows([6.6, 6.7, 6.5], [5.4, 5.3, 5.5]),
-                other: rows([1.0, 1.0], [9.0, 9.0]),
+                paced: rows(
+                    {"measure": "paced", "size": 1024, "connections": 100, "rate": HEADLINE_RATE},
+                    [36.0, 37.0, 36.5],
+                    [40.0, 41.0, 40.5],
+                    ("s1", "s2"),
+                ),
+                closed: rows({"size": 1024, "connections": 100}, [6.6, 6.7, 6.5], [5.4, 5.3, 5.5]),
+                other: rows({"size": 1024, "connections": 1}, [1.0, 1.0], [9.0, 9.0]),
             }
         }
     )
+    # A repetition whose load generator saturated its core is invalid: not in the figure.
+    saturated = {"server_cpu_us": 50.0, "peer_cpu_share": 0.99}
+    echo.data["points"][closed]["rows"]["completions/coroutines"]["reps"].append(saturated)
     said = measured(echo, ["traps", "completions"])
     closed_part, paced_part = said.split("; ")
     assert "at the closed loop, traps 6.6 µs against completions 5.4 µs" in closed_part

@@ -4,8 +4,8 @@ For every echo row at 1 KiB x 100 connections, one extra repetition (never mixed
 timed ones) records, per request served, at one of two points:
 
 - **the fixed offered load** (``python -m bench anatomy``): the echo section's declared rate
-  (:func:`load_params`), the report's headline regime, where every loop serves the same
-  requests per second and a cheaper loop idles more;
+  (:func:`load_params`), the report's headline regime, where each row is offered the same
+  requests per second, so a cheaper server idles more (one that cannot keep the rate is marked);
 - **the closed loop** (``python -m bench anatomy --closed-loop``): each connection sends its
   next request as soon as its echo is back (:func:`closed_params`), the server's maximum
   throughput regime, the one issue 40's target (completions at or below traps per request) is

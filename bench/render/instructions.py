@@ -22,8 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.registry.echo import HEADLINE_POINT, HEADLINE_RATE, PACED
+from bench.interpreter_figures import FIGURES
+from bench.registry.echo import HEADLINE_POINT, HEADLINE_RATE
 from bench.render import intervals
+from bench.summary import valid_values
 
 FILE = "profile.json"  # under the results folder (reports/results/)
 COMMAND = "python -m bench.measure.profile"
@@ -40,6 +42,14 @@ PARTS = {
     "other": "other",
 }
 LOOPS = ("traps", "completions")  # the columns, when stored: the twins compared
+# The points of the closing sentence (the Interpreters section's echo figures), with their words.
+HEADLINE_FIGURES = tuple(
+    (next(f for f in FIGURES if f.name == name), words)
+    for name, words in (
+        ("echo-closed", "at the closed loop"),
+        ("echo-paced", f"at the fixed load of {HEADLINE_RATE:,} requests/s"),
+    )
+)
 
 
 def load(results: Path) -> dict | None:
@@ -92,62 +102,30 @@ def section(data: dict | None, echo: Any = None, closed: dict | None = None) -> 
     return [*lines, *(line for text in said for line in ("", text)), ""]
 
 
-def in_the_anatomy(closed: dict | None, columns: list[str]) -> str | None:
-    """One sentence: the twins' server CPU per request in the closed-loop cost anatomy, whose
-    CPU repetitions are interleaved across its rows in one run: the second column's median
-    over the first's with its 95% bootstrap interval. None where either row lacks two."""
-    if not closed or len(columns) != 2:
-        return None
-    entries = [closed.get("rows", {}).get(f"{loop}/coroutines", {}) for loop in columns]
-    values = [entry.get("cpu_us_reps", []) for entry in entries]
-    ratio = (
-        intervals.ratio_interval(values[1], values[0], "instructions:anatomy")
-        if all(len(v) >= 2 for v in values)
-        else None
-    )
-    if ratio is None:
-        return None
-    medians = " against ".join(
-        f"{loop} {statistics.median(v):.2f} µs" for loop, v in zip(columns, values, strict=True)
-    )
-    return (
-        f"In the closed-loop cost anatomy above ({len(values[0])} and {len(values[1])} "
-        f"repetitions, interleaved across its rows, `python -m bench anatomy --closed-loop`): "
-        f"{medians}: {columns[1]} / {columns[0]} {intervals.worded(ratio)}."
-    )
-
-
 def measured(echo: Any, columns: list[str]) -> str | None:
     """One sentence: the twins' server CPU per echo request as the bench measured it at the
-    echo headline point, closed loop then at the fixed offered load, the second column's
-    median over the first's with its 95% bootstrap interval. A ratio is given only for rows
-    of one session (the machine moves between sessions); None where the echo store has
-    neither point. `echo` is a bench.store.ResultStore."""
+    points the Interpreters section reads (bench.interpreter_figures: the headline size and
+    connections, closed loop then at the declared fixed load), over each row's valid
+    repetitions. A ratio is given only for rows of one session (the machine moves between
+    sessions); None where the echo store has neither point. `echo` is a
+    bench.store.ResultStore."""
     if echo is None or len(columns) != 2:
         return None
     phrases = []
-    for regime, point in _headline_points(echo.data.get("points", {})):
-        rows = point.get("rows", {})
-        first, second = (rows.get(f"{loop}/coroutines") for loop in columns)
-        if not first or not second:
+    for figure, regime in HEADLINE_FIGURES:
+        point = next(
+            (p for p in echo.data.get("points", {}).values() if figure.matches(p["params"])), None
+        )
+        entries = [(point or {}).get("rows", {}).get(f"{loop}/coroutines") for loop in columns]
+        if not all(entries):
             continue
-        values = [
-            [rep["server_cpu_us"] for rep in entry["reps"] if rep.get("server_cpu_us")]
-            for entry in (first, second)
-        ]
+        values = [valid_values(entry["reps"], figure.metric) for entry in entries]
         if not all(values):
             continue
-        medians = " against ".join(
-            f"{loop} {statistics.median(v):.1f} µs" for loop, v in zip(columns, values, strict=True)
-        )
-        if first.get("session") != second.get("session"):
-            phrases.append(f"{regime}, {medians} (two sessions: no ratio)")
+        if entries[0].get("session") != entries[1].get("session"):
+            phrases.append(f"{regime}, {_medians(columns, values)} (two sessions: no ratio)")
             continue
-        ratio = intervals.ratio_interval(values[1], values[0], f"instructions:{regime}")
-        phrases.append(
-            f"{regime}, {medians}: {columns[1]} / {columns[0]} "
-            + (intervals.worded(ratio) if ratio else "from one repetition a side: no interval")
-        )
+        phrases.append(f"{regime}, {_compared(columns, values, f'instructions:{regime}')}")
     if not phrases:
         return None
     return (
@@ -157,20 +135,36 @@ def measured(echo: Any, columns: list[str]) -> str | None:
     )
 
 
-def _headline_points(points: dict) -> list[tuple[str, dict]]:
-    """The echo store's points at the headline size and connections: closed loop first, then
-    the fixed offered load at the headline rate, each with the words that name it."""
-    found = {}
-    for key, point in points.items():
-        args = dict(part.split("=", 1) for part in key.split(","))
-        if any(args.get(name) != str(value) for name, value in HEADLINE_POINT.items()):
-            continue
-        if args.get("measure") == PACED:
-            if args.get("rate") == str(HEADLINE_RATE):
-                found[1] = (f"at the fixed load of {HEADLINE_RATE:,} requests/s", point)
-        elif "measure" not in args:
-            found[0] = ("at the closed loop", point)
-    return [found[k] for k in sorted(found)]
+def in_the_anatomy(closed: dict | None, columns: list[str]) -> str | None:
+    """One sentence: the twins' server CPU per request in the closed-loop cost anatomy, whose
+    CPU repetitions are interleaved across its rows in one run: the second column's median
+    over the first's with its 95% bootstrap interval. None where either row lacks two."""
+    if not closed or len(columns) != 2:
+        return None
+    entries = [closed.get("rows", {}).get(f"{loop}/coroutines", {}) for loop in columns]
+    values = [entry.get("cpu_us_reps", []) for entry in entries]
+    if not all(len(v) >= 2 for v in values):
+        return None
+    return (
+        f"In the closed-loop cost anatomy above ({len(values[0])} and {len(values[1])} "
+        f"repetitions, interleaved across its rows, `python -m bench anatomy --closed-loop`): "
+        f"{_compared(columns, values, 'instructions:anatomy', digits=2)}."
+    )
+
+
+def _medians(columns: list[str], values: list[list[float]], digits: int = 1) -> str:
+    return " against ".join(
+        f"{loop} {statistics.median(v):.{digits}f} µs"
+        for loop, v in zip(columns, values, strict=True)
+    )
+
+
+def _compared(columns: list[str], values: list[list[float]], seed: str, digits: int = 1) -> str:
+    """Both medians, then the second column's over the first's with its interval."""
+    ratio = intervals.ratio_interval(values[1], values[0], seed)
+    return f"{_medians(columns, values, digits)}: {columns[1]} / {columns[0]} " + (
+        intervals.worded(ratio) if ratio else "from one repetition a side: no interval"
+    )
 
 
 def _table(entries: list[dict], columns: list[str], regime: str) -> list[str]:

@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 
 from bench.render.intervals import ratio_interval, worded
-from bench.summary import invalid
+from bench.summary import valid_values
 
 
 def _stored(reports: Path, workload: str, mode: str) -> dict | None:
@@ -37,14 +37,7 @@ def _point(stored: dict | None, where: dict) -> dict | None:
 
 def _values(reps: list[dict], metric: str, rate: float | None = None) -> list[float]:
     """metric over the valid repetitions (the bench's rule), at one offered rate if given."""
-    return [
-        r[metric]
-        for r in reps
-        if isinstance(r.get(metric), int | float)
-        and not invalid(r)
-        and not r.get("error")
-        and (rate is None or r.get("rate") == rate)
-    ]
+    return valid_values([r for r in reps if rate is None or r.get("rate") == rate], metric)
 
 
 def _label(key: str) -> str:
