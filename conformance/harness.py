@@ -2,7 +2,8 @@
 
 A property is a test function decorated with :func:`prop`. It asserts once, on what ``play()``
 returns; the scenarios registered on it (``@test_x.callbacks``, ``@test_x.generators``,
-``@test_x.coroutines``) produce that outcome in each style, side by side in the same file::
+``@test_x.coroutines``, ``@test_x.blocking``) produce that outcome in each style, side by side
+in the same file::
 
     @prop("core")
     def test_call_soon_runs_in_fifo_order(play):
@@ -15,6 +16,10 @@ returns; the scenarios registered on it (``@test_x.callbacks``, ``@test_x.genera
     @test_call_soon_runs_in_fifo_order.coroutines
     async def _(co):
         ...  # gets the variant's coroutines namespace; the harness runs it with co.run()
+
+    @test_call_soon_runs_in_fifo_order.blocking
+    def _(co):
+        ...  # the same with plain calls; the harness runs it as the first task: co.run(_, co)
 
 The conftest parametrizes each property over every (variant, style) pair that has a scenario,
 with ids such as ``traps-coroutines``; a capability the variant does not claim makes the case
@@ -36,7 +41,7 @@ from typing import Any
 from loops import CAPABILITIES, STYLES, Variant
 
 SUITE = Path(__file__).resolve().parent
-# Besides the contract's three styles, a property may be played through asyncio's own API
+# Besides the contract's styles, a property may be played through asyncio's own API
 # (``@test_x.asyncio``: ``async def _(*args)`` run by ``asyncio.Runner(loop_factory=...)``) on
 # every variant with ``VARIANT.asyncio_loop``: asyncio, asyncio_eager, uvloop and the
 # callbacks loop's drop-in. Its deviations say ``styles = ["asyncio"]``.
@@ -107,6 +112,7 @@ def play_scenario(case: Case, scenario: Callable[..., Any], *args: Any) -> Any:
 
     callbacks: ``scenario(loop, *args)`` with a fresh loop, closed afterwards.
     generators and coroutines: ``co.run(scenario(co, *args))``.
+    blocking: ``co.run(scenario, co, *args)``: the scenario is the first task.
     asyncio: ``scenario(*args)`` run by ``asyncio.Runner`` on a loop from the variant's
     ``asyncio_loop`` factory.
     """
@@ -120,6 +126,8 @@ def play_scenario(case: Case, scenario: Callable[..., Any], *args: Any) -> Any:
         finally:
             loop.close()
     co = case.api
+    if case.style == "blocking":
+        return co.run(scenario, co, *args)
     return co.run(scenario(co, *args))
 
 

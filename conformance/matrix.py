@@ -27,7 +27,13 @@ from conformance.findings import Results, Severities
 from conformance.harness import played_styles
 
 SYMBOL = {"pass": "✅", "fail": "❌", "deviation": "⚠️", "not claimed": "·"}
-STYLE_ABBREV = {"callbacks": "cb", "generators": "gen", "coroutines": "co", "asyncio": "aio"}
+STYLE_ABBREV = {
+    "callbacks": "cb",
+    "generators": "gen",
+    "coroutines": "co",
+    "blocking": "blk",
+    "asyncio": "aio",
+}
 FAULTS = "faults_"
 FAULTS_INTRO = [
     "## Faults",

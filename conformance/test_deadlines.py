@@ -119,6 +119,40 @@ async def _(co):
     return acted
 
 
+@test_waits_of_every_kind_that_expire_together_act_in_deadline_order.blocking
+def _(co):
+    acted = []
+    a, b = nonblocking_pair()
+    queue = co.Queue()
+
+    start = co.now()
+
+    def waits(rank):
+        delay = start + FIRST + rank * GAP - co.now()  # one absolute deadline per rank
+        kind = KINDS[rank]
+        if kind == "sleep":
+            co.sleep(delay)
+            acted.append(kind)
+            return
+        forever = {
+            "timeout around a sleep": lambda: co.sleep(3600),
+            "timeout around a recv": lambda: co.recv(b, 1),
+            "timeout around a get": lambda: queue.get(),
+        }[kind]
+        try:
+            co.timeout_after(delay, forever)
+        except TimeoutError:
+            acted.append(kind)
+
+    with a, b:
+        tasks = [co.spawn(waits, rank) for rank in reversed(range(len(KINDS)))]
+        co.sleep(SETTLE)  # each task is now waiting
+        time.sleep(BUSY)  # every deadline passes before the loop looks at its timers
+        for task in tasks:
+            co.join(task)
+    return acted
+
+
 # --- a timeout and the wake-up it guards, in one poll ------------------------------------------
 
 # The work inside each timeout is woken GAP before or GAP after the timeout's deadline; the
@@ -305,6 +339,73 @@ async def _(co):
     return outcomes
 
 
+@test_a_timeout_and_the_wake_up_it_guards_in_one_poll_end_one_way.blocking
+def _(co):
+    start = co.now()
+    outside = []  # the threads that send from outside the loop
+
+    def guarded(kind, woken):
+        deadline = start + FIRST - co.now()
+        wake = deadline + (GAP if woken == "after" else -GAP)
+        queue = co.Queue()
+        a, b = nonblocking_pair()
+
+        def waker():
+            if kind in SENT_BY_A_THREAD:  # sent while the loop is busy
+                outside.append(send_from_a_thread(a, wake))
+                return
+            co.sleep(wake)
+            if kind == "a get":
+                queue.put("item")
+
+        def work():
+            if kind == "a sleep":
+                co.sleep(wake)
+            elif kind == "a join":
+                co.join(task)
+            elif kind == "a get":
+                queue.get()
+            else:
+                co.recv(b, 1)
+            return "the result"
+
+        def attempt():
+            try:
+                outcome = co.timeout_after(deadline, work)
+            except TimeoutError:
+                outcome = "TimeoutError"
+            except BaseException as error:
+                return f"raised {type(error).__name__}"
+            try:
+                co.sleep(GAP)  # past every deadline: a stray cancellation hits here
+                if outcome == "TimeoutError" and kind == "a get":
+                    co.timeout_after(1, queue.get)  # the item is still there
+                elif outcome == "TimeoutError" and kind == "a recv":
+                    co.timeout_after(1, co.recv, b, 1)  # and so are the bytes
+            except BaseException as error:
+                return f"{outcome}, then {type(error).__name__}"
+            return outcome
+
+        with a, b:
+            task = co.spawn(waker)
+            outcome = attempt()
+            co.cancel(task)  # it has ended by now, unless the attempt failed early
+            return outcome
+
+    tasks = {}
+    for kind in WAKE_UPS:
+        for woken in WOKEN[kind]:
+            tasks[kind, woken] = co.spawn(guarded, kind, woken)
+    co.sleep(SETTLE)  # each is now waiting
+    time.sleep(BUSY)  # every deadline and every wake-up pass before the loop looks
+    for thread in outside:
+        thread.join()  # however late the machine let it run, its byte is in before the next poll
+    outcomes = {}
+    for case, task in tasks.items():
+        outcomes[case] = co.join(task)
+    return outcomes
+
+
 @prop("io")
 def test_a_timer_and_the_reader_it_guards_in_one_poll_end_one_way(play):
     """The callbacks style's form of the property above: a reader guarded by a timer (the
@@ -438,3 +539,20 @@ async def _(co, program):
     else:  # a queue join: an item nobody will take, so task_done never comes
         await queue.put("work nobody takes")
         await queue.join()
+
+
+@test_a_program_that_can_never_progress_is_a_clear_error_not_a_hang.blocking
+def _(co, program):
+    queue = co.Queue()
+
+    def waits_for_nothing():
+        queue.get()
+
+    if program == "a get nobody will put":
+        queue.get()
+    elif program == "a join on a task that waits for nothing":
+        task = co.spawn(waits_for_nothing)
+        co.join(task)
+    else:  # a queue join: an item nobody will take, so task_done never comes
+        queue.put("work nobody takes")
+        queue.join()

@@ -132,6 +132,14 @@ async def _(co, kind):
     return "usable"
 
 
+@test_keyboard_interrupt_and_system_exit_escape_run_and_the_loop_runs_again.blocking
+def _(co, kind):
+    co.sleep(0.001)
+    if kind is not None:
+        raise kind()
+    return "usable"
+
+
 class MainError(Exception):
     """What the main task raises."""
 
@@ -158,6 +166,13 @@ def main_task_body(co, raised):
 @test_the_main_tasks_exception_comes_out_of_run_unchanged.coroutines
 async def main_task_body(co, raised):  # the same name in both styles, for the traceback
     await co.sleep(0.001)
+    raised.append(MainError("from the main task", 7))
+    raise raised[0]
+
+
+@test_the_main_tasks_exception_comes_out_of_run_unchanged.blocking
+def main_task_body(co, raised):  # the same name in both styles, for the traceback
+    co.sleep(0.001)
     raised.append(MainError("from the main task", 7))
     raise raised[0]
 
@@ -218,4 +233,18 @@ async def _(co):
     finally:
         body.close()
     await co.sleep(0.001)
+    return seen, "the outer loop went on"
+
+
+@test_running_a_loop_inside_a_running_loop_is_a_runtime_error.blocking
+def _(co):
+    def inner():
+        co.sleep(0)
+        return "ran nested"
+
+    try:
+        seen = co.run(inner)
+    except RuntimeError:
+        seen = "RuntimeError"
+    co.sleep(0.001)
     return seen, "the outer loop went on"

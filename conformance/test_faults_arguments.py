@@ -238,7 +238,55 @@ async def _(co):
     return _verdict(seen, (await co.join(task), got) == (42, b"io"))
 
 
-def _task_of_another_loop(co, holder):
+@test_bad_arguments_are_refused_clearly_and_the_loop_goes_on.blocking
+def _(co):
+    seen, sockets = {}, []
+
+    def holder(handoff):  # runs on a loop of its own, in another thread
+        task = co.spawn(co.sleep, SAFETY)
+        handoff.put(task)
+        co.sleep(0.3)
+        co.cancel(task)
+
+    foreign, thread = _task_of_another_loop(co, holder, blocking=True)
+    try:
+        for name, make in _blocking_cases(co, foreign, sockets).items():
+            try:
+                co.timeout_after(1.0, make)
+            except TimeoutError:
+                seen[name] = "accepted: it waited"
+            except Exception as error:
+                seen[name] = _kind(error)
+            else:
+                seen[name] = "accepted"
+    finally:
+        thread.join()  # even when a loop lets an error out: no thread outlives the case
+    for sock in sockets:
+        sock.close()
+    for seconds in -1, -math.inf:  # a deadline already past: it expires at once (or is refused)
+        try:
+            co.timeout_after(seconds, co.sleep, SAFETY)
+            seen[f"timeout_after({seconds}, sleep)"] = "accepted: it slept"
+        except TimeoutError:
+            seen[f"timeout_after({seconds}, sleep)"] = "refused"
+        except Exception as error:
+            seen[f"timeout_after({seconds}, sleep)"] = _kind(error)
+    with contextlib.suppress(TimeoutError):  # an infinite sleep: a wait a timeout ends
+        co.timeout_after(0.01, co.sleep, math.inf)
+
+    def answer():
+        co.sleep(0.001)
+        return 42
+
+    task = co.spawn(answer)
+    a, b = nonblocking_pair()
+    with a, b:
+        co.sendall(a, b"io")
+        got = co.timeout_after(SAFETY, co.recv, b, 10)
+    return _verdict(seen, (co.join(task), got) == (42, b"io"))
+
+
+def _task_of_another_loop(co, holder, *, blocking=False):
     """A task still pending on a loop that runs in another thread (for 0.3 s), and the thread."""
     handoff = queue.Queue()
 
@@ -248,7 +296,10 @@ def _task_of_another_loop(co, holder):
         # rendering tracebacks at once can break ast.parse ("AST constructor recursion depth
         # mismatch", CPython gh-106905), which stops the whole pytest session.
         with contextlib.suppress(BaseException):
-            co.run(holder(handoff))
+            if blocking:
+                co.run(holder, handoff)
+            else:
+                co.run(holder(handoff))
 
     thread = threading.Thread(target=run_quietly, daemon=True)
     thread.start()
@@ -292,4 +343,45 @@ def _cases(co, other, foreign, sockets: list) -> dict:
         "connect(sock, 'nowhere')": lambda: co.connect(a, "nowhere"),
         "run_in_thread(None)": lambda: co.run_in_thread(None),
         "a foreign awaitable": Foreign,
+    }
+
+
+def _blocking_cases(co, foreign, sockets: list) -> dict:
+    """The same table for the blocking style, where each entry makes the call itself.
+
+    The blocking style takes a socket in either mode, so no entry passes a blocking socket;
+    an async function is no task body there, and spawn must say so.
+    """
+
+    async def coroutine_function():
+        return "never run"
+
+    closed = socket.socket()
+    closed.close()
+    a, b = nonblocking_pair()
+    sockets += [a, b]
+    return {
+        "sleep(None)": lambda: co.sleep(None),
+        "sleep('1')": lambda: co.sleep("1"),
+        "sleep(nan)": lambda: co.sleep(math.nan),
+        "timeout_after(nan, ...)": lambda: co.timeout_after(math.nan, co.sleep, 0),
+        "timeout_after('1', ...)": lambda: co.timeout_after("1", co.sleep, 0),
+        "spawn(None)": lambda: co.spawn(None),
+        "spawn(42)": lambda: co.spawn(42),
+        "spawn(an async function)": lambda: co.spawn(coroutine_function),
+        "join(None)": lambda: co.join(None),
+        "join(42)": lambda: co.join(42),
+        "join(a task of another loop)": lambda: co.join(foreign),
+        "cancel(None)": lambda: co.cancel(None),
+        "cancel(a task of another loop)": lambda: co.cancel(foreign),
+        "recv(closed socket)": lambda: co.recv(closed, 10),
+        "recv(None, 10)": lambda: co.recv(None, 10),
+        "recv(sock, 'ten')": lambda: co.recv(b, "ten"),
+        "sendall(sock, 'text')": lambda: co.sendall(a, "text"),
+        "sendall(sock, None)": lambda: co.sendall(a, None),
+        "sendall(closed socket)": lambda: co.sendall(closed, b"x"),
+        "accept(None)": lambda: co.accept(None),
+        "accept(closed socket)": lambda: co.accept(closed),
+        "connect(sock, 'nowhere')": lambda: co.connect(a, "nowhere"),
+        "run_in_thread(None)": lambda: co.run_in_thread(None),
     }

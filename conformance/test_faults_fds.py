@@ -218,6 +218,47 @@ async def _(co):
     }
 
 
+@test_a_socket_closed_behind_a_dup_neither_crashes_nor_spins_the_loop.blocking
+def _(co):
+    pairs, tasks, kept = [], [], []
+    for how in DUPS:
+        for waiter in WAITERS:
+            a, b = nonblocking_pair()
+            pairs.append((a, b, how, waiter))
+            if waiter == "a writer":
+                fill_send_buffer(b)
+                tasks.append(co.spawn(co.sendall, b, b"x" * 65536))
+            else:
+                tasks.append(co.spawn(co.recv, b, 100))
+    co.sleep(0.01)  # every task waits on its socket now
+    for a, _, _, waiter in pairs:
+        if waiter == "a finished reader":
+            a.send(b"x")
+    co.sleep(0.01)  # the finished readers have read and ended
+    for a, b, how, waiter in pairs:
+        kept.append(_keep_alive(b, how))
+        _wake_up(a, waiter)
+    cpu = time.process_time()
+    co.sleep(QUIET)
+    cpu = time.process_time() - cpu
+    for task in tasks:  # each ended with an error, or still waits: either way, end it
+        with contextlib.suppress(Exception, co.CancelledError):
+            co.timeout_after(SAFETY, co.cancel, task)
+    c, d = nonblocking_pair()
+    with c, d:
+        co.sendall(c, b"fresh")
+        got = co.timeout_after(SAFETY, co.recv, d, 100)
+    for a, *_ in pairs:
+        a.close()
+    for fd in kept:
+        os.close(fd)
+    return {
+        "run() went on": True,
+        f"CPU during a {QUIET} s sleep": _cpu_verdict(cpu),
+        "new sockets work": got,
+    }
+
+
 # --- closed while watched, and the number reused ---------------------------------------------
 
 REUSE_OUTCOME = {
@@ -332,6 +373,37 @@ async def _(co):
         with c, d:
             await co.sendall(c, b"fresh")
             got = await co.timeout_after(SAFETY, co.recv(d, 100))
+        seen[waiter] = {"old waiter ended": ended, "new socket's data": got}
+    return seen
+
+
+@test_a_socket_closed_while_watched_and_its_number_reused_confuses_nobody.blocking
+def _(co):
+    seen = {}
+    for waiter in WAITERS:
+        a, b = nonblocking_pair()
+        if waiter == "a writer":
+            fill_send_buffer(b)
+            task = co.spawn(co.sendall, b, b"x" * 65536)
+        else:
+            task = co.spawn(co.recv, b, 100)
+        co.sleep(0.01)
+        if waiter == "a finished reader":
+            a.send(b"x")
+            co.join(task)
+        b.close()
+        a.close()
+        ended = True
+        try:
+            co.timeout_after(SAFETY, co.cancel, task)
+        except TimeoutError:
+            ended = False
+        except (Exception, co.CancelledError):
+            pass  # it ended with the close's error: ended all the same
+        c, d = nonblocking_pair()
+        with c, d:
+            co.sendall(c, b"fresh")
+            got = co.timeout_after(SAFETY, co.recv, d, 100)
         seen[waiter] = {"old waiter ended": ended, "new socket's data": got}
     return seen
 
@@ -585,6 +657,60 @@ async def _(co):
             if new_task is None:  # the finished reader reads again
                 new_task = await co.spawn(co.recv(d, 100))
             got = await co.timeout_after(SAFETY, co.join(new_task))
+        for sock in a, c, d:
+            sock.close()
+        os.close(kept)
+        seen[f"old {old}, new {new}"] = _case_verdict(cpu, ended, got)
+    return seen
+
+
+@test_a_socket_closed_behind_a_dup_then_its_number_reused_fools_nobody.blocking
+def _(co):
+    seen = {}
+    for i, (old, new) in enumerate(REUSED_CASES):
+        a, b = nonblocking_pair()
+        if old == "a writer":
+            fill_send_buffer(b)
+            old_task = co.spawn(co.sendall, b, b"x" * 65536)
+        else:
+            old_task = co.spawn(co.recv, b, 100)
+        co.sleep(0.01)  # the old task waits on its socket
+        if old == "a finished reader":  # woken by its data, it reads and ends
+            a.send(b"x")
+            co.timeout_after(SAFETY, co.join, old_task)
+        number = b.fileno()
+        kept = _keep_alive(b, NUMBER_FREEING_DUPS[i % 2])
+        c, d = _pair_on(number)
+        if new == "a writer":
+            fill_send_buffer(d)
+            new_task = co.spawn(co.sendall, d, b"fresh")
+        else:
+            new_task = co.spawn(co.recv, d, 100)
+        co.sleep(0.01)  # the new task waits on the new socket
+        if new == "a finished reader":  # woken by its data, it reads and ends
+            c.send(b"x")
+            co.timeout_after(SAFETY, co.join, new_task)
+            new_task = None
+        _wake_up(a, old)  # the ghost becomes ready
+        cpu = time.process_time()
+        co.sleep(CASE_QUIET)
+        cpu = time.process_time() - cpu
+        ended = True
+        try:  # the late cleanup of the old task: it ended with an error, or still waits
+            co.timeout_after(SAFETY, co.cancel, old_task)
+        except TimeoutError:
+            ended = False
+        except (Exception, co.CancelledError):
+            pass
+        if new == "a writer":
+            drain(c)
+            co.timeout_after(SAFETY, co.join, new_task)
+            got = co.timeout_after(SAFETY, co.recv, c, 100)
+        else:
+            co.sendall(c, b"fresh")
+            if new_task is None:  # the finished reader reads again
+                new_task = co.spawn(co.recv, d, 100)
+            got = co.timeout_after(SAFETY, co.join, new_task)
         for sock in a, c, d:
             sock.close()
         os.close(kept)

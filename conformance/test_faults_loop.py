@@ -189,6 +189,48 @@ async def _(co):
     return _raising_tasks_outcome(received, joined, reader_errors)
 
 
+@test_callbacks_and_tasks_that_raise_lose_no_other_work.blocking
+def _(co):
+    sender, receiver = nonblocking_pair()
+    received = bytearray()
+
+    def fail(kind, delay):
+        co.sleep(delay)
+        raise kind(f"raised on purpose: {kind.__name__}")
+
+    def reader():  # a task that raises is gone; so each read that "fails" is its own task
+        errors = 0
+        while len(received) < len(EVERY_MESSAGE):
+            task = co.spawn(read_once)
+            try:
+                co.join(task)
+            except OSError:
+                errors += 1
+        return errors
+
+    def read_once():
+        received.extend(co.recv(receiver, 65536))
+        raise OSError("the reader raises after each read")
+
+    with sender, receiver:
+        failing = []
+        for n in range(RAISERS):
+            failing.append(co.spawn(fail, ValueError, 0))
+            failing.append(co.spawn(fail, KeyError, 0.001 * n))
+        reading = co.spawn(reader)
+        for message in MESSAGES:
+            co.sendall(sender, message)
+            co.sleep(0.001)
+        reader_errors = co.join(reading)
+        joined = []
+        for task in failing:
+            try:
+                co.join(task)
+            except (ValueError, KeyError) as error:
+                joined.append(error)
+    return _raising_tasks_outcome(received, joined, reader_errors)
+
+
 # --- a task that swallows its cancellation ---------------------------------------------------
 
 STUBBORN_FOR = 0.3  # seconds the stubborn task keeps running after its first cancellation
@@ -244,6 +286,28 @@ async def _(co, state):
     # cancel() waits for a task that will not end; the timeout must still end the wait, and
     # the TimeoutError end the run (once the stubborn task gives up on its own).
     await co.timeout_after(CANCEL_TIMEOUT, co.cancel(task))
+    return "cancel returned although the task never ended"
+
+
+@test_a_task_that_swallows_cancellation_cannot_keep_a_timeout_from_ending_the_run.blocking
+def _(co, state):
+    def stubborn():
+        until = None
+        while until is None or co.now() < until:
+            try:
+                co.sleep(0.01)
+            except co.CancelledError:  # swallowed: the anti-pattern this case is about
+                state["swallowed"] += 1
+                until = until or co.now() + STUBBORN_FOR
+            if until is not None:
+                state["steps after"] += 1
+        return "finished anyway"
+
+    task = co.spawn(stubborn)
+    co.sleep(0.02)
+    # cancel() waits for a task that will not end; the timeout must still end the wait, and
+    # the TimeoutError end the run (once the stubborn task gives up on its own).
+    co.timeout_after(CANCEL_TIMEOUT, co.cancel, task)
     return "cancel returned although the task never ended"
 
 
@@ -336,6 +400,37 @@ async def _(co):
     with c, d:
         await co.sendall(c, b"fresh")
         got = await co.timeout_after(SAFETY, co.recv(d, 100))
+    return {
+        "the loop ran on": ran,
+        "its timer fired": fired == ["timer"],
+        "the late cleanup": cleanup,
+        "new sockets work": got,
+    }
+
+
+@test_a_watched_fd_closed_behind_the_loops_back_does_not_wedge_it.blocking
+def _(co):
+    a, b = nonblocking_pair()
+    waiter = co.spawn(co.recv, b, 100)
+    co.sleep(0.01)  # it is waiting for b now
+    b.close()  # behind the waiting task's back
+    a.close()
+    fired = []
+
+    def timer():
+        co.sleep(0.02)
+        fired.append("timer")
+
+    ran = ("returned", timer())
+    cleanup = "returned"
+    try:
+        co.cancel(waiter)  # the program notices, and cleans up late
+    except Exception as error:
+        cleanup = repr(error)
+    c, d = nonblocking_pair()  # new sockets, most likely reusing the numbers just freed
+    with c, d:
+        co.sendall(c, b"fresh")
+        got = co.timeout_after(SAFETY, co.recv, d, 100)
     return {
         "the loop ran on": ran,
         "its timer fired": fired == ["timer"],

@@ -210,3 +210,19 @@ async def _(co, waves, state):
         del tasks
         _measure(state, wave, waves)
     return joined
+
+
+@test_a_soak_of_tasks_spawned_and_joined_in_waves_grows_no_memory.blocking
+def _(co, waves, state):
+    def job(i):
+        co.sleep(0)
+        return i
+
+    joined = 0
+    for wave in range(waves):
+        tasks = [co.spawn(job, i) for i in range(WAVE)]
+        for i, task in enumerate(tasks):
+            joined += co.join(task) == i
+        del tasks
+        _measure(state, wave, waves)
+    return joined

@@ -81,6 +81,20 @@ async def _(co):
     return "done" if data == b"ping" else data
 
 
+@test_no_fd_is_left_open_after_a_workload.blocking
+def _(co):
+    server = listener()
+    with server, nonblocking_socket() as client:
+        co.connect(client, server.getsockname())
+        conn, _ = co.accept(server)
+        with conn:
+            co.sendall(client, b"ping")
+            data = co.recv(conn, 10)
+        co.run_in_thread(threading.get_ident)
+        co.sleep(0.001)
+    return "done" if data == b"ping" else data
+
+
 @prop("hygiene")
 def test_finished_and_cancelled_io_leaves_no_fd_watched(play):
     # Checked while the sockets are still open (closing them would hide a stale registration),
@@ -176,6 +190,31 @@ async def _(co):
             with _make_ready(a, b, server, client, conn):
                 await co.sleep(0.01)
                 return watched({s.fileno() for s in (a, b, server, client, conn)})
+
+
+@test_finished_and_cancelled_io_leaves_no_fd_watched.blocking
+def _(co):
+    a, b = nonblocking_pair()
+    c, d = nonblocking_pair()  # the cancelled recv's own pair: a variant may spend it (threads)
+    server = listener()
+    client = nonblocking_socket()
+    with a, b, c, d, server, client:
+        co.connect(client, server.getsockname())
+        conn, _ = co.accept(server)
+        with conn:
+            client.setblocking(False)  # the variant may have made it blocking: fill it without
+            expected = fill_send_buffer(client) + 65536
+            sender = co.spawn(co.sendall, client, b"x" * 65536)
+            co.sleep(0.001)  # the sender waits for room
+            while expected:
+                expected -= len(co.recv(conn, 1 << 20))
+            co.join(sender)
+            pending = co.spawn(co.recv, c, 1)
+            co.sleep(0.001)  # blocked in recv
+            co.cancel(pending)
+            with _make_ready(a, b, server, client, conn):
+                co.sleep(0.01)
+                return watched({s.fileno() for s in (a, b, c, server, client, conn)})
 
 
 @prop("hygiene")
@@ -321,4 +360,29 @@ async def _(co):
 
     await run_children()
     await co.sleep(0.001)
+    return _alive(refs)
+
+
+@test_handles_and_tasks_are_collected_after_they_run.blocking
+def _(co):
+    refs = {}
+
+    def child(payload, delay):
+        co.sleep(delay)
+        return "done"
+
+    def run_children():
+        finished, cancelled = Payload(), Payload()
+        _track(refs, "finished task's argument", finished)
+        _track(refs, "cancelled task's argument", cancelled)
+        task = co.spawn(child, finished, 0.001)
+        _track(refs, "finished task", task)
+        co.join(task)
+        task = co.spawn(child, cancelled, 3600)
+        _track(refs, "cancelled task", task)
+        co.sleep(0.001)
+        co.cancel(task)
+
+    run_children()
+    co.sleep(0.001)
     return _alive(refs)

@@ -98,6 +98,24 @@ async def _(co):
     return received
 
 
+@test_echo_over_a_socketpair.blocking
+def _(co):
+    client, server = _pair()
+
+    def echo():
+        data = co.recv(server, 65536)
+        co.sendall(server, data)
+
+    with client, server:
+        task = co.spawn(echo)
+        co.sendall(client, MESSAGE)
+        received = b""
+        while len(received) < len(MESSAGE):
+            received += co.recv(client, 65536)
+        co.join(task)
+    return received
+
+
 READINESS = ["sent", "readable", "drained", "writable"]
 
 
@@ -186,6 +204,31 @@ async def _(co):
     return events
 
 
+@test_readers_and_writers_fire_on_readiness_only.blocking
+def _(co):
+    a, b = _pair()
+    events = []
+
+    def reader_then_writer():
+        co.recv(a, 1)
+        events.append("readable")
+        a.setblocking(False)  # the variant may have changed its mode: fill it without blocking
+        fill_send_buffer(a)
+        co.sendall(a, b"y")
+        events.append("writable")
+
+    with a, b:
+        task = co.spawn(reader_then_writer)
+        co.sleep(0.02)
+        events.append("sent")
+        b.send(b"x")
+        co.sleep(0.02)
+        events.append("drained")
+        drain(b)
+        co.join(task)
+    return events
+
+
 @prop("io")
 def test_spurious_wakeups_are_tolerated(play):
     # Two fds for one socket (dup): one byte wakes both watchers, only one gets it; the other
@@ -260,6 +303,26 @@ async def _(co):
         b.send(b"2")
         for task in tasks:
             await co.join(task)
+    return sorted(got)
+
+
+@test_spurious_wakeups_are_tolerated.blocking
+def _(co):
+    a, b = _pair()
+    a2 = a.dup()
+    got = []
+
+    def reader(sock):
+        got.append(co.recv(sock, 1))
+
+    with a, a2, b:
+        tasks = [co.spawn(reader, a), co.spawn(reader, a2)]
+        co.sleep(0.01)  # both readers block (if not, the property must still hold)
+        b.send(b"1")
+        co.sleep(0.01)
+        b.send(b"2")
+        for task in tasks:
+            co.join(task)
     return sorted(got)
 
 
@@ -362,6 +425,24 @@ async def _(co):
             digest.update(data)
             received += len(data)
         await co.join(task)
+    return received, digest.hexdigest()
+
+
+@test_sixteen_mib_cross_a_socketpair_intact.blocking
+def _(co):
+    sender, receiver = _pair()
+
+    def send():
+        co.sendall(sender, BIG)
+        sender.shutdown(socket.SHUT_WR)
+
+    with sender, receiver:
+        task = co.spawn(send)
+        digest, received = hashlib.sha256(), 0
+        while data := co.recv(receiver, 65536):
+            digest.update(data)
+            received += len(data)
+        co.join(task)
     return received, digest.hexdigest()
 
 
@@ -482,6 +563,34 @@ async def _(co):
     return sorted(got)
 
 
+@test_a_listener_accepts_many_connections.blocking
+def _(co):
+    server = listener()
+    got = []
+
+    def handle(conn):
+        with conn:
+            buffer = b""
+            while data := co.recv(conn, 64):
+                buffer += data
+            got.append(int(buffer))
+
+    def client(i):
+        with nonblocking_socket() as sock:
+            co.connect(sock, server.getsockname())
+            co.sendall(sock, str(i).encode())
+
+    with server:
+        clients = [co.spawn(client, i) for i in range(CONNECTIONS)]
+        handlers = []
+        for _ in range(CONNECTIONS):
+            conn, _address = co.accept(server)
+            handlers.append(co.spawn(handle, conn))
+        for task in clients + handlers:
+            co.join(task)
+    return sorted(got)
+
+
 @prop("io")
 def test_connecting_to_a_closed_port_raises_connection_refused(play):
     assert play() == "ConnectionRefusedError"
@@ -526,6 +635,16 @@ async def _(co):
     with nonblocking_socket() as sock:
         try:
             await co.connect(sock, ("127.0.0.1", closed_port()))
+        except OSError as error:
+            return type(error).__name__
+    return "connected"
+
+
+@test_connecting_to_a_closed_port_raises_connection_refused.blocking
+def _(co):
+    with nonblocking_socket() as sock:
+        try:
+            co.connect(sock, ("127.0.0.1", closed_port()))
         except OSError as error:
             return type(error).__name__
     return "connected"
@@ -596,6 +715,26 @@ async def _(co):
         b.send(b"last words")
         b.close()
         await co.join(task)
+    return got
+
+
+@test_recv_returns_empty_bytes_at_eof.blocking
+def _(co):
+    a, b = _pair()
+    got = []
+
+    def reader():
+        while True:
+            got.append(co.recv(a, 100))
+            if not got[-1]:
+                return
+
+    with a:
+        task = co.spawn(reader)
+        co.sleep(0.01)  # the reader is blocked when the peer speaks and hangs up
+        b.send(b"last words")
+        b.close()
+        co.join(task)
     return got
 
 
@@ -692,6 +831,30 @@ async def _(co):
     return first[0], second[0]
 
 
+@test_a_cancelled_recv_lets_a_later_reader_get_the_data.blocking
+def _(co):
+    a, b = _pair()
+    first = []
+
+    def reader(into):
+        try:
+            into.append(co.recv(a, 100))
+        except co.CancelledError:
+            into.append("cancelled")
+            raise
+
+    with a, b:
+        task = co.spawn(reader, first)
+        co.sleep(0.01)  # blocked in recv
+        co.cancel(task)
+        second = []
+        task = co.spawn(reader, second)
+        co.sleep(0.01)
+        b.send(b"for the second reader")
+        co.join(task)
+    return first[0], second[0]
+
+
 @prop("udp")
 def test_udp_datagrams_go_both_ways(play):
     # (request, reply, each side saw the other's address)
@@ -770,3 +933,47 @@ async def _(co):
         reply, address = await co.recvfrom(client, 100)
         request, from_client = await co.join(task)
     return request, reply, from_client and address == server_address
+
+
+@test_udp_datagrams_go_both_ways.blocking
+def _(co):
+    client, server = (nonblocking_socket(socket.SOCK_DGRAM) for _ in range(2))
+    for sock in (client, server):
+        sock.bind(("127.0.0.1", 0))
+
+    client_address, server_address = client.getsockname(), server.getsockname()
+
+    def serve():
+        data, address = co.recvfrom(server, 100)
+        co.sendto(server, b"pong", address)
+        return data, address == client_address
+
+    with client, server:
+        task = co.spawn(serve)
+        co.sleep(0.001)  # the server waits before the datagram is sent
+        co.sendto(client, b"ping", server_address)
+        reply, address = co.recvfrom(client, 100)
+        request, from_client = co.join(task)
+    return request, reply, from_client and address == server_address
+
+
+@prop("io")
+def test_the_blocking_style_takes_a_socket_in_either_mode(play):
+    # The contract: a blocking-style variant puts a socket in the mode its design needs, so a
+    # program need not know which variant runs it. Both ends echo, whichever mode they came in.
+    assert play() == [b"from blocking", b"from non-blocking"]
+
+
+@test_the_blocking_style_takes_a_socket_in_either_mode.blocking
+def _(co):
+    got = []
+    for blocking in (True, False):
+        a, b = socket.socketpair()
+        a.setblocking(blocking)
+        b.setblocking(not blocking)
+        with a, b:
+            peer = co.spawn(lambda: co.sendall(b, co.recv(b, 100)))
+            co.sendall(a, b"from blocking" if blocking else b"from non-blocking")
+            got.append(co.recv(a, 100))
+            co.join(peer)
+    return got

@@ -84,6 +84,21 @@ async def _(co):
     return order
 
 
+@test_call_soon_runs_in_fifo_order.blocking
+def _(co):
+    order = []
+
+    def worker(i):
+        for _ in range(ROUNDS):
+            order.append(i)
+            co.sleep(0)
+
+    tasks = [co.spawn(worker, i) for i in range(WORKERS)]
+    for task in tasks:
+        co.join(task)
+    return order
+
+
 @prop("core")
 def test_cancelled_callbacks_are_skipped(play):
     assert play() == [0, 2, 4, 6, 8]
@@ -284,6 +299,26 @@ async def _(co):
     return "the timer fired while the spinner spun"
 
 
+@test_a_spinning_task_cannot_starve_a_timer.blocking
+def _(co):
+    fired = []
+
+    def timer():
+        co.sleep(0.01)
+        fired.append(True)
+
+    task = co.spawn(timer)
+    spins = 0
+    while not fired and spins < SPIN_LIMIT:
+        spins += 1
+        co.sleep(0)
+    if not fired:
+        co.cancel(task)
+        return "the spinner starved the timer"
+    co.join(task)
+    return "the timer fired while the spinner spun"
+
+
 @prop("fairness")
 def test_a_spinning_task_cannot_starve_io(play):
     assert play() == b"x"
@@ -366,6 +401,30 @@ async def _(co):
     return received[0]
 
 
+@test_a_spinning_task_cannot_starve_io.blocking
+def _(co):
+    a, b = nonblocking_pair()
+    received = []
+
+    def reader():
+        received.append(co.recv(a, 1))
+
+    with a, b:
+        task = co.spawn(reader)
+        co.sleep(0)  # the reader starts and blocks: no data yet
+        spins = 0
+        while not received and spins < SPIN_LIMIT:
+            spins += 1
+            if spins == 1:
+                b.send(b"x")
+            co.sleep(0)
+        if not received:
+            co.cancel(task)
+            return b"starved"
+        co.join(task)
+    return received[0]
+
+
 TURNS = 20
 NAMES = ["a", "b", "c"]
 
@@ -440,4 +499,19 @@ async def _(co):
     tasks = [await co.spawn(worker(name)) for name in NAMES]
     for task in tasks:
         await co.join(task)
+    return trace
+
+
+@test_tasks_that_yield_take_turns.blocking
+def _(co):
+    trace = []
+
+    def worker(name):
+        for _ in range(TURNS):
+            trace.append(name)
+            co.sleep(0)
+
+    tasks = [co.spawn(worker, name) for name in NAMES]
+    for task in tasks:
+        co.join(task)
     return trace

@@ -37,6 +37,16 @@ async def _(co):
     return await co.join(task)
 
 
+@test_join_returns_the_result.blocking
+def _(co):
+    def child(x):
+        co.sleep(0.001)
+        return ("done", x)
+
+    task = co.spawn(child, 42)
+    return co.join(task)
+
+
 class ChildError(Exception):
     """The error a child task raises for its joiner."""
 
@@ -74,6 +84,20 @@ async def _(co):
     task = await co.spawn(failing_child())
     try:
         await co.join(task)
+    except ChildError as error:
+        return _joined_error(error)
+    return "join returned"
+
+
+@test_join_reraises_the_childs_exception_with_its_traceback.blocking
+def _(co):
+    def failing_child():
+        co.sleep(0.001)
+        raise ChildError("boom", 42)
+
+    task = co.spawn(failing_child)
+    try:
+        co.join(task)
     except ChildError as error:
         return _joined_error(error)
     return "join returned"
@@ -124,6 +148,26 @@ async def _(co):
     return events
 
 
+@test_cancel_delivers_cancelled_error_at_the_suspension_point.blocking
+def _(co):
+    events = []
+
+    def child():
+        events.append("started")
+        try:
+            co.sleep(10)
+        except co.CancelledError:
+            events.append("cancelled at sleep")
+            raise
+        finally:
+            events.append("finally ran")
+
+    task = co.spawn(child)
+    co.sleep(0.01)
+    co.cancel(task)
+    return events
+
+
 @prop("core")
 def test_a_task_that_catches_its_cancellation_and_returns_is_not_cancelled(play):
     assert play() == "cleaned up and returned"
@@ -159,6 +203,21 @@ async def _(co):
     return await co.join(task)
 
 
+@test_a_task_that_catches_its_cancellation_and_returns_is_not_cancelled.blocking
+def _(co):
+    def stubborn():
+        try:
+            co.sleep(10)
+        except co.CancelledError:
+            return "cleaned up and returned"
+        return "slept"
+
+    task = co.spawn(stubborn)
+    co.sleep(0.01)
+    co.cancel(task)
+    return co.join(task)
+
+
 @prop("core")
 def test_cancelling_a_finished_task_is_harmless(play):
     assert play() == ("result", "result")
@@ -186,6 +245,18 @@ async def _(co):
     first = await co.join(task)
     await co.cancel(task)
     return first, await co.join(task)
+
+
+@test_cancelling_a_finished_task_is_harmless.blocking
+def _(co):
+    def quick():
+        co.sleep(0)
+        return "result"
+
+    task = co.spawn(quick)
+    first = co.join(task)
+    co.cancel(task)
+    return first, co.join(task)
 
 
 MANY = 10_000
@@ -223,6 +294,17 @@ async def _(co):
     return [await co.join(task) for task in tasks]
 
 
+@test_ten_thousand_concurrent_tasks_complete.blocking
+def _(co):
+    def child(i):
+        co.sleep(0)
+        co.sleep(0.001 * (i % 5))
+        return i
+
+    tasks = [co.spawn(child, i) for i in range(MANY)]
+    return [co.join(task) for task in tasks]
+
+
 DEPTH = 1000
 
 
@@ -257,6 +339,18 @@ async def _(co):
 
     task = await co.spawn(level(DEPTH))
     return await co.join(task)
+
+
+@test_a_thousand_level_await_chain_works.blocking
+def _(co):
+    def level(n):
+        if n == 0:
+            co.sleep(0.001)  # suspends at the bottom of the chain, through every level
+            return 0
+        return 1 + level(n - 1)
+
+    task = co.spawn(level, DEPTH)
+    return co.join(task)
 
 
 @prop("timeouts")
@@ -300,6 +394,24 @@ async def _(co):
     return "no timeout", seen
 
 
+@test_timeout_after_raises_timeout_error_and_cancels_the_inner_work.blocking
+def _(co):
+    seen = []
+
+    def inner():
+        try:
+            co.sleep(10)
+        except co.CancelledError:
+            seen.append("inner cancelled")
+            raise
+
+    try:
+        co.timeout_after(0.01, inner)
+    except TimeoutError as error:
+        return type(error) is TimeoutError, seen
+    return "no timeout", seen
+
+
 # A timeout the work beats by far: 1 ms of work against UNEXPIRED seconds. It was 0.02 s, and a
 # loaded machine that did not run the loop for 19 ms made it expire (both in one poll: then
 # TimeoutError is right, see test_deadlines.py); the suite's other deadlines leave 0.1 s too.
@@ -331,6 +443,17 @@ async def _(co):
 
     result = await co.timeout_after(UNEXPIRED, quick())
     await co.sleep(UNEXPIRED + 0.02)
+    return result, "slept past the old deadline"
+
+
+@test_a_timeout_that_did_not_expire_leaves_no_trace.blocking
+def _(co):
+    def quick():
+        co.sleep(0.001)
+        return "in time"
+
+    result = co.timeout_after(UNEXPIRED, quick)
+    co.sleep(UNEXPIRED + 0.02)
     return result, "slept past the old deadline"
 
 
@@ -374,6 +497,25 @@ async def _(co):
         if i % 3 == 0:
             await co.sleep(0)
     await co.join(task)
+    return got
+
+
+@test_queue_get_waits_for_put_and_keeps_fifo_order.blocking
+def _(co):
+    queue = co.Queue()
+    got = []
+
+    def consumer():
+        for _ in range(10):
+            got.append(queue.get())  # starts on an empty queue
+
+    task = co.spawn(consumer)
+    co.sleep(0.001)
+    for i in range(10):
+        queue.put(i)
+        if i % 3 == 0:
+            co.sleep(0)
+    co.join(task)
     return got
 
 
@@ -434,6 +576,29 @@ async def _(co):
     return at_join
 
 
+@test_queue_join_returns_when_every_item_is_done.blocking
+def _(co):
+    queue = co.Queue()
+    queue.join()
+    processed = []
+
+    def worker():
+        while True:
+            item = queue.get()
+            co.sleep(0.001)  # the item is out of the queue but not yet done
+            processed.append(item)
+            queue.task_done()
+
+    workers = [co.spawn(worker) for _ in range(3)]
+    for i in range(ITEMS):
+        queue.put(i)
+    queue.join()
+    at_join = sorted(processed)
+    for task in workers:
+        co.cancel(task)
+    return at_join
+
+
 @prop("queue")
 def test_queue_task_done_more_often_than_put_is_a_value_error(play):
     assert play() == "ValueError"
@@ -457,6 +622,19 @@ async def _(co):
     queue = co.Queue()
     await queue.put("item")
     await queue.get()
+    queue.task_done()
+    try:
+        queue.task_done()
+    except ValueError:
+        return "ValueError"
+    return "accepted"
+
+
+@test_queue_task_done_more_often_than_put_is_a_value_error.blocking
+def _(co):
+    queue = co.Queue()
+    queue.put("item")
+    queue.get()
     queue.task_done()
     try:
         queue.task_done()

@@ -49,6 +49,11 @@ async def _(co):
     return await co.run_in_thread(_in_a_worker, "result")
 
 
+@test_run_in_thread_returns_the_result.blocking
+def _(co):
+    return co.run_in_thread(_in_a_worker, "result")
+
+
 def failing_in_a_worker():
     raise LookupError("from the worker", 3)
 
@@ -90,6 +95,15 @@ def _(co):
 async def _(co):
     try:
         await co.run_in_thread(failing_in_a_worker)
+    except LookupError as error:
+        return _described(error)
+    return "returned"
+
+
+@test_run_in_thread_reraises_the_workers_exception.blocking
+def _(co):
+    try:
+        co.run_in_thread(failing_in_a_worker)
     except LookupError as error:
         return _described(error)
     return "returned"
@@ -164,4 +178,21 @@ async def _(co):
     task = await co.spawn(ticker())
     result = await co.run_in_thread(_wait_for, ticked)
     await co.join(task)
+    return result, len(ticks)
+
+
+@test_the_loop_keeps_serving_timers_while_a_thread_works.blocking
+def _(co):
+    ticked = threading.Event()
+    ticks = []
+
+    def ticker():
+        for _ in range(TICKS):
+            co.sleep(0.002)
+            ticks.append(co.now())
+        ticked.set()
+
+    task = co.spawn(ticker)
+    result = co.run_in_thread(_wait_for, ticked)
+    co.join(task)
     return result, len(ticks)

@@ -69,6 +69,20 @@ async def _(co):
     return fired
 
 
+@test_timers_fire_in_deadline_order.blocking
+def _(co):
+    fired = []
+
+    def sleeper(delay):
+        co.sleep(delay)
+        fired.append(delay)
+
+    tasks = [co.spawn(sleeper, delay) for delay in DELAYS]
+    for task in tasks:
+        co.join(task)
+    return fired
+
+
 EARLY_DELAYS = [0.001, 0.002, 0.003, 0.005, 0.008, 0.013, 0.021, 0.034, 0.05]
 
 
@@ -123,6 +137,21 @@ async def _(co):
     tasks = [await co.spawn(sleeper(delay)) for delay in EARLY_DELAYS]
     for task in tasks:
         await co.join(task)
+    return slept
+
+
+@test_timers_never_fire_early.blocking
+def _(co):
+    slept = {}
+
+    def sleeper(delay):
+        start = co.now()
+        co.sleep(delay)
+        slept[delay] = co.now() - start
+
+    tasks = [co.spawn(sleeper, delay) for delay in EARLY_DELAYS]
+    for task in tasks:
+        co.join(task)
     return slept
 
 
@@ -193,6 +222,21 @@ async def _(co):
     return ran
 
 
+@test_a_negative_delay_runs_at_once.blocking
+def _(co):
+    ran = []
+
+    def later():
+        co.sleep(SAFETY)
+        ran.append("the later timer came first")
+
+    task = co.spawn(later)
+    co.sleep(-1)
+    ran.append("negative delay ran")
+    co.cancel(task)
+    return ran
+
+
 def _cancel_delay(i):
     # A 50 ms head start: the cancels, issued one after another, all land well before any
     # deadline even on a loaded machine (a timer that fired before its cancel is a race, not
@@ -246,6 +290,21 @@ async def _(co):
     for task in tasks[1::2]:
         await co.cancel(task)
     await co.sleep(_cancel_delay(10))
+    return fired
+
+
+@test_cancelled_timers_never_fire.blocking
+def _(co):
+    fired = []
+
+    def sleeper(i):
+        co.sleep(_cancel_delay(i))
+        fired.append(i)
+
+    tasks = [co.spawn(sleeper, i) for i in range(10)]
+    for task in tasks[1::2]:
+        co.cancel(task)
+    co.sleep(_cancel_delay(10))
     return fired
 
 
@@ -331,6 +390,27 @@ async def _(co):
     return growth[0]
 
 
+@test_cancelled_timers_leak_nothing.blocking
+def _(co):
+    def sleeper():
+        co.sleep(3600)
+
+    def cancel_sleepers(count):
+        tasks = [co.spawn(sleeper) for _ in range(count)]
+        co.sleep(0)  # every sleeper is now waiting on its timer
+        for task in tasks:
+            co.cancel(task)
+
+    anchor = co.spawn(co.sleep, 1800)  # due first: cancelled timers queue behind it
+    cancel_sleepers(WARM_UP)
+    with heap_growth() as growth:
+        for _ in range(CANCELLED_TIMERS // 500):
+            cancel_sleepers(500)
+        co.sleep(0.001)
+    co.cancel(anchor)
+    return growth[0]
+
+
 BLOCK = 0.05
 
 
@@ -364,6 +444,14 @@ def _(co):
 @test_time_keeps_advancing_while_a_callback_blocks.coroutines
 async def _(co):
     await co.sleep(0)
+    start = co.now()
+    time.sleep(BLOCK)  # a blocking call in a task: the situation under test
+    return co.now() - start
+
+
+@test_time_keeps_advancing_while_a_callback_blocks.blocking
+def _(co):
+    co.sleep(0)
     start = co.now()
     time.sleep(BLOCK)  # a blocking call in a task: the situation under test
     return co.now() - start
@@ -431,6 +519,23 @@ async def _(co):
     return sorted(fired)
 
 
+@test_expired_timers_all_fire_after_the_loop_was_blocked.blocking
+def _(co):
+    fired = []
+
+    def sleeper(delay):
+        co.sleep(delay)
+        fired.append(delay)
+
+    tasks = [co.spawn(sleeper, delay) for delay in PASSED_DEADLINES]
+    co.sleep(0)  # every sleeper is waiting on its timer
+    time.sleep(max(PASSED_DEADLINES) + 0.02)  # blocks past every deadline
+    for task in tasks:
+        co.join(task)
+    # Tasks woken in one iteration may resume in any order (trio shuffles): all fired is the point.
+    return sorted(fired)
+
+
 IDLE = 0.2
 
 
@@ -468,6 +573,13 @@ def _(co):
 async def _(co):
     cpu, wall = time.process_time(), time.monotonic()
     await co.sleep(IDLE)
+    return [time.process_time() - cpu, time.monotonic() - wall]
+
+
+@test_an_idle_loop_does_not_busy_wait.blocking
+def _(co):
+    cpu, wall = time.process_time(), time.monotonic()
+    co.sleep(IDLE)
     return [time.process_time() - cpu, time.monotonic() - wall]
 
 
@@ -529,4 +641,13 @@ async def _(co, sock):
     received = await co.recv(sock, 1)
     for sleeper in sleepers:
         await co.cancel(sleeper)
+    return ("returned", received)
+
+
+@test_a_timer_far_off_does_not_break_the_wait_it_bounds.blocking
+def _(co, sock):
+    sleepers = [co.spawn(co.sleep, delay) for delay in FAR]
+    received = co.recv(sock, 1)
+    for sleeper in sleepers:
+        co.cancel(sleeper)
     return ("returned", received)

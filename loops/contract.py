@@ -1,4 +1,4 @@
-"""The loop contract: the Variant record and the three style APIs, in one file.
+"""The loop contract: the Variant record and the four style APIs, in one file.
 
 Every variant folder under ``loops/`` defines ``VARIANT = Variant(...)``. The conformance
 suite, the workloads and the bench call only the names written here (they are asyncio's on
@@ -9,6 +9,9 @@ Styles:
 - ``coroutines``: a namespace (ideally a module) satisfying :class:`CoroutinesAPI`, used with
   ``await``.
 - ``generators``: the same names as ``coroutines``, used with ``yield from``.
+- ``blocking``: the same names again, called as plain functions that block the calling task
+  (:class:`BlockingAPI`): code without ``await``, switched where it would block (a thread per
+  task, or a greenlet hub).
 
 A variant that can also serve as asyncio's event loop says so with ``asyncio_loop``, a
 zero-argument factory of ``asyncio.AbstractEventLoop`` objects (what ``asyncio.run(...,
@@ -29,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-STYLES = ("callbacks", "generators", "coroutines")
+STYLES = ("callbacks", "generators", "coroutines", "blocking")
 
 # What a variant may claim. A conformance property names the one capability it needs.
 CAPABILITIES: dict[str, str] = {
@@ -58,6 +61,7 @@ TASK_CAPABILITIES = frozenset({"tasks-scale", "timeouts", "queue"})  # need task
 IO_MODELS: dict[str, str] = {
     "readiness": "the kernel says a socket is ready (a call would not block); the loop then calls",
     "completion": "the loop hands the kernel the call itself; the kernel says when it is done",
+    "blocking": "each task's thread makes the call and the kernel holds it there until done",
 }
 THREAD_ENTRIES = ("call_soon_threadsafe", "run_in_thread")  # what another thread may call
 
@@ -119,7 +123,8 @@ class Variant:
     callbacks: Callable[[], CallbacksLoop] | None = None
     generators: Any | None = None  # a namespace satisfying CoroutinesAPI, driven by yield from
     coroutines: Any | None = None  # a namespace satisfying CoroutinesAPI, driven by await
-    # Optional, outside the three styles: a zero-argument factory of asyncio event loops
+    blocking: Any | None = None  # a namespace satisfying BlockingAPI, called as plain functions
+    # Optional, outside the styles: a zero-argument factory of asyncio event loops
     # (asyncio.AbstractEventLoop, with asyncio's own Future and Task), for workloads that run
     # unmodified asyncio programs (the http workload: uvicorn). None: the variant has none.
     asyncio_loop: Callable[[], Any] | None = None
@@ -319,6 +324,61 @@ class CoroutinesAPI(Protocol):
         """Receive a datagram: (data, address)."""
 
     def sendto(self, sock: socket.socket, data: bytes, address: Any) -> Any:
+        """Send a datagram to address."""
+
+    def run_in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run fn(*args) in a worker thread; the result, or its exception re-raised."""
+
+
+class BlockingAPI(Protocol):
+    """The blocking style: the coroutines style's names as plain calls that block the task.
+
+    A task is a function with its arguments (``spawn(fn, *args)``), not a coroutine object, and
+    every call returns its result directly. Sockets may come in either mode: each variant puts a
+    socket in the mode its design needs before its first call on it (its README says which), so
+    a program written for one blocking variant runs on another unchanged.
+    """
+
+    CancelledError: type[BaseException]  # raised in a cancelled task where it waits
+    Queue: Callable[[], Queue]  # put/get/join block the task; task_done does not
+
+    def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run fn(*args) as the first task until it returns; its result, or its error raised."""
+
+    def now(self) -> float:
+        """The running tasks' clock, in seconds."""
+
+    def sleep(self, seconds: float) -> None:
+        """Block the calling task for at least `seconds`."""
+
+    def spawn(self, fn: Callable[..., Any], *args: Any) -> Task:
+        """Start fn(*args) as a concurrent task; returns the task."""
+
+    def join(self, task: Task) -> Any:
+        """Block until task ends; its result, or its exception re-raised."""
+
+    def cancel(self, task: Task) -> None:
+        """Cancel task (CancelledError where it waits) and block until it ends."""
+
+    def timeout_after(self, seconds: float, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call fn(*args); if it takes longer than seconds, cancel it and raise TimeoutError."""
+
+    def recv(self, sock: socket.socket, n: int) -> bytes:
+        """Receive up to n bytes; b'' at EOF."""
+
+    def sendall(self, sock: socket.socket, data: bytes) -> None:
+        """Send all of data."""
+
+    def accept(self, sock: socket.socket) -> tuple[socket.socket, Any]:
+        """Accept a connection: (socket, address), in the mode the variant uses."""
+
+    def connect(self, sock: socket.socket, address: Any) -> None:
+        """Connect sock to address."""
+
+    def recvfrom(self, sock: socket.socket, n: int) -> tuple[bytes, Any]:
+        """Receive a datagram: (data, address)."""
+
+    def sendto(self, sock: socket.socket, data: bytes, address: Any) -> int:
         """Send a datagram to address."""
 
     def run_in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:

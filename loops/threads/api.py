@@ -1,0 +1,361 @@
+"""The blocking style on OS threads: a thread per task, plain blocking calls, Condition waits.
+
+Nothing here schedules: the kernel runs whichever threads are not blocked, and the GIL lets one
+run Python at a time. What the adapter adds to ``threading`` is what the contract asks and
+threads do not offer: a task record (result, error, joiners), and cancellation, a flag a
+task's next wait raises as :class:`CancelledError`. Every wait on another task (join, sleep,
+the Queue, a worker thread) is a ``Condition`` wait the canceller can notify; a task inside a
+socket call is in the kernel, where no Python code can reach it, so the canceller shuts that
+socket down to make the call return (Java's ``InterruptibleChannel`` closes the channel of an
+interrupted thread likewise). The socket is spent: that is this design's price for a cancel.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import contextlib
+import inspect
+import math
+import numbers
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+now = time.monotonic
+
+
+class CancelledError(BaseException):
+    """Raised in a cancelled task at its wait (a BaseException: ``except Exception`` lets it by)."""
+
+
+class Expired(CancelledError):
+    """timeout_after's cancellation; it becomes TimeoutError where the timeout was set."""
+
+
+_local = threading.local()  # .task: the Task the current thread runs, while run() runs
+
+
+class Run:
+    """One run(): its live tasks, the lock over every task's cancel flag, the worker pool."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # held to set or take a task's pending error
+        self.tasks: set[Task] = set()  # spawned tasks not yet ended
+        self.pool: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
+
+
+class Task:
+    """A thread running fn(*args): its outcome, and what a canceller must reach it through."""
+
+    __slots__ = (
+        "alarm",
+        "done",
+        "ended",
+        "error",
+        "in_call",
+        "pending",
+        "result",
+        "run",
+        "thread",
+        "waiting_on",
+        "__weakref__",
+    )
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.thread: threading.Thread | None = None  # None for the main task (run's caller)
+        self.result: Any = None
+        self.error: BaseException | None = None  # what join re-raises
+        self.done = False
+        self.ended = threading.Condition()  # notified when done; joiners wait on it
+        self.alarm = threading.Condition()  # the task's own waits: sleep, run_in_thread
+        self.pending: BaseException | None = None  # a cancel not yet raised in the task
+        self.waiting_on: threading.Condition | None = None  # set while in a Condition wait
+        self.in_call: socket.socket | None = None  # set while in a blocking socket call
+
+
+def _check_function(fn: Any, caller: str) -> None:
+    if not callable(fn) or inspect.iscoroutinefunction(fn):
+        raise TypeError(f"{caller}() takes a plain function and its arguments, not {fn!r}")
+
+
+def _check_seconds(seconds: Any) -> float:
+    if not isinstance(seconds, numbers.Real):
+        raise TypeError(f"seconds must be a number, not {seconds!r}")
+    if math.isnan(seconds):
+        raise ValueError("seconds must not be NaN")
+    return seconds
+
+
+def _current() -> Task:
+    task = getattr(_local, "task", None)
+    if task is None:
+        raise RuntimeError("no task here: call this from a function that run() or spawn() runs")
+    return task
+
+
+def _raise_pending(task: Task) -> None:
+    """Raise the task's pending cancellation, if any, once."""
+    if task.pending is not None:
+        with task.run.lock:
+            error, task.pending = task.pending, None
+        if error is not None:
+            raise error
+
+
+def _interrupt(task: Task, error: BaseException) -> bool:
+    """Make `error` pending in task and wake it where it waits; False if it ended or is
+    already being interrupted."""
+    with task.run.lock:
+        if task.done or task.pending is not None:
+            return False
+        task.pending = error
+        condition, sock = task.waiting_on, task.in_call
+    if condition is not None:
+        with condition:
+            condition.notify_all()
+    if sock is not None:  # in the kernel: only the socket's end makes the call return
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    return True
+
+
+def _wait(condition: threading.Condition, ready: Callable[[], Any], timeout: float | None = None):
+    """Wait on condition until ready() or a cancel; raise the cancel. ready()'s last value."""
+    task = _current()
+    with condition:
+        task.waiting_on = condition
+        try:
+            outcome = condition.wait_for(lambda: ready() or task.pending is not None, timeout)
+        finally:
+            task.waiting_on = None
+    _raise_pending(task)
+    return outcome
+
+
+# ---------------------------------------------------------------------- tasks
+
+
+def run(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run fn(*args) in this thread as the first task; then cancel and wait for the rest."""
+    if getattr(_local, "task", None) is not None:
+        raise RuntimeError("run() called inside a running task: spawn() the function instead")
+    _check_function(fn, "run")
+    this = Run()
+    _local.task = Task(this)
+    try:
+        return fn(*args)
+    finally:
+        try:
+            while this.tasks:  # tasks still running when the main task ends are cancelled
+                for task in list(this.tasks):
+                    cancel(task)
+        finally:
+            _local.task = None
+            if this.pool is not None:
+                this.pool.shutdown(wait=True)
+
+
+def _task_main(task: Task, fn: Callable[..., Any], args: tuple) -> None:
+    _local.task = task
+    try:
+        task.result = fn(*args)
+    except BaseException as error:  # the joiner's to see, cancellation included
+        task.error = error
+    finally:
+        with task.run.lock:
+            task.done = True
+            task.pending = None
+            task.run.tasks.discard(task)
+        with task.ended:
+            task.ended.notify_all()
+        _local.task = None
+
+
+def spawn(fn: Callable[..., Any], *args: Any) -> Task:
+    """Start fn(*args) in a new thread."""
+    parent = _current()
+    _check_function(fn, "spawn")
+    task = Task(parent.run)
+    task.thread = threading.Thread(target=_task_main, args=(task, fn, args), daemon=True)
+    with parent.run.lock:
+        parent.run.tasks.add(task)
+    task.thread.start()
+    return task
+
+
+def _check_task(task: Any) -> Task:
+    if not isinstance(task, Task):
+        raise TypeError(f"not a task of this loop: {task!r}")
+    if task.run is not _current().run:
+        raise RuntimeError(f"a task of another run: {task!r}")
+    return task
+
+
+def join(task: Task) -> Any:
+    """Wait for task to end; its result, or its error raised."""
+    _wait(_check_task(task).ended, lambda: task.done)
+    if task.error is not None:
+        raise task.error
+    return task.result
+
+
+def cancel(task: Task) -> None:
+    """Cancel task at its current or next wait, then wait for it to end."""
+    if _check_task(task) is _current():
+        raise RuntimeError("a task cannot cancel itself: raise instead")
+    _interrupt(task, CancelledError("cancelled"))
+    _wait(task.ended, lambda: task.done)
+
+
+def sleep(seconds: float) -> None:
+    """Wait on the task's own condition: only a cancel notifies it."""
+    task = _current()
+    if _check_seconds(seconds) <= 0:
+        _raise_pending(task)
+        time.sleep(0)  # gives up the GIL: a task that sleeps 0 lets the others run
+        return
+    _wait(task.alarm, _never, None if math.isinf(seconds) else seconds)
+
+
+def _never() -> bool:
+    return False
+
+
+def timeout_after(seconds: float, fn: Callable[..., Any], *args: Any) -> Any:
+    """Call fn(*args); a timer thread interrupts this task at the deadline."""
+    task = _current()
+    _check_function(fn, "timeout_after")
+    if _check_seconds(seconds) == math.inf:
+        return fn(*args)
+    expired = Expired(f"timed out after {seconds} s")
+    timer = threading.Timer(max(seconds, 0), _interrupt, (task, expired))
+    timer.daemon = True
+    timer.start()
+    try:
+        return fn(*args)
+    except Expired as error:
+        if error is not expired:
+            raise
+        raise TimeoutError(f"timed out after {seconds} s") from None
+    finally:
+        timer.cancel()
+        with task.run.lock:  # it fired after fn's last wait: nothing left to interrupt
+            if task.pending is expired:
+                task.pending = None
+
+
+def run_in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run fn(*args) on the run's worker pool; wait for it on the task's own condition."""
+    task = _current()
+    _check_function(fn, "run_in_thread")
+    with task.run.lock:
+        if task.run.pool is None:
+            task.run.pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="lab")
+    future = task.run.pool.submit(fn, *args)
+    future.add_done_callback(lambda _: _notify(task.alarm))
+    _wait(task.alarm, future.done)
+    return future.result()
+
+
+def _notify(condition: threading.Condition) -> None:
+    with condition:
+        condition.notify_all()
+
+
+# ---------------------------------------------------------------------- sockets
+
+
+def _call(sock: socket.socket, method: Callable[..., Any], *args: Any) -> Any:
+    """One blocking socket call, with the task marked as inside it (see _interrupt)."""
+    task = _current()
+    if not isinstance(sock, socket.socket):
+        raise TypeError(f"not a socket: {sock!r}")
+    if sock.gettimeout() is not None:  # non-blocking or with a timeout: make it blocking
+        sock.setblocking(True)
+    task.in_call = sock
+    try:
+        _raise_pending(task)
+        result = method(*args)
+    except OSError:
+        task.in_call = None
+        _raise_pending(task)  # the call failed because the canceller shut the socket
+        raise
+    task.in_call = None
+    _raise_pending(task)
+    return result
+
+
+def recv(sock: socket.socket, n: int) -> bytes:
+    return _call(sock, sock.recv, n)
+
+
+def sendall(sock: socket.socket, data: bytes) -> None:
+    _call(sock, sock.sendall, data)
+
+
+def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
+    conn, address = _call(sock, sock.accept)
+    conn.setblocking(True)  # accept() makes it blocking already unless a default timeout is set
+    return conn, address
+
+
+def connect(sock: socket.socket, address: Any) -> None:
+    _call(sock, sock.connect, address)
+
+
+def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
+    return _call(sock, sock.recvfrom, n)
+
+
+def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
+    return _call(sock, sock.sendto, data, address)
+
+
+# ---------------------------------------------------------------------- the queue
+
+
+class Queue:
+    """asyncio.Queue's semantics on one lock: getters wait for an item, joiners for none left."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._nonempty = threading.Condition(self._lock)  # getters wait here
+        self._all_done = threading.Condition(self._lock)  # joiners wait here
+        self._items: collections.deque = collections.deque()
+        self._unfinished = 0
+
+    def put(self, item: Any) -> None:
+        _raise_pending(_current())
+        with self._lock:
+            self._items.append(item)
+            self._unfinished += 1
+            self._nonempty.notify()
+
+    def get(self) -> Any:
+        task = _current()
+        with self._lock:
+            task.waiting_on = self._nonempty
+            try:
+                self._nonempty.wait_for(lambda: self._items or task.pending is not None)
+            finally:
+                task.waiting_on = None
+            if task.pending is None:
+                return self._items.popleft()
+            if self._items:  # the put's wake-up may have been this getter's: pass it on
+                self._nonempty.notify()
+        _raise_pending(task)
+
+    def task_done(self) -> None:
+        with self._lock:
+            if self._unfinished <= 0:
+                raise ValueError("task_done() called too many times")
+            self._unfinished -= 1
+            if self._unfinished == 0:
+                self._all_done.notify_all()
+
+    def join(self) -> None:
+        _wait(self._all_done, lambda: self._unfinished == 0)
