@@ -1,0 +1,376 @@
+"""The hub: one greenlet running a readiness loop; every task is a greenlet it switches into.
+
+A task never sees the hub: a call that would block (a socket not ready, a sleep, a join) notes
+what the task waits for and switches to the hub (``Hub.suspend``); the event that ends the
+wait puts the task on the ready queue, and the hub switches back into it. The hub hands a
+task nothing but the turn: the task makes its socket call, takes its queue item or reads the
+joined task's outcome itself, so a cancel between the wake-up and the turn loses nothing.
+
+The loop has the three stages of every home-made loop: wait for I/O (``selectors``, epoll
+here, blocking only while nothing is ready), expire timers, run the ready batch.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import contextlib
+import heapq
+import itertools
+import selectors
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+import greenlet
+
+READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+MAX_WAIT = 24 * 3600.0  # a poll's longest wait: epoll refuses one past time_t (asyncio's cap)
+COMPACT_MIN_TIMERS = 100  # compact the timer heap only past this many entries...
+COMPACT_CANCELLED_SHARE = 0.5  # ...when more than this share of them is cancelled (asyncio's)
+
+
+class CancelledError(BaseException):
+    """Raised in a cancelled task where it waits (a BaseException: ``except Exception`` lets
+    it by)."""
+
+
+class Expired(CancelledError):
+    """timeout_after's cancellation; it becomes TimeoutError where the timeout was set."""
+
+
+class Task:
+    """A greenlet running fn(*args), its outcome, and the undo of what it waits for."""
+
+    __slots__ = (
+        "__weakref__",
+        "done",
+        "error",
+        "glet",
+        "hub",
+        "joiners",
+        "result",
+        "throw",
+        "unwait",
+    )
+
+    def __init__(self, hub: Hub, fn: Callable[..., Any], args: tuple) -> None:
+        self.hub = hub
+        self.glet = greenlet.greenlet(lambda: hub.task_main(self, fn, args), parent=hub.glet)
+        self.result: Any = None
+        self.error: BaseException | None = None  # what join re-raises
+        self.done = False
+        self.joiners: list[Task] = []  # tasks waiting for this one to end
+        self.throw: BaseException | None = None  # raised in the task when it next resumes
+        self.unwait: Callable[[], None] | None = None  # undoes its wait, while it waits
+
+
+class IORecord:
+    """One watched fd, kept across waits: the events registered and the tasks waiting on them.
+
+    Kept registered while its tasks come and go, so a wait is a store here and, once both
+    directions have been asked for, never an epoll_ctl call. The same record, with the same
+    fields, in every home-made loop.
+    """
+
+    __slots__ = ("events", "fd", "fileobj", "reader", "writer")
+
+    def __init__(self, fileobj: Any, fd: int, events: int) -> None:
+        self.fileobj = fileobj  # the socket
+        self.fd = fd
+        self.events = events  # the selector events registered (READ, WRITE)
+        self.reader: Task | None = None  # the task waiting to read, if any
+        self.writer: Task | None = None  # the task waiting to write, if any
+
+
+class Hub:
+    """The loop: ready queue, timer heap, selector, and the threads' wake-up."""
+
+    def __init__(self) -> None:
+        self.glet = greenlet.greenlet(self._loop)  # its parent: the greenlet that calls run()
+        self.ready: collections.deque[Task] = collections.deque()  # tasks to switch into, FIFO
+        self._timers: list[tuple[float, int]] = []  # (deadline, seq) heap; entries die lazily
+        self._timed: dict[int, tuple[Task, BaseException | None]] = {}  # seq -> (task, throw)
+        self._seq = itertools.count()
+        self._selector = selectors.DefaultSelector()  # epoll here
+        self.records: dict[int, IORecord] = {}  # fd -> its IORecord
+        self._io_waiters = 0  # tasks waiting on an fd (with none, no timer, nothing ready:
+        self._in_threads = 0  # nor thread work pending, the program can never progress)
+        self._finished: collections.deque = collections.deque()  # (task, its wait) from workers
+        self._wake_pair: tuple[socket.socket, socket.socket] | None = None  # made on first use
+        self.pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self.tasks: set[Task] = set()  # live tasks
+        self.main: Task | None = None
+        self.closed = False
+
+    # ------------------------------------------------------------------ the run loop
+
+    def _loop(self) -> None:
+        while not self.main.done or self.tasks:
+            if self.main.done:  # tasks left when the main task ends are cancelled
+                for task in list(self.tasks):
+                    self.interrupt(task, CancelledError("the main task ended"))
+            # Stage 1: wait for I/O, blocking (until the next timer) only while nothing is ready.
+            if self.ready:
+                timeout = 0.0
+            elif self._timers:
+                timeout = min(max(0.0, self._timers[0][0] - time.monotonic()), MAX_WAIT)
+            elif self._io_waiters or self._in_threads:
+                timeout = None
+            else:
+                raise RuntimeError("deadlock: every task waits for something no task will do")
+            if self.records or timeout:
+                self._poll(timeout)
+            # Stage 2: expire timers: sleepers wake, timeouts interrupt their task.
+            now = time.monotonic()
+            while self._timers and self._timers[0][0] <= now:
+                entry = self._timed.pop(heapq.heappop(self._timers)[1], None)
+                if entry is not None:
+                    task, error = entry
+                    if error is None:
+                        self.wake(task)
+                    else:
+                        self.interrupt(task, error)
+            # Stage 3: switch into each task ready at the start of the batch, until it suspends.
+            ready = self.ready
+            for _ in range(len(ready)):
+                task = ready.popleft()
+                task.glet.switch()
+
+    def _poll(self, timeout: float | None) -> None:
+        start = time.monotonic()
+        polled = self._selector.select(timeout)
+        if (
+            not polled
+            and timeout != 0
+            and (timeout is None or time.monotonic() - start < timeout - 0.001)
+        ):  # woken for no fd the selector knows: a ghost it filters out (see drop_ghosts)
+            self.drop_ghosts()
+        for key, events in polled:
+            record = key.data
+            if record.fileobj.fileno() != record.fd or not events & record.events:
+                self.drop_ghosts()  # closed behind our back, or bits never asked for: a ghost
+                return
+            if events & READ:
+                if (task := record.reader) is not None:
+                    record.reader = None
+                    self.wake(task)
+                elif record is self._wake_record:
+                    self._woken()
+                else:  # nobody reads it any more: stop watching (lazily, on its next event)
+                    self.unwatch(record, READ)
+            if events & WRITE:
+                if (task := record.writer) is not None:
+                    record.writer = None
+                    self.wake(task)
+                else:
+                    self.unwatch(record, WRITE)
+
+    # ------------------------------------------------------------------ switching
+
+    def suspend(self, task: Task, unwait: Callable[[], None]) -> None:
+        """Switch to the hub until the task is woken; raise what it was interrupted with."""
+        if self.closed:
+            raise RuntimeError("the hub is closed: this task outlived its run()")
+        task.unwait = unwait
+        self.glet.switch()
+        task.unwait = None
+        self.check(task)
+
+    def check(self, task: Task) -> None:
+        if task.throw is not None:
+            error, task.throw = task.throw, None
+            raise error
+
+    def wake(self, task: Task) -> None:
+        """The wait is over: its undo is dropped and the task is ready."""
+        task.unwait = None
+        self.ready.append(task)
+
+    def interrupt(self, task: Task, error: BaseException) -> None:
+        """Raise error in task where it waits (or where it next resumes, if it is ready)."""
+        if task.done or task.throw is not None:
+            return
+        task.throw = error
+        if task.unwait is not None:
+            task.unwait()
+            self.wake(task)
+
+    def task_main(self, task: Task, fn: Callable[..., Any], args: tuple) -> None:
+        try:
+            self.check(task)  # cancelled before it ever ran
+            task.result = fn(*args)
+        except BaseException as error:  # the joiner's to see, cancellation included
+            task.error = error
+            if isinstance(error, KeyboardInterrupt | SystemExit) and task is not self.main:
+                raise  # on to the hub, and out of run()
+        finally:
+            task.done = True
+            self.tasks.discard(task)
+            for joiner in task.joiners:
+                self.wake(joiner)
+            task.joiners.clear()
+
+    # ------------------------------------------------------------------ timers
+
+    def call_at(self, deadline: float, task: Task, error: BaseException | None) -> int:
+        """At deadline, wake task (error None) or interrupt it with error; a seq to cancel."""
+        seq = next(self._seq)
+        heapq.heappush(self._timers, (deadline, seq))
+        self._timed[seq] = (task, error)
+        return seq
+
+    def cancel_timer(self, seq: int) -> None:
+        if self._timed.pop(seq, None) is not None:
+            self._compact_timers()
+
+    def _compact_timers(self) -> None:
+        """Drop dead heap entries once they are most of it: a cancel-heavy program stays
+        bounded (asyncio's rule in ``BaseEventLoop._run_once``)."""
+        timers = self._timers
+        if len(timers) > COMPACT_MIN_TIMERS and (
+            len(timers) - len(self._timed) > COMPACT_CANCELLED_SHARE * len(timers)
+        ):
+            self._timers = [entry for entry in timers if entry[1] in self._timed]
+            heapq.heapify(self._timers)
+
+    # ------------------------------------------------------------------ I/O
+
+    def wait_io(self, task: Task, sock: socket.socket, event: int) -> None:
+        """Suspend task until sock is ready for event (READ or WRITE)."""
+        fd = sock.fileno()
+        if fd < 0:
+            raise ValueError(f"cannot wait on a closed socket: {sock!r}")
+        record = self.records.get(fd)
+        if record is None or record.fileobj is not sock:  # first wait, or the fd was reused
+            record = self.watch(fd, sock, event)
+        elif (record.reader if event == READ else record.writer) is not None:
+            raise RuntimeError(f"another task already waits on {sock!r} for that direction")
+        elif not record.events & event:  # watched for the other direction only: add this one
+            record.events |= event
+            self._selector.modify(fd, record.events, record)
+        if event == READ:
+            record.reader = task
+        else:
+            record.writer = task
+        self._io_waiters += 1
+
+        def unwait() -> None:
+            if event == READ:
+                record.reader = None
+            else:
+                record.writer = None
+            self.unwatch(record, event)
+
+        try:
+            self.suspend(task, unwait)
+        finally:
+            self._io_waiters -= 1
+            if event == READ and record.reader is task:
+                record.reader = None
+            elif event == WRITE and record.writer is task:
+                record.writer = None
+
+    def watch(self, fd: int, sock: Any, event: int) -> IORecord:
+        """Register sock's fd for event, in a new record (replacing a closed socket's)."""
+        if fd in self.records:  # a closed socket's fd, now reused: forget the old registration
+            del self.records[fd]
+            with contextlib.suppress(KeyError, OSError):
+                self._selector.unregister(fd)
+        record = self.records[fd] = IORecord(sock, fd, event)
+        self._selector.register(fd, event, record)
+        return record
+
+    def unwatch(self, record: IORecord, event: int) -> None:
+        """Stop watching record's fd for event (nobody waits for it), unregistering if idle."""
+        if self.records.get(record.fd) is not record:
+            return
+        record.events &= ~event
+        with contextlib.suppress(KeyError, OSError):  # closed under us: epoll dropped it
+            if record.events:
+                self._selector.modify(record.fd, record.events, record)
+                return
+            self._selector.unregister(record.fd)
+        del self.records[record.fd]
+
+    def drop_ghosts(self) -> None:
+        """Move every live registration to a fresh selector, and close the old one.
+
+        A socket closed while a dup keeps its file open stays in epoll under the dead number,
+        reported for as long as the dup lives, and no epoll_ctl can reach it: only a new epoll
+        instance drops it. The waiters of closed sockets wake and learn so from their call.
+        """
+        old, self._selector = self._selector, selectors.DefaultSelector()
+        for fd, record in list(self.records.items()):
+            if record.fileobj.fileno() == fd:
+                self._selector.register(fd, record.events, record)
+                continue
+            del self.records[fd]
+            for task in record.reader, record.writer:
+                if task is not None:
+                    self.wake(task)
+        old.close()
+
+    # ------------------------------------------------------------------ worker threads
+
+    def wait_thread(self, task: Task, fn: Callable[..., Any], args: tuple) -> Any:
+        """Run fn(*args) on a worker thread; the task waits until the worker wakes the hub."""
+        if self._wake_pair is None:
+            self._open_wake_up()
+        future = self.pool.submit(fn, *args)
+
+        def unwait() -> None:  # nothing to undo; its identity tells this wait from a later one
+            pass
+
+        future.add_done_callback(lambda _: self._from_thread(task, unwait))
+        self._in_threads += 1
+        try:
+            while not future.done():
+                self.suspend(task, unwait)
+        finally:
+            self._in_threads -= 1
+        return future.result()
+
+    def _open_wake_up(self) -> None:
+        """A socketpair whose read end is watched like any socket: a worker writes a byte, the
+        selector reports the read end readable (the Python Cookbook's ThreadPoolHandler)."""
+        reader, writer = socket.socketpair()
+        reader.setblocking(False)
+        writer.setblocking(False)
+        self._wake_pair = (reader, writer)
+        self.pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="lab")
+        self._wake_record = self.watch(reader.fileno(), reader, READ)
+
+    _wake_record: IORecord | None = None
+
+    def _from_thread(self, task: Task, unwait: Callable[[], None]) -> None:
+        """In the worker's thread: queue the task's wait for the hub, and wake the hub."""
+        self._finished.append((task, unwait))
+        with contextlib.suppress(OSError):  # a full buffer: a wake-up is pending anyway
+            self._wake_pair[1].send(b"\0")
+
+    def _woken(self) -> None:
+        reader = self._wake_pair[0]
+        with contextlib.suppress(BlockingIOError):
+            while reader.recv(4096):
+                pass
+        while self._finished:
+            task, unwait = self._finished.popleft()
+            if task.unwait is unwait:  # still in that wait (not cancelled out of it)
+                self.wake(task)
+
+    # ------------------------------------------------------------------ shutdown
+
+    def close(self) -> None:
+        """Close the selector, the wake-up socket and the worker pool; idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+        self._selector.close()
+        self.records.clear()
+        if self._wake_pair is not None:
+            for sock in self._wake_pair:
+                sock.close()
