@@ -84,8 +84,10 @@ async def fetch(co, books, pool, url):
     try:
         while True:
             try:
-                attempt = exchange(co, books, connection, request)
-                response = await co.timeout_after(timeout, attempt)
+                response = await co.timeout_after(
+                    timeout,
+                    exchange(co, books, connection, request),
+                )
                 return response
             except TimeoutError:
                 error = FetchError("timeout", f"no full response in {timeout} s")

@@ -86,8 +86,10 @@ def fetch(co, books, pool, url):
     try:
         while True:
             try:
-                attempt = exchange(co, books, connection, request)
-                response = yield from co.timeout_after(timeout, attempt)
+                response = yield from co.timeout_after(
+                    timeout,
+                    exchange(co, books, connection, request),
+                )
                 return response
             except TimeoutError:
                 error = FetchError("timeout", f"no full response in {timeout} s")
