@@ -972,8 +972,12 @@ def _(co):
         a.setblocking(blocking)
         b.setblocking(not blocking)
         with a, b:
-            peer = co.spawn(lambda: co.sendall(b, co.recv(b, 100)))
+            peer = co.spawn(_echo_once, co, b)
             co.sendall(a, b"from blocking" if blocking else b"from non-blocking")
             got.append(co.recv(a, 100))
             co.join(peer)
     return got
+
+
+def _echo_once(co, sock):
+    co.sendall(sock, co.recv(sock, 100))

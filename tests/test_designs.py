@@ -142,8 +142,9 @@ def test_a_reference_loops_thread_entries_are_its_api(name):
     offered = set()
     if variant.callbacks is not None:
         offered |= {e for e in THREAD_ENTRIES if hasattr(variant.callbacks, e)}
-    if variant.coroutines is not None and hasattr(variant.coroutines, "run_in_thread"):
-        offered.add("run_in_thread")
+    for api in (variant.coroutines, variant.blocking):
+        if api is not None and hasattr(api, "run_in_thread"):
+            offered.add("run_in_thread")
     assert set(variant.thread_entries) == offered
 
 

@@ -33,7 +33,7 @@ from bench.store import load_anatomy
 
 BLOCK = re.compile(r"<!-- figures:([\w:.-]+) -->(.*?)<!-- /figures -->", re.S)
 PROTOCOL = "asyncio-protocol"  # the other control row every loop's README measures against
-HOME_MADE = ("handlers", "callbacks", "futures", "roundrobin", "traps", "completions")
+HOME_MADE = ("handlers", "callbacks", "futures", "roundrobin", "traps", "completions", "greenlets")
 COMMAND = "`python -m bench anatomy`"
 
 
@@ -51,7 +51,8 @@ def _row(data: dict, name: str) -> dict:
     rows = data["rows"]
     if "/" in name:
         return rows[name]
-    for key in (f"{name}/{style}" for style in ("native", "coroutines", "callbacks", "generators")):
+    styles = ("native", "coroutines", "callbacks", "generators", "blocking")
+    for key in (f"{name}/{style}" for style in styles):
         if key in rows:
             return rows[key]
     raise KeyError(f"no row for {name} in the stored anatomy")
@@ -75,7 +76,11 @@ def _ratio(entry: dict, base: dict) -> str:
 
 def cost(data: dict, name: str) -> str:
     """One loop's cost against the two control rows, for the end of its README."""
-    entry, protocol, yard = _row(data, name), _row(data, PROTOCOL), _row(data, YARDSTICK)
+    try:
+        entry = _row(data, name)
+    except KeyError:  # a loop added since the anatomy was counted
+        return f"not counted yet: the stored anatomy has no row for {name} ({COMMAND} counts it)"
+    protocol, yard = _row(data, PROTOCOL), _row(data, YARDSTICK)
     return (
         f"{_cpu(entry)} of server CPU and {entry['syscalls']['total']:.2f} syscalls per echo "
         f"request ({_ratio(entry, protocol)} {PROTOCOL}'s {_cpu(protocol)}, "

@@ -51,6 +51,7 @@ class Task:
     """A thread running fn(*args): its outcome, and what a canceller must reach it through."""
 
     __slots__ = (
+        "__weakref__",
         "alarm",
         "done",
         "ended",
@@ -61,7 +62,6 @@ class Task:
         "run",
         "thread",
         "waiting_on",
-        "__weakref__",
     )
 
     def __init__(self, run: Run) -> None:
