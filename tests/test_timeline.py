@@ -209,6 +209,16 @@ def _probe(api, style):
             return (yield from api.join((yield from api.spawn(child_g()))))
 
         return api.run(main_g())
+    if style == "blocking":
+
+        def child_b():
+            api.sleep(0)
+            return _tracer_frames()
+
+        def main_b():
+            return api.join(api.spawn(child_b))
+
+        return api.run(main_b)
 
     async def child():
         await api.sleep(0)

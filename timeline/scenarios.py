@@ -9,7 +9,7 @@ mid-wait, ``offloader`` sends blocking work to a thread.
 advance for a FIFO loop (a b c a b c ...), so it is the tests' program; a loop that orders its
 ready tasks differently (trio shuffles each batch on purpose) shows it at a glance.
 
-The three styles of one program are written to be diffed: same names, same structure, only the
+The styles of one program are written to be diffed: same names, same structure, only the
 style differs. Each scenario takes the style's entry (the namespace, or a loop for callbacks)
 and returns nothing; the timeline is the tracer's record.
 """
@@ -117,6 +117,45 @@ def workers_generators(co: Any):
         yield from co.cancel(doomed)
         for task in tasks:
             yield from co.join(task)
+    finally:
+        a.close()
+        b.close()
+
+
+def workers_blocking(co: Any) -> None:
+    a, b = _pair()
+
+    def spinner():
+        for _ in range(SPINS):
+            co.sleep(0)
+
+    def sleeper():
+        for _ in range(ROUNDS):
+            co.sleep(TICK)
+
+    def pinger():
+        for _ in range(ROUNDS):
+            co.sendall(a, b"ping")
+            co.recv(a, 4)
+
+    def ponger():
+        for _ in range(ROUNDS):
+            co.recv(b, 4)
+            co.sendall(b, b"pong")
+
+    def victim():
+        co.sleep(60)  # never wakes: cancelled mid-wait
+
+    def offloader():
+        return co.run_in_thread(blocking_work, TICK)
+
+    try:
+        doomed = co.spawn(victim)
+        tasks = [co.spawn(f) for f in (spinner, sleeper, pinger, ponger, offloader)]
+        co.sleep(TICK * 1.5)
+        co.cancel(doomed)
+        for task in tasks:
+            co.join(task)
     finally:
         a.close()
         b.close()
@@ -231,6 +270,24 @@ def spin_generators(co: Any):
         yield from co.join(task)
 
 
+def spin_blocking(co: Any) -> None:
+    def a():
+        for _ in range(SPINS):
+            co.sleep(0)
+
+    def b():
+        for _ in range(SPINS):
+            co.sleep(0)
+
+    def c():
+        for _ in range(SPINS):
+            co.sleep(0)
+
+    tasks = [co.spawn(f) for f in (a, b, c)]
+    for task in tasks:
+        co.join(task)
+
+
 def spin_callbacks(loop: Any) -> None:
     unfinished = 3
 
@@ -264,11 +321,13 @@ SCENARIOS: dict[str, dict[str, Callable[..., Any]]] = {
         "callbacks": workers_callbacks,
         "generators": workers_generators,
         "coroutines": workers_coroutines,
+        "blocking": workers_blocking,
     },
     "spin": {
         "callbacks": spin_callbacks,
         "generators": spin_generators,
         "coroutines": spin_coroutines,
+        "blocking": spin_blocking,
     },
 }
 
@@ -282,6 +341,8 @@ def play(api: Any, style: str, scenario: str) -> None:
             program(loop)
         finally:
             loop.close()
+    elif style == "blocking":
+        api.run(program, api)
     else:
         task = program(api)
         try:

@@ -17,6 +17,14 @@ the generators style the driver, a plain generator object, is the task. Only fre
 and generators are wrapped: anything else (a function passed by mistake, an already started
 coroutine) goes to the loop untouched, so its own error, if any, is the one the caller sees.
 
+How it sees a task of the blocking style: there is nothing to forward, since the task is a
+plain function that never yields; so its function is wrapped to open a slice when it starts,
+and every contract call that may block it (a socket call, a sleep, a join, a Queue's wait)
+closes the slice on entry and opens the next on return. A slice is then the time a task ran
+its own code between two such calls, whether or not the call really switched (a recv that finds
+bytes does not); on the threads variant the slices of different tasks may overlap, since the
+kernel runs threads side by side and the GIL hands Python from one to the next.
+
 How it sees a callback: :class:`TracedLoop` is a proxy around the object a callbacks factory
 returns; ``call_soon``, ``call_later``, ``call_at``, ``call_soon_threadsafe``, ``add_reader``,
 ``add_writer`` and ``run_in_thread`` hand the loop a wrapper that times each call. Work sent to
@@ -29,6 +37,7 @@ style entries are proxies; the variant that discovery returns stays exactly as i
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -62,6 +71,12 @@ CONTRACT_CALLS = frozenset(
         "put",
     }
 )
+
+
+# The running blocking-style task's [row, start of its slice]: a context variable, so that each
+# thread and each greenlet (greenlet gives every greenlet a context of its own) keeps its own.
+_SLICE: contextvars.ContextVar[list] = contextvars.ContextVar("lab_slice")
+BLOCKING_WAITS = CONTRACT_CALLS - {"spawn", "timeout_after"}  # calls that may block a task
 
 
 class Tracer:
@@ -143,6 +158,39 @@ class Tracer:
         with contextlib.suppress(TypeError):  # not weakly referable: the chain walk names it
             self.calls[awaitable] = label
         return awaitable
+
+    def blocking_task(self, fn: Any) -> Any:
+        """fn wrapped so that the task it runs records a slice between its blocking calls."""
+        if not callable(fn) or inspect.iscoroutinefunction(fn):
+            return fn  # the loop's own TypeError, not ours
+        row = self.row(_callable_name(fn), "task")
+
+        @functools.wraps(fn)
+        def task(*args: Any) -> Any:
+            token = _SLICE.set(current := [row, perf_counter()])
+            try:
+                result = fn(*args)
+            except BaseException as failure:
+                self.record(row, current[1], perf_counter(), f"raised {type(failure).__name__}")
+                raise
+            finally:
+                _SLICE.reset(token)
+            self.record(row, current[1], perf_counter(), "returned")
+            return result
+
+        return task
+
+    def blocking_call(self, name: str, call: Callable[..., Any], *args: Any) -> Any:
+        """call(*args) from a blocking-style task: its slice ends here, the next starts after."""
+        current = _SLICE.get(None)
+        if current is None:  # not from a task this tracer wrapped
+            return call(*args)
+        label = "sleep(0)" if name == "sleep" and args and args[0] == 0 else name
+        self.record(current[0], current[1], perf_counter(), label, label)
+        try:
+            return call(*args)
+        finally:
+            current[1] = perf_counter()
 
     def callback(self, callback: Callable[..., Any], via: str) -> Callable[..., Any]:
         """callback wrapped so that each call is a slice, marked with what scheduled it."""
@@ -284,6 +332,45 @@ class TracedAPI:
         return self._tracer.contract_call("run_in_thread", self._api.run_in_thread, work, *args)
 
 
+class TracedBlocking:
+    """A blocking-style namespace whose tasks' functions, calls and queues are timed."""
+
+    def __init__(self, api: Any, tracer: Tracer) -> None:
+        self._api, self._tracer = api, tracer
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._api, name)
+        if name in BLOCKING_WAITS and callable(value):
+            return functools.partial(self._tracer.blocking_call, name, value)
+        return value
+
+    def run(self, fn: Any, *args: Any) -> Any:
+        return self._api.run(self._tracer.blocking_task(fn), *args)
+
+    def spawn(self, fn: Any, *args: Any) -> Any:
+        return self._api.spawn(self._tracer.blocking_task(fn), *args)
+
+    def run_in_thread(self, fn: Any, *args: Any) -> Any:
+        work = self._tracer.thread_work(fn)
+        return self._tracer.blocking_call("run_in_thread", self._api.run_in_thread, work, *args)
+
+    def Queue(self) -> Any:  # the contract's name: a factory, called like a class
+        return TracedQueue(self._api.Queue(), self._tracer)
+
+
+class TracedQueue:
+    """A blocking-style Queue whose waits (get, put, join) end the calling task's slice."""
+
+    def __init__(self, queue: Any, tracer: Tracer) -> None:
+        self._queue, self._tracer = queue, tracer
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._queue, name)
+        if name in ("get", "put", "join"):
+            return functools.partial(self._tracer.blocking_call, name, value)
+        return value
+
+
 class TracedLoop:
     """A callbacks-style loop whose callbacks are timed: every other attribute is the loop's."""
 
@@ -334,4 +421,6 @@ def traced(variant: Variant, tracer: Tracer) -> Variant:
         api = getattr(variant, style)
         if api is not None:
             entries[style] = TracedAPI(api, tracer, style)
+    if variant.blocking is not None:
+        entries["blocking"] = TracedBlocking(variant.blocking, tracer)
     return dataclasses.replace(variant, **entries)
