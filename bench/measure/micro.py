@@ -143,6 +143,32 @@ def _generators_program(api, op: str, n: int):
     return clock() - start
 
 
+def _blk_nothing() -> None:
+    return None
+
+
+def _blk_turns(api, count: int) -> None:
+    for _ in range(count):
+        api.sleep(0)
+
+
+def _blocking_program(api, op: str, n: int) -> int:
+    clock = time.perf_counter_ns
+    start = clock()
+    if op == "switch":
+        first = api.spawn(_blk_turns, api, n // 2)
+        second = api.spawn(_blk_turns, api, n - n // 2)
+        api.join(first)
+        api.join(second)
+    elif op == "spawn_join":
+        for _ in range(n):
+            api.join(api.spawn(_blk_nothing))
+    elif op == "timer":
+        for _ in range(n):
+            api.timeout_after(LONG_DELAY, _blk_nothing)
+    return clock() - start
+
+
 def timed_run(variant, style: str, op: str, n: int) -> int:
     """Nanoseconds for n operations of `op` in `style` on a fresh loop of `variant`."""
     entry = variant.api(style)
@@ -152,6 +178,8 @@ def timed_run(variant, style: str, op: str, n: int) -> int:
             return _callbacks_program(loop, op, n)
         finally:
             loop.close()
+    if style == "blocking":
+        return entry.run(_blocking_program, entry, op, n)
     program = _coroutines_program if style == "coroutines" else _generators_program
     return entry.run(program(entry, op, n))
 

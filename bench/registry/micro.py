@@ -2,7 +2,9 @@
 
 Four operations, each written once per style so that the same program runs on every loop:
 
-- ``switch``: one trip through the loop. Tasks: two tasks taking turns with ``sleep(0)``.
+- ``switch``: one trip through the loop. Tasks: two tasks taking turns with ``sleep(0)`` (a
+  coroutine's ``send``; in the blocking style a greenlet switch through the hub, or on the
+  threads variant a release of the GIL that the kernel hands to the other thread or not).
   Callbacks: a callback that schedules the next with ``call_soon`` (one loop iteration each).
 - ``call_soon``: schedule a callback and run it, in batches of 1 000 per iteration (callbacks).
 - ``spawn_join``: start a task that returns at once and wait for it (tasks).
@@ -29,10 +31,10 @@ from bench.workload import Workload
 
 NAME = "micro"
 OPERATIONS = {
-    "switch": ("callbacks", "generators", "coroutines"),
+    "switch": ("callbacks", "generators", "coroutines", "blocking"),
     "call_soon": ("callbacks",),
-    "spawn_join": ("generators", "coroutines"),
-    "timer": ("callbacks", "generators", "coroutines"),
+    "spawn_join": ("generators", "coroutines", "blocking"),
+    "timer": ("callbacks", "generators", "coroutines", "blocking"),
 }
 
 METRICS = tuple(Metric(op, f"{op} (ns/op)", higher_is_better=False, digits=0) for op in OPERATIONS)
