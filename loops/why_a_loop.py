@@ -16,7 +16,9 @@ client B connects a moment later and wants its echo at once.
    get bytes. Both clients are served; the price is a thread per connection: a stack, and a
    switch by the kernel for each thread that wakes. The demo then measures that price at a few
    hundred clients against the selectors server of 4 (`thread_cost`: memory and context
-   switches per client, read from ``/proc``).
+   switches per client, read from ``/proc``). The lab keeps this design as a variant,
+   ``loops/threads/``: the conformance suite plays its properties and the bench runs the
+   workloads on it (``python -m bench run --loop threads``) beside the loops that replace it.
 3. **Non-blocking, busy** (`serve_busy`): ``sock.setblocking(False)`` makes every call return
    at once; a call that cannot finish now raises ``BlockingIOError`` instead of waiting. Now
    one thread serves both clients by trying every socket in turn, but it never waits, so it
@@ -246,6 +248,8 @@ def main():
     print("A thread's stack is address space reserved whole and memory touched as it grows;")
     print("each echo wakes the thread that waits on that socket, where one selectors thread")
     print("serves every socket its wait reported, without a switch between them.")
+    print("The threads variant (loops/threads/) is this design on the lab's contract; its rows")
+    print("in the bench show where it stops: python -m bench run --loop threads")
 
 
 if __name__ == "__main__":
