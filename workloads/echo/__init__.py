@@ -7,8 +7,8 @@ Server (runs on the loop under test)::
 It prints ``listening on HOST:PORT (..., pid PID)`` once it is ready (``--port 0`` picks a
 free port; read the line to learn which), serves until SIGINT or SIGTERM, then closes every
 socket and exits 0 (1 if a socket was still open at exit, listing them). ``callbacks.py``,
-``generators.py`` and ``coroutines.py`` are the same server in each style, written to be
-diffed; ``common.py`` holds what they share.
+``generators.py``, ``coroutines.py`` and ``blocking.py`` are the same server in each style,
+written to be diffed; ``common.py`` holds what they share.
 
 Load generator (its own process or processes: C on epoll where the machine has a C compiler,
 ``loadgen.c`` built on first use by :mod:`workloads.echo.loadgen`, else Python on uvloop; see

@@ -4,10 +4,10 @@
         [--cancel F] [--seed N] [--json FILE]
     python -m workloads.sleep --loop NAME [--style S] --idle S [--idle-sockets N] [--json FILE]
 
-Sleepers are tasks (generators, coroutines) or timers (callbacks), each sleeping a delay drawn
-uniformly from [0, max-delay] (seeded: the same delays on every loop). Each records its
-lateness on the loop's own clock: wake time minus the deadline it computed just before asking
-to sleep (so the loop's own bookkeeping can only make it look later, never earlier).
+Sleepers are tasks (generators, coroutines, blocking) or timers (callbacks), each sleeping a
+delay drawn uniformly from [0, max-delay] (seeded: the same delays on every loop). Each records
+its lateness on the loop's own clock: wake time minus the deadline it computed just before
+asking to sleep (so the loop's own bookkeeping can only make it look later, never earlier).
 ``--cancel F`` picks a fraction F of the sleepers (seeded) and cancels each right after its
 batch of 1 000 starts; a cancelled sleeper must never wake. ``--idle S`` instead runs one sleep
 of S seconds while idle sockets (1 000, or ``--idle-sockets N``; the soft open-file limit is
