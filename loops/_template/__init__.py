@@ -18,11 +18,16 @@ import re
 import sys
 from pathlib import Path
 
-from loops.contract import STYLES, CallbacksLoop, CoroutinesAPI, Queue
+from loops.contract import STYLES, BlockingAPI, CallbacksLoop, CoroutinesAPI, Queue
 
 LOOPS = Path(__file__).resolve().parent.parent
 NOT_YET = "is not implemented yet"
-MODULE_FOR_STYLE = {"callbacks": "loop", "generators": "tasks", "coroutines": "tasks"}
+MODULE_FOR_STYLE = {
+    "callbacks": "loop",
+    "generators": "tasks",
+    "coroutines": "tasks",
+    "blocking": "tasks",
+}
 
 
 def _methods(protocol: type) -> list[tuple[str, inspect.Signature, str]]:
@@ -88,9 +93,10 @@ class Loop:
 
 def tasks_module(name: str, style: str) -> str:
     asynchronous = "async " if style == "coroutines" else ""
+    protocol = BlockingAPI if style == "blocking" else CoroutinesAPI
     functions = "\n\n".join(
         _stub(fn, "", _params(sig, drop_self=True), doc, asynchronous)
-        for fn, sig, doc in _methods(CoroutinesAPI)
+        for fn, sig, doc in _methods(protocol)
         if fn not in ("run", "now")
     )
     queue = "\n".join(
@@ -103,16 +109,18 @@ def tasks_module(name: str, style: str) -> str:
         )
         for method, sig, doc in _methods(Queue)
     )
-    used_with = "await" if style == "coroutines" else "yield from"
-    header = _header(name, f"loops/{name}/tasks.py", f"the {style} style (used with `{used_with}`)")
+    used_with = {"coroutines": "`await`", "generators": "`yield from`"}.get(style, "plain calls")
+    header = _header(name, f"loops/{name}/tasks.py", f"the {style} style (used with {used_with})")
+    run_signature, run_doc = next((sig, doc) for fn, sig, doc in _methods(protocol) if fn == "run")
+    run_params = _params(run_signature, drop_self=True)
     return f'''{header}
 
 class CancelledError(BaseException):
     """Raised into a task at its suspension point when it is cancelled."""
 
 
-def run(coro):
-    """Run coro on a new loop until it finishes; return its result or raise its error."""
+def run({run_params}):
+    """{run_doc}"""
     raise _not_yet("run")
 
 
