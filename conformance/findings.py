@@ -101,7 +101,8 @@ class Severities:
     """severities.toml: the scale, worst first, and each ranked property's entry."""
 
     order: tuple[str, ...]
-    entries: dict[str, dict]  # property -> {"severity", "finding", optional "variants"}
+    # property -> {"severity", "finding", optional "variants" and "findings" (by severity)}
+    entries: dict[str, dict]
 
     def of(self, pid: str, variant: str) -> str:
         entry = self.entries.get(pid)
@@ -221,7 +222,9 @@ def findings(
     found = []
     for (severity, pid), affected in grouped.items():
         entry = severities.entries.get(pid, {})
-        text = entry.get("finding", "") if severity != UNEXPLAINED else ""
+        # A variant ranked apart (`variants`) may have its own sentence for that severity.
+        text = entry.get("findings", {}).get(severity, entry.get("finding", ""))
+        text = text if severity != UNEXPLAINED else ""
         elsewhere = {python: compare(results, other, pid) for python, other in others.items()}
         found.append(Finding(severity, pid, text, dict(affected), elsewhere))
     return sorted(found, key=lambda f: (severities.rank(f.severity), f.pid))

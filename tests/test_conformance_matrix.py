@@ -168,6 +168,21 @@ def test_findings_come_worst_first_with_their_loops_and_command():
     )
 
 
+def test_a_variant_ranked_apart_gets_its_own_sentence():
+    """One property, two severities: the data loss of asyncio and the design of threads are two
+    findings, each with the sentence severities.toml gives its severity."""
+    cases = {f"{DATA_LOSS}__asyncio__coroutines": "deviation"}
+    cases[f"{DATA_LOSS}__threads__blocking"] = "deviation"
+    severities = findings.load_severities()
+    found = findings.findings(_results(**cases), severities, {})
+    assert [(f.severity, list(f.affected)) for f in found] == [
+        ("loses data", ["asyncio"]),
+        ("by design", ["threads"]),
+    ]
+    entry = severities.entries[DATA_LOSS.replace("__", ".")]
+    assert [f.text for f in found] == [entry["finding"], entry["findings"]["by design"]]
+
+
 def test_other_interpreters_are_compared_from_their_stored_runs():
     here = _sample()
     same = _sample("3.12.1")
