@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.environment import ROOT, usable_cores
+from machine.environment import ROOT, usable_cores
 
 # How every server of the lab announces it is ready (workloads/echo's convention).
 LISTENING = re.compile(r"listening on \S+:(\d+)")

@@ -514,8 +514,8 @@ def run(
     closed loop; store it beside the bench's results, each point in its own file."""
     import tempfile
 
-    from bench import environment
     from bench.procs import ChildFailed, Cores
+    from machine import environment
 
     tool, why = available_counter(prefer)
     stored = store.load_anatomy(results, closed=closed) or {}
