@@ -43,7 +43,7 @@ from bench.summary import complete, summarize
 from bench.venvs import Interpreter, NoInterpreter, interpreter
 from bench.workload import Measuring, Workload
 from machine.interpreters import RUNNING
-from workloads.common import raise_open_file_limit
+from machine.proc import raise_open_file_limit
 
 
 @dataclass
