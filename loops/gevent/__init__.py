@@ -244,7 +244,7 @@ blocking = SimpleNamespace(
 
 VARIANT = Variant(
     name="gevent",
-    summary="gevent: greenlets switched implicitly on a libev hub (the greenlets anchor)",
+    summary="gevent: greenlets switched implicitly on a libev hub (greenlets follows it)",
     lineage="Denis Bilenko's gevent (after eventlet): greenlet tasks, a libev hub, a cooperative "
     "socket that waits on io watchers",
     capabilities=EVERY_CAPABILITY,
