@@ -724,15 +724,16 @@ def test_micro_under_pyperf_measures_each_operation_in_worker_processes(tmp_path
 
 @pytest.mark.timeout(120)
 def test_micro_program_measures_every_operation_of_each_style(tmp_path):
-    for style, expected in (
-        ("callbacks", {"switch", "call_soon", "timer"}),
-        ("coroutines", {"switch", "spawn_join", "timer"}),
+    for loop, style, expected in (
+        ("asyncio", "callbacks", {"switch", "call_soon", "timer"}),
+        ("asyncio", "coroutines", {"switch", "spawn_join", "timer"}),
+        ("greenlets", "blocking", {"switch", "spawn_join", "timer"}),
     ):
         out = tmp_path / f"{style}.json"
         subprocess.run(
             [
                 *(sys.executable, "-m", "bench.measure.micro"),
-                *("--loop", "asyncio", "--style", style),
+                *("--loop", loop, "--style", style),
                 *("--min-time", "0.001", "--runs", "2", "--json", str(out)),
             ],
             cwd=ROOT,

@@ -35,6 +35,7 @@ NEEDS = {
     "callbacks": {"io"},
     "generators": {"io", "queue", "timeouts"},
     "coroutines": {"io", "queue", "timeouts"},
+    "blocking": {"io", "queue", "timeouts"},
 }
 
 

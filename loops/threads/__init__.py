@@ -28,6 +28,6 @@ VARIANT = Variant(
     thread_entries=("run_in_thread",),
     cancellation=(
         "a flag the task's next wait raises as `CancelledError`; a task inside a socket call "
-        "has its socket shut down (`Lib/socket.py`: `shutdown`) to return from it"
+        "has that direction of its socket shut down (`Lib/socket.py`: `shutdown`) to return"
     ),
 )

@@ -6,8 +6,9 @@ threads do not offer: a task record (result, error, joiners), and cancellation, 
 task's next wait raises as :class:`CancelledError`. Every wait on another task (join, sleep,
 the Queue, a worker thread) is a ``Condition`` wait the canceller can notify; a task inside a
 socket call is in the kernel, where no Python code can reach it, so the canceller shuts that
-socket down to make the call return (Java's ``InterruptibleChannel`` closes the channel of an
-interrupted thread likewise). The socket is spent: that is this design's price for a cancel.
+direction of the socket down to make the call return (Java's ``InterruptibleChannel`` closes
+the channel of an interrupted thread likewise). The socket is spent for that direction: this
+design's price for a cancel.
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ class Task:
         self.alarm = threading.Condition()  # the task's own waits: sleep, run_in_thread
         self.pending: BaseException | None = None  # a cancel not yet raised in the task
         self.waiting_on: threading.Condition | None = None  # set while in a Condition wait
-        self.in_call: socket.socket | None = None  # set while in a blocking socket call
+        # While in a blocking socket call: the socket, and the direction a cancel shuts down.
+        self.in_call: tuple[socket.socket, int] | None = None
 
 
 def _check_function(fn: Any, caller: str) -> None:
@@ -113,13 +115,14 @@ def _interrupt(task: Task, error: BaseException) -> bool:
         if task.done or task.pending is not None:
             return False
         task.pending = error
-        condition, sock = task.waiting_on, task.in_call
+        condition, call = task.waiting_on, task.in_call
     if condition is not None:
         with condition:
             condition.notify_all()
-    if sock is not None:  # in the kernel: only the socket's end makes the call return
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
+    if call is not None:  # in the kernel: only the end of that direction makes the call return
+        sock, direction = call
+        with contextlib.suppress(OSError):  # an unconnected UDP socket says ENOTCONN, yet wakes
+            sock.shutdown(direction)
     return True
 
 
@@ -269,14 +272,15 @@ def _notify(condition: threading.Condition) -> None:
 # ---------------------------------------------------------------------- sockets
 
 
-def _call(sock: socket.socket, method: Callable[..., Any], *args: Any) -> Any:
-    """One blocking socket call, with the task marked as inside it (see _interrupt)."""
+def _call(sock: socket.socket, direction: int, method: Callable[..., Any], *args: Any) -> Any:
+    """One blocking socket call, with the task marked as inside it (see _interrupt): a cancel
+    shuts down only the call's direction, so a reader's cancel sends the peer no FIN."""
     task = _current()
     if not isinstance(sock, socket.socket):
         raise TypeError(f"not a socket: {sock!r}")
     if sock.gettimeout() is not None:  # non-blocking or with a timeout: make it blocking
         sock.setblocking(True)
-    task.in_call = sock
+    task.in_call = (sock, direction)
     try:
         _raise_pending(task)
         result = method(*args)
@@ -290,29 +294,29 @@ def _call(sock: socket.socket, method: Callable[..., Any], *args: Any) -> Any:
 
 
 def recv(sock: socket.socket, n: int) -> bytes:
-    return _call(sock, sock.recv, n)
+    return _call(sock, socket.SHUT_RD, sock.recv, n)
 
 
 def sendall(sock: socket.socket, data: bytes) -> None:
-    _call(sock, sock.sendall, data)
+    _call(sock, socket.SHUT_WR, sock.sendall, data)
 
 
 def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
-    conn, address = _call(sock, sock.accept)
+    conn, address = _call(sock, socket.SHUT_RD, sock.accept)
     conn.setblocking(True)  # accept() makes it blocking already unless a default timeout is set
     return conn, address
 
 
 def connect(sock: socket.socket, address: Any) -> None:
-    _call(sock, sock.connect, address)
+    _call(sock, socket.SHUT_RDWR, sock.connect, address)
 
 
 def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
-    return _call(sock, sock.recvfrom, n)
+    return _call(sock, socket.SHUT_RD, sock.recvfrom, n)
 
 
 def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
-    return _call(sock, sock.sendto, data, address)
+    return _call(sock, socket.SHUT_WR, sock.sendto, data, address)
 
 
 # ---------------------------------------------------------------------- the queue
