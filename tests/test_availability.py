@@ -190,3 +190,23 @@ def test_an_anchor_whose_library_does_not_load_is_left_out_with_its_reason():
     assert done.returncode == 2
     assert "anchor 'curio-sockets' is unavailable on Python 3." in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("blocked", "names"), [("greenlet", {"greenlets", "gevent"})])
+def test_a_greenlet_variant_whose_library_does_not_import_is_unavailable_with_why(blocked, names):
+    """Where greenlet cannot import (no wheel for the interpreter), greenlets and gevent, which
+    need it, are listed unavailable with the import's reason; every other variant is as before."""
+    program = (
+        f"import sys; sys.modules[{blocked!r}] = None\n"  # import of it raises ImportError
+        "import json, loops\n"
+        "print(json.dumps({n: v.unavailable for n, v in loops.discover().items()}))"
+    )
+    done = _run(["-c", program], dict(os.environ), timeout=60)
+    assert done.returncode == 0, done.stderr
+    reasons = json.loads(done.stdout)
+    for name in names:
+        assert " does not load: " in reasons[name] and blocked in reasons[name], reasons[name]
+    here = {n: v.unavailable for n, v in loops.discover().items()}
+    assert {n: r for n, r in reasons.items() if n not in names} == {
+        n: r for n, r in here.items() if n not in names
+    }
