@@ -31,7 +31,7 @@ from timeline.store import REPORT, STORE, load_all, load_failures, save, save_fa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m timeline", description=__doc__.split("\n")[0])
     parser.add_argument("--loop", help="the variant to trace (discovered: any folder in loops/)")
-    parser.add_argument("--style", help="callbacks, generators or coroutines")
+    parser.add_argument("--style", help=f"one of {', '.join(loops.STYLES)}")
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), help="the program to run")
     parser.add_argument("--json", type=Path, help="write the record (JSON) here")
     parser.add_argument("--out", type=Path, help="render the record's chart (PNG) here")
