@@ -253,3 +253,13 @@ def test_a_loop_unavailable_on_another_interpreter_is_not_called_the_same_there(
     there.outcomes.update(_results(**{f"{DATA_LOSS}__asyncio__coroutines": "deviation"}).outcomes)
     (loss,) = findings.findings(here, findings.load_severities(), {"3.12": there})
     assert loss.elsewhere == {"3.12": "same (curio unavailable there)"}
+
+
+def test_the_bench_reads_back_every_style_mark_the_matrix_writes():
+    """The glance counts a variant's properties per style from the matrix's cells ("blk ✅"):
+    one mark per style of the contract, the same in both."""
+    from bench.render.glance import CELL, STYLE_MARK
+
+    assert {style: matrix.STYLE_ABBREV[style] for style in loops.STYLES} == STYLE_MARK
+    for mark in STYLE_MARK.values():
+        assert CELL.fullmatch(f"{mark} ✅")

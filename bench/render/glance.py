@@ -90,8 +90,9 @@ BASELINE_MEANS = (
     f"*× {USER_BASE}* and *× {YARDSTICK}* columns read each design's cost per request "
     "against them, measured in the same session (*not in this session* where they were not)."
 )
-STYLE_MARK = {"callbacks": "cb", "generators": "gen", "coroutines": "co"}
-CELL = re.compile(r"\b(cb|gen|co) (✅|❌|⚠️)")
+# The conformance matrix's marks (conformance/matrix.py: STYLE_ABBREV), read back from its file.
+STYLE_MARK = {"callbacks": "cb", "generators": "gen", "coroutines": "co", "blocking": "blk"}
+CELL = re.compile(r"\b(cb|gen|co|blk) (✅|❌|⚠️)")
 
 
 def conformance_counts(path: Path) -> dict[tuple[str, str], tuple[int, int]]:

@@ -19,7 +19,7 @@ from bench.summary import RowSummary, invalid, ratio, summarize
 from bench.workload import Workload
 
 KIND_ORDER = {"reference": 1, "home-made": 2, "anchor": 3}
-STYLE_ORDER = {"callbacks": 0, "generators": 1, "coroutines": 2, "native": 3}
+STYLE_ORDER = {"callbacks": 0, "generators": 1, "coroutines": 2, "blocking": 3, "native": 4}
 
 
 @dataclass
