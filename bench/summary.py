@@ -63,6 +63,7 @@ class RowSummary:
     errors: dict[str, str] = field(default_factory=dict)  # figure -> why it is missing
     warned: set[str] = field(default_factory=set)  # figures the harness (pyperf) called unstable
     detail: str = ""  # a workload's note on the row (echo: which load generator measured it)
+    redone: int = 0  # repetitions measured again because they stalled (bench.summary.counted)
     # figure -> its valid repetitions' values (what a ratio's bootstrap interval resamples)
     values: dict[str, list[float]] = field(default_factory=dict)
     # figure -> its relative standard error where one repetition holds a harness's own
@@ -84,10 +85,23 @@ def invalid(rep: dict) -> bool:
     return peer_saturated(rep) or bool(rep.get("invalid"))
 
 
+def counted(reps: Sequence[dict]) -> list[dict]:
+    """The repetitions a row counts: not those measured again because they stalled (each is
+    kept in the store with its reason, ``redone``, and counted on the page, never in a
+    figure)."""
+    return [rep for rep in reps if not rep.get("redone")]
+
+
+def redo_reason(rep: dict) -> str | None:
+    """Why a repetition must be measured again, or None: its workload found it stalled (the
+    server waited for a CPU something else held)."""
+    return rep.get("invalid") if rep.get("stalled") else None
+
+
 def valid_reps(reps: Sequence[dict]) -> list[dict]:
     """The repetitions a figure is taken from: neither invalid (its peer saturated, or
     declared so) nor failed."""
-    return [rep for rep in reps if not invalid(rep) and not rep.get("error")]
+    return [rep for rep in counted(reps) if not invalid(rep) and not rep.get("error")]
 
 
 def valid_values(reps: Sequence[dict], metric: str) -> list[float]:
@@ -120,7 +134,15 @@ def invalid_summary(reps: Sequence[dict], peer_share: float | None, valid: int) 
 
 
 def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
-    """The figures of one row from its stored repetitions."""
+    """The figures of one row, and how many of its repetitions were measured again."""
+    kept = counted(reps)
+    summary = _summarize(kept, metrics)
+    summary.redone = len(reps) - len(kept)
+    return summary
+
+
+def _summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
+    """The figures of one row from its counted repetitions."""
     total = len(reps)
     failed = [rep for rep in reps if rep.get("error")]
     shares = [rep["peer_cpu_share"] for rep in reps if rep.get("peer_cpu_share") is not None]
@@ -200,6 +222,7 @@ def complete(reps: Sequence[dict], repetitions: int, minimum: int | None, headli
     `repetitions`, or already at `minimum` when its headline figure's spread over the
     repetitions so far is at most SPREAD_TOLERANCE.
     """
+    reps = counted(reps)
     if any(rep.get("error") for rep in reps):
         return True
     if len(reps) >= repetitions:

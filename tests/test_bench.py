@@ -468,6 +468,7 @@ class FakeWorkload:
         self.repetitions: tuple[int, int | None] = (2, None)  # (at most, at least)
         self.noisy: str | None = None  # a row key whose figure alternates 10, 20, 10, ...
         self.cap_s = 5.0  # every point's time cap
+        self.stalls: dict[str, int] = {}  # row key -> how many of its next measurements stall
 
     def points(self, full: bool) -> list[Point]:
         most, least = self.repetitions
@@ -487,6 +488,9 @@ class FakeWorkload:
             return {"value": 10.0 + 10.0 * (self.calls.count((point.key, row.key)) % 2)}
         if row.key == "uvloop/callbacks" and self.failing == "unreadable":
             return json.loads("{broken")
+        if self.stalls.get(row.key):
+            self.stalls[row.key] -= 1
+            return {"value": 1.0, "invalid": "stalled: busy 40% of its core", "stalled": True}
         return {"value": 10.0 if row.variant == "asyncio" else 20.0}
 
     def declared(self) -> Workload:
@@ -552,6 +556,53 @@ def test_runner_remeasures_a_missing_or_changed_row_with_a_fresh_baseline(fake, 
         ("n=2", "asyncio/coroutines"),
         ("n=2", "uvloop/callbacks"),
     ]
+
+
+def test_a_stalled_repetition_is_kept_with_its_reason_and_measured_again(fake, tmp_path):
+    """A repetition its workload found stalled is stored with its reason and measured again,
+    at once: the row still gets its repetitions, the stalled one is in no figure, and the
+    summary counts it. One that stalls every time is kept, after REDOS more, as measured."""
+    fake.stalls = {"callbacks/callbacks": 1, "uvloop/callbacks": runner.REDOS + 1}
+    run_fake(tmp_path)
+    rows = stored(tmp_path)["points"]["n=1"]["rows"]
+    reps = rows["callbacks/callbacks"]["reps"]
+    assert [r.get("redone") for r in reps] == ["stalled: busy 40% of its core", None, None]
+    summary = summarize(reps, FakeWorkload.METRICS)
+    assert (summary.status, summary.total, summary.redone) == ("ok", 2, 1)
+    assert summary.stats["value"].median == 20.0
+    stalled = rows["uvloop/callbacks"]["reps"]
+    assert [bool(r.get("redone")) for r in stalled] == [True] * runner.REDOS + [False, False]
+    assert stalled[runner.REDOS].get("stalled")  # the last attempt, kept as measured: invalid
+    assert summarize(stalled, FakeWorkload.METRICS).redone == runner.REDOS
+    # Every repetition records its window: when it ran, how long, what else the machine did.
+    assert all({"started_at", "length_s"} <= rep.keys() for rep in reps)
+
+
+def test_a_closed_loop_repetition_whose_server_waited_is_a_stall():
+    from bench.measure.echo import STALL_BUSY, STALL_CONNECTIONS, closed_stall
+
+    many = {"connections": STALL_CONNECTIONS}
+    assert closed_stall({"server_cpu_share": 0.4, "load_cpu_share": 0.3}, many)["stalled"]
+    assert closed_stall({"server_cpu_share": STALL_BUSY, "load_cpu_share": 0.3}, many) == {}
+    # The generator saturated: client-bound, not a stall (the peer rule says so).
+    assert closed_stall({"server_cpu_share": 0.4, "load_cpu_share": 0.95}, many) == {}
+    # One connection in lockstep: the server waits for the client by design.
+    assert closed_stall({"server_cpu_share": 0.4, "load_cpu_share": 0.3}, {"connections": 1}) == {}
+
+
+def test_a_window_says_what_else_the_machine_did():
+    from machine.activity import TICK, Reading, window
+
+    before = Reading(0.0, 100.0, 1_000_000, 10 * TICK, 0, 1.0)
+    after = Reading(2.0, 102.0, 1_500_000, 13 * TICK, TICK // 2, 2.5)
+    found = window(before, after)
+    assert found["started_at"].startswith("1970-01-01T00:00:00")
+    assert found["length_s"] == 2.0
+    assert found["cpu_pressure"] == 0.25  # 0.5 s of waiting over 2 s
+    assert found["steal_cpus"] == 0.25
+    assert found["others_cpus"] == 0.75  # 3 s busy, 1.5 s of them this process's tree
+    no_psi = Reading(0.0, 100.0, None, None, None, 0.0)
+    assert set(window(no_psi, no_psi)) == {"started_at", "length_s"}
 
 
 def test_a_failed_row_stops_at_its_first_failure_and_is_kept(fake, tmp_path):

@@ -212,9 +212,38 @@ def load_line(stores: list[ResultStore]) -> list[str]:
         f"{statistics.median(loads):.2f} (median; {min(loads):.2f}–{max(loads):.2f}) over "
         f"{len(loads)} repetitions, on "
         f"{'/'.join(str(c) for c in sorted(cores))} usable cores; per session under "
-        "[Environment](#environment).",
+        "[Environment](#environment)." + neighbours(stores),
         "",
     ]
+
+
+def neighbours(stores: list[ResultStore]) -> str:
+    """What else the machine did during the repetitions that recorded it, and how many
+    repetitions stalled and were measured again (bench.summary.counted)."""
+    reps = [
+        rep
+        for kept in stores
+        for point in kept.data["points"].values()
+        for entry in point["rows"].values()
+        for rep in entry["reps"]
+    ]
+    others = [rep["others_cpus"] for rep in reps if rep.get("others_cpus") is not None]
+    if not others:
+        return ""  # measured before repetitions recorded their window
+    pressure = [rep["cpu_pressure"] for rep in reps if rep.get("cpu_pressure") is not None]
+    redone = sum(1 for rep in reps if rep.get("redone"))
+    said = (
+        f" Other processes used {statistics.median(others):.2f} of a CPU during a repetition "
+        f"(median; at most {max(others):.2f})"
+    )
+    if pressure:
+        said += f", and some task waited for a CPU {statistics.median(pressure):.0%} of the time"
+    return said + (
+        f"; {redone} repetitions stalled and were measured again (each kept in the store with "
+        "its reason, in no figure)."
+        if redone
+        else "; no repetition stalled."
+    )
 
 
 def environment_section(stores: list[ResultStore]) -> list[str]:
