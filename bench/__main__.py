@@ -64,7 +64,7 @@ def interrupted(stop: KeyboardInterrupt, resume: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The four commands and their options."""
+    """The commands and their options."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     run_options(commands.add_parser("run", help="measure a run (quick by default) and store it"))
@@ -89,6 +89,15 @@ def parser() -> argparse.ArgumentParser:
         "stored apart, in anatomy-closed.json",
     )
     anatomy.add_argument("--results", type=Path, default=RESULTS)
+
+    counts = commands.add_parser(
+        "instructions",
+        help="count instructions per echo request for every echo row under callgrind, "
+        "closed loop and fixed load (blind to other processes; about a minute a row)",
+    )
+    counts.add_argument("--loop", action="append", metavar="NAME", help="only this loop")
+    counts.add_argument("--regime", action="append", choices=("closed", "paced"))
+    counts.add_argument("--results", type=Path, default=RESULTS)
 
     report = commands.add_parser("report", help="render reports/ from stored results only")
     report.add_argument("--results", type=Path, default=RESULTS)
@@ -138,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         return anatomy(args.loop, args.results, args.counter, args.closed_loop)
     if args.command == "all":
         return everything(command_line, args)
+    if args.command == "instructions":
+        from bench.measure.instructions import run as count_instructions
+
+        return count_instructions(args.loop, args.results, args.regime)
     return report(args.results)
 
 

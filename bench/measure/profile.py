@@ -277,6 +277,74 @@ def _control(*args: str) -> None:
     subprocess.run(["callgrind_control", *args], check=True, stdout=subprocess.DEVNULL)
 
 
+def callgrind_count(
+    server: list[str],
+    python: str,
+    connections: int,
+    seconds: tuple[float, float],
+    rate: int | None = None,
+    split: bool = False,
+    tree: Path = ROOT,
+    keep: tuple[Path, str] | None = None,
+) -> tuple[list[int], list[Path], dict[int, str], Path]:
+    """Count one echo server (``python -m ...`` with ``server`` as its arguments) under
+    callgrind, as the module docstring says: the requests of loads A and B, their two dumps,
+    the Python functions' trampolines (with ``split``) and the folder holding the dumps, to be
+    read before it goes (it is removed when the caller's ``with`` ends)."""
+    work = Path(tempfile.mkdtemp(prefix="profile-"))
+    argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
+    argv += [f"--callgrind-out-file={work}/cg.out"]
+    if split:
+        argv += [f"--separate-callers={CALLERS}"]
+    argv += [python, *(["-X", "perf"] if split else []), *server]
+    with open(work / "server.err", "w") as err:
+        process = subprocess.Popen(argv, cwd=tree, stdout=subprocess.PIPE, stderr=err)
+        try:
+            line = process.stdout.readline().decode()
+            match = re.search(r"listening on \S+:(\d+)", line)
+            if not match:
+                raise RuntimeError(f"server did not start: {line!r} {_tail(work)}")
+            # valgrind runs the server in its own process: the pid it prints, where it does.
+            port, said = int(match[1]), re.search(r"pid (\d+)", line)
+            pid = int(said[1]) if said else process.pid
+            _load(port, connections, 1.0, work / "warm.json")
+            _control("-i", "on", str(pid))
+            requests = []
+            for name, duration in zip("AB", seconds, strict=True):
+                record = work / f"{name}.json"
+                requests.append(_load(port, connections, duration, record, rate))
+                _control("-d", name, str(pid))
+            functions = read_perf_map(pid) if split else {}
+            # The dumps are written: the server may go. Under valgrind a signal does not
+            # interrupt a wait in io_uring_enter (the completions loop's would end only at
+            # its next completion), so a server still there after STOP_GRACE is killed.
+            process.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=STOP_GRACE)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    dumps = sorted(work.glob("cg.out.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))[:2]
+    if len(dumps) < 2:
+        raise RuntimeError(f"callgrind wrote {len(dumps)} dumps: {_tail(work)}")
+    if keep is not None:
+        folder, tag = keep
+        folder.mkdir(parents=True, exist_ok=True)
+        for path in dumps:
+            shutil.copy(path, folder / f"{tag}.{path.name}")
+        (folder / f"{tag}.perf.map").write_text(json.dumps(functions))
+    return requests, dumps, functions, work
+
+
+def per_request(requests: list[int], totals: list[int]) -> float:
+    """A request's own instructions: the second dump's over the first's, over the requests
+    between them (both loads open and close the same connections, which cancel out)."""
+    served = requests[1] - requests[0]
+    if served <= 0:
+        raise RuntimeError(f"load B served no more requests than load A: {requests}")
+    return (totals[1] - totals[0]) / served
+
+
 def profile_loop(
     loop: str,
     python: str,
@@ -288,53 +356,17 @@ def profile_loop(
     rate: int | None = None,
 ) -> dict:
     """Count one loop's echo server (see the module docstring); its figures per request."""
-    with tempfile.TemporaryDirectory(prefix="profile-") as tmp:
-        work = Path(tmp)
-        argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
-        argv += [f"--callgrind-out-file={work}/cg.out"]
-        if split:
-            argv += [f"--separate-callers={CALLERS}"]
-        argv += [python, *(["-X", "perf"] if split else [])]
-        argv += ["-m", "workloads.echo", "--loop", loop, "--port", "0"]
-        with open(work / "server.err", "w") as err:
-            server = subprocess.Popen(argv, cwd=tree, stdout=subprocess.PIPE, stderr=err)
-            try:
-                line = server.stdout.readline().decode()
-                match = re.search(r":(\d+) .*pid (\d+)", line)
-                if not match:
-                    raise RuntimeError(f"server did not start: {line!r} {_tail(work)}")
-                port, pid = int(match[1]), int(match[2])
-                _load(port, connections, 1.0, work / "warm.json")
-                _control("-i", "on", str(pid))
-                requests = []
-                for name, duration in zip("AB", seconds, strict=True):
-                    record = work / f"{name}.json"
-                    requests.append(_load(port, connections, duration, record, rate))
-                    _control("-d", name, str(pid))
-                functions = read_perf_map(pid) if split else {}
-                # The dumps are written: the server may go. Under valgrind a signal does not
-                # interrupt a wait in io_uring_enter (the completions loop's would end only at
-                # its next completion), so a server still there after STOP_GRACE is killed.
-                server.send_signal(signal.SIGINT)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    server.wait(timeout=STOP_GRACE)
-            finally:
-                if server.poll() is None:
-                    server.kill()
-        dumps = sorted(work.glob("cg.out.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
-        if len(dumps) < 2:
-            raise RuntimeError(f"callgrind wrote {len(dumps)} dumps: {_tail(work)}")
-        counted = [attribute(*read_dump(path), functions) for path in dumps[:2]]
-        called = [read_calls(path, functions) for path in dumps[:2]]
-        if keep is not None:
-            keep.mkdir(parents=True, exist_ok=True)
-            tag = f"{loop}.{'split' if split else 'total'}"
-            for path in dumps[:2]:
-                shutil.copy(path, keep / f"{tag}.{path.name}")
-            (keep / f"{tag}.perf.map").write_text(json.dumps(functions))
+    server = ["-m", "workloads.echo", "--loop", loop, "--port", "0"]
+    tag = f"{loop}.{'split' if split else 'total'}"
+    requests, dumps, functions, work = callgrind_count(
+        server, python, connections, seconds, rate, split, tree, keep and (keep, tag)
+    )
+    try:
+        counted = [attribute(*read_dump(path), functions) for path in dumps]
+        called = [read_calls(path, functions) for path in dumps]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     served = requests[1] - requests[0]
-    if served <= 0:
-        raise RuntimeError(f"load B served no more requests than load A: {requests}")
     totals = [sum(parts.values()) for parts, _ in counted]
     entry = {
         "python": python,
@@ -344,7 +376,7 @@ def profile_loop(
         "rate": rate,
         "requests": requests,
         "instructions": totals,
-        "per_request": (totals[1] - totals[0]) / served,
+        "per_request": per_request(requests, totals),
     }
     if split:
         (parts_a, fn_a), (parts_b, fn_b) = counted
