@@ -68,7 +68,7 @@ PLANS = {
     "property": Plan(),
     # For sock_accept: connections, not bytes, each a connect() by the thread.
     "property-accept": Plan(min_bytes=1000, max_bytes=1000, chunk=(1, 1)),
-    # Issue 37's repro as a user tried it: single bytes at 0.2-1.5 ms, a 1 ms timeout.
+    # The race as a user first met it: single bytes at 0.2-1.5 ms, a 1 ms timeout.
     "issue": Plan(
         min_bytes=1500,
         max_bytes=1500,

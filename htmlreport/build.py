@@ -28,7 +28,7 @@ ASSETS = Path(__file__).resolve().parent / "assets"
 PLOTLY = "plotly.min.js"
 
 # The baselines a bench page's selector offers: (key, label, the row it reads). The default is
-# the first: the server an asyncio user writes, as issue 36 asks of every ratio.
+# the first: the server an asyncio user writes, what a ratio should be read against.
 BASELINES = (
     ("asyncio-protocol", "asyncio-protocol (what asyncio users write)", "asyncio-protocol/native"),
     ("uvloop-protocol", "uvloop-protocol (the C anchor)", "uvloop-protocol/native"),
