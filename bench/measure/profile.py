@@ -240,7 +240,7 @@ def profile_loop(
     tree: Path = ROOT,
     rate: int | None = None,
 ) -> dict:
-    """Count one loop's echo server (see the module docstring); its figures per request."""
+    """Count one loop's echo server (bench/README.md, "The cost anatomy"); its figures per request."""
     with tempfile.TemporaryDirectory(prefix="profile-") as tmp:
         work = Path(tmp)
         argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]

@@ -7,10 +7,11 @@ record kept across waits so that a wait is a store, not an ``epoll_ctl``. Stage 
 kernel's turn calls :meth:`Poller.wait`, which puts each woken task back on the ready queue;
 the task then makes the call itself. Its twin, :mod:`loops.completions.proactor`, answers the
 same four calls (``wait``, ``wake``, ``open_wake_up``, ``close``) and hands Linux the whole
-operation instead. epoll is read directly, as the callbacks loop's ``readiness.py`` does (it
-gives the commands that compare that with ``selectors``); any bit but ``POLLIN``/``POLLOUT``
-(error, hang-up) wakes whichever directions are watched, as selectors does, so a task waiting
-on a broken socket learns of the error from its next call.
+operation instead. epoll is read directly: ``selectors`` would build a ``(SelectorKey, events)``
+pair per ready fd through a method call, only for this module to take it apart again (the
+callbacks loop's ``readiness.py`` gives the commands that compare the two). Any bit but
+``POLLIN``/``POLLOUT`` (error, hang-up) wakes whichever directions are watched, as selectors
+does, so a task waiting on a broken socket learns of the error from its next call.
 """
 
 from __future__ import annotations
