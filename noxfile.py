@@ -13,7 +13,7 @@ from pathlib import Path
 import nox
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the lab's own modules
-from bench import debian_root, interpreters  # the lab's interpreters, declared once
+from machine import debian_root, interpreters  # the lab's interpreters, declared once
 
 nox.options.sessions = ["conformance"]
 nox.options.reuse_venv = "yes"
@@ -193,7 +193,7 @@ def uvicorn_suite(session: nox.Session) -> None:
 
 @no_venv
 def pythons(session: nox.Session) -> None:
-    """Make Debian's root with CPython 3.13, 3.14 and 3.15, once (bench/debian_root.py)."""
+    """Make Debian's root with CPython 3.13, 3.14 and 3.15, once (machine/debian_root.py)."""
     try:
         debian_root.make(session.log)
     except debian_root.CannotMake as error:

@@ -36,14 +36,14 @@ from rich.progress import (
 )
 
 from bench import interpreter_figures, registry
-from bench.interpreters import RUNNING
 from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
 from bench.procs import ChildFailed, Cores, DidNotFinish, subject_on
 from bench.store import RESULTS, ResultStore, results_path
 from bench.summary import complete, summarize
 from bench.venvs import Interpreter, NoInterpreter, interpreter
 from bench.workload import Measuring, Workload
-from workloads.common import raise_open_file_limit
+from machine.interpreters import RUNNING
+from machine.proc import raise_open_file_limit
 
 
 @dataclass

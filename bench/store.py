@@ -35,10 +35,10 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.environment import ROOT, machine_key
-from bench.interpreters import REFERENCE, results_dir
 from bench.plan import BASELINE, READING_ONLY, Point, Row
 from bench.summary import complete
+from machine.environment import ROOT, machine_key
+from machine.interpreters import REFERENCE
 
 FORMAT = 1
 RESULTS = ROOT / "reports" / "results"  # where a run stores and a report reads, by default
@@ -46,6 +46,12 @@ ANATOMY = "anatomy.json"  # the cost anatomy at echo's fixed offered load, besid
 # The cost anatomy in the closed loop (`bench anatomy --closed-loop`): a file of its own, so the
 # two points never mix.
 ANATOMY_CLOSED = "anatomy-closed.json"
+
+
+def results_dir(results: Path, mode: str, python: str = REFERENCE) -> Path:
+    """The folder of one interpreter's stored results in one mode: the reference interpreter's
+    in ``<mode>/``, another's beside them in ``<mode>/python-3.13/``, so no table mixes two."""
+    return results / mode if python == REFERENCE else results / mode / f"python-{python}"
 
 
 def results_path(results: Path, mode: str, workload: str, python: str = REFERENCE) -> Path:
@@ -197,9 +203,17 @@ def _read_code(path: Path, mtime_ns: int, size: int) -> bytes:
     return _strip_docstrings(tree)
 
 
+# The lab's own packages: where an import of them says the code lives, not what it does.
+LAB_PACKAGES = ("loops", "machine", "workloads", "conformance", "bench", "timeline", "htmlreport")
+
+
 def _strip_docstrings(tree: ast.AST) -> bytes:
-    """A syntax tree dumped without its docstrings."""
+    """A syntax tree dumped without its docstrings, and without the module paths of its
+    imports from the lab's own packages (the names imported stay), so a module moved to
+    another room unchanged stales no row."""
     for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in LAB_PACKAGES:
+            node.module = None
         body = getattr(node, "body", None)
         if (
             isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)

@@ -309,8 +309,8 @@ def _bench_page(mode: str) -> Callable[[Path], str]:
 
 
 def _conformance_page(reports: Path) -> str:
-    from bench.interpreters import PYTHONS, REFERENCE
     from conformance import findings as found
+    from machine.interpreters import PYTHONS, REFERENCE
 
     stored = found.stored(reports / "results" / "conformance")
     if not stored:

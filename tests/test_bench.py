@@ -22,7 +22,6 @@ from rich.console import Console
 
 import loops
 from bench import registry, runner
-from bench.interpreters import RUNNING
 from bench.measure import micro as micro_measure
 from bench.plan import Metric, Point, Row
 from bench.procs import ChildFailed, DidNotFinish
@@ -32,6 +31,7 @@ from bench.render.rows import rendered_rows
 from bench.store import ResultStore, StoreError, results_path, row_fingerprint
 from bench.summary import SATURATION, summarize
 from bench.workload import Measuring, Workload
+from machine.interpreters import RUNNING
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {

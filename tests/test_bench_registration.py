@@ -22,10 +22,10 @@ import pytest
 from rich.console import Console
 
 from bench import registry, runner, store
-from bench.interpreters import RUNNING
 from bench.registry import crawler, http, micro
 from bench.render import report
 from bench.store import ResultStore, results_path
+from machine.interpreters import RUNNING
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {"host": "testhost", "cpu": "Test CPU", "python": "3.11.7", "libraries": {}}

@@ -17,7 +17,6 @@ MAX_DOCSTRING_LINES = 20
 # Modules whose docstring is long on purpose, with the reason.
 LONG_ON_PURPOSE = {
     "loops/why_a_loop.py": "step 0 of the reading path: the docstring is the lesson itself",
-    "bench/debian_root.py": "the machine facts move out of bench/ with it, docstring included",
 }
 
 # "issue" followed by a number, unless an upstream project names it ("CPython issue N").

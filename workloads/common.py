@@ -2,8 +2,8 @@
 
 The same ``--loop NAME [--style S]`` options and usage errors, a stop on SIGINT or SIGTERM
 that every style can wait for, one flat JSON record, argparse types that say their range, and
-the process's own measures (open sockets, peak memory, the open-file limit). Nothing here
-imports a loop: loops come from discovery. ``workloads/README.md`` says what the CLIs offer.
+the process's own measures (open sockets, peak memory). Nothing here imports a loop: loops come
+from discovery. ``workloads/README.md`` says what the CLIs offer.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import contextlib
 import importlib
 import json
 import math
-import resource
 import signal
 import socket
 import sys
@@ -23,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 import loops
+from machine.proc import peak_rss
 
 Scalar = str | int | float | bool | None
 
@@ -205,21 +205,9 @@ def interrupted(prog: str) -> int:
 
 
 def peak_rss_mib() -> float:
-    """This process's peak resident set size so far, in MiB.
-
-    On Linux this is the address space's high-water mark (VmHWM), not ``ru_maxrss``: the
-    latter starts at the parent's RSS at fork and survives exec, so a workload started by a
-    large parent (the bench) would report the parent's memory as its own.
-    """
-    try:
-        status = Path("/proc/self/status").read_text()
-    except OSError:
-        status = ""
-    for line in status.splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 1024 if sys.platform != "darwin" else peak / 2**20
+    """This process's peak resident set size so far, in MiB (its high-water mark since exec,
+    not the fork-inherited ``ru_maxrss``: see :mod:`machine.proc`)."""
+    return (peak_rss() or 0) / 2**20
 
 
 def percentile(sorted_values: Sequence[float], fraction: float) -> float:
@@ -247,20 +235,3 @@ def port_number(text: str) -> int:
     """An argparse type: a TCP/UDP port number, 0 to 65535 (0: the OS picks a free one); out of
     range is a usage error, never a port wrapped around to another."""
     return number(int, 0, 65535)(text)
-
-
-def raise_open_file_limit(wanted: int | None = None) -> int:
-    """Raise this process's soft open-file limit to `wanted` (default: the hard limit), so a run
-    with 10 000 connections or idle sockets is not stopped by a default soft limit of 1 024.
-
-    Never above the hard limit, which only an administrator may raise; the limit in force is
-    returned, so a caller that needs more than that can say so clearly. Children inherit it.
-    """
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = hard if wanted is None else wanted
-    if hard != resource.RLIM_INFINITY:
-        target = min(target, hard)
-    if soft != resource.RLIM_INFINITY and target > soft:
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]

@@ -27,6 +27,7 @@ from pathlib import Path
 from bench import store
 from bench.plan import Row
 from bench.registry.echo import HEADLINE_POINT, PACED
+from machine.proc import on_cpu
 
 SIZE, CONNECTIONS = HEADLINE_POINT["size"], HEADLINE_POINT["connections"]  # echo's headline point
 # Seconds of warm-up load, of the plain window (long: the kernel splits CPU time into user and
@@ -326,11 +327,7 @@ def cpu_times(pid: int) -> tuple[float, int, int]:
     ``/proc/PID/task/*/schedstat``.
     """
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    on_cpu = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError):  # a thread that just ended
-            on_cpu += int((task / "schedstat").read_text().split()[0])
-    return on_cpu / 1e9, int(fields[11]), int(fields[12])
+    return on_cpu(pid) or 0.0, int(fields[11]), int(fields[12])
 
 
 def user_system(before: tuple, after: tuple) -> tuple[float, float]:
@@ -458,8 +455,8 @@ def run(
     closed loop; store it beside the bench's results, each point in its own file."""
     import tempfile
 
-    from bench import environment
     from bench.procs import ChildFailed, Cores
+    from machine import environment
 
     tool, why = available_counter(prefer)
     stored = store.load_anatomy(results, closed=closed) or {}

@@ -28,7 +28,7 @@ from bench.render.instructions import FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "reports" / "results" / FILE  # bench.render.instructions renders it
-SPLIT_PYTHON = "3.12"  # -X perf is 3.12+: found as bench.interpreters.find finds it
+SPLIT_PYTHON = "3.12"  # -X perf is 3.12+: found as machine.interpreters.find finds it
 STOP_GRACE = 20.0  # seconds a server has to end after its dumps, then it is killed
 CALLERS = 12  # --separate-callers: deep enough that every instruction's chain reaches Python
 PARTS = (
@@ -205,7 +205,7 @@ def attribute(
 
 
 def _interpreter(version: str) -> str:
-    from bench.interpreters import find
+    from machine.interpreters import find
 
     path = find(version)
     if path is None:
@@ -240,7 +240,8 @@ def profile_loop(
     tree: Path = ROOT,
     rate: int | None = None,
 ) -> dict:
-    """Count one loop's echo server (bench/README.md, "The cost anatomy"); its figures per request."""
+    """Count one loop's echo server (bench/README.md, "The cost anatomy"); its figures per
+    request."""
     with tempfile.TemporaryDirectory(prefix="profile-") as tmp:
         work = Path(tmp)
         argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]

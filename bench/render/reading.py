@@ -26,10 +26,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import loops
-from bench.environment import ROOT
 from bench.plan import FLOOR, YARDSTICK
 from bench.render.anatomy import cpu_us
 from bench.store import load_anatomy
+from machine.environment import ROOT
 
 BLOCK = re.compile(r"<!-- figures:([\w:.-]+) -->(.*?)<!-- /figures -->", re.S)
 PROTOCOL = "asyncio-protocol"  # the other control row every loop's README measures against

@@ -139,7 +139,7 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
         )
     stored = found.stored(reports / "results" / "conformance")
     if stored:
-        from bench.interpreters import REFERENCE
+        from machine.interpreters import REFERENCE
 
         results = stored.get(REFERENCE) or next(iter(stored.values()))
         worst = found.findings(results, found.load_severities(), {})
