@@ -304,10 +304,10 @@ def plan_workload(
         return None
     version = python.version if python else RUNNING
     path = results_path(results, mode, workload.name, version)
-    store = ResultStore.load(path, workload.name, mode)
+    store = ResultStore.load(path, workload.name, mode, workload.kept)
     if store.sessions and not store.machine_matches(env):
         console.print(f"{path} was measured on another machine or Python: measuring afresh")
-        store = ResultStore.empty(path, workload.name, mode)
+        store = ResultStore.empty(path, workload.name, mode, workload.kept)
     jobs, skipped = plan_jobs(
         store, workload, mode == "full", loop_names, redo, where, python, only_across
     )

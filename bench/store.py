@@ -229,22 +229,27 @@ def _strip_docstrings(tree: ast.AST) -> bytes:
 class ResultStore:
     """The stored results of one workload in one mode (quick or full)."""
 
-    def __init__(self, path: Path, data: dict) -> None:
+    def __init__(self, path: Path, data: dict, kept: frozenset[str] = frozenset()) -> None:
         self.path = path
         self.data = data
+        # The rows each session keeps a copy of (the workload's baselines and controls), so a
+        # later session re-measuring them leaves each earlier session its own denominator.
+        self.kept = kept
 
     @classmethod
-    def empty(cls, path: Path, workload: str, mode: str) -> ResultStore:
-        return cls(
-            path,
-            {"format": FORMAT, "workload": workload, "mode": mode, "sessions": {}, "points": {}},
-        )
+    def empty(
+        cls, path: Path, workload: str, mode: str, kept: frozenset[str] = frozenset()
+    ) -> ResultStore:
+        data = {"format": FORMAT, "workload": workload, "mode": mode, "sessions": {}, "points": {}}
+        return cls(path, data, kept)
 
     @classmethod
-    def load(cls, path: Path, workload: str, mode: str) -> ResultStore:
+    def load(
+        cls, path: Path, workload: str, mode: str, kept: frozenset[str] = frozenset()
+    ) -> ResultStore:
         """The stored results at path, or an empty store if there are none."""
         if not path.exists():
-            return cls.empty(path, workload, mode)
+            return cls.empty(path, workload, mode, kept)
         try:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as error:
@@ -255,7 +260,7 @@ class ResultStore:
                 f"{data.get('workload')!r}; expected format {FORMAT} of {workload!r}"
             )
         data["points"] = split_by_rate(data["points"])
-        return cls(path, data)
+        return cls(path, data, kept)
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -330,7 +335,7 @@ class ResultStore:
             "code": code,
             "reps": reps,
         }
-        if (row.variant == BASELINE and not row.anchor) or row.key in _kept(self.data["workload"]):
+        if (row.variant == BASELINE and not row.anchor) or row.key in self.kept:
             entry["baselines"].setdefault(session, {})[row.key] = reps
 
     def save(self) -> None:
@@ -397,18 +402,6 @@ def split_by_rate(points: dict[str, dict]) -> dict[str, dict]:
                 "baselines": baselines,
             }
     return out
-
-
-def _kept(workload: str) -> frozenset[str]:
-    """The rows a workload's sessions keep copies of (its baselines and controls), so a later
-    session re-measuring them leaves each earlier session its own denominator."""
-    from bench import registry  # the registry's modules import this one
-
-    try:
-        declared = registry.get(workload)
-    except LookupError:
-        return frozenset()
-    return frozenset(declared.baselines) | frozenset(declared.controls)
 
 
 class StoreError(RuntimeError):

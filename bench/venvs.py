@@ -30,7 +30,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from machine import debian_root
+import loops
+from bench.registry.echo import anchor_reasons
+from machine import debian_root, environment
 from machine.environment import ROOT
 from machine.interpreters import DEBIAN, RUNNING, VERSION, family, find, rooted, version_of
 
@@ -87,9 +89,6 @@ def is_version(spec: str) -> bool:
 
 def here() -> Interpreter:
     """The interpreter running the bench, asked in this process."""
-    import loops
-    from bench.registry.echo import anchor_reasons
-    from machine import environment
 
     found = loops.discover().values()
     return _interpreter(

@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.render.instructions import FILE
+from machine.interpreters import find
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "reports" / "results" / FILE  # bench.render.instructions renders it
@@ -205,7 +206,6 @@ def attribute(
 
 
 def _interpreter(version: str) -> str:
-    from machine.interpreters import find
 
     path = find(version)
     if path is None:

@@ -26,13 +26,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import loops
-from bench.plan import FLOOR, YARDSTICK
+from bench.plan import FLOOR, USER_BASE, YARDSTICK
 from bench.render.anatomy import cpu_us
 from bench.store import load_anatomy
 from machine.environment import ROOT
 
 BLOCK = re.compile(r"<!-- figures:([\w:.-]+) -->(.*?)<!-- /figures -->", re.S)
-PROTOCOL = "asyncio-protocol"  # the other control row every loop's README measures against
 HOME_MADE = ("handlers", "callbacks", "futures", "roundrobin", "traps", "completions")
 COMMAND = "`python -m bench anatomy`"
 
@@ -75,10 +74,10 @@ def _ratio(entry: dict, base: dict) -> str:
 
 def cost(data: dict, name: str) -> str:
     """One loop's cost against the two control rows, for the end of its README."""
-    entry, protocol, yard = _row(data, name), _row(data, PROTOCOL), _row(data, YARDSTICK)
+    entry, protocol, yard = _row(data, name), _row(data, USER_BASE), _row(data, YARDSTICK)
     return (
         f"{_cpu(entry)} of server CPU and {entry['syscalls']['total']:.2f} syscalls per echo "
-        f"request ({_ratio(entry, protocol)} {PROTOCOL}'s {_cpu(protocol)}, "
+        f"request ({_ratio(entry, protocol)} {USER_BASE}'s {_cpu(protocol)}, "
         f"{_ratio(entry, yard)} {YARDSTICK}'s {_cpu(yard)}; {_when(data)})"
     )
 

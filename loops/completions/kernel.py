@@ -107,6 +107,10 @@ class Loop:
         self._thread_results: collections.deque = collections.deque()  # (task, future) done
         self._closed = False
         self._raised_by_a_task: BaseException | None = None  # see run()
+        # The receive's try (api.recv): how many receives the last try that found nothing made
+        # skip it (0: the last try found bytes), and how many are still to skip.
+        self.recv_skips = 0
+        self.recv_skips_left = 0
         # The trap table: request name -> handler(task, request) -> answer or SUSPEND.
         self._traps = {
             "sleep": self._trap_sleep,
@@ -143,14 +147,7 @@ class Loop:
             self._run_until(main)
         except BaseException as error:
             if not isinstance(error, Exception) and error is not self._raised_by_a_task:
-                # A KeyboardInterrupt from a signal lands between any two lines of the
-                # kernel's own bookkeeping: a task popped from the ready queue and not yet
-                # run, a finish half done. Another tick could wait forever on what that step
-                # left behind (close() cancelling a task no queue holds), so the tasks are
-                # closed here, untouched by the kernel: their finally blocks run. Their
-                # operations stay in flight, buffers and all, until close() has Linux
-                # cancel them and collects their completions (Proactor.close).
-                self._abandon_tasks()
+                self._abandon_tasks()  # a signal's KeyboardInterrupt: see _abandon_tasks
             raise
         finally:
             self._raised_by_a_task = None
@@ -185,7 +182,14 @@ class Loop:
             self._io.close()
 
     def _abandon_tasks(self) -> None:
-        """Close every task's coroutine without the kernel, and forget every wait."""
+        """Close every task's coroutine without the kernel, and forget every wait.
+
+        A KeyboardInterrupt from a signal lands between any two lines of the kernel's own
+        bookkeeping: a task popped from the ready queue and not yet run, a finish half done.
+        Another tick could wait forever on what that step left behind (close() cancelling a
+        task no queue holds), so run() closes the tasks here, untouched by the kernel: their
+        finally blocks run. Their operations stay in flight, buffers and all, until close()
+        has Linux cancel them and collects their completions (Proactor.close)."""
         for task in self._tasks:
             if task.reaped is not None:  # completed, never delivered: its buffer goes back
                 self._io.give_back(task, task.reaped)
