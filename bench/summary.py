@@ -2,26 +2,16 @@
 
 The rules, in one place so the runner's console lines and the report agree:
 
-- A repetition that raised (a crash, a wrong byte, a wrong page set) failed; a row with a failed
-  repetition is shown as failed, with the reason, and no figure. Where one figure of a
-  repetition failed and the others were measured (a micro operation that hangs), that figure
-  alone is shown as failed.
-- A repetition whose peer (load generator or site server) used at least ``SATURATION`` of its
-  core is invalid: the figure would measure the peer, not the loop. So is one whose workload
-  says why in its record (``invalid``: an echo server that could not keep the offered rate).
-  A row with fewer than half of its repetitions valid is shown as invalid, with the reason
-  (for a saturated peer, its CPU share, and where the records have them, the server's and the
-  peer's CPU per request), and no figure; otherwise its figures come from its valid
-  repetitions only.
-- A repetition that overran its row's time cap (the process was killed) makes the row "did
-  not finish in N s": a result, shown as such, not a crash and not a missing row.
-- A failure that is a loop's stated limit (``select()`` cannot watch a descriptor numbered
-  1 024 or more: the ``handlers`` variant's lesson) shows as "limit", with the limit named.
-- A figure is the median of the repetitions, with their min and max.
-- Fewer repetitions where the spread allows it: a point may ask for at least
-  ``min_repetitions`` and at most ``repetitions``; a row stops after the minimum when its
-  headline figure's spread, (max − min) / median, is at most ``SPREAD_TOLERANCE``, and
-  otherwise runs up to the maximum (:func:`complete`).
+- a repetition that raised failed, and its row shows failed with the reason and no figure (or
+  only that figure, where the repetition's other figures were measured);
+- one whose peer used at least ``SATURATION`` of its core, or whose record says ``invalid``,
+  is invalid; a row with fewer than half its repetitions valid shows invalid, with the reason,
+  and no figure; otherwise its figures come from its valid repetitions only;
+- one that overran its row's time cap makes the row "did not finish in N s", a result;
+- a failure that is a loop's stated limit (``KNOWN_LIMITS``) shows as "limit";
+- a figure is the median of the repetitions, with their min and max; a row stops after its
+  minimum repetitions once its headline figure's spread is within ``SPREAD_TOLERANCE``
+  (:func:`complete`), and otherwise runs up to its maximum.
 """
 
 from __future__ import annotations

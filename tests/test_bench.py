@@ -1048,7 +1048,8 @@ def test_the_glance_reads_each_design_against_the_servers_a_user_would_write():
         "uvloop-protocol's 16.0 µs" in text
     )
     assert "not measured" in glance.against_sentence(rows[:2])  # no user server, no claim
-    # A row of another session is compared with nothing of this one (issue 36).
+    # A row of another session is compared with nothing of this one: the machine drifts between
+    # sessions, so a ratio across two would read the drift.
     summary = rows[0].summary
     other = RenderedRow(Row("futures", "coroutines"), "home-made", "t", summary, None, False, False)
     assert glance._against(other, protocol) == "other session"
@@ -1244,7 +1245,8 @@ def test_an_unavailable_variant_is_skipped_and_each_report_section_says_why(resu
     assert done.returncode == 0, done.stderr
     text = (results.parent / "bench.md").read_text()
     glance = text.split("## At a glance", 1)[1].split("\n## ", 1)[0]
-    # Said once for the page (issue 36: not once per table), and in no table's rows.
+    # Said once for the page (not once per table, which repeated it a dozen times), and in no
+    # table's rows.
     assert text.count(f"zz_unavailable, {said}") == 1
     assert "| zz_unavailable " not in glance
     for title in ("Echo", "Sleep", "Crawler", "Micro"):
@@ -1359,7 +1361,8 @@ def _form_faults(text: str) -> list[str]:
 
 
 def test_no_table_wider_than_8_columns_and_no_paragraph_over_120_words(results, tmp_path):
-    """Issue 36's form, on a report rendered from the fixture and on the committed ones."""
+    """The report's readable form (tables a screen wide, paragraphs short), on a report rendered
+    from the fixture and on the committed ones."""
     reports = tmp_path / "reports"
     report.render_all(results, reports)
     assert _form_faults((reports / "bench.md").read_text()) == []
@@ -1385,7 +1388,7 @@ def test_the_index_names_every_section_and_the_reports_link_each_other(results, 
 
 
 def test_the_glance_draws_cost_with_intervals_cost_against_code_and_latency(results, tmp_path):
-    """Issue 36's charts at the fixed load: cost bars (values, intervals, a legend, labelled
+    """The glance's charts at the fixed load: cost bars (values, intervals, a legend, labelled
     lines), cost against code lines with conformance marked, latency percentiles."""
     reports = tmp_path / "reports"
     report.render_all(results, reports)
@@ -1397,7 +1400,8 @@ def test_the_glance_draws_cost_with_intervals_cost_against_code_and_latency(resu
 
 def test_a_client_bound_row_is_drawn_at_least_its_figure_at_the_top_not_left_out(results):
     """uvloop · coroutines saturated the load generator at 5,100 requests/s: the requests chart
-    draws it as '≥ 5,100', ranked first, instead of leaving it out (issue 36)."""
+    draws it as '≥ 5,100', ranked first, instead of leaving it out (a row left out reads as no
+    figure at all)."""
     from bench.render import charts
     from bench.render.rows import stored_points
 
@@ -1442,7 +1446,7 @@ def test_fixed_load_cost_is_read_against_closed_loop_cost_row_by_row():
 
 
 def test_an_interpreter_whose_every_row_rose_20_percent_reads_no_change():
-    """Issue 36: each interpreter's rows are read against its own same-session controls, so a
+    """Each interpreter's rows are read against its own same-session controls, so a
     session where every row (controls too) costs 20% more says 'no change'; a row that rose
     alone, beyond its spread, says 'dearer'."""
     from bench.registry import echo

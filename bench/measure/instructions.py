@@ -8,7 +8,8 @@ libuv count like any other code) runs its echo server under ``valgrind --tool=ca
 the headline point (1 KiB x 100 connections), in both regimes: the closed loop, and a fixed
 offered load of ``PACED_RATE`` requests/s (the bench's 8,000 would be far more than a server
 fifty times slower under callgrind can keep; this rate every row keeps). The count is
-``bench.measure.profile``'s: two dumps, the difference over the requests between them. What it
+``bench.measure.profile``'s (bench/README.md, "The cost anatomy"): two dumps, the difference
+over the requests between them. What it
 sees: every user-space instruction of the server process. What it cannot see: Linux's work in
 the syscalls (the anatomy's syscall counts are beside it on the page), cache misses and stalls.
 Stored in ``reports/results/instructions.json``; ``python -m bench report`` shows it.

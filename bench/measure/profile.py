@@ -3,57 +3,10 @@
     python -m bench.measure.profile [--loop NAME ...] [--connections N] [--seconds A B]
         [--rate R] [--label TEXT] [--tree CHECKOUT] [--no-total] [--keep DIR] [--json FILE]
 
-Why instructions: on a shared machine, CPU time per request moves with the load of the other
-processes (caches, frequency, preemption); the number of instructions the server executes per
-request does not. ``valgrind --tool=callgrind`` counts every user-space instruction the server
-process executes (``Ir``), exactly. What it cannot see is Linux's own work inside the syscalls
-(the TCP stack, the io_uring operations): that is the part ``python -m bench anatomy`` counts
-in syscalls, and a loop that moves work into Linux (the completions loop: the recv and the send
-happen inside ``io_uring_enter``) shows less here for it.
-
-How one loop is counted (:func:`profile_loop`): the echo server runs under callgrind with
-instrumentation off (``--instr-atstart=no``); one warm-up load runs uninstrumented; then
-``callgrind_control -i on``, load A (the lab's load generator, ``workloads.echo.load``, closed
-loop, N connections x 1 KiB, for A seconds), ``callgrind_control -d`` (a dump; counters start
-again from zero), load B (B seconds), a second dump. Each load opens its N connections and
-closes them, so both dumps hold the same connection set-up and teardown; the difference of the
-two dumps over the difference of their request counts is the cost of a request alone:
-``(Ir_B - Ir_A) / (requests_B - requests_A)``, per part likewise.
-
-The parts. Python 3.12's ``-X perf`` gives each Python function its own small trampoline of
-machine code (its address and name in ``/tmp/perf-PID.map``); ``--separate-callers=K`` makes
-callgrind keep each function's cost apart per chain of its K nearest callers. So each counted
-instruction has a chain of callers, and the nearest trampoline on it is the Python function
-running (what ``perf report`` does with sampled stacks, here exact). A part is then:
-
-- **ctypes**: instructions under a function of ``_ctypes`` or libffi (a foreign call's
-  marshalling, ``string_at``, ``cast``, ``addressof``), whichever Python function called it;
-- **task switch**: the generator machinery (``gen_send``, ``gen_throw``...) below the Python
-  function that resumes a coroutine, plus the trap functions themselves (``traps.py``,
-  ``task.py``): what one ``await`` crossing costs;
-- **socket methods (C)**: the ``_socket`` module's C code (``sock.recv``, ``sock.send``,
-  ``fileno``, ``gettimeout``): the user-space side of a socket call;
-- **poller (C)**: the ``select`` module's C code (``epoll.poll``), the readiness loops' wait;
-- otherwise the Python function's file: ``uring.py`` is **ring** (SQE writes, the enter, reaping
-  CQEs), ``kernel.py`` **the turn** (the run loop and its helpers, with the I/O side the kernel
-  calls: ``poller.py``, ``proactor.py``), ``api.py`` and
-  ``buffers.py`` **socket calls** (the loop's ``recv``/``sendall`` and their completers),
-  ``workloads/echo`` **protocol**; anything else **other**.
-
-``-X perf`` costs instructions itself (with a frame evaluator installed, CPython no longer
-inlines Python-to-Python calls, so each call goes through C), so each loop is also counted on
-the bench's interpreter without it (``--split-python`` / ``--total-python``): the split is
-``-X perf``'s, the total beside it is the plain interpreter's.
-
-Under callgrind the server runs some fifty times slower, so the load generator always finds it
-busy: every connection has a request waiting at each turn (the closed loop's saturated regime,
-the largest batches per enter). Both loops are counted in that same regime. ``--rate R`` offers
-a fixed load instead (the bench's paced measure, open loop): at a rate well below what the
-server sustains under callgrind, a turn serves one request or a few, and what a loop pays per
-turn (an enter, a poll) is paid by fewer requests.
-
-Results go to ``reports/results/profile.json`` (``--json``): per loop, the counts of both dumps,
-instructions per request in total and by part, and the Python functions costing most.
+An instruction count does not move with the load of a shared machine, as CPU time does. How
+one loop is counted, what the parts are, what ``-X perf`` costs and what callgrind's slowness
+does to the regime: ``bench/README.md``, "The cost anatomy". Results go to
+``reports/results/profile.json`` (``--json``).
 """
 
 from __future__ import annotations
@@ -288,7 +241,7 @@ def callgrind_count(
     keep: tuple[Path, str] | None = None,
 ) -> tuple[list[int], list[Path], dict[int, str], Path]:
     """Count one echo server (``python -m ...`` with ``server`` as its arguments) under
-    callgrind, as the module docstring says: the requests of loads A and B, their two dumps,
+    callgrind (bench/README.md, "The cost anatomy"): the requests of loads A and B, their two dumps,
     the Python functions' trampolines (with ``split``) and the folder holding the dumps, to be
     read before it goes (it is removed when the caller's ``with`` ends)."""
     work = Path(tempfile.mkdtemp(prefix="profile-"))
@@ -355,7 +308,8 @@ def profile_loop(
     tree: Path = ROOT,
     rate: int | None = None,
 ) -> dict:
-    """Count one loop's echo server (see the module docstring); its figures per request."""
+    """Count one loop's echo server (bench/README.md, "The cost anatomy"); its figures per
+    request."""
     server = ["-m", "workloads.echo", "--loop", loop, "--port", "0"]
     tag = f"{loop}.{'split' if split else 'total'}"
     requests, dumps, functions, work = callgrind_count(

@@ -268,8 +268,8 @@ def environment_section(stores: list[ResultStore]) -> list[str]:
     for name in sorted(sessions):
         for field, value in session_column(sessions[name], rep_loads.get(name)).items():
             fields[field].append(value)
-    # One row per session, its fields in two tables of at most 6 columns (issue 36: no table
-    # wider than 8, whatever the number of sessions).
+    # One row per session, its fields in two tables of at most 6 columns (no table wider than
+    # 8, whatever the number of sessions: a wider one does not fit a screen).
     names = sorted(sessions)
     lines = ["## Environment", ""]
     for group in (list(fields)[:4], list(fields)[4:]):
@@ -436,7 +436,7 @@ SECTIONS = (
 )
 
 
-MAX_WORDS = 120  # no paragraph of a report longer (issue 36)
+MAX_WORDS = 120  # no paragraph of a report longer: a longer one is skipped, not read
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*`(\[§†‡])")
 CLAUSE_END = re.compile(r"(?<=[.;])\s+")  # within a sentence too long alone
 
