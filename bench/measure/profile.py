@@ -241,9 +241,9 @@ def callgrind_count(
     keep: tuple[Path, str] | None = None,
 ) -> tuple[list[int], list[Path], dict[int, str], Path]:
     """Count one echo server (``python -m ...`` with ``server`` as its arguments) under
-    callgrind (bench/README.md, "The cost anatomy"): the requests of loads A and B, their two dumps,
-    the Python functions' trampolines (with ``split``) and the folder holding the dumps, to be
-    read before it goes (it is removed when the caller's ``with`` ends)."""
+    callgrind (bench/README.md, "The cost anatomy"): the requests of loads A and B, their two
+    dumps, the Python functions' trampolines (with ``split``), and the folder holding the
+    dumps, which the caller removes once it has read them."""
     work = Path(tempfile.mkdtemp(prefix="profile-"))
     argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
     argv += [f"--callgrind-out-file={work}/cg.out"]
