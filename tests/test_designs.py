@@ -4,9 +4,10 @@ Three guards, so that a sentence about "the loops" cannot go stale as loops are 
 changed, nor a figure as the bench re-measures:
 
 - each variant's design declarations (``loops/contract.py``: ``io_model``, ``waits_in``,
-  ``wake_up``, ``thread_entries``, ``cancellation``) are checked against its code: a home-made
-  loop against its own folder, a reference loop against the files of the project its cells
-  name;
+  ``wake_up``, ``thread_entries``, ``cancellation``, ``reporting``, ``ghost_fds``,
+  ``socket_call_first``) are checked against its code: a home-made loop against its own
+  folder, a reference loop against the files of the project its cells name, and what a socket
+  call does first by running one;
 - every ``<!-- figures:NAME -->`` block of the reading path holds what
   :mod:`bench.render.reading` renders now (from the committed results and the declarations);
 - no figure with a unit stands outside a block, unless its paragraph carries the command and
@@ -16,7 +17,10 @@ changed, nor a figure as the bench re-measures:
 
 import ast
 import importlib.util
+import inspect
 import re
+import selectors
+import socket
 from pathlib import Path
 
 import pytest
@@ -24,14 +28,14 @@ import pytest
 import loops
 from bench.render import reading
 from bench.store import RESULTS, load_anatomy
-from loops.contract import IO_MODELS, THREAD_ENTRIES
+from loops.contract import DECLARED_KEYS, IO_MODELS, THREAD_ENTRIES, declared_key
 
 ROOT = Path(__file__).resolve().parent.parent
 # The tree's own variants (not a throw-away folder that LAB_EXTRA_LOOPS adds).
 AVAILABLE = {n: v for n, v in loops.available().items() if (ROOT / "loops" / n).is_dir()}
 HOME_MADE = sorted(name for name, v in AVAILABLE.items() if not v.reference)
 REFERENCES = sorted(name for name, v in AVAILABLE.items() if v.reference)
-FIELDS = ("io_model", "waits_in", "wake_up", "thread_entries", "cancellation")
+FIELDS = ("io_model", "waits_in", "wake_up", "thread_entries", "cancellation", *DECLARED_KEYS)
 
 
 def folder_code(name: str) -> str:
@@ -66,6 +70,8 @@ def test_every_variant_declares_its_design(name):
     for field in FIELDS:
         assert getattr(variant, field), f"loops/{name}/__init__.py: VARIANT.{field} not declared"
     assert variant.io_model in IO_MODELS
+    for field, table in DECLARED_KEYS.items():
+        assert declared_key(getattr(variant, field)) in table
 
 
 @pytest.mark.parametrize("name", HOME_MADE)
@@ -95,17 +101,111 @@ def test_a_home_made_loops_wake_up_and_thread_entries_are_in_its_code(name):
     )
 
 
+NAMED = ("cancellation", *DECLARED_KEYS)  # the declarations that name code in backticks
+
+
 @pytest.mark.parametrize("name", HOME_MADE)
-def test_a_home_made_loops_cancellation_names_its_code(name):
+def test_a_home_made_loops_declarations_name_its_code(name):
     code = folder_code(name)
-    for ref in re.findall(r"`([^`]+)`", AVAILABLE[name].cancellation):
-        for word in re.findall(r"[A-Za-z_]\w*", ref):
-            assert re.search(rf"\b{word}\b", code), f"{name}: cancellation names {word}, not found"
+    for field in NAMED:
+        for ref in re.findall(r"`([^`]+)`", getattr(AVAILABLE[name], field)):
+            for word in re.findall(r"[A-Za-z_]\w*", ref):
+                assert re.search(rf"\b{word}\b", code), f"{name}: {field} names {word}, not found"
+
+
+# The epoll flags a registration may carry, by the reporting they make.
+FLAGS = {"epoll-edge": "EPOLLET", "epoll-oneshot": "EPOLLONESHOT"}
+
+
+@pytest.mark.parametrize("name", HOME_MADE)
+def test_a_home_made_loops_reporting_is_what_its_code_registers(name):
+    """A flag in the code makes its reporting, and a reporting without its flag is
+    level-triggered: selectors' epoll passes none (Lib/selectors.py, EpollSelector)."""
+    variant, code = AVAILABLE[name], folder_code(name)
+    reporting = declared_key(variant.reporting)
+    for kind, flag in FLAGS.items():
+        assert (flag in code) == (reporting == kind), f"{name} declares {reporting}; {flag}?"
+    if reporting == "select":
+        assert "select.select(" in code and "epoll" not in code
+    elif reporting == "io_uring":
+        assert variant.io_model == "completion" and "io_uring_enter" in code
+    elif reporting == "epoll-level":
+        assert "select.epoll(" in code or "selectors.DefaultSelector(" in code
+        if "selectors.DefaultSelector(" in code:
+            assert selectors.DefaultSelector is selectors.EpollSelector
+            assert not any(flag in inspect.getsource(selectors) for flag in FLAGS.values())
+    else:
+        pytest.fail(f"{name}: no check written for reporting {reporting!r}")
+
+
+GHOST_PROPERTY = "faults_fds.a_socket_closed_behind_a_dup_neither_crashes_nor_spins_the_loop"
+
+
+@pytest.mark.parametrize("name", sorted(AVAILABLE))
+def test_a_loop_declared_to_spin_on_a_ghost_is_the_one_with_the_deviation(name):
+    variant = AVAILABLE[name]
+    spins = declared_key(variant.ghost_fds) == "spins"
+    deviates = any(d.property == GHOST_PROPERTY for d in variant.deviations)
+    assert spins == deviates, f"{name}: ghost_fds {variant.ghost_fds!r}, deviation: {deviates}"
+
+
+def _recv_twice(co, a):
+    """Two one-byte recvs on a socket whose bytes already wait, while another task spins:
+    for each, whether the spinner ran during it (the recv let other work run first)."""
+
+    async def main():
+        spins, switched = [0], []
+
+        async def spinner():
+            while spins[0] >= 0:
+                spins[0] += 1
+                await co.sleep(0)
+
+        task = await co.spawn(spinner())
+        for _ in range(3):
+            await co.sleep(0)  # the spinner is in its loop
+        for _ in range(2):
+            before = spins[0]
+            assert await co.recv(a, 1) in (b"x", b"y")
+            switched.append(spins[0] != before)
+        spins[0] = -1
+        await co.join(task)
+        return switched
+
+    return co.run(main())
+
+
+@pytest.mark.parametrize("name", sorted(AVAILABLE))
+def test_a_socket_call_does_first_what_the_loop_declares(name):
+    """ "tries" calls the socket before any other work runs (once the loop's own per-turn quota,
+    if any, allows: one of two calls in a row is enough); the other keys let it run first."""
+    variant = AVAILABLE[name]
+    first = declared_key(variant.socket_call_first)
+    if first == "none":
+        assert variant.coroutines is None and variant.generators is None, (
+            f"{name} declares no socket calls, yet speaks {variant.styles}"
+        )
+        return
+    if variant.coroutines is None or first == "blocks":
+        pytest.skip(f"{name}: no coroutines style to run the check in")
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    try:
+        b.sendall(b"xy")
+        switched = _recv_twice(variant.coroutines, a)
+    finally:
+        a.close()
+        b.close()
+    assert (not all(switched)) == (first == "tries"), f"{name}: {first}, switched {switched}"
 
 
 def _package_file(ref: str) -> Path | None:
-    """`asyncio/tasks.py` as a file of the installed package, or None if not importable."""
+    """`asyncio/tasks.py` as a file of the installed package, `selectors.py` as a module of
+    the standard library, or None if not importable."""
     top, _, rest = ref.partition("/")
+    if not rest and top.endswith(".py"):
+        spec = importlib.util.find_spec(top.removesuffix(".py"))
+        return Path(spec.origin) if spec and spec.origin else None
     spec = importlib.util.find_spec(top) if top.isidentifier() else None
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -118,10 +218,12 @@ def test_a_reference_loops_cells_name_files_that_hold_what_they_say(name):
     every name the cell gives (a file of a project not installed as Python, libuv's C, is not
     checked)."""
     variant = AVAILABLE[name]
-    for field in ("waits_in", "wake_up", "cancellation"):
+    for field in ("waits_in", "wake_up", "cancellation", *DECLARED_KEYS):
         cell = getattr(variant, field)
         refs = re.findall(r"`([^`]+)`", cell)
-        paths = [ref for ref in refs if "/" in ref]
+        paths = [ref for ref in refs if "/" in ref or ref.endswith(".py")]
+        if field == "ghost_fds" and not refs:
+            continue  # "spins" is checked against the variant's deviations
         assert paths, f"{name}.{field} names no file: {cell!r}"
         files = [_package_file(path) for path in paths]
         if None in files:
@@ -130,7 +232,7 @@ def test_a_reference_loops_cells_name_files_that_hold_what_they_say(name):
             assert path.is_file(), f"{name}.{field}: no {path}"
         text = "\n".join(path.read_text() for path in files)
         for ref in refs:
-            if "/" in ref:
+            if ref in paths:
                 continue
             for word in re.findall(r"[A-Za-z_]\w*", ref):
                 assert re.search(rf"\b{word}\b", text), f"{name}.{field}: {word} not in {paths}"
@@ -147,26 +249,22 @@ def test_a_reference_loops_thread_entries_are_its_api(name):
     assert set(variant.thread_entries) == offered
 
 
-def test_no_loop_registers_edge_triggered():
-    """The primer says every epoll in loops/ is level-triggered (reported at each wait while
-    ready); a folder that passes EPOLLET would make it false."""
-    for path in (ROOT / "loops").glob("*/*.py"):
-        assert "EPOLLET" not in path.read_text(), f"{path.relative_to(ROOT)} uses EPOLLET"
-
-
 # -- the rendered blocks ---------------------------------------------------------------------
 
 
-def test_the_designs_table_is_rendered_from_the_declarations():
+@pytest.mark.parametrize("table", sorted(reading.TABLES))
+def test_the_designs_tables_are_rendered_from_the_declarations(table):
     text = (ROOT / "loops" / "README.md").read_text()
     found = dict(reading.BLOCK.findall(text))
-    assert "designs" in found, "loops/README.md has no <!-- figures:designs --> block"
-    fresh = reading.designs(found["designs"])
-    rows = {line for line in found["designs"].splitlines() if line.startswith("| `")}
+    assert table in found, f"loops/README.md has no <!-- figures:{table} --> block"
+    fresh = reading.table(table, found[table])
+    rows = {line for line in found[table].splitlines() if line.startswith("| `")}
+    row = reading.TABLES[table][1]
     for name in AVAILABLE:
-        row = reading.design_row(AVAILABLE[name])
-        assert row in fresh
-        assert row in rows, f"the designs table is stale for {name}: run `python -m bench report`"
+        assert row(AVAILABLE[name]) in fresh
+        assert row(AVAILABLE[name]) in rows, (
+            f"the {table} table is stale for {name}: run `python -m bench report`"
+        )
 
 
 def test_every_figure_block_holds_what_the_committed_results_render():
@@ -174,7 +272,7 @@ def test_every_figure_block_holds_what_the_committed_results_render():
     for page in reading.pages():
         for name, old in reading.BLOCK.findall(page.read_text()):
             assert name in rendering, f"{page}: unknown block {name}"
-            if name == "designs":
+            if name in reading.TABLES:
                 continue  # rows of variants unavailable here are kept: checked above
             assert rendering[name](old) == old, (
                 f"{page.relative_to(ROOT)}: block {name} is stale: run `python -m bench report`"

@@ -30,6 +30,7 @@ from bench.environment import ROOT
 from bench.plan import FLOOR, YARDSTICK
 from bench.render.anatomy import cpu_us
 from bench.store import load_anatomy
+from loops.contract import DECLARED_KEYS
 
 BLOCK = re.compile(r"<!-- figures:([\w:.-]+) -->(.*?)<!-- /figures -->", re.S)
 PROTOCOL = "asyncio-protocol"  # the other control row every loop's README measures against
@@ -160,23 +161,60 @@ def design_row(variant: loops.Variant) -> str:
     )
 
 
-def designs(existing: str = "", root: Path = ROOT) -> str:
-    """The designs table of the variants whose folder is under root/loops (not those a
-    LAB_EXTRA_LOOPS adds); an unavailable variant keeps its row from `existing`."""
-    kept = {m[1]: m[0] for m in re.finditer(r"^\| `(\w+)`.*$", existing, re.M)}
-    lines = [
+def io_row(variant: loops.Variant) -> str:
+    """One variant's row of the I/O table: how its wait reports, ghost fds, a socket call."""
+    return (
+        f"| `{variant.name}` | {_cell(variant.io_model)} | {_cell(variant.reporting)} "
+        f"| {_cell(variant.ghost_fds)} | {_cell(variant.socket_call_first)} |"
+    )
+
+
+def _legend(field: str, table: dict[str, str]) -> str:
+    return f"- *{field}*: " + " · ".join(f"**{key}**: {meaning}" for key, meaning in table.items())
+
+
+TABLES = {  # block name: (header lines, row, legend lines), each rendered from the declarations
+    "designs": (
         "| loop | I/O | styles | sleeps in | woken from threads by | thread entry points "
-        "| a cancel reaches waiting work by |",
-        "|---|---|---|---|---|---|---|",
-    ]
+        "| a cancel reaches waiting work by |\n|---|---|---|---|---|---|---|",
+        design_row,
+        "",
+    ),
+    "io": (
+        "| loop | I/O | the wait reports | a closed fd still reported (ghost) "
+        "| a socket call (`recv`) first |\n|---|---|---|---|---|",
+        io_row,
+        "\n".join(
+            _legend(column, table)
+            for column, table in zip(
+                ("the wait reports", "ghost", "a socket call first"),
+                DECLARED_KEYS.values(),
+                strict=True,
+            )
+        ),
+    ),
+}
+
+
+def table(name: str, existing: str = "", root: Path = ROOT) -> str:
+    """Block `name` of TABLES for the variants whose folder is under root/loops (not those a
+    LAB_EXTRA_LOOPS adds); an unavailable variant keeps its row from `existing`."""
+    header, row, legend = TABLES[name]
+    kept = {m[1]: m[0] for m in re.finditer(r"^\| `(\w+)`.*$", existing, re.M)}
+    lines = [header]
     for name, variant in loops.discover().items():
         if not (root / "loops" / name).is_dir():
             continue
         if variant.available:
-            lines.append(design_row(variant))
+            lines.append(row(variant))
         else:
             lines.append(kept.get(name, f"| `{name}` | unavailable here: {variant.unavailable} |"))
-    return "\n" + "\n".join(lines) + "\n"
+    return "\n" + "\n".join(lines) + ("\n\n" + legend if legend else "") + "\n"
+
+
+def designs(existing: str = "", root: Path = ROOT) -> str:
+    """The designs table (see :func:`table`)."""
+    return table("designs", existing, root)
 
 
 # -- the blocks, and the pages they sit in ---------------------------------------------------
@@ -184,16 +222,18 @@ def designs(existing: str = "", root: Path = ROOT) -> str:
 
 def blocks(data: dict | None) -> dict[str, Callable[[str], str]]:
     """Every block name, with what renders it from the block's current text."""
-    table: dict[str, Callable[[str], str]] = {"designs": designs}
+    rendering: dict[str, Callable[[str], str]] = {
+        name: lambda old, name=name: table(name, old) for name in TABLES
+    }
     if data is None:  # no anatomy stored: the figure blocks keep what they hold
-        return table
-    table["protocols"] = lambda _old: protocols(data)
-    table["floor"] = lambda _old: floor(data)
+        return rendering
+    rendering["protocols"] = lambda _old: protocols(data)
+    rendering["floor"] = lambda _old: floor(data)
     for name in HOME_MADE:
-        table[f"cost:{name}"] = lambda _old, name=name: cost(data, name)
+        rendering[f"cost:{name}"] = lambda _old, name=name: cost(data, name)
     for name in ("futures", "traps", "roundrobin"):
-        table[f"drained:{name}"] = lambda _old, name=name: drained(data, name)
-    return table
+        rendering[f"drained:{name}"] = lambda _old, name=name: drained(data, name)
+    return rendering
 
 
 def render_text(text: str, rendering: dict[str, Callable[[str], str]]) -> str:
@@ -218,7 +258,8 @@ def render_reading(results: Path) -> list[Path]:
     if not (root / "loops" / "README.md").is_file():
         return []
     rendering = blocks(load_anatomy(results))
-    rendering["designs"] = lambda old: designs(old, root)
+    for name in TABLES:
+        rendering[name] = lambda old, name=name: table(name, old, root)
     changed = []
     for path in pages(root):
         text = path.read_text()
