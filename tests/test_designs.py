@@ -8,11 +8,11 @@ changed, nor a figure as the bench re-measures:
   ``socket_call_first``) are checked against its code: a home-made loop against its own
   folder, a reference loop against the files of the project its cells name, and what a socket
   call does first by running one;
-- every ``<!-- figures:NAME -->`` block of the reading path holds what
-  :mod:`bench.render.reading` renders now (from the committed results and the declarations);
-- no figure with a unit stands outside a block, unless its paragraph carries the command and
-  the date that gave it; and no sentence generalises over the loops with a word the designs
-  table declares loop by loop.
+- every ``<!-- figures:NAME -->`` block of a README holds what :mod:`bench.render.reading`
+  renders now (from the committed results, the declarations, the registrations and the code);
+- no figure with a unit stands in a README outside a block (a program of the path may print
+  one, or carry it with the command and the date that gave it); and no sentence of the path
+  speaks for every loop unless it names them or points to the designs tables.
 """
 
 import ast
@@ -269,7 +269,7 @@ def test_the_designs_tables_are_rendered_from_the_declarations(table):
 
 def test_every_figure_block_holds_what_the_committed_results_render():
     rendering = reading.blocks(load_anatomy(RESULTS))
-    for page in reading.pages():
+    for page in reading.readmes():
         for name, old in reading.BLOCK.findall(page.read_text()):
             assert name in rendering, f"{page}: unknown block {name}"
             if name in reading.TABLES:
@@ -291,7 +291,7 @@ def test_each_loops_readme_ends_with_what_its_design_gives_up(name):
 
 FIGURE = re.compile(
     r"\d[\d,.]*\s*(µs|ns|req/s|requests/s|syscalls per|syscalls/req)|"
-    r"\d[\d,.]*\s*(of them )?failed recvs"
+    r"\d[\d,.]*\s*(of them )?failed recvs|\d[\d,. ]*\s*(code lines|lines of code)"
 )
 DATED_COMMAND = (re.compile(r"`[^`]*python3? -m [^`]+`"), re.compile(r"\b20\d\d-\d\d-\d\d\b"))
 
@@ -307,18 +307,35 @@ def reading_path_texts() -> list[Path]:
     ]
 
 
-@pytest.mark.parametrize("path", reading_path_texts(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_bare_figure_outside_a_block(path):
-    """A figure with a unit is rendered from data, or its paragraph says how and when it was
-    measured (a `python -m ...` command and a date)."""
-    text = reading.BLOCK.sub("", path.read_text())
-    for paragraph in re.split(r"\n\s*\n|\n\s*- ", text):  # paragraphs and list items
-        for match in FIGURE.finditer(paragraph):
-            if path.suffix == ".py" and 'f"' in paragraph:
-                continue  # a program printing what it measures as it runs
-            dated = all(pattern.search(paragraph) for pattern in DATED_COMMAND)
-            where = f"{path.relative_to(ROOT)}: bare figure {match[0]!r} in {paragraph[:300]!r}"
-            assert dated, where
+def bare_figures(text: str) -> list[tuple[str, str]]:
+    """(figure, its paragraph) for each figure with a unit outside a rendered block."""
+    found = []
+    for paragraph in re.split(r"\n\s*\n|\n\s*- ", reading.BLOCK.sub("", text)):
+        found += [(match[0], paragraph) for match in FIGURE.finditer(paragraph)]
+    return found
+
+
+@pytest.mark.parametrize("path", reading.readmes(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_readme_figure_is_typed(path):
+    """A figure with a unit in a README is rendered by `python -m bench report`, from stored
+    results or from the code, with its point and date; a measured history lives on a findings
+    page of reports/, each figure beside its command."""
+    for figure, paragraph in bare_figures(path.read_text()):
+        pytest.fail(f"{path.relative_to(ROOT)}: typed figure {figure!r} in {paragraph[:300]!r}")
+
+
+PROGRAMS = [p for p in reading_path_texts() if p.suffix == ".py"]
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_programs_figure_is_printed_or_dated(path):
+    """A program of the path may print what it measures as it runs (an f-string), or carry a
+    figure with the `python -m ...` command and the date that gave it."""
+    for figure, paragraph in bare_figures(path.read_text()):
+        if 'f"' in paragraph:
+            continue
+        dated = all(pattern.search(paragraph) for pattern in DATED_COMMAND)
+        assert dated, f"{path.relative_to(ROOT)}: bare figure {figure!r} in {paragraph[:300]!r}"
 
 
 # A sentence about every loop goes false the day a variant differs: it names the loops it means,

@@ -29,6 +29,8 @@ import loops
 from bench.environment import ROOT
 from bench.plan import FLOOR, YARDSTICK
 from bench.render.anatomy import cpu_us
+from bench.render.codesize import asyncio_api_files, loop_and_asyncio_api, loop_files
+from bench.render.plan_text import plan
 from bench.store import load_anatomy
 from loops.contract import DECLARED_KEYS
 
@@ -41,6 +43,14 @@ COMMAND = "`python -m bench anatomy`"
 def pages(root: Path = ROOT) -> list[Path]:
     """The Markdown files of the reading path that may hold blocks."""
     return [root / "loops" / "README.md", *sorted((root / "loops").glob("*/README.md"))]
+
+
+def readmes(root: Path = ROOT) -> list[Path]:
+    """Every README of the tree: each may hold blocks, and none may hold a figure outside one."""
+    found = (
+        p for p in root.rglob("README.md") if not any(part.startswith(".") for part in p.parts)
+    )
+    return sorted(p for p in found if "reports" not in p.relative_to(root).parts)
 
 
 # -- the figures, from the cost anatomy ------------------------------------------------------
@@ -143,6 +153,28 @@ def protocols(data: dict) -> str:
     )
 
 
+# -- the sizes of the loops, from the code --------------------------------------------------
+
+
+def codesize(root: Path = ROOT) -> str:
+    """Each home-made loop's code lines, its asyncio drop-in's apart, and its essence's
+    non-blank lines, counted from the tree (:mod:`bench.render.codesize`)."""
+    lines = [
+        "| loop | code lines, full loop | and as asyncio's event loop | essence, non-blank lines |",
+        "|---|--:|--:|--:|",
+    ]
+    for name in HOME_MADE:
+        folder = root / "loops" / name
+        alone, api = loop_and_asyncio_api(folder, root)
+        files = sorted(p.name for p in loop_files(folder) if p.resolve() in asyncio_api_files(root))
+        extra = f"{api:,} more: " + ", ".join(f"`{f}`" for f in files) if api else "–"
+        essence = sum(
+            1 for line in (folder / "essence.py").read_text().splitlines() if line.strip()
+        )
+        lines.append(f"| `{name}` | {alone:,} | {extra} | {essence} |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
 # -- the table of designs, from the variants' declarations -----------------------------------
 
 
@@ -225,6 +257,8 @@ def blocks(data: dict | None) -> dict[str, Callable[[str], str]]:
     rendering: dict[str, Callable[[str], str]] = {
         name: lambda old, name=name: table(name, old) for name in TABLES
     }
+    rendering["plan"] = lambda _old: plan()
+    rendering["codesize"] = lambda _old: codesize()
     if data is None:  # no anatomy stored: the figure blocks keep what they hold
         return rendering
     rendering["protocols"] = lambda _old: protocols(data)
@@ -261,7 +295,7 @@ def render_reading(results: Path) -> list[Path]:
     for name in TABLES:
         rendering[name] = lambda old, name=name: table(name, old, root)
     changed = []
-    for path in pages(root):
+    for path in readmes(root):
         text = path.read_text()
         new = render_text(text, rendering)
         if new != text:
