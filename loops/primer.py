@@ -1,16 +1,18 @@
 """A primer on the machinery the loops here rest on: generators driven from outside, and epoll.
 
-The loops with tasks (the designs table of ``loops/README.md`` says which speak coroutines or
-generators) drive them with three calls (``send``, ``throw``, ``close``) and read one
-exception (``StopIteration``, whose ``value`` is the return value). ``yield from`` and
-``await`` pass those calls straight through to the innermost generator, so whatever a task
-yields deep inside nested calls reaches the loop, and whatever the loop sends comes back at
-that very ``yield``. ``types.coroutine`` and ``__await__`` let plain generators take part in
-``async def`` code. Then three facts a loop is built on: only an ``await`` that yields gives
-the loop control, cancelling is throwing an exception in at that ``await``, and ``sleep`` is a
-future that a timer completes. Last, what a readiness loop is told by the kernel: epoll
-level-triggered and edge-triggered, side by side on one socket. Read the sections in order;
-each example runs as written::
+The loops with *tasks* (a task: a coroutine or generator that a loop runs one step at a time;
+the designs table of ``loops/README.md`` says which speak coroutines or generators) drive them
+with three calls (``send``, ``throw``, ``close``) and read one exception (``StopIteration``,
+whose ``value`` is the return value). ``yield from`` and ``await`` pass those calls straight
+through to the innermost generator, so whatever a task yields deep inside nested calls, its
+*request* to the loop ("wake me in 0.1 s"), reaches the loop, and whatever the loop sends
+comes back at that very ``yield``. ``types.coroutine`` and ``__await__`` let plain generators
+take part in ``async def`` code. Then three facts a loop is built on: only an ``await`` that
+yields *suspends* the task (gives the loop control), cancelling is raising an exception at
+that ``await``, and ``sleep`` is a *future* (a slot for a result that does not exist yet)
+that a timer completes. Last, what a readiness loop is told by the kernel: epoll
+level-triggered, edge-triggered and one-shot, side by side on one socket. Read the sections in
+order; each example runs as written::
 
     python -m loops.primer           # runs every example, says how many held
     python -m doctest -v loops/primer.py

@@ -28,10 +28,11 @@ What it builds on: ``selectors.DefaultSelector`` (epoll here) with registrations
 waits, ``heapq`` for timers (cancelled lazily, compacted by asyncio's rule), a socketpair that
 worker threads (and, in the main thread, signals) write to so a blocked ``select()`` wakes up.
 
-Limits, all consequences of the idea: every request costs the requester one full tick (a
-socket call is a checkpoint, then maybe a readiness wait), so a chain of requests is paid one
-tick at a time; each tick polls the selector even when only CPU-bound tasks are runnable; and
-a task that never yields holds the loop (cooperative scheduling cannot take the CPU away).
+Limits, all consequences of the idea: every request costs the requester one full tick (a socket
+call is a checkpoint, then maybe a readiness wait; a reply in its recv's tick is the fenced
+exception), so a chain of requests is paid one tick at a time; each tick polls the selector even
+when only CPU-bound tasks are runnable; and a task that never yields holds the loop (cooperative
+scheduling cannot take the CPU away).
 """
 
 from __future__ import annotations
