@@ -152,6 +152,10 @@ VARIANT = Variant(
     wake_up="socketpair",  # what a thread writes to end that sleep ("socketpair", "eventfd")
     thread_entries=("run_in_thread",),
     cancellation="TODO: how a cancel reaches a waiting task, naming the code",
+    # TODO: the three below are keys of REPORTING, GHOST_FDS and SOCKET_CALLS in the contract.
+    reporting="epoll-level",  # how the wait reports I/O
+    ghost_fds="rebuilds",  # what the loop does with a closed fd its wait still reports
+    socket_call_first="tries",  # what recv does before it waits
 )
 '''
 
