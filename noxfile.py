@@ -13,7 +13,7 @@ from pathlib import Path
 import nox
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the lab's own modules
-from bench import debian_root, interpreters  # the lab's interpreters, declared once
+from machine import debian_root, interpreters  # the lab's interpreters, declared once
 
 nox.options.sessions = ["conformance"]
 nox.options.reuse_venv = "yes"
@@ -84,31 +84,10 @@ def new(session: nox.Session) -> None:
 
 @nox.session(python=PYTHONS)
 def bench(session: nox.Session) -> None:
-    """Measure the quick run (-- --full, --loop NAME, --workload NAME) and render reports/."""
+    """Measure the quick run (-- --full, --loop NAME, --workload NAME), the cost anatomy at
+    both points for the same loops, and render reports/ (`python -m bench all`)."""
     _install(session, "bench")
-    session.run("python", "-m", "bench", "run", *session.posargs)
-    # The cost anatomy (syscalls and CPU per echo request), at the fixed offered load and in
-    # the closed loop; about 4 s per row each. A run narrowed to some loops narrows it alike;
-    # one narrowed to workloads other than echo skips it.
-    workloads = _values(session.posargs, "--workload")
-    if not workloads or "echo" in workloads:
-        only = [arg for name in _values(session.posargs, "--loop") for arg in ("--loop", name)]
-        session.run("python", "-m", "bench", "anatomy", *only, success_codes=[0, 1])
-        session.run(
-            "python", "-m", "bench", "anatomy", "--closed-loop", *only, success_codes=[0, 1]
-        )
-    session.run("python", "-m", "bench", "report")
-
-
-def _values(args: list[str], option: str) -> list[str]:
-    """The values a repeatable option takes among a session's arguments (`--loop X`, `--loop=X`)."""
-    found = []
-    for i, arg in enumerate(args):
-        if arg.startswith(f"{option}="):
-            found.append(arg.split("=", 1)[1])
-        elif arg == option and i + 1 < len(args):
-            found.append(args[i + 1])
-    return found
+    session.run("python", "-m", "bench", "all", *session.posargs)
 
 
 @nox.session(python=PYTHONS)
@@ -193,7 +172,7 @@ def uvicorn_suite(session: nox.Session) -> None:
 
 @no_venv
 def pythons(session: nox.Session) -> None:
-    """Make Debian's root with CPython 3.13, 3.14 and 3.15, once (bench/debian_root.py)."""
+    """Make Debian's root with CPython 3.13, 3.14 and 3.15, once (machine/debian_root.py)."""
     try:
         debian_root.make(session.log)
     except debian_root.CannotMake as error:

@@ -10,7 +10,7 @@ re-rendered, reviewed or diffed without re-running anything.
 The base, shared by both rooms: :mod:`bench.plan` (the vocabulary: rows, points, figures,
 charts, and the names figures are read against), :mod:`bench.workload` (the workload protocol),
 :mod:`bench.registry` (the registry: one module per workload), :mod:`bench.store` (results as
-data), :mod:`bench.summary` (medians, validity, ratios), :mod:`bench.environment` (what the
+data), :mod:`bench.summary` (medians, validity, ratios), :mod:`machine.environment` (what the
 numbers were measured on). Running: :mod:`bench.runner` (the walk over the points),
 :mod:`bench.procs` (fresh, pinned processes) and :mod:`bench.measure` (one repetition per
 workload, and the cost anatomy's syscall counting). Rendering: :mod:`bench.render`.

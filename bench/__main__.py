@@ -1,4 +1,5 @@
-"""`python -m bench run` measures and stores; `python -m bench report` renders from storage.
+"""`python -m bench run` measures and stores; `python -m bench report` renders from storage;
+`python -m bench all` is what ``nox -s bench`` runs: run, the cost anatomy, then report.
 
 Each command imports its own room when it runs: ``report`` loads :mod:`bench.render` alone,
 ``run`` and ``anatomy`` the running side.
@@ -63,11 +64,39 @@ def interrupted(stop: KeyboardInterrupt, resume: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The three commands and their options."""
+    """The four commands and their options."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
+    run_options(commands.add_parser("run", help="measure a run (quick by default) and store it"))
+    run_options(
+        commands.add_parser(
+            "all",
+            help="run (its options), then the cost anatomy at the fixed load and in the closed "
+            "loop for the same loops (where the run includes echo), then report: nox -s bench",
+        )
+    )
 
-    run = commands.add_parser("run", help="measure a run (quick by default) and store it")
+    anatomy = commands.add_parser(
+        "anatomy", help="count syscalls and server CPU per echo request (untimed)"
+    )
+    anatomy.add_argument("--loop", action="append", metavar="NAME", help="only this loop")
+    anatomy.add_argument("--counter", choices=("perf", "strace"), help="default: the first usable")
+    anatomy.add_argument(
+        "--closed-loop",
+        action="store_true",
+        help="in the closed loop (each connection sends its next request as soon as its echo "
+        "is back: the server's maximum throughput) instead of at the fixed offered load; "
+        "stored apart, in anatomy-closed.json",
+    )
+    anatomy.add_argument("--results", type=Path, default=RESULTS)
+
+    report = commands.add_parser("report", help="render reports/ from stored results only")
+    report.add_argument("--results", type=Path, default=RESULTS)
+    return parser
+
+
+def run_options(run: argparse.ArgumentParser) -> None:
+    """The options of a run (``run`` and ``all``)."""
     size = run.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="full", action="store_false", help="the quick run's points")
     size.add_argument("--full", dest="full", action="store_true", help="the full run's points")
@@ -98,24 +127,6 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--results", type=Path, default=RESULTS)
 
-    anatomy = commands.add_parser(
-        "anatomy", help="count syscalls and server CPU per echo request (untimed)"
-    )
-    anatomy.add_argument("--loop", action="append", metavar="NAME", help="only this loop")
-    anatomy.add_argument("--counter", choices=("perf", "strace"), help="default: the first usable")
-    anatomy.add_argument(
-        "--closed-loop",
-        action="store_true",
-        help="in the closed loop (each connection sends its next request as soon as its echo "
-        "is back: the server's maximum throughput) instead of at the fixed offered load; "
-        "stored apart, in anatomy-closed.json",
-    )
-    anatomy.add_argument("--results", type=Path, default=RESULTS)
-
-    report = commands.add_parser("report", help="render reports/ from stored results only")
-    report.add_argument("--results", type=Path, default=RESULTS)
-    return parser
-
 
 def main(argv: list[str] | None = None) -> int:
     command_line = parser()
@@ -124,19 +135,44 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         return run(command_line, args)
     if args.command == "anatomy":
-        from bench.measure.anatomy import run as run_anatomy
+        return anatomy(args.loop, args.results, args.counter, args.closed_loop)
+    if args.command == "all":
+        return everything(command_line, args)
+    return report(args.results)
 
-        try:
-            return run_anatomy(args.loop, args.results, args.counter, closed=args.closed_loop)
-        except KeyboardInterrupt as stop:
-            return interrupted(
-                stop, "the anatomy stores its rows at the end: none of this run is kept"
-            )
+
+def everything(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """`python -m bench all`: the run, then (where it includes echo) the cost anatomy at both
+    points for the same loops (about 4 s a row each), then the report. A failed anatomy row
+    is stored as failed and the report still renders; a stopped run stops here."""
+    status = run(parser, args)
+    if status > 1:  # interrupted: what finished is stored, nothing more runs
+        return status
+    if not args.workload or "echo" in args.workload:
+        for closed in (False, True):
+            found = anatomy(args.loop, args.results, None, closed)
+            if found > 1:
+                return found
+    return max(status, report(args.results))
+
+
+def anatomy(loop_names: list[str] | None, results: Path, counter: str | None, closed: bool) -> int:
+    """`python -m bench anatomy`: count, store, say what is kept if stopped."""
+    from bench.measure.anatomy import run as run_anatomy
+
+    try:
+        return run_anatomy(loop_names, results, counter, closed=closed)
+    except KeyboardInterrupt as stop:
+        return interrupted(stop, "the anatomy stores its rows at the end: none of this run is kept")
+
+
+def report(results: Path) -> int:
+    """`python -m bench report`: render every page from stored results, and say how fast."""
     from bench.render import render_all
     from bench.render.reading import render_reading
 
     started = time.perf_counter()
-    written = render_all(args.results) + render_reading(args.results)
+    written = render_all(results) + render_reading(results)
     for path in written:
         print(f"wrote {path}")
     print(f"report: {len(written)} files in {time.perf_counter() - started:.1f} s")

@@ -27,7 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.environment import ROOT, usable_cores
+from machine.environment import ROOT, usable_cores
+from machine.proc import peak_rss
 
 # How every server of the lab announces it is ready (workloads/echo's convention).
 LISTENING = re.compile(r"listening on \S+:(\d+)")
@@ -147,7 +148,7 @@ class Child:
 
     def sample_peak_rss(self) -> None:
         """Read the child's memory high-water mark (a no-op once it is gone)."""
-        peak = peak_rss_bytes(self.proc.pid)
+        peak = peak_rss(self.proc.pid)
         if peak is not None:
             self.peak_rss = max(peak, self.peak_rss or 0)
 
@@ -221,16 +222,6 @@ class DidNotFinish(ChildFailed):
     def __init__(self, cap_s: float, message: str) -> None:
         super().__init__(message)
         self.cap_s = cap_s
-
-
-def peak_rss_bytes(pid: int) -> int | None:
-    """A live process's peak resident memory since its exec (Linux), or None."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return None
-    match = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
-    return int(match.group(1)) * 1024 if match else None
 
 
 # The interpreter the process under test runs on: this one, unless the runner measures a row on

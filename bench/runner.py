@@ -36,14 +36,14 @@ from rich.progress import (
 )
 
 from bench import interpreter_figures, registry
-from bench.interpreters import RUNNING
 from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
 from bench.procs import ChildFailed, Cores, DidNotFinish, subject_on
 from bench.store import RESULTS, ResultStore, results_path
 from bench.summary import complete, summarize
 from bench.venvs import Interpreter, NoInterpreter, interpreter
 from bench.workload import Measuring, Workload
-from workloads.common import raise_open_file_limit
+from machine.interpreters import RUNNING
+from machine.proc import raise_open_file_limit
 
 
 @dataclass
@@ -304,10 +304,10 @@ def plan_workload(
         return None
     version = python.version if python else RUNNING
     path = results_path(results, mode, workload.name, version)
-    store = ResultStore.load(path, workload.name, mode)
+    store = ResultStore.load(path, workload.name, mode, workload.kept)
     if store.sessions and not store.machine_matches(env):
         console.print(f"{path} was measured on another machine or Python: measuring afresh")
-        store = ResultStore.empty(path, workload.name, mode)
+        store = ResultStore.empty(path, workload.name, mode, workload.kept)
     jobs, skipped = plan_jobs(
         store, workload, mode == "full", loop_names, redo, where, python, only_across
     )

@@ -35,10 +35,10 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.environment import ROOT, machine_key
-from bench.interpreters import REFERENCE, results_dir
 from bench.plan import BASELINE, READING_ONLY, Point, Row
 from bench.summary import complete
+from machine.environment import ROOT, machine_key
+from machine.interpreters import REFERENCE
 
 FORMAT = 1
 RESULTS = ROOT / "reports" / "results"  # where a run stores and a report reads, by default
@@ -46,6 +46,12 @@ ANATOMY = "anatomy.json"  # the cost anatomy at echo's fixed offered load, besid
 # The cost anatomy in the closed loop (`bench anatomy --closed-loop`): a file of its own, so the
 # two points never mix.
 ANATOMY_CLOSED = "anatomy-closed.json"
+
+
+def results_dir(results: Path, mode: str, python: str = REFERENCE) -> Path:
+    """The folder of one interpreter's stored results in one mode: the reference interpreter's
+    in ``<mode>/``, another's beside them in ``<mode>/python-3.13/``, so no table mixes two."""
+    return results / mode if python == REFERENCE else results / mode / f"python-{python}"
 
 
 def results_path(results: Path, mode: str, workload: str, python: str = REFERENCE) -> Path:
@@ -197,9 +203,17 @@ def _read_code(path: Path, mtime_ns: int, size: int) -> bytes:
     return _strip_docstrings(tree)
 
 
+# The lab's own packages: where an import of them says the code lives, not what it does.
+LAB_PACKAGES = ("loops", "machine", "workloads", "conformance", "bench", "timeline", "htmlreport")
+
+
 def _strip_docstrings(tree: ast.AST) -> bytes:
-    """A syntax tree dumped without its docstrings."""
+    """A syntax tree dumped without its docstrings, and without the module paths of its
+    imports from the lab's own packages (the names imported stay), so a module moved to
+    another room unchanged stales no row."""
     for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in LAB_PACKAGES:
+            node.module = None
         body = getattr(node, "body", None)
         if (
             isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
@@ -215,22 +229,27 @@ def _strip_docstrings(tree: ast.AST) -> bytes:
 class ResultStore:
     """The stored results of one workload in one mode (quick or full)."""
 
-    def __init__(self, path: Path, data: dict) -> None:
+    def __init__(self, path: Path, data: dict, kept: frozenset[str] = frozenset()) -> None:
         self.path = path
         self.data = data
+        # The rows each session keeps a copy of (the workload's baselines and controls), so a
+        # later session re-measuring them leaves each earlier session its own denominator.
+        self.kept = kept
 
     @classmethod
-    def empty(cls, path: Path, workload: str, mode: str) -> ResultStore:
-        return cls(
-            path,
-            {"format": FORMAT, "workload": workload, "mode": mode, "sessions": {}, "points": {}},
-        )
+    def empty(
+        cls, path: Path, workload: str, mode: str, kept: frozenset[str] = frozenset()
+    ) -> ResultStore:
+        data = {"format": FORMAT, "workload": workload, "mode": mode, "sessions": {}, "points": {}}
+        return cls(path, data, kept)
 
     @classmethod
-    def load(cls, path: Path, workload: str, mode: str) -> ResultStore:
+    def load(
+        cls, path: Path, workload: str, mode: str, kept: frozenset[str] = frozenset()
+    ) -> ResultStore:
         """The stored results at path, or an empty store if there are none."""
         if not path.exists():
-            return cls.empty(path, workload, mode)
+            return cls.empty(path, workload, mode, kept)
         try:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as error:
@@ -241,7 +260,7 @@ class ResultStore:
                 f"{data.get('workload')!r}; expected format {FORMAT} of {workload!r}"
             )
         data["points"] = split_by_rate(data["points"])
-        return cls(path, data)
+        return cls(path, data, kept)
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -316,7 +335,7 @@ class ResultStore:
             "code": code,
             "reps": reps,
         }
-        if (row.variant == BASELINE and not row.anchor) or row.key in _kept(self.data["workload"]):
+        if (row.variant == BASELINE and not row.anchor) or row.key in self.kept:
             entry["baselines"].setdefault(session, {})[row.key] = reps
 
     def save(self) -> None:
@@ -383,18 +402,6 @@ def split_by_rate(points: dict[str, dict]) -> dict[str, dict]:
                 "baselines": baselines,
             }
     return out
-
-
-def _kept(workload: str) -> frozenset[str]:
-    """The rows a workload's sessions keep copies of (its baselines and controls), so a later
-    session re-measuring them leaves each earlier session its own denominator."""
-    from bench import registry  # the registry's modules import this one
-
-    try:
-        declared = registry.get(workload)
-    except LookupError:
-        return frozenset()
-    return frozenset(declared.baselines) | frozenset(declared.controls)
 
 
 class StoreError(RuntimeError):

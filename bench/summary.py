@@ -84,14 +84,15 @@ def invalid(rep: dict) -> bool:
     return peer_saturated(rep) or bool(rep.get("invalid"))
 
 
+def valid_reps(reps: Sequence[dict]) -> list[dict]:
+    """The repetitions a figure is taken from: neither invalid (its peer saturated, or
+    declared so) nor failed."""
+    return [rep for rep in reps if not invalid(rep) and not rep.get("error")]
+
+
 def valid_values(reps: Sequence[dict], metric: str) -> list[float]:
-    """metric over the valid repetitions: a number, from a repetition neither invalid (its
-    peer saturated, or declared so) nor failed: the values a figure is the median of."""
-    return [
-        rep[metric]
-        for rep in reps
-        if isinstance(rep.get(metric), int | float) and not invalid(rep) and not rep.get("error")
-    ]
+    """metric over the valid repetitions, where it is a number: what a figure is the median of."""
+    return [rep[metric] for rep in valid_reps(reps) if isinstance(rep.get(metric), int | float)]
 
 
 def _median_of(reps: Sequence[dict], key: str) -> float | None:

@@ -9,7 +9,7 @@ of your own). What a variant can do there is asked of that interpreter (``python
 --json``), so a variant unavailable on it is skipped there with its own reason.
 
 A version this host lacks and Debian's root has (``--python 3.14``, or ``--python debian-3.13``
-for Debian's build beside pyenv's) is measured inside the root (:mod:`bench.debian_root`): its
+for Debian's build beside pyenv's) is measured inside the root (:mod:`machine.debian_root`): its
 virtualenv ``.venvs/bench-debian-3.14/`` is made there (the checkout is mounted at its own path,
 so the venv's paths read the same inside and out), and the bench starts it through
 ``.venvs/bench-debian-3.14/in-root``, a script that enters the root and execs the venv's python
@@ -30,9 +30,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import debian_root
-from bench.environment import ROOT
-from bench.interpreters import DEBIAN, RUNNING, VERSION, family, find, rooted, version_of
+import loops
+from bench.registry.echo import anchor_reasons
+from machine import debian_root, environment
+from machine.environment import ROOT
+from machine.interpreters import DEBIAN, RUNNING, VERSION, family, find, rooted, version_of
 
 VENVS = ROOT / ".venvs"
 GROUPS = ("http",)  # every workload's dependencies, references included
@@ -47,7 +49,7 @@ class Interpreter:
     executable: str
     styles: dict[str, tuple[str, ...]] = field(compare=False)  # available variants' styles
     unavailable: dict[str, str] = field(compare=False)  # variant or anchor -> why not
-    environment: dict = field(compare=False)  # bench.environment.capture() run there
+    environment: dict = field(compare=False)  # machine.environment.capture() run there
     anchors: tuple[str, ...] = field(compare=False)  # the echo anchors whose library loads there
 
     @property
@@ -87,9 +89,6 @@ def is_version(spec: str) -> bool:
 
 def here() -> Interpreter:
     """The interpreter running the bench, asked in this process."""
-    import loops
-    from bench import environment
-    from bench.registry.echo import anchor_reasons
 
     found = loops.discover().values()
     return _interpreter(
@@ -130,8 +129,8 @@ def ask(executable: str) -> Interpreter:
 # The environment record as the interpreter under test sees it (its version, its libraries),
 # which echo anchors it cannot run, with why, and its name in the results (RUNNING: its build's).
 CAPTURE = (
-    "import json; from bench import environment; from bench.registry.echo import anchor_reasons; "
-    "from bench.interpreters import RUNNING; "
+    "import json; from machine import environment; from bench.registry.echo import anchor_reasons; "
+    "from machine.interpreters import RUNNING; "
     "print(json.dumps([environment.capture(), anchor_reasons(), RUNNING]))"
 )
 

@@ -125,6 +125,11 @@ class Workload:
         headline = self.metric(self.headline)
         return [headline, *(m for m in self.metrics if m is not headline)]
 
+    @property
+    def kept(self) -> frozenset[str]:
+        """The rows whose per-session figures its store keeps: its baselines and controls."""
+        return frozenset(self.baselines) | frozenset(self.controls)
+
     def fingerprint(self, row: Row) -> str:
         """The code fingerprint of one of its rows: what marks a stored row stale."""
         return row_fingerprint(self.name, self.running, row)

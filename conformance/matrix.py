@@ -21,10 +21,10 @@ import pytest
 from tabulate import tabulate
 
 import loops
-from bench.interpreters import PYTHONS  # the interpreters the lab supports, declared once
 from conformance import findings as found
 from conformance.findings import Results, Severities
 from conformance.harness import played_styles
+from machine.interpreters import PYTHONS  # the interpreters the lab supports, declared once
 
 SYMBOL = {"pass": "✅", "fail": "❌", "deviation": "⚠️", "not claimed": "·"}
 STYLE_ABBREV = {"callbacks": "cb", "generators": "gen", "coroutines": "co", "asyncio": "aio"}

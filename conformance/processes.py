@@ -35,6 +35,7 @@ import psutil
 
 from conformance.harness import Case, prop
 from loops import STYLES
+from machine.proc import peak_rss, schedstat
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -106,13 +107,6 @@ def child_setup(max_fds: int | None = None) -> Callable[[], None]:
 def spawn(command: list[str], **options: Any) -> subprocess.Popen:
     """Start command from the repository root, text mode, tied to this process's life."""
     return subprocess.Popen(command, cwd=ROOT, text=True, preexec_fn=child_setup(), **options)
-
-
-def raise_own_fd_limit(n: int) -> None:
-    """Let this (test) process hold n descriptors, if the hard limit allows."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < n:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(n, hard), hard))
 
 
 @dataclass
@@ -291,17 +285,6 @@ def load(port: int, workdir: Path, *args: str, server_pid: int | None = None) ->
 # --- measurements -------------------------------------------------------------------------
 
 
-def _schedstat(pid: int) -> tuple[float, float]:
-    """(seconds on a CPU, seconds waiting for one) summed over the process's threads."""
-    on_cpu = waiting = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/schedstat") as f:
-            fields = f.read().split()
-            on_cpu += int(fields[0])
-            waiting += int(fields[1])
-    return on_cpu / 1e9, waiting / 1e9
-
-
 def cpu_demand(pid: int, seconds: float) -> dict[str, float]:
     """How much CPU process pid used and wanted over `seconds` of wall time, as shares of it.
 
@@ -313,10 +296,10 @@ def cpu_demand(pid: int, seconds: float) -> dict[str, float]:
     """
     process = psutil.Process(pid)
     times = process.cpu_times()
-    cpu0, sched0, wall0 = times.user + times.system, _schedstat(pid), time.monotonic()
+    cpu0, sched0, wall0 = times.user + times.system, schedstat(pid), time.monotonic()
     time.sleep(seconds)  # the measuring interval itself, not a wait for anything
     times = process.cpu_times()
-    cpu1, sched1, wall1 = times.user + times.system, _schedstat(pid), time.monotonic()
+    cpu1, sched1, wall1 = times.user + times.system, schedstat(pid), time.monotonic()
     wall = wall1 - wall0
     demand = (sched1[0] - sched0[0]) + (sched1[1] - sched0[1])
     return {"cpu": (cpu1 - cpu0) / wall, "demand": demand / wall}
@@ -366,22 +349,6 @@ def voluntary_switches(pid: int) -> int:
     return -1
 
 
-def peak_rss(pid: int) -> int:
-    """Process pid's peak resident set size since it exec'd (VmHWM), bytes; 0 once it is gone.
-
-    Not getrusage's ru_maxrss: that survives exec, so a child forked from a big test process
-    would report its parent's size before it ran a line of its own.
-    """
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
 def wait_watching_memory(process: subprocess.Popen, timeout: float) -> tuple[int, int]:
     """Wait for a child, killing it after timeout: (exit status, peak RSS seen, bytes).
 
@@ -391,7 +358,7 @@ def wait_watching_memory(process: subprocess.Popen, timeout: float) -> tuple[int
     """
     deadline, peak = time.monotonic() + timeout, 0
     while process.poll() is None:
-        peak = max(peak, peak_rss(process.pid))
+        peak = max(peak, peak_rss(process.pid) or 0)
         if time.monotonic() > deadline:
             process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):

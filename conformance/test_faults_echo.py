@@ -28,13 +28,13 @@ from conformance.processes import (
     echo_command,
     load,
     pattern,
-    raise_own_fd_limit,
     recv_exactly,
     reset,
     running,
     stopped_cleanly,
     until,
 )
+from machine.proc import raise_open_file_limit
 
 RESETTERS = 200
 MESSAGE = 64 * 1024  # the verifying client's message size
@@ -240,7 +240,7 @@ def _echo(client: socket.socket, message: bytes) -> bytes:
 
 
 def crowd_all_served(start) -> dict:
-    raise_own_fd_limit(CROWD + 256)
+    raise_open_file_limit(CROWD + 256)
     with start(max_fds=CROWD + 256) as server:
         clients = []
         try:

@@ -10,7 +10,6 @@ data writes the same bytes.
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import statistics
@@ -19,10 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import registry  # the workloads' declarations (their running side is never loaded)
 from bench.render import intervals as stats  # one method for intervals and their words
 from bench.render import verdict
-from bench.summary import invalid, summarize  # the bench's rules for a row's figures
+from bench.summary import summarize, valid_reps  # the bench's rules for a row's figures
+from conformance import findings as found
 from htmlreport import timelines as timeline_pages
+from htmlreport.markup import chart, esc, fmt, markdown_code
+from machine.interpreters import PYTHONS, REFERENCE
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 PLOTLY = "plotly.min.js"
@@ -64,45 +67,25 @@ def _values(reps: list[dict], metric: str) -> list[float]:
     return [r[metric] for r in reps if isinstance(r.get(metric), int | float)]
 
 
-def esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def markdown_code(text: str) -> str:
-    """Escaped text with markdown's `code` spans as <code> (the severities file is markdown)."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text))
-
-
-def fmt(value: float, digits: int) -> str:
-    return f"{value:,.{digits}f}"
-
-
 # --- the bench pages -----------------------------------------------------------------------
-
-
-def _workloads() -> list[Any]:
-    from bench import registry  # the registry: declarations only (its running side is lazy)
-
-    return list(registry.WORKLOADS)
 
 
 def _row_label(key: str, row: dict) -> str:
     return key.split("/")[0] if row.get("style") == "native" else key.replace("/", " · ")
 
 
-def _baseline_values(point: dict, metric: str) -> dict[str, dict[str, list[float]]]:
+def _baseline_values(point: dict, metric: Any) -> dict[str, dict[str, list[float]]]:
     """baseline key -> session -> the baseline's valid repetitions of metric in that session."""
     found: dict[str, dict[str, list[float]]] = {}
     for key, _, row_key in BASELINES:
         by_session: dict[str, list[float]] = {}
         row = point["rows"].get(row_key)
-        # A baseline with a failed repetition, or fewer than half valid, has no figure.
-        if row and not any(r.get("error") for r in row["reps"]):
-            valid = [r for r in row["reps"] if not invalid(r)]
-            if len(valid) * 2 >= len(row["reps"]) and (values := _values(valid, metric)):
-                by_session[row["session"]] = values
+        # A baseline has a figure where the bench's table gives it one (its summary is "ok").
+        summary = summarize(row["reps"], [metric]) if row else None
+        if summary and summary.status == "ok" and (values := summary.values.get(metric.name)):
+            by_session[row["session"]] = values
         for session, rows in sorted(point.get("baselines", {}).items()):
-            values = _values(rows.get(row_key, []), metric)
+            values = _values(rows.get(row_key, []), metric.name)
             if values and session not in by_session:
                 by_session[session] = values
         found[key] = by_session
@@ -146,7 +129,7 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
     params = point["params"]
     columns = workload.columns_at(params)[:4]  # at most 8 columns in all
     headline = columns[0]
-    bases = _baseline_values(point, headline.name)
+    bases = _baseline_values(point, headline)
     rows = sorted(
         point["rows"].items(),
         key=lambda item: (KIND_ORDER.get(item[1].get("kind"), 3), item[0]),
@@ -225,15 +208,15 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
             + "</tr></thead><tbody>",
             *body,
             "</tbody></table>",
-            _chart(point_id + "-chart", figure),
+            chart(point_id + "-chart", figure),
         ]
     )
 
 
 def _usable(reps: list[dict]) -> list[dict]:
-    """The repetitions a figure is taken from: valid ones (the bench's rule), else all."""
-    valid = [r for r in reps if not invalid(r) and not r.get("error")]
-    return valid or [r for r in reps if not r.get("error")]
+    """The repetitions a figure is taken from: valid ones (the bench's rule), else all that
+    did not fail (a client-bound row, drawn as a lower bound)."""
+    return valid_reps(reps) or [r for r in reps if not r.get("error")]
 
 
 def _bar(label: str, kind: str, metric: Any, s: list[float] | None) -> dict | None:
@@ -259,19 +242,10 @@ def _bar(label: str, kind: str, metric: Any, s: list[float] | None) -> dict | No
     }
 
 
-def _chart(chart_id: str, figure: dict, zoom: bool = False) -> str:
-    data = json.dumps(figure, sort_keys=True, separators=(",", ":")).replace("</", "<\\/")
-    extra = ' data-zoom="scroll"' if zoom else ""
-    return (
-        f'<div class="chart" id="{chart_id}"{extra}></div>'
-        f'<script type="application/json" id="{chart_id}-figure">{data}</script>'
-    )
-
-
 def _bench_page(mode: str) -> Callable[[Path], str]:
     def render(reports: Path) -> str:
         sections, index = [], []
-        for workload in _workloads():
+        for workload in registry.WORKLOADS:
             path = reports / "results" / mode / f"{workload.name}.json"
             if not path.exists():
                 continue
@@ -309,9 +283,6 @@ def _bench_page(mode: str) -> Callable[[Path], str]:
 
 
 def _conformance_page(reports: Path) -> str:
-    from bench.interpreters import PYTHONS, REFERENCE
-    from conformance import findings as found
-
     stored = found.stored(reports / "results" / "conformance")
     if not stored:
         return "<p>No conformance outcomes are stored yet: <code>nox -s conformance</code>.</p>"

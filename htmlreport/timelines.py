@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from htmlreport.markup import chart, esc
 from timeline import readings, store  # the reading side of the timelines: no tracer, no loop
 from timeline.traceevents import trace_events
 
@@ -69,8 +70,6 @@ def _figure(record: dict) -> dict:
 
 
 def render(reports: Path) -> str:
-    from htmlreport.build import _chart, esc
-
     stored = store.load_all(reports / "timelines")
     if not stored:
         return "<p>No timelines are recorded yet: <code>nox -s timeline</code>.</p>"
@@ -91,7 +90,7 @@ def render(reports: Path) -> str:
         parts.append(
             f'<h3 id="{esc(name)}">{esc(name)}</h3>'
             f'<p><a href="traces/{esc(name)}.json">trace-event JSON</a></p>'
-            + _chart(f"timeline-{name}", _figure(record), zoom=True)
+            + chart(f"timeline-{name}", _figure(record), zoom=True)
         )
     return "\n".join(parts)
 

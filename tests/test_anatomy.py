@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from bench import store
-from bench.environment import ROOT
 from bench.measure import anatomy
 from bench.render.anatomy import completion_against_readiness, section
+from machine.environment import ROOT
 
 STRACE_LOG = """\
 4242  epoll_wait(3, [{events=EPOLLIN, data={u32=7, u64=7}}], 1024, -1) = 1

@@ -22,7 +22,6 @@ from rich.console import Console
 
 import loops
 from bench import registry, runner
-from bench.interpreters import RUNNING
 from bench.measure import micro as micro_measure
 from bench.plan import Metric, Point, Row
 from bench.procs import ChildFailed, DidNotFinish
@@ -32,6 +31,7 @@ from bench.render.rows import rendered_rows
 from bench.store import ResultStore, StoreError, results_path, row_fingerprint
 from bench.summary import SATURATION, summarize
 from bench.workload import Measuring, Workload
+from machine.interpreters import RUNNING
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {
@@ -116,7 +116,8 @@ def results(tmp_path: Path) -> Path:
     base = tmp_path / "results"
     stores = {}
     for name in registry.names():
-        stores[name] = ResultStore.empty(results_path(base, "quick", name), name, "quick")
+        path = results_path(base, "quick", name)
+        stores[name] = ResultStore.empty(path, name, "quick", registry.get(name).kept)
         stores[name].add_session(SESSION, ENV, ["python", "-m", "bench", "run"])
 
     for point in echo.points(full=False):  # the real quick points, so they are current
@@ -1258,7 +1259,8 @@ def test_two_sessions_whose_baselines_differ_take_no_ratio_across_them(tmp_path)
     from bench.render.tables import table
 
     workload = registry.get("echo")
-    store = ResultStore.empty(results_path(tmp_path, "quick", "echo"), "echo", "quick")
+    path = results_path(tmp_path, "quick", "echo")
+    store = ResultStore.empty(path, "echo", "quick", workload.kept)
     point = next(p for p in echo.points(full=False) if p.args.get("measure") == "paced")
     protocol = Row("asyncio-protocol", "native", anchor=True)
     for session, base, row, cost in (

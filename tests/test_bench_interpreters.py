@@ -2,7 +2,7 @@
 apart, and read side by side in the report's Interpreters section.
 
 The second interpreter is a bare CPython of another version (found the way nox finds it, see
-``bench.interpreters.find``), given to the run as a path: the tiny workload needs only the
+``machine.interpreters.find``), given to the run as a path: the tiny workload needs only the
 standard library, and the variants whose library that interpreter lacks (trio) are unavailable
 there, which is what the section must show.
 """
@@ -18,11 +18,11 @@ import pytest
 from rich.console import Console
 
 from bench import interpreter_figures, registry, runner
-from bench.interpreters import BUILDS, PYTHONS, REFERENCE, RUNNING, find
 from bench.plan import Row
 from bench.render import interpreters, report
 from bench.store import results_path
 from bench.venvs import NoInterpreter, ask, interpreter
+from machine.interpreters import BUILDS, PYTHONS, REFERENCE, RUNNING, find
 from tests import tiny_workload
 
 TINY = interpreter_figures.Figure(

@@ -22,10 +22,10 @@ import pytest
 from rich.console import Console
 
 from bench import registry, runner, store
-from bench.interpreters import RUNNING
 from bench.registry import crawler, http, micro
 from bench.render import report
 from bench.store import ResultStore, results_path
+from machine.interpreters import RUNNING
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {"host": "testhost", "cpu": "Test CPU", "python": "3.11.7", "libraries": {}}
@@ -55,7 +55,7 @@ def test_no_declaration_imports_the_running_side_and_the_runner_imports_it():
 def stored_complete(workload, tmp_path: Path) -> ResultStore:
     """Every row of every quick point stored as complete, on the code as it is now."""
     path = results_path(tmp_path, "quick", workload.name)
-    found = ResultStore.empty(path, workload.name, "quick")
+    found = ResultStore.empty(path, workload.name, "quick", workload.kept)
     found.add_session("s1", ENV, [])
     headline = workload.metric(workload.headline).name
     for point in workload.points(False):

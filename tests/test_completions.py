@@ -200,12 +200,9 @@ def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypa
     the task that asked was cancelled. Here the cancelled recv's completion is held back for
     several turns (as a slow cancellation would), while other recvs of the same size come and
     go: none may be handed that buffer, and the cancelled task ends only once the CQE came."""
-    from loops.completions import api, buffers, kernel, uring
+    from loops.completions import buffers, kernel, uring
 
     co = loops.get("completions").coroutines
-    # Every receive goes through the ring, none tried with sock.recv first (api.recv): the
-    # state a run of tries that found nothing leaves.
-    monkeypatch.setattr(api, "_skips_left", 10**9)
     held: dict[int, list] = {}  # user_data -> [turns left to hold, the CQE once seen]
     real_reap = uring.Ring.reap
 
@@ -239,6 +236,9 @@ def test_a_cancelled_recv_keeps_its_buffer_until_its_completion_arrives(monkeypa
         a, b = _pair()
         c, d = _pair()
         loop = kernel.running_loop()
+        # Every receive goes through the ring, none tried with sock.recv first (api.recv):
+        # the state a run of tries that found nothing leaves.
+        loop.recv_skips_left = 10**9
         victim = await co.spawn(co.recv(a, size))
         await co.sleep(0.01)  # its RECV is in flight
         lent = loop._io.in_flight[victim.id].pinned
@@ -277,11 +277,9 @@ def test_a_receive_is_tried_at_the_next_turn_and_skipped_after_tries_that_found_
     sock.recv at the receiving task's next turn, with no SQE; a try that finds nothing makes
     the next 1, 3, 7... receives go straight to the ring; a try that finds bytes makes every
     receive try again."""
-    from loops.completions import api, uring
+    from loops.completions import kernel, uring
 
     co = loops.get("completions").coroutines
-    monkeypatch.setattr(api, "_skips", 0)
-    monkeypatch.setattr(api, "_skips_left", 0)
     submitted = []
     real_prepare_op = uring.Ring.prepare_op
 
@@ -308,15 +306,16 @@ def test_a_receive_is_tried_at_the_next_turn_and_skipped_after_tries_that_found_
             assert await co.join(reader) == b"meanwhile"  # taken by the try
             assert submitted.count(uring.OP_RECV) == 0
             assert await ring_receives(a, b, b"1") == 1  # the try failed: _skips 1
-            assert api._skips_left == 1
+            assert kernel.running_loop().recv_skips_left == 1
             assert await ring_receives(a, b, b"2") == 1  # skipped
             assert await ring_receives(a, b, b"3") == 1  # tried, failed again: _skips 3
-            assert api._skips == 3 and api._skips_left == 3
+            loop = kernel.running_loop()
+            assert (loop.recv_skips, loop.recv_skips_left) == (3, 3)
             for _ in range(3):
                 assert await ring_receives(a, b, b"x") == 1  # skipped
             b.send(b"waiting again")
             assert await co.recv(a, 100) == b"waiting again"  # tried: found bytes
-            assert api._skips == 0
+            assert kernel.running_loop().recv_skips == 0
             assert submitted.count(uring.OP_RECV) == 6
 
     co.run(main())
@@ -326,11 +325,8 @@ def test_a_receive_is_tried_at_the_next_turn_and_skipped_after_tries_that_found_
 def test_a_connection_that_always_has_data_cannot_starve_the_others(monkeypatch):
     """A receive tried at the next turn lets the other ready tasks run before its try, so a
     connection whose bytes are always waiting does not keep them waiting."""
-    from loops.completions import api
 
     co = loops.get("completions").coroutines
-    monkeypatch.setattr(api, "_skips", 0)
-    monkeypatch.setattr(api, "_skips_left", 0)
 
     async def main():
         client, server = _pair()
@@ -382,7 +378,7 @@ def test_a_connection_an_interrupted_accept_took_is_closed_with_its_closed_liste
     can take it, and the loop's close closes it rather than leave it open."""
     import ctypes
 
-    from loops.completions import api
+    from loops.completions import api, leftovers
 
     co = loops.get("completions").coroutines
     listener = socket.create_server(("127.0.0.1", 0))
@@ -392,14 +388,14 @@ def test_a_connection_an_interrupted_accept_took_is_closed_with_its_closed_liste
     name = ctypes.create_string_buffer(api.SOCKADDR_MAX + 4)  # as accept() lends it
     # The completion of an accept whose task was interrupted meanwhile: a connection came.
     assert api._complete_accept(accepted.detach(), name, listener, interrupted=True) is None
-    kept = api._leftovers[listener.fileno()][1][0][0]
+    kept = leftovers.kept[listener.fileno()][1][0][0]
     listener.close()
 
     async def main():
         return kept.fileno() != -1  # still open while the loop runs
 
     assert co.run(main())
-    assert kept.fileno() == -1 and not api._leftovers
+    assert kept.fileno() == -1 and not leftovers.kept
     client.close()
 
 

@@ -1,4 +1,4 @@
-"""Debian's root (bench/debian_root.py): the mirror read from apt's sources, the host's pip
+"""Debian's root (machine/debian_root.py): the mirror read from apt's sources, the host's pip
 configuration carried in, made once, and no mount left behind whatever the command inside does.
 
 The tests that enter the root need it made (``python3 -m nox -s pythons``) and root privileges;
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import debian_root, interpreters
+from machine import debian_root, interpreters
 
 
 def test_the_mirror_is_the_debian_archive_apt_uses(tmp_path):

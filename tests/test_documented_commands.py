@@ -137,7 +137,7 @@ def _matching(table: dict[str, str], text: str) -> str | None:
 
 def _missing_interpreter(text: str) -> str | None:
     """The `3.X` a command names (`session-3.X`, `-p 3.X`) that this machine lacks, if any."""
-    from bench import interpreters
+    from machine import interpreters
 
     for version in re.findall(r"(?:-p\s+|--pythons?[=\s]\s*|\w-)(3\.\d+)\b", text):
         if interpreters.find(version) is None:

@@ -12,7 +12,7 @@ import platform
 from typing import Any
 
 import loops
-from bench import environment
+from machine import environment
 from timeline.scenarios import SCENARIOS, play
 from timeline.tracer import Tracer, traced
 

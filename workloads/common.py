@@ -18,8 +18,6 @@ Nothing here imports a loop (loops come from discovery). The pieces:
 - :func:`number`, :func:`positive` and :func:`port_number` are argparse types that say what
   range was expected (an out-of-range port must not wrap around to another port, as it would).
 - :func:`open_sockets` and :func:`peak_rss_mib` measure the process itself (leaks, memory).
-- :func:`raise_open_file_limit` lifts the soft RLIMIT_NOFILE towards the hard limit, so a run
-  with 10 000 connections or idle sockets is not stopped by a default soft limit of 1 024.
 - :func:`interrupted` ends a batch workload that Ctrl-C stopped the way a shell user expects:
   a one-line message instead of a traceback, and exit status 130.
 """
@@ -31,7 +29,6 @@ import contextlib
 import importlib
 import json
 import math
-import resource
 import signal
 import socket
 import sys
@@ -41,6 +38,7 @@ from types import ModuleType
 from typing import Any
 
 import loops
+from machine.proc import peak_rss
 
 Scalar = str | int | float | bool | None
 
@@ -216,21 +214,9 @@ def interrupted(prog: str) -> int:
 
 
 def peak_rss_mib() -> float:
-    """This process's peak resident set size so far, in MiB.
-
-    On Linux this is the address space's high-water mark (VmHWM), not ``ru_maxrss``: the
-    latter starts at the parent's RSS at fork and survives exec, so a workload started by a
-    large parent (the bench) would report the parent's memory as its own.
-    """
-    try:
-        status = Path("/proc/self/status").read_text()
-    except OSError:
-        status = ""
-    for line in status.splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 1024 if sys.platform != "darwin" else peak / 2**20
+    """This process's peak resident set size so far, in MiB (its high-water mark since exec,
+    not the fork-inherited ``ru_maxrss``: see :mod:`machine.proc`)."""
+    return (peak_rss() or 0) / 2**20
 
 
 def percentile(sorted_values: Sequence[float], fraction: float) -> float:
@@ -257,19 +243,3 @@ def positive(kind: type) -> Any:
 def port_number(text: str) -> int:
     """An argparse type: a TCP/UDP port number, 0 to 65535 (0: the OS picks a free one)."""
     return number(int, 0, 65535)(text)
-
-
-def raise_open_file_limit(wanted: int | None = None) -> int:
-    """Raise this process's soft open-file limit to `wanted` (default: the hard limit).
-
-    Never above the hard limit, which only an administrator may raise; the limit in force is
-    returned, so a caller that needs more than that can say so clearly. Children inherit it.
-    """
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = hard if wanted is None else wanted
-    if hard != resource.RLIM_INFINITY:
-        target = min(target, hard)
-    if soft != resource.RLIM_INFINITY and target > soft:
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]

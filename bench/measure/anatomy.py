@@ -81,8 +81,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import store
+from bench.measure.echo import load_argv, run_load, server_argv
 from bench.plan import Row
-from bench.registry.echo import HEADLINE_POINT, PACED
+from bench.procs import Child, ChildFailed, Cores
+from bench.registry.echo import HEADLINE_POINT, PACED, offered_rate
+from bench.registry.echo import rows as echo_rows
+from machine import environment
+from machine.proc import on_cpu
 
 SIZE, CONNECTIONS = HEADLINE_POINT["size"], HEADLINE_POINT["connections"]  # echo's headline point
 # Seconds of warm-up load, of the plain window (long: the kernel splits CPU time into user and
@@ -382,11 +387,7 @@ def cpu_times(pid: int) -> tuple[float, int, int]:
     ``/proc/PID/task/*/schedstat``.
     """
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    on_cpu = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError):  # a thread that just ended
-            on_cpu += int((task / "schedstat").read_text().split()[0])
-    return on_cpu / 1e9, int(fields[11]), int(fields[12])
+    return on_cpu(pid) or 0.0, int(fields[11]), int(fields[12])
 
 
 def user_system(before: tuple, after: tuple) -> tuple[float, float]:
@@ -403,7 +404,6 @@ def user_system(before: tuple, after: tuple) -> tuple[float, float]:
 def load_params(results: Path | None = None) -> dict:
     """The load of the echo bench's fixed-offered-load point at SIZE x CONNECTIONS, at the rate
     the echo workload declares there (the same in every session; `results` is not read)."""
-    from bench.registry.echo import offered_rate
 
     rate = offered_rate(SIZE, CONNECTIONS)
     return {"size": SIZE, "connections": CONNECTIONS, "measure": PACED, "rate": rate}
@@ -424,8 +424,6 @@ def point_params(closed: bool, results: Path | None = None) -> dict:
 
 def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict:
     """One untimed repetition: fresh server, warm-up, a plain window, then a counted window."""
-    from bench.measure.echo import load_argv, run_load, server_argv
-    from bench.procs import Child
 
     server = Child(
         server_argv(row), cores.subject, stdout=subprocess.PIPE, stderr_path=workdir / "server.err"
@@ -469,8 +467,6 @@ def cpu_only(row: Row, cores, workdir: Path, params: dict) -> float:
     """A further repetition of a row's CPU per request (µs): a fresh server, the warm-up, one
     plain window, nothing counted. The anatomy's CPU column is the median of three (the
     first from measure_row), with their range: one repetition was noise read as a finding."""
-    from bench.measure.echo import load_argv, run_load, server_argv
-    from bench.procs import Child
 
     server = Child(
         server_argv(row), cores.subject, stdout=subprocess.PIPE, stderr_path=workdir / "server.err"
@@ -496,7 +492,6 @@ CPU_REPETITIONS = 3  # the CPU column's repetitions per row, interleaved across 
 
 
 def rows(loop_names: list[str] | None = None) -> list[Row]:
-    from bench.registry.echo import rows as echo_rows
 
     every = echo_rows()
     if loop_names:
@@ -513,9 +508,6 @@ def run(
     """Measure the anatomy of every (selected) echo row at the fixed offered load, or in the
     closed loop; store it beside the bench's results, each point in its own file."""
     import tempfile
-
-    from bench import environment
-    from bench.procs import ChildFailed, Cores
 
     tool, why = available_counter(prefer)
     stored = store.load_anatomy(results, closed=closed) or {}

@@ -72,10 +72,11 @@ from collections import Counter
 from pathlib import Path
 
 from bench.render.instructions import FILE
+from machine.interpreters import find
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "reports" / "results" / FILE  # bench.render.instructions renders it
-SPLIT_PYTHON = "3.12"  # -X perf is 3.12+: found as bench.interpreters.find finds it
+SPLIT_PYTHON = "3.12"  # -X perf is 3.12+: found as machine.interpreters.find finds it
 STOP_GRACE = 20.0  # seconds a server has to end after its dumps, then it is killed
 CALLERS = 12  # --separate-callers: deep enough that every instruction's chain reaches Python
 PARTS = (
@@ -252,7 +253,6 @@ def attribute(
 
 
 def _interpreter(version: str) -> str:
-    from bench.interpreters import find
 
     path = find(version)
     if path is None:

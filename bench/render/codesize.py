@@ -23,8 +23,8 @@ from pathlib import Path
 from tabulate import tabulate
 
 import loops
-from bench.environment import ROOT
 from bench.plan import READING_ONLY
+from machine.environment import ROOT
 
 NOT_CODE = {
     tokenize.COMMENT,

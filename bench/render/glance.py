@@ -24,7 +24,10 @@ import loops
 from bench import registry
 from bench.plan import BASELINE, USER_SERVERS, YARDSTICK, Glance, Row
 from bench.registry import echo
+from bench.render import codesize
+from bench.render.intervals import median_interval
 from bench.render.rows import anchor_label
+from bench.render.tables import ratio_cell
 from bench.workload import Workload
 
 ECHO_AT = echo.HEADLINE_AT  # where echo's two columns are read: "1 KiB × 100 connections"
@@ -119,7 +122,6 @@ def conformance_counts(path: Path) -> dict[tuple[str, str], tuple[int, int]]:
 
 def code_lines(variant: str, root: Path) -> str:
     """The loop's code lines; a loop that is also asyncio's event loop counts that apart."""
-    from bench.render import codesize
 
     folder = root / "loops" / variant
     if not folder.is_dir():
@@ -286,7 +288,6 @@ def _grouped_body(rows: list[Row], cells_for) -> list[list[str]]:
 def _echo_body(found: dict, conformance: dict, root: Path) -> tuple[list[str], list[list[str]]]:
     """The echo table: throughput and cost against the servers users write, same session only,
     each ratio with its interval and word; then conformance and code lines (8 columns)."""
-    from bench.render.tables import ratio_cell
 
     throughput = next(c for c in found if c.workload == "echo" and c != COST)
     metrics = {c: registry.get("echo").metric(c.metric) for c in (throughput, COST)}
@@ -438,7 +439,6 @@ KIND_COLOURS = {"home-made": "#1f5faa", "reference": "#7a9cc6", "anchor": "#9a9a
 
 
 def _median_interval(r, metric: str) -> tuple[float, float]:
-    from bench.render.intervals import median_interval
 
     values = r.summary.values.get(metric) or [r.summary.stats[metric].median]
     return median_interval(values, f"{r.row.key}:{metric}:{r.session}")

@@ -31,12 +31,12 @@ from tabulate import tabulate
 
 from bench import registry
 from bench.interpreter_figures import COST, FIGURES, Figure
-from bench.interpreters import BUILDS, DEBIAN, REFERENCE, family, version_of
 from bench.plan import BASELINE, Row
 from bench.render.drift import ONE_REPETITION, Change, level, level_error, relative_change
 from bench.render.intervals import ratio_interval, word
 from bench.render.rows import RenderedRow, stored_points
 from bench.store import load_mode
+from machine.interpreters import BUILDS, DEBIAN, REFERENCE, family, version_of
 
 TITLE = "Interpreters"
 MEASURE = " ".join(["python -m bench run --across", *(f"--python {v}" for v in BUILDS)])

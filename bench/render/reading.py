@@ -26,13 +26,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import loops
-from bench.environment import ROOT
 from bench.plan import FLOOR, YARDSTICK
 from bench.render.anatomy import cpu_us
 from bench.render.codesize import asyncio_api_files, loop_and_asyncio_api, loop_files
 from bench.render.plan_text import plan
 from bench.store import load_anatomy
 from loops.contract import DECLARED_KEYS
+from machine.environment import ROOT
 
 BLOCK = re.compile(r"<!-- figures:([\w:.-]+) -->(.*?)<!-- /figures -->", re.S)
 PROTOCOL = "asyncio-protocol"  # the other control row every loop's README measures against

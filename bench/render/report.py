@@ -21,8 +21,6 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench import registry
-from bench.environment import ROOT
-from bench.interpreters import PYTHONS, REFERENCE, RUNNING
 from bench.plan import unavailable_variants
 from bench.render import (
     anatomy,
@@ -39,6 +37,8 @@ from bench.render.tables import table, what_this_shows
 from bench.store import ResultStore, load_anatomy, load_mode
 from bench.summary import SATURATION, SPREAD_TOLERANCE, summarize
 from bench.workload import Workload
+from machine.environment import ROOT
+from machine.interpreters import PYTHONS, REFERENCE, RUNNING
 
 MODES = {"quick": "bench.md", "full": "bench-full.md"}
 

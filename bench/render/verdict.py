@@ -17,8 +17,11 @@ import json
 import statistics
 from pathlib import Path
 
+from bench.registry import echo, micro, sleep  # the headline points, declared there
 from bench.render.intervals import ratio_interval, worded
 from bench.summary import valid_values
+from conformance import findings as found
+from machine.interpreters import REFERENCE
 
 
 def _stored(reports: Path, workload: str, mode: str) -> dict | None:
@@ -96,8 +99,6 @@ def _sessions_note(point: dict) -> str:
 def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     """The verdict as markdown lines (at most 8) from one run's stored results (quick or
     full); link prefixes relative links to reports/ (the site is one folder down)."""
-    from bench.registry import echo, micro, sleep  # the headline points, declared there
-    from conformance import findings as found
 
     out = []
     # The declared rate's point; else (results stored before rates were declared) the old one.
@@ -139,8 +140,6 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
         )
     stored = found.stored(reports / "results" / "conformance")
     if stored:
-        from bench.interpreters import REFERENCE
-
         results = stored.get(REFERENCE) or next(iter(stored.values()))
         worst = found.findings(results, found.load_severities(), {})
         if worst:

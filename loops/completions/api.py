@@ -27,18 +27,17 @@ buffer and keep what came.
 
 from __future__ import annotations
 
-import collections
 import ctypes
 import errno
 import os
 import socket
 import struct
-import weakref
 from collections.abc import Callable
 from typing import Any
 
-from loops.completions import buffers
-from loops.completions.kernel import Loop, now
+from loops.completions import buffers, leftovers
+from loops.completions.kernel import Loop, now, running_loop
+from loops.completions.leftovers import kept  # the dict itself: a truth test per call
 from loops.completions.queues import Queue
 from loops.completions.task import CancelledError, Expired
 from loops.completions.traps import (
@@ -153,8 +152,6 @@ def _error(res: int, what: str) -> OSError:
 
 
 SKIPS_MAX = 63  # after tries that found nothing, at most this many receives skip the try
-_skips = 0  # how many receives the last failed try made skip it (0: the last try found bytes)
-_skips_left = 0  # receives still to skip the try
 
 
 def _complete_recv(
@@ -168,7 +165,7 @@ def _complete_recv(
         data = buffer.view[:res].tobytes()  # one copy, out of the pooled buffer
         if interrupted:
             if data:
-                _keep_leftover(sock, data)  # won the race with the cancel: for the next recv
+                leftovers.keep(sock, data)  # won the race with the cancel: for the next recv
             return None
         return data
     finally:
@@ -181,50 +178,49 @@ async def recv(sock: socket.socket, n: int) -> bytes:
 
     Speed trick, fenced here (loops/completions/README.md, "Levers", the receive tried at the
     next turn): io_uring itself tries a socket's receive when the enter that submits it runs,
-    and waits (arms a poll) only if that finds nothing. Here the task makes that try itself,
-    at the same point: it lets the other ready tasks run first (one ``sleep(0)``, where the
-    enter would have come at the end of their turn), then calls ``sock.recv``. When bytes
-    wait, the receive costs a syscall and no SQE, CQE, lent buffer or completer, which in
-    Python cost more than the syscall; when nothing waits, it costs a failed syscall and a
-    ``BlockingIOError`` on top of the SQE. So a try that finds nothing makes the next
-    receives skip it and go straight to the ring, 1, 3, 7... up to SKIPS_MAX of them after
-    tries that keep failing, and a try that finds bytes makes every receive try again: where
-    nothing waits (a request/response peer at a moderate load), one receive in SKIPS_MAX + 1
-    pays the yield and the failed syscall. The counts are the process's, not a socket's:
-    whether a request waits when its task comes back to receive depends on the load, which
-    every connection of a server shares, and a global costs a test where a per-socket count
-    costs a lookup. Why not try at once, before the yield: a request/response peer answers
-    only after our reply, so right after it the try finds nothing; after the other tasks'
-    turn it finds the answer (the README has both counts). The yield comes before the try
-    and nothing can interrupt the task between the syscall and its return, so a
-    cancellation or a timeout loses nothing; and since every try yields first, a connection
-    that always has bytes cannot keep the others from running."""
+    and waits (arms a poll) only if that finds nothing. Here the task makes that try itself, at
+    the same point: it lets the other ready tasks run first (one ``sleep(0)``, where the enter
+    would have come at the end of their turn), then calls ``sock.recv``. When bytes wait, the
+    receive costs a syscall and no SQE, CQE, lent buffer or completer, which in Python cost more
+    than the syscall; when nothing waits, it costs a failed syscall and a ``BlockingIOError`` on
+    top of the SQE. So a try that finds nothing makes the next receives skip it and go straight
+    to the ring, 1, 3, 7... up to SKIPS_MAX of them after tries that keep failing, and a try
+    that finds bytes makes every receive try again: where nothing waits (a request/response peer
+    at a moderate load), one receive in SKIPS_MAX + 1 pays the yield and the failed syscall. The
+    counts are the loop's (``Loop.recv_skips``), not a socket's: whether a request waits when
+    its task comes back to receive depends on the load, which every connection of a server
+    shares. Why not try at once, before the yield: a request/response peer answers only after
+    our reply, so right after it the try finds nothing; after the other tasks' turn it finds the
+    answer (the README has both counts). The yield comes before the try and nothing can
+    interrupt the task between the syscall and its return, so a cancellation or a timeout loses
+    nothing; and since every try yields first, a connection that always has bytes cannot keep
+    the others from running."""
     if sock.gettimeout() != 0:  # blocking: a clear error, as in every loop
         check_nonblocking(sock)
     if n <= 0:
         if n < 0:
             raise ValueError("negative buffersize in recv")
         return b""
-    global _skips_left, _skips
-    tried = not _skips_left  # else a try found nothing not long ago: straight to the ring
+    kernel = running_loop()
+    tried = not kernel.recv_skips_left  # else a try found nothing not long ago: to the ring
     if tried:
         await sleep(0)  # the others' turn first: the peer may answer meanwhile
     else:
-        _skips_left -= 1
-    if _leftovers:  # the rare path: a cancelled recv on some socket completed after all
-        data = _take_leftover(sock)
+        kernel.recv_skips_left -= 1
+    if kept:  # the rare path: a cancelled recv on some socket completed after all
+        data = leftovers.take(sock)
         if data is not None:
             if len(data) > n:
-                _keep_leftover(sock, data[n:], first=True)
+                leftovers.keep(sock, data[n:], first=True)
                 data = data[:n]
             return data
     if tried:
         try:  # the receive, tried at the next turn: see the docstring
             data = sock.recv(n)
-        except BlockingIOError:  # nothing waited: the next _skips receives are not tried
-            _skips_left = _skips = min(2 * _skips + 1, SKIPS_MAX)
+        except BlockingIOError:  # nothing waited: the next recv_skips receives are not tried
+            kernel.recv_skips_left = kernel.recv_skips = min(2 * kernel.recv_skips + 1, SKIPS_MAX)
         else:
-            _skips = 0
+            kernel.recv_skips = 0
             return data
     buffer = buffers.take(n)
     return await operation(OP_RECV, sock, buffer.address, n, buffer, _complete_recv)
@@ -281,7 +277,7 @@ def _complete_accept(res: int, name: Any, listener: Any, *, interrupted: bool) -
     length = int.from_bytes(name.raw[SOCKADDR_MAX : SOCKADDR_MAX + 4], "little")
     accepted = conn, _parse_sockaddr(name.raw[:length])
     if interrupted:  # accepted for a task cancelled meanwhile: for the next accept
-        _keep_leftover(listener, accepted)
+        leftovers.keep(listener, accepted)
         return None
     return accepted
 
@@ -290,8 +286,8 @@ async def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
     """Accept a connection: (a non-blocking socket, the peer's address)."""
     if sock.gettimeout() != 0:
         check_nonblocking(sock)
-    if _leftovers:
-        accepted = _take_leftover(sock)
+    if kept:
+        accepted = leftovers.take(sock)
         if accepted is not None:
             return accepted
     name = ctypes.create_string_buffer(SOCKADDR_MAX + 4)  # sockaddr, then its socklen_t
@@ -357,7 +353,7 @@ def _complete_recvmsg(res: int, pinned: tuple, sock: Any, *, interrupted: bool) 
         start = MSGHDR_IOVEC.size
         received = data, _address(block.raw[start : start + name_size])
         if interrupted:  # a datagram that won the race with the cancel: for the next call
-            _keep_leftover(sock, received)
+            leftovers.keep(sock, received)
             return None
         return received
     finally:
@@ -368,8 +364,8 @@ async def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
     """Receive a datagram of up to n bytes: (data, sender's address)."""
     if sock.gettimeout() != 0:
         check_nonblocking(sock)
-    if _leftovers:
-        received = _take_leftover(sock)
+    if kept:
+        received = leftovers.take(sock)
         if received is not None:
             return received
     buffer = buffers.take(max(n, 1))
@@ -403,58 +399,6 @@ async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
         pinned=(block, data),
         complete=_complete_send,
     )
-
-
-# ---------------------------------------------------------------------- leftovers
-
-# The rare path, fenced here: results of operations that completed after their task was
-# cancelled (the completion won the race with IORING_OP_ASYNC_CANCEL). A readiness loop never
-# has them: a cancelled reader had not read yet, so the bytes stayed in the socket. Here the
-# kernel already took them out, so they are kept, per socket, for the next call of the same
-# kind (recv, recvfrom, accept), which returns them before submitting anything. Keyed by fd
-# with a weak reference, so a socket reusing a closed socket's number starts clean; empty (one
-# dict truth test per call) in every run that cancels no operation at the wrong moment.
-_leftovers: dict[int, tuple[weakref.ref, collections.deque]] = {}  # fd -> (socket, results)
-
-
-def _keep_leftover(sock: Any, result: Any, first: bool = False) -> None:
-    entry = _leftovers.get(sock.fileno())
-    if entry is None or entry[0]() is not sock:
-        entry = _leftovers[sock.fileno()] = (weakref.ref(sock), collections.deque())
-    if first:
-        entry[1].appendleft(result)
-    else:
-        entry[1].append(result)
-
-
-def close_orphaned_leftovers() -> None:
-    """Drop what is kept for sockets that have been closed since, closing the connections
-    kept for the next accept on a closed listener: nothing can take them any more (Linux
-    resets the connections left in a closed listener's backlog likewise). ``Proactor.close``
-    calls it as a loop closes, so a connection an interrupted ACCEPT took (a cancel that came
-    as a connection arrived: a server stopped just then) is not left open."""
-    for fd, (ref, results) in list(_leftovers.items()):
-        sock = ref()
-        if sock is not None and sock.fileno() != -1:
-            continue  # still open: a later call may take them
-        del _leftovers[fd]
-        for result in results:
-            if type(result) is tuple and isinstance(result[0], socket.socket):
-                result[0].close()
-
-
-def _take_leftover(sock: Any) -> Any:
-    fd = sock.fileno()
-    entry = _leftovers.get(fd)
-    if entry is None:
-        return None
-    if entry[0]() is not sock:  # a closed socket's, its number reused: not ours
-        del _leftovers[fd]
-        return None
-    result = entry[1].popleft()
-    if not entry[1]:
-        del _leftovers[fd]
-    return result
 
 
 # ---------------------------------------------------------------------- addresses

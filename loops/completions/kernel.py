@@ -113,6 +113,10 @@ class Loop:
         self._thread_results: collections.deque = collections.deque()  # (task, future) done
         self._closed = False
         self._raised_by_a_task: BaseException | None = None  # see run()
+        # The receive's try (api.recv): how many receives the last try that found nothing made
+        # skip it (0: the last try found bytes), and how many are still to skip.
+        self.recv_skips = 0
+        self.recv_skips_left = 0
         # The trap table: request name -> handler(task, request) -> answer or SUSPEND.
         self._traps = {
             "sleep": self._trap_sleep,

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from time import monotonic
 from typing import Any
 
+from loops.completions import leftovers
 from loops.completions.task import OPERATION, READY, SUSPEND, Task
 from loops.completions.uring import CANCEL_ANY, OP_ASYNC_CANCEL, OP_READ, Ring
 
@@ -122,7 +123,7 @@ class Proactor:
         CQE arrives, which releases the buffer and resumes the task with the error (see
         :meth:`wait`). If the operation won the race (it completed before the cancel reached
         it), its result is not lost: its completer keeps it for the next call on that socket
-        (``_leftovers`` in ``api.py``), as the bytes would have stayed in the socket for a
+        (``leftovers.py``), as the bytes would have stayed in the socket for a
         readiness loop.
         """
         if task.pending is None:  # ASYNC_CANCEL's addr: the user_data of what to cancel
@@ -142,7 +143,7 @@ class Proactor:
     @staticmethod
     def give_back(task: Task, res: int) -> None:
         """Release an operation its task will not take: its buffer goes back to the pool, and
-        what it received is kept for the next call on that socket (api.py: _keep_leftover),
+        what it received is kept for the next call on that socket (``leftovers.keep``),
         as the bytes would have stayed in the socket for a readiness loop."""
         complete, pinned = task.complete, task.pinned
         task.complete = task.pinned = task.reaped = None
@@ -176,10 +177,8 @@ class Proactor:
         """Have Linux cancel whatever is still in flight and wait for every completion, so
         that no buffer is freed while Linux may still write into it; then unmap the ring.
         First, the connections kept for a listener closed since are closed
-        (``api.close_orphaned_leftovers``)."""
-        from loops.completions.api import close_orphaned_leftovers  # api imports this module
-
-        close_orphaned_leftovers()  # completed results: the kernel is done with them
+        (``leftovers.close_orphaned``)."""
+        leftovers.close_orphaned()  # completed results: Linux is done with them
         ring = self.ring
         if self._wake_fd >= 0:
             os.eventfd_write(self._wake_fd, 1)  # completes the wake-up read

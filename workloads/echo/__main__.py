@@ -13,12 +13,12 @@ import os
 import signal
 import sys
 
+from machine.proc import raise_open_file_limit
 from workloads.common import (
     StopSignals,
     add_loop_arguments,
     open_sockets,
     port_number,
-    raise_open_file_limit,
     resolve,
     style_module,
 )

@@ -75,7 +75,6 @@ import argparse
 import asyncio
 import contextlib
 import multiprocessing
-import os
 import random
 import socket
 import subprocess
@@ -87,7 +86,8 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from workloads.common import finish, port_number, positive, raise_open_file_limit
+from machine.proc import on_cpu, raise_open_file_limit
+from workloads.common import finish, port_number, positive
 
 # Round trips from 1 µs to 60 s, 3 significant digits.
 LATENCY_RANGE_US = (1, 60_000_000, 3)
@@ -426,8 +426,8 @@ def _child(config: dict, indices: list[int], barriers, results) -> None:
 class ServerCpu:
     """The server process's CPU seconds over the load, if we were given its pid.
 
-    On Linux it sums ``/proc/PID/task/*/schedstat`` (nanoseconds on a CPU, per thread):
-    the ``cpu_times`` psutil reads count 10 ms ticks, which at a fixed offered load (a server
+    On Linux it is the scheduler's exact figure (:func:`machine.proc.on_cpu`): the
+    ``cpu_times`` psutil reads count 10 ms ticks, which at a fixed offered load (a server
     busy a fifth of the time over two seconds) would leave a few percent of error.
     """
 
@@ -440,21 +440,10 @@ class ServerCpu:
             self.process = psutil.Process(pid)
         self.start = self.end = 0.0
 
-    def _schedstat(self) -> float | None:
-        try:
-            tasks = os.listdir(f"/proc/{self.pid}/task")
-            total = 0
-            for task in tasks:
-                with open(f"/proc/{self.pid}/task/{task}/schedstat") as stat:
-                    total += int(stat.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-        return total / 1e9
-
     def _sample(self) -> float:
         if self.process is None:
             return 0.0
-        precise = self._schedstat()
+        precise = on_cpu(self.pid)
         if precise is not None:
             return precise
         times = self.process.cpu_times()

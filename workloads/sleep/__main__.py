@@ -11,13 +11,13 @@ import argparse
 import sys
 import time
 
+from machine.proc import raise_open_file_limit
 from workloads.common import (
     add_loop_arguments,
     finish,
     interrupted,
     number,
     peak_rss_mib,
-    raise_open_file_limit,
     resolve,
     style_module,
 )

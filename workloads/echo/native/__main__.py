@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from loops.contract import PYTHON, Unavailable
-from workloads.common import raise_open_file_limit
+from machine.proc import raise_open_file_limit
 from workloads.echo.native import SERVERS, server
 
 

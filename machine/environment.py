@@ -31,8 +31,8 @@ LIBRARIES = (
     "psutil",
 )
 
-# The code a measurement depends on: the loops, the workloads and the bench itself.
-CODE_DIRS = ("loops", "workloads", "bench")
+# The code a measurement depends on: the loops, the workloads, the bench and its machine facts.
+CODE_DIRS = ("loops", "workloads", "bench", "machine")
 
 
 def cpu_model() -> str:

@@ -1,21 +1,18 @@
 """Debian's CPythons 3.13, 3.14 and 3.15 for a host that has none: a root the lab makes once.
 
-``python3 -m nox -s pythons`` (or ``python3 -m bench.debian_root``) builds Debian's forky suite
+``python3 -m nox -s pythons`` (or ``python3 -m machine.debian_root``) builds Debian's forky suite
 with ``debootstrap`` into ``ROOT`` (``~/.cache/loop-lab/debian-forky``, outside the repository;
 ``LAB_DEBIAN_ROOT`` moves it), then a virtualenv with nox inside it. A second run finds the
 stamp and does nothing. The host's glibc is too old for these interpreters, so they run only
 inside the root: :func:`command` turns an argv into one that runs there, and the noxfile's
 ``conformance-3.14`` (and every session on a version only the root has) re-runs nox inside it.
 
-Why here, beside :mod:`bench.interpreters`: the root is where the lab's interpreters come from
-when the host lacks them, read by the same two readers (the noxfile's sessions and the bench's
-``--python``), and it stays standard library only so the noxfile can import it before any venv.
-
 What a run inside needs, and how it never leaves a mount behind: each command runs in a mount
 namespace of its own (``unshare --mount``), where ``/proc``, ``/dev`` (with ``/dev/pts`` and
 ``/dev/shm``), the host's ``/tmp``, the checkout and the local package indexes the host's pip
 configuration names are mounted, and then ``chroot``; the kernel drops that namespace, and
-every mount in it, when the command ends, on success, failure or kill alike. The host's pip
+every mount in it, when the command ends, on success, failure or kill alike. Standard library
+only, so the noxfile can import it before any virtual environment exists. The host's pip
 configuration (its files and ``PIP_*`` variables) is copied in at every entry, because the
 registries are reachable only as configured here. The root carries gcc and the ``-dev``
 headers, so a dependency with no wheel for an interpreter (hdrhistogram on 3.15) builds there.
@@ -314,7 +311,7 @@ def _lines(process: subprocess.Popen) -> Iterator[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m bench.debian_root`: make the root; `-- CMD...`: run CMD inside it."""
+    """`python -m machine.debian_root`: make the root; `-- CMD...`: run CMD inside it."""
     args = sys.argv[1:] if argv is None else argv
     try:
         make(lambda line: print(line, flush=True))

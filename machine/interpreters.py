@@ -1,17 +1,11 @@
-"""The interpreter as a dimension of the bench: which CPythons, where each one's results live.
+"""The interpreter as a dimension of the lab: which CPythons, and where each one is.
 
-Declared once here and read by both rooms and by ``noxfile.py``: the versions the lab supports
+Declared once and read by every room and by ``noxfile.py``: the versions the lab supports
 (``PYTHONS``), the one whose results are the report's main tables (``REFERENCE``), how to find
-an interpreter that pyenv installed but did not activate (``find``), and where a version's
-results are stored (``results_dir``). The reference interpreter's results stay where they always
-were (``reports/results/<mode>/``); another interpreter's go beside them, in
-``reports/results/<mode>/python-3.13/``, so no table ever mixes two interpreters and the main
-tables read the same data whichever interpreter renders them.
-
-A build is a dimension too: Debian's interpreters (from the root :mod:`bench.debian_root`
-makes, for the versions this host lacks) are named ``debian-3.14``, their results stored in
-``python-debian-3.14/``, so Debian's 3.13 never mixes with pyenv's 3.13 and the report can
-compare within one build family. ``BUILDS`` lists the interpreters the report compares.
+an interpreter pyenv installed but did not activate (``find``). Debian's builds (from the root
+:mod:`machine.debian_root` makes, for the versions this host lacks) are named ``debian-3.14``,
+so Debian's 3.13 never mixes with pyenv's; ``BUILDS`` lists the interpreters the report
+compares. Where each one's results are stored is the bench's (``bench.store.results_dir``).
 """
 
 from __future__ import annotations
@@ -23,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench import debian_root
+from machine import debian_root
 
 PYTHONS = ("3.11", "3.12", "3.13", "3.14", "3.15")  # the CPythons the lab supports, oldest first
 REFERENCE = "3.11"  # the interpreter of the report's main tables, and of every "× 3.11" ratio
@@ -48,11 +42,6 @@ def family(name: str) -> str:
 def version_of(name: str) -> str:
     """ "3.14" of "debian-3.14" (and of "3.14")."""
     return name.removeprefix(f"{DEBIAN}-")
-
-
-def results_dir(results: Path, mode: str, python: str = REFERENCE) -> Path:
-    """The folder of one interpreter's stored results in one mode."""
-    return results / mode if python == REFERENCE else results / mode / f"python-{python}"
 
 
 def runs(command: str) -> bool:

@@ -1,0 +1,67 @@
+"""What Linux's ``/proc`` says of a process: time on a CPU, peak memory, the open-file limit.
+
+One reader each, for every room that measures a process: the scheduler's exact on-CPU time
+(``/proc/PID/task/*/schedstat``, nanoseconds, where psutil's ``cpu_times`` counts 10 ms ticks)
+and the address space's high-water mark (``VmHWM``, which starts afresh at ``exec``, where
+``ru_maxrss`` starts at the parent's size at fork and survives ``exec``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import sys
+from pathlib import Path
+
+
+def schedstat(pid: int | str = "self") -> tuple[float, float] | None:
+    """(seconds on a CPU, seconds runnable but waiting for one), summed over the process's
+    threads; None where there is no such process or no schedstat (not Linux)."""
+    on_cpu = waiting = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for task in tasks:
+        with contextlib.suppress(OSError, ValueError, IndexError):  # a thread that just ended
+            fields = Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()
+            on_cpu += int(fields[0])
+            waiting += int(fields[1])
+    return on_cpu / 1e9, waiting / 1e9
+
+
+def on_cpu(pid: int | str = "self") -> float | None:
+    """A process's seconds on a CPU so far, threads included (None: gone, or not Linux)."""
+    found = schedstat(pid)
+    return None if found is None else found[0]
+
+
+def peak_rss(pid: int | str = "self") -> int | None:
+    """A process's peak resident memory since its exec, bytes (None: gone, or not Linux)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    if pid == "self":  # no /proc: the rusage figure, the best this system offers
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+    return None
+
+
+def raise_open_file_limit(wanted: int | None = None) -> int:
+    """Raise this process's soft open-file limit to `wanted` (default: the hard limit).
+
+    Never above the hard limit, which only an administrator may raise; the limit in force is
+    returned, so a caller that needs more than that can say so clearly. Children inherit it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if wanted is None else wanted
+    if hard != resource.RLIM_INFINITY:
+        target = min(target, hard)
+    if soft != resource.RLIM_INFINITY and target > soft:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
