@@ -1,22 +1,12 @@
-"""The reading path's rendered blocks: every figure in loops/'s READMEs, and its table of designs.
+"""Every README's rendered blocks: no figure in a README is typed by hand.
 
-A figure in the reading path (``loops/README.md`` and each ``loops/<name>/README.md``) is never
-typed: it sits between ``<!-- figures:NAME -->`` and ``<!-- /figures -->``, and ``python -m bench
-report`` replaces what is between them with :func:`blocks`' text for NAME, written from the
-committed results alone (the cost anatomy, ``reports/results/anatomy.json``, which says where
-an echo request's microseconds and syscalls go, and when it was counted). So a figure in the
-prose is as old as the data it comes from, and re-measuring re-words it.
-
-One block is not figures but the same idea: ``designs``, the table of each loop's I/O model,
-styles, the call it sleeps in, its wake-up from threads and how a cancel reaches waiting work,
-rendered from what discovery and each variant's ``VARIANT`` declare (``loops/contract.py``:
-``io_model``, ``waits_in``, ``wake_up``, ``thread_entries``, ``cancellation``). A variant that
-cannot load here keeps the row the block already has, so a machine without io_uring does not
-erase the completions loop from the page.
-
-``tests/test_designs.py`` checks that every block holds what this module renders, that the
-declarations match each home-made loop's code, and that no figure with a unit stands outside a
-block unless its paragraph carries the command and the date that gave it.
+A figure sits between ``<!-- figures:NAME -->`` and ``<!-- /figures -->``, and ``python -m bench
+report`` replaces what is between them with :func:`blocks`' text for NAME: from the committed
+cost anatomy (``reports/results/anatomy.json``, with its point and date), from the workloads'
+registrations (the run plan) or from the code (the loops' sizes). The ``designs`` and ``io``
+tables are rendered from each variant's declarations (``loops/contract.py``); a variant that
+cannot load here keeps the row the block already has. ``tests/test_designs.py`` holds every
+block to what this module renders and every README to having no figure outside a block.
 """
 
 from __future__ import annotations
