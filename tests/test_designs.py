@@ -127,6 +127,10 @@ def test_a_home_made_loops_reporting_is_what_its_code_registers(name):
         assert (flag in code) == (reporting == kind), f"{name} declares {reporting}; {flag}?"
     if reporting == "select":
         assert "select.select(" in code and "epoll" not in code
+    elif reporting == "poll":
+        assert "select.poll(" in code and "epoll" not in code
+    elif reporting == "blocking":  # threads or greenlets each blocked in a socket call
+        assert not {"select", "selectors"} & imported(code), f"{name} blocks, yet polls"
     elif reporting == "io_uring":
         assert variant.io_model == "completion" and "io_uring_enter" in code
     elif reporting == "epoll-level":
