@@ -19,14 +19,18 @@ from dataclasses import dataclass, field
 
 import loops
 
-# The names the bench's figures are read against, each declared here and imported where used.
-BASELINE = "asyncio"  # every ratio is to this variant, measured in the same session
+# The names the bench's figures are read against, each declared here and imported where used
+# (bench/README.md, "Words", says what each means).
+# The baseline: a workload that declares no bases of its own (every one but echo) divides each
+# row by this variant's row in the same style, measured in the same session.
+BASELINE = "asyncio"
 BASELINE_FALLBACK_STYLE = "coroutines"  # its row for a style it does not speak
-YARDSTICK = "uvloop-protocol"  # the anchor the cost anatomy (and a compass) measure against
+USER_BASE = "asyncio-protocol"  # the echo server an asyncio user writes: echo's first base
+YARDSTICK = "uvloop-protocol"  # the same server on uvloop: echo's second base, the anatomy's
 FLOOR = "selectors-floor"  # the echo anchor with no design: a bare selectors loop
 # The echo servers an asyncio user writes instead of any loop here: what the glance compares
 # each design's cost against (asyncio · coroutines is the lab's contract over sock_recv).
-USER_SERVERS = ("asyncio-streams", "asyncio-protocol", YARDSTICK)
+USER_SERVERS = ("asyncio-streams", USER_BASE, YARDSTICK)
 # The reading path's files in loops/: read, never run by a measurement (no loop imports them),
 # so they count in no row's fingerprint and in no loop's code size.
 READING_ONLY = frozenset({"why_a_loop.py", "primer.py", "essence.py"})

@@ -104,10 +104,11 @@ class Workload:
     # Markdown lines after the section's tables, reading across its points:
     # section_end(stored points by key, in table order).
     section_end: Callable[[dict], list[str]] = _no_lines
-    # The rows every ratio is taken against, by row key, first the default (echo: the servers
-    # users write, asyncio-protocol then uvloop-protocol), each read from the compared row's own
-    # session only. Empty: the asyncio row in the same style (bench.plan.baseline_key).
-    baselines: tuple[str, ...] = ()
+    # Its bases: the rows every ratio is taken against, by row key, first the default (echo: the
+    # servers users write, asyncio-protocol then uvloop-protocol), each read from the compared
+    # row's own session only. Empty: the baseline, asyncio's row in the same style
+    # (bench.plan.baseline_key).
+    bases: tuple[str, ...] = ()
     # Control rows whose per-session figures the store keeps (with the baselines), so a session
     # whose controls moved beyond their stored spread is flagged on the page.
     controls: tuple[str, ...] = ()
@@ -127,8 +128,8 @@ class Workload:
 
     @property
     def kept(self) -> frozenset[str]:
-        """The rows whose per-session figures its store keeps: its baselines and controls."""
-        return frozenset(self.baselines) | frozenset(self.controls)
+        """The rows whose per-session figures its store keeps: its bases and controls."""
+        return frozenset(self.bases) | frozenset(self.controls)
 
     def fingerprint(self, row: Row) -> str:
         """The code fingerprint of one of its rows: what marks a stored row stale."""

@@ -18,7 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import registry  # the workloads' declarations (their running side is never loaded)
+from bench import registry
+from bench.plan import (  # the workloads' declarations (their running side is never loaded)
+    FLOOR,
+    USER_BASE,
+    YARDSTICK,
+)
 from bench.render import intervals as stats  # one method for intervals and their words
 from bench.render import verdict
 from bench.summary import summarize, valid_reps  # the bench's rules for a row's figures
@@ -33,9 +38,9 @@ PLOTLY = "plotly.min.js"
 # The baselines a bench page's selector offers: (key, label, the row it reads). The default is
 # the first: the server an asyncio user writes, as issue 36 asks of every ratio.
 BASELINES = (
-    ("asyncio-protocol", "asyncio-protocol (what asyncio users write)", "asyncio-protocol/native"),
-    ("uvloop-protocol", "uvloop-protocol (the C anchor)", "uvloop-protocol/native"),
-    ("floor", "the selectors floor (no design at all)", "selectors-floor/native"),
+    (USER_BASE, f"{USER_BASE} (what asyncio users write)", f"{USER_BASE}/native"),
+    (YARDSTICK, f"{YARDSTICK} (the C anchor)", f"{YARDSTICK}/native"),
+    ("floor", "the selectors floor (no design at all)", f"{FLOOR}/native"),
     ("adapter", "asyncio · coroutines (the contract adapter)", "asyncio/coroutines"),
 )
 KIND_ORDER = {"home-made": 0, "reference": 1, "anchor": 2}

@@ -81,9 +81,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import store
-from bench.measure.echo import load_argv, run_load, server_argv
+from bench.measure.echo import Serving
 from bench.plan import Row
-from bench.procs import Child, ChildFailed, Cores
+from bench.procs import ChildFailed, Cores
 from bench.registry.echo import HEADLINE_POINT, PACED, offered_rate
 from bench.registry.echo import rows as echo_rows
 from machine import environment
@@ -424,26 +424,13 @@ def point_params(closed: bool, results: Path | None = None) -> dict:
 
 def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict:
     """One untimed repetition: fresh server, warm-up, a plain window, then a counted window."""
-
-    server = Child(
-        server_argv(row), cores.subject, stdout=subprocess.PIPE, stderr_path=workdir / "server.err"
-    )
-    try:
-        port = server.read_port(timeout=30)
-
-        def load(name: str, seconds: float) -> dict:
-            argv = load_argv(port, params, seconds, workdir / f"{name}.json", server.pid)
-            return run_load(argv, cores.peer, workdir, name, seconds + 60)
-
-        load("warm-up", WARMUP_S)
+    with Serving(row, params, cores, workdir) as server:
+        server.load("warm-up", WARMUP_S)
         before = cpu_times(server.pid)
-        plain = load("plain", PLAIN_S)
+        plain = server.load("plain", PLAIN_S)
         user, system = user_system(before, cpu_times(server.pid))
         with Counting(tool, server.pid, workdir) as counting:
-            counted = load("counted", COUNTED_S)
-        server.check(server.stop(timeout=30))
-    finally:
-        server.kill()
+            counted = server.load("counted", COUNTED_S)
     served = plain["requests"]
     return {
         "label": row.label if not row.anchor else row.variant,
@@ -467,24 +454,11 @@ def cpu_only(row: Row, cores, workdir: Path, params: dict) -> float:
     """A further repetition of a row's CPU per request (µs): a fresh server, the warm-up, one
     plain window, nothing counted. The anatomy's CPU column is the median of three (the
     first from measure_row), with their range: one repetition was noise read as a finding."""
-
-    server = Child(
-        server_argv(row), cores.subject, stdout=subprocess.PIPE, stderr_path=workdir / "server.err"
-    )
-    try:
-        port = server.read_port(timeout=30)
-
-        def load(name: str, seconds: float) -> dict:
-            argv = load_argv(port, params, seconds, workdir / f"{name}.json", server.pid)
-            return run_load(argv, cores.peer, workdir, name, seconds + 60)
-
-        load("warm-up", WARMUP_S)
+    with Serving(row, params, cores, workdir) as server:
+        server.load("warm-up", WARMUP_S)
         before = cpu_times(server.pid)
-        plain = load("plain", PLAIN_S)
+        plain = server.load("plain", PLAIN_S)
         user, system = user_system(before, cpu_times(server.pid))
-        server.check(server.stop(timeout=30))
-    finally:
-        server.kill()
     return (user + system) / plain["requests"] * 1e6
 
 

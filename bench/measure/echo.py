@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 from bench.plan import Point, Row
@@ -93,41 +94,60 @@ def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
 def serve(row: Row, params: dict, cores, workdir: Path) -> tuple[dict, float | None, object]:
     """A fresh server under a warm-up load then the measured one: the generator's record, the
     server's CPU seconds over the measured load, and the server's usage once stopped."""
-    warmup, duration = params["warmup_s"], params["duration_s"]
-    timeout = duration + 60
-    server = Child(
-        server_argv(row), cores.subject, stdout=subprocess.PIPE, stderr_path=workdir / "server.err"
-    )
-    try:
-        port = server.read_port(timeout=30)
-        run_load(
-            load_argv(port, params, warmup, workdir / "warmup.json", server.pid),
-            cores.peer,
-            workdir,
-            "warm-up",
-            timeout,
-        )
+    with Serving(row, params, cores, workdir) as server:
+        server.load("warm-up", params["warmup_s"])
         before = cpu_seconds(server.pid)
-        record = run_load(
-            load_argv(port, params, duration, workdir / "load.json", server.pid),
-            cores.peer,
-            workdir,
-            "measured",
-            timeout,
-        )
+        record = server.load("measured", params["duration_s"])
         after = cpu_seconds(server.pid)
-        usage = server.stop(timeout=15)
-        server.check(usage)
-    except ChildFailed as error:
-        # The server's own words say why (a stated limit such as select()'s ceiling, a crash).
-        server.kill()
-        raise ChildFailed(f"{error}{stated_limit(server)}{server.stderr_tail(2000)}") from error
-    finally:
-        server.kill()
     server_cpu = record.get("server_cpu_s")
     if server_cpu is None and before is not None and after is not None:
         server_cpu = after - before
-    return record, server_cpu, usage
+    return record, server_cpu, server.usage
+
+
+class Serving:
+    """One repetition's fresh echo server, pinned to the subject's core, and the loads run
+    against it from the peer's core: ``with Serving(...) as server: server.load(name, s)``.
+    Leaving the block stops the server and checks its exit (``usage``); a failure anywhere
+    kills it and says why in the server's own words (a stated limit such as select()'s
+    ceiling, a crash)."""
+
+    def __init__(self, row: Row, params: dict, cores, workdir: Path) -> None:
+        self.params, self.cores, self.workdir = params, cores, workdir
+        self.server = Child(
+            server_argv(row), cores.subject, stdout=subprocess.PIPE,
+            stderr_path=workdir / "server.err",
+        )  # fmt: skip
+        self.pid = self.server.pid
+        self.port = 0
+        self.usage = None
+
+    def __enter__(self) -> Serving:
+        try:
+            self.port = self.server.read_port(timeout=30)
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def load(self, name: str, seconds: float) -> dict:
+        """A load generator run against the server: its record (ChildFailed if it failed)."""
+        out = self.workdir / f"{name}.json"
+        argv = load_argv(self.port, self.params, seconds, out, self.pid)
+        return run_load(argv, self.cores.peer, self.workdir, name, seconds + 60)
+
+    def __exit__(self, kind, error, traceback) -> None:
+        server = self.server
+        try:
+            if kind is None:
+                self.usage = server.stop(timeout=30)
+                server.check(self.usage)
+        except ChildFailed as failed:
+            error = failed
+        finally:
+            server.kill()
+        if isinstance(error, ChildFailed):
+            raise ChildFailed(f"{error}{stated_limit(server)}{server.stderr_tail(2000)}") from error
 
 
 def figures(record: dict, server_cpu: float, usage, params: dict, basis: str) -> dict:

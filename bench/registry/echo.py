@@ -42,6 +42,7 @@ import importlib.util
 
 from bench.plan import (
     FLOOR,
+    USER_BASE,
     YARDSTICK,
     Chart,
     Glance,
@@ -154,9 +155,6 @@ METRICS = (
     Metric("peer_cpu_us", "generator CPU (µs / request)", higher_is_better=False, digits=1),
 )
 HEADLINE = "requests_per_s"
-# The server an asyncio user writes: every echo ratio's default denominator (then uvloop's, the
-# C anchor), from the compared row's own session.
-USER_BASE = "asyncio-protocol"
 CLOSED_COLUMNS = (
     "requests_per_s",
     "mib_per_s",
@@ -496,7 +494,7 @@ WORKLOAD = Workload(
     detail=detail,
     point_notes=point_notes,
     observations=observations,
-    baselines=(f"{USER_BASE}/native", f"{YARDSTICK}/native"),
+    bases=(f"{USER_BASE}/native", f"{YARDSTICK}/native"),
     controls=(f"{USER_BASE}/native", f"{YARDSTICK}/native", f"{FLOOR}/native"),
     row_names=(("asyncio/coroutines", "asyncio · coroutines (contract adapter over sock_recv)"),),
 )

@@ -22,7 +22,7 @@ from tabulate import tabulate
 
 import loops
 from bench import registry
-from bench.plan import BASELINE, USER_SERVERS, YARDSTICK, Glance, Row
+from bench.plan import BASELINE, USER_BASE, USER_SERVERS, YARDSTICK, Glance, Row
 from bench.registry import echo
 from bench.render import codesize
 from bench.render.intervals import median_interval
@@ -81,14 +81,13 @@ def columns() -> list[Column]:
 # The cost a design adds per request: what the user's servers are read against.
 COST = Column.of(echo.WORKLOAD, echo.COST_GLANCE)
 USER_ROWS = tuple(Row(name, "native", anchor=True) for name in USER_SERVERS)
-USER_BASELINE, USER_BEST = "asyncio-protocol", YARDSTICK  # the columns "× <server>"
 BASELINE_MEANS = (
     "**What the ratios are against**: `asyncio · coroutines` is the lab's contract adapter on "
     "asyncio "
     "(`loops/_aio.py`), whose echo server calls `loop.sock_recv` and `loop.sock_sendall`: the "
     "fair twin of every home-made loop's code, not the server an asyncio user writes. Those are "
     "the Protocol and streams servers in the last rows (grey bars in the chart), and the "
-    f"*× {USER_BASELINE}* and *× {USER_BEST}* columns read each design's cost per request "
+    f"*× {USER_BASE}* and *× {YARDSTICK}* columns read each design's cost per request "
     "against them, measured in the same session (*not in this session* where they were not)."
 )
 STYLE_MARK = {"callbacks": "cb", "generators": "gen", "coroutines": "co"}
@@ -230,7 +229,7 @@ def _against(rendered, server) -> str:
 
 
 ANCHOR_LINES = {
-    "asyncio-protocol": "asyncio's `Protocol` server, what asyncio users write: the default base",
+    USER_BASE: "asyncio's `Protocol` server, what asyncio users write: the default base",
     "asyncio-streams": "asyncio's streams server (`start_server`, reader and writer)",
     "uvloop-protocol": "the same `Protocol` server on uvloop: the C anchor",
     "uvloop-streams": "the streams server on uvloop",
@@ -294,10 +293,10 @@ def _echo_body(found: dict, conformance: dict, root: Path) -> tuple[list[str], l
     headers = [
         "variant · style",
         throughput.header,
-        f"× {USER_BASELINE}",
+        f"× {USER_BASE}",
         COST.header,
-        f"× {USER_BASELINE} ",
-        f"× {USER_BEST}",
+        f"× {USER_BASE} ",
+        f"× {YARDSTICK}",
         "conformance (holding / claimed)",
         "code lines",
     ]
@@ -305,7 +304,7 @@ def _echo_body(found: dict, conformance: dict, root: Path) -> tuple[list[str], l
     def cells_for(row: Row) -> list[str]:
         got = {c: next((r for r in found[c] or () if c.matches(r, row)), None) for c in metrics}
         cells = [anchor_label(row)]
-        for column, which in ((throughput, (USER_BASELINE,)), (COST, (USER_BASELINE, USER_BEST))):
+        for column, which in ((throughput, (USER_BASE,)), (COST, (USER_BASE, YARDSTICK))):
             rendered = got[column]
             cells.append(cell(column, rendered, ratio=False))
             for name in which:
@@ -357,7 +356,7 @@ def section(
         "",
         f"### Against what users run: echo, {ECHO_AT}",
         "",
-        f"Each ratio is to {USER_BASELINE} (and {USER_BEST}, the C anchor) measured in the row's "
+        f"Each ratio is to {USER_BASE} (and {YARDSTICK}, the C anchor) measured in the row's "
         "own session, with its 95% bootstrap interval and what it says (faster, slower, "
         "cheaper, dearer, or level where it holds 1); *not in this session* where that server "
         "was not measured with the row. A word instead of a figure says why there is none; "
@@ -410,24 +409,24 @@ def against_sentence(rows: list | None) -> str:
     figures = {r.row: r.summary.stats[COST.metric].median for r in rows or () if _valid(r)}
     user = {row.variant: figures.get(row) for row in USER_ROWS}
     designs = {row: v for row, v in figures.items() if not row.anchor}
-    if not designs or user[USER_BASELINE] is None or user[USER_BEST] is None:
+    if not designs or user[USER_BASE] is None or user[YARDSTICK] is None:
         return f"{head}: not measured in this run."
     sessions = {r.row: r.session for r in rows or ()}
     anchors = {sessions[row] for row in USER_ROWS if row in sessions}
     designs = {row: v for row, v in designs.items() if sessions[row] in anchors}
     if len(anchors) != 1 or not designs:  # a comparison is made within one session only
         return f"{head}: the servers and the designs were not measured in one session."
-    cheaper = [row for row, v in designs.items() if v < user[USER_BASELINE]]
+    cheaper = [row for row, v in designs.items() if v < user[USER_BASE]]
     kinds = {r.row: r.kind for r in rows or ()}
     home_made = {row: v for row, v in designs.items() if kinds[row] == "home-made"}
     best = min(home_made or designs, key=(home_made or designs).get)
     return (
         f"{head}: {len(cheaper)} of the {len(designs)} variant·style rows measured in the "
         f"session of these servers cost less server CPU per "
-        f"request than {USER_BASELINE} ({user[USER_BASELINE]:.1f} µs); the cheapest"
+        f"request than {USER_BASE} ({user[USER_BASE]:.1f} µs); the cheapest"
         + (" home-made design, " if home_made else ", ")
-        + f"{best.label}, costs {designs[best]:.1f} µs, ×{designs[best] / user[USER_BEST]:.2f} "
-        f"{USER_BEST}'s {user[USER_BEST]:.1f} µs."
+        + f"{best.label}, costs {designs[best]:.1f} µs, ×{designs[best] / user[YARDSTICK]:.2f} "
+        f"{YARDSTICK}'s {user[YARDSTICK]:.1f} µs."
     )
 
 
@@ -474,7 +473,7 @@ def draw_cost_chart(rows: list, path: Path) -> bool:
     for y, (value, (_, high)) in enumerate(zip(values, spans, strict=True)):
         axis.text(high, y, f" {value:.1f}", va="center", fontsize=8)
     for r, value in zip(wanted, values, strict=True):
-        if r.row.variant in (USER_BASELINE, USER_BEST):
+        if r.row.variant in (USER_BASE, YARDSTICK):
             axis.axvline(value, color="#555555", linestyle="--", linewidth=0.8)
             axis.text(
                 value, len(wanted) - 0.4, f" {r.row.variant}", rotation=90, va="top",

@@ -31,7 +31,7 @@ from tabulate import tabulate
 
 from bench import registry
 from bench.interpreter_figures import COST, FIGURES, Figure
-from bench.plan import BASELINE, Row
+from bench.plan import BASELINE, USER_BASE, YARDSTICK, Row
 from bench.render.drift import ONE_REPETITION, Change, level, level_error, relative_change
 from bench.render.intervals import ratio_interval, word
 from bench.render.rows import RenderedRow, stored_points
@@ -386,7 +386,7 @@ def uvloop_sentence(data: dict[str, Figures], names: dict[str, str] | None = Non
     """Does uvloop still pay: uvloop-protocol against asyncio-protocol on each interpreter,
     inside one session, worded from the ratio's interval."""
     names = names or {}
-    uv, aio = Row("uvloop-protocol", "native", True), Row("asyncio-protocol", "native", True)
+    uv, aio = Row(YARDSTICK, "native", True), Row(USER_BASE, "native", True)
     parts = []
     for python, figures in data.items():
         cost = figures[COST.name]

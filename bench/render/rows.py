@@ -119,10 +119,8 @@ def rendered_rows(
         base_styles = [k.split("/", 1)[1] for k in baselines if k.split("/")[0] == BASELINE]
         summary = _summary(workload, point, entry["reps"])
         summary.detail = workload.detail(entry["reps"])
-        if workload.baselines:
-            bases = {
-                key.split("/")[0]: of_session(key, entry["session"]) for key in workload.baselines
-            }
+        if workload.bases:
+            bases = {key.split("/")[0]: of_session(key, entry["session"]) for key in workload.bases}
             first = next(iter(bases.values()))
         else:
             base_reps = baselines.get(baseline_key(row.style, base_styles))

@@ -17,6 +17,7 @@ import json
 import statistics
 from pathlib import Path
 
+from bench.plan import USER_BASE, YARDSTICK
 from bench.registry import echo, micro, sleep  # the headline points, declared there
 from bench.render.intervals import ratio_interval, worded
 from bench.summary import valid_values
@@ -116,8 +117,7 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
             f"{echo.HEADLINE_POINT['size']:,} B × {echo.HEADLINE_POINT['connections']} "
             "connections: "
             + "; ".join(
-                _against(point, best, anchor, "server_cpu_us")
-                for anchor in ("uvloop-protocol", "asyncio-protocol")
+                _against(point, best, anchor, "server_cpu_us") for anchor in (YARDSTICK, USER_BASE)
             )
             + "."
             + _sessions_note(point)

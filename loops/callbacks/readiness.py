@@ -59,8 +59,9 @@ class IORecord:
         self.writer: Any = None  # the Handle queued when the fd is writable
 
 
+# twin of loops/traps/poller.py: PollAsEpoll
 class PollAsEpoll:
-    """``select.poll`` behind the calls of ``select.epoll`` that Readiness uses."""
+    """``select.poll`` behind the ``select.epoll`` calls a loop makes, where there is no epoll."""
 
     def __init__(self) -> None:
         self._poll = select.poll()
@@ -68,8 +69,8 @@ class PollAsEpoll:
         self.modify = self._poll.modify
         self.unregister = self._poll.unregister
 
-    def poll(self, timeout: float = -1, maxevents: int = -1) -> list[tuple[int, int]]:
-        if timeout < 0:
+    def poll(self, timeout: float | None = -1, maxevents: int = -1) -> list[tuple[int, int]]:
+        if timeout is None or timeout < 0:
             return self._poll.poll()
         # Round up, like epoll: waking a little late is fine, waking early is a spin.
         return self._poll.poll(math.ceil(timeout * 1e3))
@@ -78,8 +79,9 @@ class PollAsEpoll:
         pass  # a poll object holds no fd
 
 
+# twin of loops/traps/poller.py: new_poller
 def new_poller() -> Any:
-    """The fastest readiness primitive here: epoll on Linux, poll elsewhere."""
+    """epoll where there is one (Linux), else poll; never select() and its 1024-fd ceiling."""
     return select.epoll() if hasattr(select, "epoll") else PollAsEpoll()
 
 

@@ -2,7 +2,7 @@
 
 Tasks await *operations* (accept, connect, recvmsg/sendmsg, a recv that a recv(2) tried at the
 task's next turn found nothing for, and what a send(2) tried first did not send); the loop
-writes one SQE per operation into the submission ring, hands them all to the kernel with one
+writes one SQE per operation into the submission ring, hands them all to Linux with one
 io_uring_enter per turn, and resumes each task from its completion (CQE). The only home-made
 loop of the lab that is not readiness-based. Unavailable where io_uring cannot be set up (not
 Linux x86-64, ENOSYS, EPERM under a seccomp filter, kernel.io_uring_disabled): the probe below

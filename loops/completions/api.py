@@ -169,7 +169,7 @@ def _complete_recv(
             return None
         return data
     finally:
-        buffers.give(buffer)  # the kernel is done with it: only now may another op use it
+        buffers.give(buffer)  # Linux is done with it: only now may another op use it
 
 
 async def recv(sock: socket.socket, n: int) -> bytes:
@@ -235,7 +235,7 @@ def _complete_send(res: int, pinned: Any, sock: Any, *, interrupted: bool) -> in
 
 async def sendall(sock: socket.socket, data: bytes) -> None:
     """Send all of data: tried at once with ``sock.send``, then a SEND of what is left until
-    the kernel has taken it all.
+    Linux has taken it all.
 
     Speed trick, fenced here (loops/completions/README.md, "Levers", the send tried first): a
     socket's send buffer almost always has room for what an echo or a request sends, and a
@@ -249,7 +249,7 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
     if sock.gettimeout() != 0:
         check_nonblocking(sock)
     if type(data) is not bytes:
-        data = bytes(data)  # a fixed address the caller cannot change under the kernel
+        data = bytes(data)  # a fixed address the caller cannot change under Linux
     size = len(data)
     try:  # the send, tried first: see the docstring
         sent = sock.send(data, MSG_NOSIGNAL)
@@ -331,7 +331,7 @@ async def connect(sock: socket.socket, address: Any) -> None:
 
 
 def _msghdr(name_size: int, data_address: int, data_size: int) -> ctypes.Array:
-    """A msghdr, its one iovec and room for the name, in one buffer (the kernel reads it)."""
+    """A msghdr, its one iovec and room for the name, in one buffer (Linux reads it)."""
     block = ctypes.create_string_buffer(MSGHDR_IOVEC.size + name_size)
     base = _address_of(block)
     iov = base + MSGHDR.size
@@ -349,7 +349,7 @@ def _complete_recvmsg(res: int, pinned: tuple, sock: Any, *, interrupted: bool) 
                 return None
             raise _error(res, "recvfrom")
         data = buffer.view[:res].tobytes()
-        name_size = MSGHDR.unpack_from(block, 0)[1]  # the kernel wrote the sender's length
+        name_size = MSGHDR.unpack_from(block, 0)[1]  # Linux wrote the sender's length
         start = MSGHDR_IOVEC.size
         received = data, _address(block.raw[start : start + name_size])
         if interrupted:  # a datagram that won the race with the cancel: for the next call
@@ -405,14 +405,14 @@ async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
 
 
 # Speed trick, fenced here: a UDP server answers the same few peers again and again, so the
-# packed form of a numeric address and the parsed form of a sockaddr the kernel wrote are
+# packed form of a numeric address and the parsed form of a sockaddr Linux wrote are
 # kept (at most ADDRESSES_KEPT of each; the table starts over when full). Only numeric
 # addresses are kept packed: a host name is resolved at each call, as the socket module does.
 # Without them, packing and parsing addresses is a tenth of a UDP round trip's Python time
 # (cProfile of the workloads' UDP echo on this loop).
 ADDRESSES_KEPT = 1024
 _sockaddrs: dict[tuple, bytes] = {}  # (family, numeric address) -> the packed sockaddr
-_addresses: dict[bytes, Any] = {}  # a sockaddr the kernel wrote -> Python's address for it
+_addresses: dict[bytes, Any] = {}  # a sockaddr Linux wrote -> Python's address for it
 
 
 def _address(raw: bytes) -> Any:
@@ -426,7 +426,7 @@ def _address(raw: bytes) -> Any:
 
 
 def _sockaddr(sock: socket.socket, address: Any) -> bytes:
-    """Python's address for sock's family in the kernel's sockaddr layout (what the socket
+    """Python's address for sock's family in Linux's sockaddr layout (what the socket
     module does inside every connect and sendto, and does not export)."""
     family = sock.family
     if family == socket.AF_UNIX:
@@ -465,7 +465,7 @@ def _sockaddr(sock: socket.socket, address: Any) -> bytes:
 
 
 def _parse_sockaddr(raw: bytes) -> Any:
-    """A sockaddr the kernel wrote, as the address tuple (or path) Python would give."""
+    """A sockaddr Linux wrote, as the address tuple (or path) Python would give."""
     if len(raw) < 2:
         return ""  # an unnamed AF_UNIX peer
     family = int.from_bytes(raw[:2], "little")

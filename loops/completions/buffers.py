@@ -1,12 +1,12 @@
-"""Receive buffers: lent to the kernel by an operation, taken back only at its completion.
+"""Receive buffers: lent to Linux by an operation, taken back only at its completion.
 
 A readiness loop reads into a buffer it owns for the length of one syscall. A completion loop
 hands the buffer over when it *submits* the recv and gets it back when the recv *completes*,
 which may be long after the task that asked has been cancelled. Reusing or freeing the buffer
-in between is the proactor's classic bug: the kernel writes a late datagram into memory that
+in between is the proactor's classic bug: Linux writes a late datagram into memory that
 now belongs to someone else. Here a buffer is given back to the pool in exactly one place, the
 completer of the operation it was lent to (``_complete_recv``, ``_complete_recvmsg`` in
-``api.py``), which the kernel calls once that operation's completion has arrived
+``api.py``), which the loop calls once that operation's completion has arrived
 (``Proactor.deliver``, ``Proactor.give_back``), never when a task is cancelled.
 
 Speed trick, fenced here: buffers are pooled by size, so the steady state of an echo server
@@ -25,7 +25,7 @@ _free: dict[int, list[Buffer]] = {}  # size -> buffers no operation holds
 
 
 class Buffer:
-    """Memory the kernel may write into: its ctypes storage, address and size."""
+    """Memory Linux may write into: its ctypes storage, address and size."""
 
     __slots__ = ("address", "lent", "size", "storage", "view")
 

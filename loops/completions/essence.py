@@ -47,7 +47,7 @@ def _trap(*request):
 
 
 async def recv(sock, n):
-    buffer = ctypes.create_string_buffer(n)  # the kernel's until the completion comes
+    buffer = ctypes.create_string_buffer(n)  # Linux's until the completion comes
     res = await _trap("operation", OP_RECV, sock.fileno(), ctypes.addressof(buffer), n, buffer)
     if res < 0:  # -errno (the full loop turns the -ECANCELED of a cancel into CancelledError)
         raise OSError(-res, "recv")
@@ -67,7 +67,7 @@ class Loop:
             self._ring.enter(wait=not self._ready)
             for user_data, res in self._ring.reap():  # each CQE resumes the task it names
                 task = self._in_flight.pop(user_data)
-                task.value, task.pinned = res, None  # the kernel is done with it: ours again
+                task.value, task.pinned = res, None  # Linux is done with it: ours again
                 print(f"CQE for {task.coro.__name__}: res {res}; what it lent is free again")
                 self._ready.append(task)
             # Stage 2: expire timers (this essence has none; the full loop keeps a heap).

@@ -153,14 +153,7 @@ class Loop:
             self._run_until(main)
         except BaseException as error:
             if not isinstance(error, Exception) and error is not self._raised_by_a_task:
-                # A KeyboardInterrupt from a signal lands between any two lines of the
-                # kernel's own bookkeeping: a task popped from the ready queue and not yet
-                # run, a finish half done. Another tick could wait forever on what that step
-                # left behind (close() cancelling a task no queue holds), so the tasks are
-                # closed here, untouched by the kernel: their finally blocks run. Their
-                # operations stay in flight, buffers and all, until close() has Linux
-                # cancel them and collects their completions (Proactor.close).
-                self._abandon_tasks()
+                self._abandon_tasks()  # a signal's KeyboardInterrupt: see _abandon_tasks
             raise
         finally:
             self._raised_by_a_task = None
@@ -195,7 +188,14 @@ class Loop:
             self._io.close()
 
     def _abandon_tasks(self) -> None:
-        """Close every task's coroutine without the kernel, and forget every wait."""
+        """Close every task's coroutine without the kernel, and forget every wait.
+
+        A KeyboardInterrupt from a signal lands between any two lines of the kernel's own
+        bookkeeping: a task popped from the ready queue and not yet run, a finish half done.
+        Another tick could wait forever on what that step left behind (close() cancelling a
+        task no queue holds), so run() closes the tasks here, untouched by the kernel: their
+        finally blocks run. Their operations stay in flight, buffers and all, until close()
+        has Linux cancel them and collects their completions (Proactor.close)."""
         for task in self._tasks:
             if task.reaped is not None:  # completed, never delivered: its buffer goes back
                 self._io.give_back(task, task.reaped)

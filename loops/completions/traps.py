@@ -63,7 +63,7 @@ def operation(
     """Submit one io_uring operation on sock and wait for its completion.
 
     ``addr``, ``length``, ``off`` and ``op_flags`` are the SQE's fields of those names.
-    ``pinned`` is everything Linux reads or writes through ``addr``/``off``: the kernel keeps it
+    ``pinned`` is everything Linux reads or writes through ``addr``/``off``: the loop keeps it
     alive until the completion arrives, whatever happens to the task meanwhile. The completer,
     ``complete(res, pinned, sock, interrupted=...)``, turns the completion's result into the
     awaited value (``interrupted=False``), or, for a task that will not take it

@@ -49,14 +49,14 @@ ENTER_EXT_ARG = 1 << 3  # the enter's last arguments are an io_uring_getevents_a
 FEAT_SINGLE_MMAP = 1 << 0
 FEAT_EXT_ARG = 1 << 8
 SETUP_CQSIZE = 1 << 3
-SETUP_TASKRUN_FLAG = 1 << 9  # the kernel flags SQ_TASKRUN when completions wait to be posted
+SETUP_TASKRUN_FLAG = 1 << 9  # Linux flags SQ_TASKRUN when completions wait to be posted
 SETUP_SINGLE_ISSUER = 1 << 12  # one thread submits (the loop's): required by DEFER_TASKRUN
 SETUP_DEFER_TASKRUN = 1 << 13  # completions are posted only inside our io_uring_enter
-SQ_CQ_OVERFLOW = 1 << 1  # in the SQ ring's flags: CQEs that found the CQ full wait in the kernel
+SQ_CQ_OVERFLOW = 1 << 1  # in the SQ ring's flags: CQEs that found the CQ full wait in Linux
 SQ_TASKRUN = 1 << 2  # in the SQ ring's flags: deferred work waits for an enter
 # Either flag means completions wait to be posted into the CQ, which only an enter with
 # GETEVENTS does: liburing's cq_ring_needs_flush() (src/queue.c) tests these two bits, and its
-# io_uring_submit() and io_uring_peek_batch_cqe() enter the kernel when it says so.
+# io_uring_submit() and io_uring_peek_batch_cqe() enter Linux when it says so.
 CQ_NEEDS_FLUSH = SQ_CQ_OVERFLOW | SQ_TASKRUN
 CANCEL_ANY = 1 << 2  # ASYNC_CANCEL: every request, whatever its user_data
 OFF_SQ_RING = 0
@@ -89,7 +89,7 @@ class _CQOffsets(ctypes.Structure):
 
 
 class Params(ctypes.Structure):
-    """struct io_uring_params: what we ask for, and where the kernel put the ring fields."""
+    """struct io_uring_params: what we ask for, and where Linux put the ring fields."""
 
     _fields_ = [
         ("sq_entries", ctypes.c_uint32),
@@ -163,7 +163,7 @@ def why(error: OSError) -> str:
             return f"{reason} (sysctl kernel.io_uring_disabled = {disabled})"
         return f"{reason} (a seccomp filter, such as a container runtime's default?)"
     if error.errno == errno.ENOSYS and "io_uring_setup" in reason:
-        return f"{reason} (a kernel before 5.1, or built without CONFIG_IO_URING)"
+        return f"{reason} (Linux before 5.1, or built without CONFIG_IO_URING)"
     return reason
 
 
@@ -172,12 +172,12 @@ class Ring:
     read completions with :meth:`reap`."""
 
     def __init__(self, entries: int = 4096, cq_entries: int = 16384) -> None:
-        # DEFER_TASKRUN: the kernel finishes operations (copies the bytes of a send that
+        # DEFER_TASKRUN: Linux finishes operations (copies the bytes of a send that
         # waited for room, posts the CQE) only when this thread calls io_uring_enter, never in
         # the middle of some other syscall of the program. So completions happen at one
         # known point of the loop's turn (stage 1), in batches, and a program's own socket
         # calls between two turns see the sockets as the readiness loops leave them.
-        # Kernels before 6.1 refuse the flags: the ring then runs without them.
+        # Linux before 6.1 refuse the flags: the ring then runs without them.
         for flags in (SETUP_DEFER_TASKRUN | SETUP_SINGLE_ISSUER | SETUP_TASKRUN_FLAG, 0):
             params = Params()
             params.flags = SETUP_CQSIZE | flags
@@ -197,8 +197,8 @@ class Ring:
         self.features = params.features
         if not self.features & FEAT_EXT_ARG:  # 5.11+: the enter's timeout argument
             self.close()
-            raise OSError(errno.ENOSYS, "io_uring without IORING_FEAT_EXT_ARG (kernel < 5.11)")
-        self.pending = 0  # SQEs written and not yet handed to the kernel
+            raise OSError(errno.ENOSYS, "io_uring without IORING_FEAT_EXT_ARG (Linux < 5.11)")
+        self.pending = 0  # SQEs written and not yet handed to Linux
         self._backlog: list[tuple] = []  # SQEs that found the ring full, in order
         # The enter's two getevents_args, written once: one pointing at a timespec that each
         # enter with a timeout rewrites, one with a null timespec pointer (wait forever). So a
@@ -264,7 +264,7 @@ class Ring:
         off: int = 0,
         op_flags: int = 0,
     ) -> None:
-        """Write one SQE and publish it (the kernel takes it at the next enter).
+        """Write one SQE and publish it (Linux takes it at the next enter).
 
         The keywords are the SQE's fields of those names (``length`` is its ``len``,
         ``op_flags`` the opcode's own flags, such as ``MSG_NOSIGNAL`` for SEND); the SQE's
@@ -274,7 +274,7 @@ class Ring:
     def prepare_op(
         self, opcode: int, fd: int, addr: int, length: int, off: int, op_flags: int, user_data: int
     ) -> None:
-        """:meth:`prepare` with every field given in order: the kernel's call, once per operation.
+        """:meth:`prepare` with every field given in order: Linux's call, once per operation.
 
         Speed trick, fenced here (loops/completions/README.md, "Levers", direct SQE writes):
         positional arguments, and only the SQE's first 40 bytes packed (``SQE_HEAD``: opcode,
@@ -306,20 +306,20 @@ class Ring:
     def _push(self, fields: tuple) -> None:
         """The slow path of :meth:`prepare_op`: an SQE that finds the ring full, or others
         already waiting for room (``_backlog``), in order."""
-        if self._backlog:  # behind those already waiting: the kernel sees them in order
+        if self._backlog:  # behind those already waiting: Linux sees them in order
             self._backlog.append(fields)
             return
-        if self.pending >= self.sq_entries:  # every slot holds an SQE the kernel has not taken
+        if self.pending >= self.sq_entries:  # every slot holds an SQE Linux has not taken
             self.enter(0)  # hand them over to make room
             if self.pending >= self.sq_entries:  # refused (EBUSY: completions overflowing)
                 self._backlog.append(fields)
-                return  # written by enter() once the kernel has taken some
+                return  # written by enter() once Linux has taken some
         self.prepare_op(*fields)
 
     def enter(self, wait: float | None) -> int:
         """Submit what is queued; with wait (seconds) or None (forever), also wait for one
-        completion. 0 means: submit only, and have the kernel post the completions waiting to
-        be posted, if any (``CQ_NEEDS_FLUSH``). Returns how many SQEs the kernel took."""
+        completion. 0 means: submit only, and have Linux post the completions waiting to
+        be posted, if any (``CQ_NEEDS_FLUSH``). Returns how many SQEs Linux took."""
         submit, flags, arg, argsz = self.pending, 0, None, _NO_ARG_SIZE
         if wait is None:  # a null timespec pointer: no timeout
             flags, arg, argsz = ENTER_GETEVENTS | ENTER_EXT_ARG, self._forever, _ARG_SIZE
@@ -349,7 +349,7 @@ class Ring:
         return taken
 
     def reap(self) -> list[tuple[int, int]]:
-        """Every completion the kernel has posted: [(user_data, res), ...]. No syscall.
+        """Every completion Linux has posted: [(user_data, res), ...]. No syscall.
 
         Speed trick, fenced here (loops/completions/README.md, "Levers", batched reaping): the
         CQEs between head and tail lie in at most two runs of the ring (two where they wrap),
@@ -366,7 +366,7 @@ class Ring:
         count = (tail - head) & 0xFFFFFFFF
         if count == 1:  # the usual case at a light load: no slice, no iterator
             done = [CQE.unpack_from(self._cq_map, self._cqes + first * CQE_SIZE)]
-            cq32[self._cq_head] = tail  # read first: from here on the slot is the kernel's
+            cq32[self._cq_head] = tail  # read first: from here on the slot is Linux's
             return done
         entries = self._cq_mask + 1
         end = first + count  # may run past the ring's end: it wraps
@@ -374,7 +374,7 @@ class Ring:
         done = list(unpack(view[base + first * CQE_SIZE : base + min(end, entries) * CQE_SIZE]))
         if end > entries:
             done += unpack(view[base : base + (end - entries) * CQE_SIZE])
-        cq32[self._cq_head] = tail  # the slots are the kernel's again
+        cq32[self._cq_head] = tail  # the slots are Linux's again
         return done
 
     def close(self) -> None:

@@ -80,7 +80,7 @@ coroutines = SimpleNamespace(
 
 VARIANT = Variant(
     name="curio",
-    summary="curio: a coroutine kernel where every blocking call is a trap (the traps anchor)",
+    summary="curio: a coroutine kernel where every blocking call is a trap (traps follows it)",
     lineage="David Beazley's curio: generator traps yielded to a kernel, tasks, cancellation",
     capabilities=EVERY_CAPABILITY,
     coroutines=coroutines,

@@ -149,12 +149,7 @@ class Loop:
                 self._run_once()
         except BaseException as error:
             if not isinstance(error, Exception) and error is not self._raised_by_a_task:
-                # A KeyboardInterrupt from a signal lands between any two lines of the loop's
-                # own bookkeeping: a wake-up popped from the ready queue and not yet run, a
-                # wait half registered. Running the loop again to cancel the tasks could wait
-                # forever on what that step lost, so they are closed here, untouched by the
-                # loop: their finally blocks run.
-                self._abandon_tasks()
+                self._abandon_tasks()  # a signal's KeyboardInterrupt: see _abandon_tasks
             raise
         finally:
             self._raised_by_a_task = None
@@ -428,8 +423,15 @@ class Loop:
         finally:
             _running.loop = None
 
+    # twin of loops/traps/kernel.py: Loop._abandon_tasks
     def _abandon_tasks(self) -> None:
-        """Close every task's coroutine without the loop, and forget every wake-up."""
+        """Close every task's coroutine without the loop, and forget every wake-up.
+
+        A KeyboardInterrupt from a signal lands between any two lines of the loop's own
+        bookkeeping: a wake-up popped from the ready queue and not yet run, a wait half
+        registered. Running the loop again to cancel the tasks could wait forever on what that
+        step lost, so run_until_complete() closes the tasks here, untouched by the loop: their
+        finally blocks run."""
         while self._tasks:  # drained, not iterated: a finally block may spawn one more
             task = next(iter(self._tasks))
             del self._tasks[task]

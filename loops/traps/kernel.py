@@ -146,12 +146,7 @@ class Loop:
             self._run_until(main)
         except BaseException as error:
             if not isinstance(error, Exception) and error is not self._raised_by_a_task:
-                # A KeyboardInterrupt from a signal lands between any two lines of the
-                # kernel's own bookkeeping: a task popped from the ready queue and not yet
-                # run, a finish half done. Another tick could wait forever on what that step
-                # left behind (close() cancelling a task no queue holds), so the tasks are
-                # closed here, untouched by the kernel: their finally blocks run.
-                self._abandon_tasks()
+                self._abandon_tasks()  # a signal's KeyboardInterrupt: see _abandon_tasks
             raise
         finally:
             self._raised_by_a_task = None
@@ -185,8 +180,15 @@ class Loop:
                 self._pool.shutdown(wait=True)
             self._io.close()
 
+    # twin of loops/futures/reactor.py: Loop._abandon_tasks
     def _abandon_tasks(self) -> None:
-        """Close every task's coroutine without the kernel, and forget every wait."""
+        """Close every task's coroutine without the kernel, and forget every wait.
+
+        A KeyboardInterrupt from a signal lands between any two lines of the kernel's own
+        bookkeeping: a task popped from the ready queue and not yet run, a finish half done.
+        Another tick could wait forever on what that step left behind (close() cancelling a
+        task no queue holds), so run() closes the tasks here, untouched by the kernel: their
+        finally blocks run."""
         for task in self._tasks:
             task.state = DONE
             # RuntimeError: it awaited in a finally block; it cannot run any further anyway.

@@ -253,8 +253,9 @@ class Poller:
                 sock.close()
 
 
+# twin of loops/callbacks/readiness.py: PollAsEpoll
 class PollAsEpoll:
-    """``select.poll`` behind the few ``select.epoll`` calls the poller makes (not Linux)."""
+    """``select.poll`` behind the ``select.epoll`` calls a loop makes, where there is no epoll."""
 
     def __init__(self) -> None:
         self._poll = select.poll()
@@ -262,15 +263,17 @@ class PollAsEpoll:
         self.modify = self._poll.modify
         self.unregister = self._poll.unregister
 
-    def poll(self, timeout: float | None = None) -> list[tuple[int, int]]:
+    def poll(self, timeout: float | None = -1, maxevents: int = -1) -> list[tuple[int, int]]:
         if timeout is None or timeout < 0:
             return self._poll.poll()
-        return self._poll.poll(math.ceil(timeout * 1e3))  # round up, as epoll does: never early
+        # Round up, like epoll: waking a little late is fine, waking early is a spin.
+        return self._poll.poll(math.ceil(timeout * 1e3))
 
     def close(self) -> None:
         pass  # a poll object holds no fd
 
 
+# twin of loops/callbacks/readiness.py: new_poller
 def new_poller() -> Any:
     """epoll where there is one (Linux), else poll; never select() and its 1024-fd ceiling."""
     return select.epoll() if hasattr(select, "epoll") else PollAsEpoll()

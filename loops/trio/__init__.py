@@ -146,7 +146,7 @@ coroutines = SimpleNamespace(
 
 VARIANT = Variant(
     name="trio",
-    summary="trio: structured concurrency with nurseries and cancel scopes (the careful anchor)",
+    summary="trio: structured concurrency with nurseries and cancel scopes",
     lineage="Nathaniel J. Smith's trio: nurseries, cancel scopes, checkpoints, epoll readiness",
     capabilities=EVERY_CAPABILITY,
     coroutines=coroutines,

@@ -48,7 +48,7 @@ _coroutines.recvfrom, _coroutines.sendto = _datagrams.recvfrom, _datagrams.sendt
 
 VARIANT = Variant(
     name="uvloop",
-    summary="uvloop: asyncio's API in Cython over libuv (the fast production anchor)",
+    summary="uvloop: asyncio's API in Cython over libuv (the fast production loop)",
     lineage="MagicStack's uvloop: libuv's event loop behind asyncio's AbstractEventLoop",
     # uvloop rounds deadlines to milliseconds: equal deadlines run in no set order.
     capabilities=EVERY_CAPABILITY - {"timer-fifo"},
