@@ -103,6 +103,7 @@ HOUSE_TESTS = (
     "tests/test_reading_path.py",
     "tests/test_twins.py",
     "tests/test_availability.py",
+    "tests/test_house.py",
 )
 
 

@@ -182,6 +182,11 @@ VARIANT = Variant(
     wake_up="socketpair",  # what a thread writes to end that sleep ("socketpair", "eventfd")
     thread_entries={entries},  # what another thread may call
     cancellation="TODO: how a cancel reaches a waiting task, naming the code in backquotes",
+    # Keys of REPORTING, GHOST_FDS and SOCKET_CALLS in the contract: what a bare selectors
+    # loop does, until this one does better (then say so here, and tests/test_designs.py checks).
+    reporting="epoll-level",  # how the wait reports I/O
+    ghost_fds="spins",  # a closed fd its wait still reports: the io claim then needs a deviation
+    socket_call_first="tries",  # what recv does before it waits
 )
 '''
 

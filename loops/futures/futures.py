@@ -179,8 +179,8 @@ class Task(Future):
     """Drives a generator (or coroutine) step by step; a Future for its outcome.
 
     A task is its own wake-up callback: calling it runs one step. Putting the task itself on
-    a future's callback list and on the ready queue spares a bound method per suspension and a
-    reference cycle per task.
+    a future's callback list and on the ready queue spares a bound method per suspension (the
+    task and the future it waits on still refer to each other until the wake-up).
     """
 
     __slots__ = ("_cancel_requests", "_coro", "_must_cancel", "_reporter", "_waiting_on")

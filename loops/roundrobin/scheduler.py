@@ -8,10 +8,11 @@ the snapshot exactly once; whatever a task yields decides where it goes next. On
 in three stages (:meth:`Loop._run_until`): wait for I/O (blocking until the next timer only when
 nothing is runnable), expire timers, run ready.
 
-Limits, all consequences of the idea: every request costs the requester one full tick (a
-socket call is a checkpoint, then maybe a readiness wait), so a chain of requests is paid one
-tick at a time; each tick polls the selector even when only CPU-bound tasks are runnable; and
-a task that never yields holds the loop (cooperative scheduling cannot take the CPU away).
+Limits, all consequences of the idea: every request costs the requester one full tick (a socket
+call is a checkpoint, then maybe a readiness wait; a reply in its recv's tick is the fenced
+exception), so a chain of requests is paid one tick at a time; each tick polls the selector even
+when only CPU-bound tasks are runnable; and a task that never yields holds the loop (cooperative
+scheduling cannot take the CPU away).
 """
 
 # Requests (a tuple whose first item names it; anything else is refused with a TypeError thrown
