@@ -31,6 +31,7 @@ from bench.render import (
     interpreters,
     scale,
     verdict,
+    work,
 )
 from bench.render.rows import current_points, rendered_rows, stored_points
 from bench.render.tables import table, what_this_shows
@@ -510,6 +511,8 @@ def render(
         # The answer first (bench/render/verdict.py): at most eight lines, from the same data.
         *[f"- {line}" for line in verdict.lines((results or out.parent / "results").parent, mode)],
         "",
+        # The ranking no other process can move: instructions per request (bench/render/work.py).
+        *(work.section(results or out.parent / "results") if mode == "quick" else []),
         *glance.section(points_of, ROOT, out.parent, chart_dir / f"{mode}-glance-echo-cost.png"),
         *load_line([s for s in stores.values() if s is not None]),
         *coverage(stores, mode),
