@@ -91,7 +91,8 @@ def new(session: nox.Session) -> None:
 @nox.session(python=PYTHONS)
 def bench(session: nox.Session) -> None:
     """Measure the quick run (-- --full, --loop NAME, --workload NAME), the cost anatomy at
-    both points for the same loops, and render reports/ (`python -m bench all`)."""
+    both points and the instructions per request for the same loops, and render reports/
+    (`python -m bench all`)."""
     _install(session, "bench")
     session.run("python", "-m", "bench", "all", *session.posargs)
 

@@ -72,7 +72,8 @@ def parser() -> argparse.ArgumentParser:
         commands.add_parser(
             "all",
             help="run (its options), then the cost anatomy at the fixed load and in the closed "
-            "loop for the same loops (where the run includes echo), then report: nox -s bench",
+            "loop and the instructions per request for the same loops (where the run includes "
+            "echo), then report: nox -s bench",
         )
     )
 
@@ -156,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def everything(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """`python -m bench all`: the run, then (where it includes echo) the cost anatomy at both
-    points for the same loops (about 4 s a row each), then the report. A failed anatomy row
+    points for the same loops (about 4 s a row each) and their instructions per request under
+    callgrind, then the report. A failed anatomy row
     is stored as failed and the report still renders; a stopped run stops here."""
     status = run(parser, args)
     if status > 1:  # interrupted: what finished is stored, nothing more runs
@@ -166,6 +168,9 @@ def everything(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
             found = anatomy(args.loop, args.results, None, closed)
             if found > 1:
                 return found
+        from bench.measure.instructions import run as count_instructions
+
+        count_instructions(args.loop, args.results)  # a row that fails is stored as failed
     return max(status, report(args.results))
 
 

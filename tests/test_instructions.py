@@ -36,3 +36,42 @@ def test_bench_instructions_stores_both_regimes_of_a_row(tmp_path):
     assert all(entry[regime]["per_request"] > 0 for regime in instructions.REGIMES)
     assert stored["rates"] == {"closed": None, "paced": instructions.PACED_RATE}
     assert stored["point"] == {"size": 1024, "connections": 100}
+
+
+def test_the_work_ranking_and_the_verdict_read_the_stored_counts(tmp_path):
+    """bench.md's first table ranks every counted row by its closed-loop instructions, and the
+    verdict names the home-made row with the least work against the two user servers."""
+    from bench.render import verdict, work
+
+    def entry(kind: str, closed: float, paced: float) -> dict:
+        counted = {"date": "2026-11-27T15:00:00+00:00", "commit": "abc"}
+        return {
+            "kind": kind,
+            "closed": {"per_request": closed, **counted},
+            "paced": {"per_request": paced, **counted},
+        }
+
+    stored = {
+        "point": {"size": 1024, "connections": 100},
+        "rates": {"closed": None, "paced": 200},
+        "rows": {
+            "asyncio-protocol/native": entry("anchor", 20_000, 40_000),
+            "uvloop-protocol/native": entry("anchor", 10_000, 30_000),
+            "traps/coroutines": entry("home-made", 25_000, 50_000),
+            "callbacks/callbacks": entry("home-made", 15_000, 45_000),
+            "broken/coroutines": {"kind": "home-made", "closed": {"error": "no dumps"}},
+        },
+    }
+    (tmp_path / "instructions.json").write_text(json.dumps(stored))
+    assert [key for key, _ in work.ranking(tmp_path)] == [
+        "uvloop-protocol/native",
+        "callbacks/callbacks",
+        "asyncio-protocol/native",
+        "traps/coroutines",
+    ]
+    text = "\n".join(work.section(tmp_path))
+    assert "| 2 | callbacks · callbacks | 15,000 | ×0.75 | 45,000 | — | — |" in text
+    assert "| 1 | **uvloop-protocol** | 10,000 | ×0.50 | 30,000 |" in text
+    said = verdict.least_work(tmp_path, "")
+    assert "`callbacks · callbacks`, 15,000 per request" in said
+    assert "×1.50 uvloop-protocol's; ×0.75 asyncio-protocol's" in said
