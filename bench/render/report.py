@@ -35,10 +35,10 @@ from bench.render import (
 )
 from bench.render.rows import current_points, rendered_rows, stored_points
 from bench.render.tables import table, what_this_shows
-from bench.store import ResultStore, load_anatomy, load_mode
+from bench.store import ResultStore, load_anatomy, load_instructions, load_mode
 from bench.summary import SATURATION, SPREAD_TOLERANCE, summarize
 from bench.workload import Workload
-from machine.environment import ROOT
+from machine.environment import ROOT, describe
 from machine.interpreters import PYTHONS, REFERENCE, RUNNING
 
 MODES = {"quick": "bench.md", "full": "bench-full.md"}
@@ -214,6 +214,32 @@ def load_line(stores: list[ResultStore]) -> list[str]:
         f"{len(loads)} repetitions, on "
         f"{'/'.join(str(c) for c in sorted(cores))} usable cores; per session under "
         "[Environment](#environment)." + neighbours(stores),
+        "",
+    ]
+
+
+def machines_line(
+    stores: dict[str, ResultStore | None], others: dict[str, dict | None]
+) -> list[str]:
+    """Where the page's figures were measured, when that is more than one machine: which
+    workloads (and which of the anatomy and the instruction counts) ran on each. A table holds
+    one workload's store, and a store one machine (the runner starts afresh on another)."""
+    where: dict[str, list[str]] = {}
+    for name, kept in stores.items():
+        for session in kept.sessions.values() if kept else ():
+            found = where.setdefault(describe(session["environment"]), [])
+            if name not in found:
+                found.append(name)
+    for name, data in others.items():
+        if data and data.get("environment"):
+            where.setdefault(describe(data["environment"]), []).append(name)
+    if len(where) < 2:
+        return []
+    return [
+        f"*Machines:* this page holds figures from {len(where)} machines: "
+        + "; ".join(f"{machine} ({', '.join(names)})" for machine, names in where.items())
+        + ". A workload's tables hold one machine each; a table that sets figures of two side "
+        "by side says so.",
         "",
     ]
 
@@ -515,6 +541,15 @@ def render(
         *(work.section(results or out.parent / "results") if mode == "quick" else []),
         *glance.section(points_of, ROOT, out.parent, chart_dir / f"{mode}-glance-echo-cost.png"),
         *load_line([s for s in stores.values() if s is not None]),
+        *machines_line(
+            stores,
+            {
+                "the cost anatomy": anatomy_data,
+                "the instruction counts": load_instructions(results or out.parent / "results"),
+            }
+            if mode == "quick"
+            else {},
+        ),
         *coverage(stores, mode),
         *unavailable_line(),
         f"The {mode} run; how it was measured is [below](#how-these-were-measured).",

@@ -14,8 +14,15 @@ from pathlib import Path
 
 from bench.plan import USER_BASE, YARDSTICK
 from bench.registry import echo
-from bench.store import load_anatomy, load_instructions, stored_points
+from bench.store import (
+    ResultStore,
+    load_anatomy,
+    load_instructions,
+    results_path,
+    stored_points,
+)
 from bench.summary import valid_values
+from machine.environment import describe
 
 TITLE = "Work per request, counted"
 
@@ -31,15 +38,32 @@ def _cpu_at_fixed_load(results: Path) -> tuple[dict[str, float], list[str]]:
                 for key, entry in point["rows"].items()
                 if (values := valid_values(entry["reps"], "server_cpu_us"))
             }
-            sessions = {point["rows"][key]["session"][:8] for key in found}
-            return found, sorted(f"{s[:4]}-{s[4:6]}-{s[6:]}" for s in sessions)
+            sessions = {point["rows"][key]["session"] for key in found}
+            return found, sorted(sessions)
     return {}, []
 
 
-def _syscalls(results: Path) -> dict[str, float]:
-    """Row key (or anchor label) -> syscalls per request at the anatomy's fixed load."""
+def _syscalls(results: Path) -> tuple[dict[str, float], dict]:
+    """Row key -> syscalls per request at the anatomy's fixed load, and where it counted."""
     data = load_anatomy(results) or {}
-    return {key: row["syscalls"]["total"] for key, row in data.get("rows", {}).items()}
+    found = {key: row["syscalls"]["total"] for key, row in data.get("rows", {}).items()}
+    return found, data.get("environment", {})
+
+
+def _machines(counted: dict, anatomy: dict, quick: dict) -> str:
+    """Which machine each column comes from, where they are not all one."""
+    named = {"the instructions": counted, "the syscalls": anatomy, "the server CPU": quick}
+    where: dict[str, list[str]] = {}
+    for column, env in named.items():
+        if env:
+            where.setdefault(describe(env), []).append(column)
+    if len(where) < 2:
+        return ""
+    return (
+        " Measured on two machines: "
+        + "; ".join(f"{' and '.join(columns)} on {machine}" for machine, columns in where.items())
+        + ": read each column down, not one machine's figure against another's."
+    )
 
 
 def ranking(results: Path) -> list[tuple[str, dict]]:
@@ -58,7 +82,10 @@ def section(results: Path) -> list[str]:
     ranked = ranking(results)
     if not data or not ranked:
         return []
-    (cpu, cpu_dates), syscalls = _cpu_at_fixed_load(results), _syscalls(results)
+    (cpu, cpu_sessions), (syscalls, anatomy_env) = _cpu_at_fixed_load(results), _syscalls(results)
+    quick = ResultStore.load(results_path(results, "quick", "echo"), "echo", "quick").sessions
+    quick_env = quick[cpu_sessions[-1]]["environment"] if cpu_sessions else {}
+    cpu_dates = sorted({f"{s[:4]}-{s[4:6]}-{s[6:8]}" for s in cpu_sessions})
     base = next((e["closed"]["per_request"] for k, e in ranked if k.startswith(USER_BASE)), None)
     rate = data["rates"]["paced"]
     dates = sorted(e[r]["date"][:10] for _, e in ranked for r in ("closed", "paced") if r in e)
@@ -75,7 +102,8 @@ def section(results: Path) -> list[str]:
         f"as soon as its echo is back; at {rate:,} requests/s a turn serves one request or a few "
         "(the bench's 8,000 is more than a server fifty times slower under callgrind keeps). "
         "Syscalls: the cost anatomy's, at the bench's fixed load; server CPU: the quick run's, "
-        f"at its fixed load (measured {', '.join(cpu_dates) or 'not yet'}).",
+        f"at its fixed load (measured {', '.join(cpu_dates) or 'not yet'})."
+        + _machines(data.get("environment", {}), anatomy_env, quick_env),
         "",
         f"| # | row | instructions / request, closed loop | × {USER_BASE} "
         f"| at {rate:,} requests/s | syscalls / request | server CPU µs / request |",
