@@ -80,12 +80,19 @@ def new(session: nox.Session) -> None:
     # The scaffolder needs only the standard library: nox's own interpreter runs it (a bare
     # `python` may not be on PATH where only `python3` is).
     session.run(sys.executable, "-m", "loops._template", *session.posargs)
+    if any(arg in ("-h", "--help", "--into") for arg in session.posargs):
+        return  # help, or a folder outside loops/: the lab's listings do not change
+    # The lab's listings of its variants (the README tables, the reading path's designs table),
+    # so that the house's tests hold of the new folder the day it is made.
+    session.run(sys.executable, "-m", "loops", "--readme")
+    session.run(sys.executable, "-m", "bench.render.reading")
 
 
 @nox.session(python=PYTHONS)
 def bench(session: nox.Session) -> None:
     """Measure the quick run (-- --full, --loop NAME, --workload NAME), the cost anatomy at
-    both points for the same loops, and render reports/ (`python -m bench all`)."""
+    both points and the instructions per request for the same loops, and render reports/
+    (`python -m bench all`)."""
     _install(session, "bench")
     session.run("python", "-m", "bench", "all", *session.posargs)
 

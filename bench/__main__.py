@@ -64,7 +64,7 @@ def interrupted(stop: KeyboardInterrupt, resume: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The four commands and their options."""
+    """The commands and their options."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     run_options(commands.add_parser("run", help="measure a run (quick by default) and store it"))
@@ -72,7 +72,8 @@ def parser() -> argparse.ArgumentParser:
         commands.add_parser(
             "all",
             help="run (its options), then the cost anatomy at the fixed load and in the closed "
-            "loop for the same loops (where the run includes echo), then report: nox -s bench",
+            "loop and the instructions per request for the same loops (where the run includes "
+            "echo), then report: nox -s bench",
         )
     )
 
@@ -89,6 +90,15 @@ def parser() -> argparse.ArgumentParser:
         "stored apart, in anatomy-closed.json",
     )
     anatomy.add_argument("--results", type=Path, default=RESULTS)
+
+    counts = commands.add_parser(
+        "instructions",
+        help="count instructions per echo request for every echo row under callgrind, "
+        "closed loop and fixed load (blind to other processes; about a minute a row)",
+    )
+    counts.add_argument("--loop", action="append", metavar="NAME", help="only this loop")
+    counts.add_argument("--regime", action="append", choices=("closed", "paced"))
+    counts.add_argument("--results", type=Path, default=RESULTS)
 
     report = commands.add_parser("report", help="render reports/ from stored results only")
     report.add_argument("--results", type=Path, default=RESULTS)
@@ -138,12 +148,17 @@ def main(argv: list[str] | None = None) -> int:
         return anatomy(args.loop, args.results, args.counter, args.closed_loop)
     if args.command == "all":
         return everything(command_line, args)
+    if args.command == "instructions":
+        from bench.measure.instructions import run as count_instructions
+
+        return count_instructions(args.loop, args.results, args.regime)
     return report(args.results)
 
 
 def everything(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """`python -m bench all`: the run, then (where it includes echo) the cost anatomy at both
-    points for the same loops (about 4 s a row each), then the report. A failed anatomy row
+    points for the same loops (about 4 s a row each) and their instructions per request under
+    callgrind, then the report. A failed anatomy row
     is stored as failed and the report still renders; a stopped run stops here."""
     status = run(parser, args)
     if status > 1:  # interrupted: what finished is stored, nothing more runs
@@ -153,6 +168,9 @@ def everything(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
             found = anatomy(args.loop, args.results, None, closed)
             if found > 1:
                 return found
+        from bench.measure.instructions import run as count_instructions
+
+        count_instructions(args.loop, args.results)  # a row that fails is stored as failed
     return max(status, report(args.results))
 
 

@@ -39,11 +39,16 @@ from bench import interpreter_figures, registry
 from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
 from bench.procs import ChildFailed, Cores, DidNotFinish, subject_on
 from bench.store import RESULTS, ResultStore, results_path
-from bench.summary import complete, summarize
+from bench.summary import complete, counted, redo_reason, summarize
 from bench.venvs import Interpreter, NoInterpreter, interpreter
 from bench.workload import Measuring, Workload
+from machine import activity
 from machine.interpreters import RUNNING
 from machine.proc import raise_open_file_limit
+
+# How many times one repetition is measured again when it stalls; the last is kept as measured
+# (invalid, with its reason) if every attempt stalled.
+REDOS = 3
 
 
 @dataclass
@@ -163,19 +168,27 @@ def measure_point(group: list[Job], session: str, cores: Cores, full: bool, prog
         shift = rep % len(units)
         for job, row in units[shift:] + units[:shift]:
             kept = reps[id(job), row]
-            if len(kept) > rep or done(job, row):
+            if len(counted(kept)) > rep or done(job, row):
                 continue  # resumed past this round, or complete (failed, capped, steady)
-            progress.update(
-                task,
-                description=f"{point.workload} {point.key} · {row.label}{on(job)} "
-                f"(rep {len(kept) + 1}/{total})",
-            )
-            kept.append(measure_once(job, row, cores, full, session))
+            for attempt in range(REDOS + 1):
+                progress.update(
+                    task,
+                    description=f"{point.workload} {point.key} · {row.label}{on(job)} "
+                    f"(rep {len(counted(kept)) + 1}/{total}"
+                    + (", again: it stalled)" if attempt else ")"),
+                )
+                record = measure_once(job, row, cores, full, session)
+                why = redo_reason(record)
+                if why and attempt < REDOS:  # kept, with its reason, and never counted
+                    record["redone"] = why
+                kept.append(record)
+                job.store.put(point, row, session, job.workload.fingerprint(row), kept)
+                job.store.save()
+                if "redone" not in record:
+                    break
             progress.advance(task)
             if done(job, row):  # steady after its minimum, or failed: its last rounds not run
-                progress.advance(task, total - len(kept))
-            job.store.put(point, row, session, job.workload.fingerprint(row), kept)
-            job.store.save()
+                progress.advance(task, total - len(counted(kept)))
 
 
 def on(job: Job) -> str:
@@ -186,6 +199,7 @@ def on(job: Job) -> str:
 def measure_once(job: Job, row: Row, cores: Cores, full: bool, session: str) -> dict:
     """One repetition of one row, as the record to store (an error is a record too)."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    before = activity.read()
     with tempfile.TemporaryDirectory(prefix="lab-bench-") as workdir:
         try:
             with subject_on(job.python.executable if job.python else sys.executable):
@@ -199,6 +213,8 @@ def measure_once(job: Job, row: Row, cores: Cores, full: bool, session: str) -> 
         except Exception as error:  # a record the bench cannot read: say so, go on
             record = {"error": f"{type(error).__name__}: {error}"}
     record["load_average"] = load  # the machine's 1-minute load as this repetition began
+    # When it ran and what else the machine did meanwhile (pressure, steal, others' CPU).
+    record |= activity.window(before, activity.read())
     record["session"] = session  # a resumed row holds repetitions of more than one session
     return record
 

@@ -46,6 +46,9 @@ ANATOMY = "anatomy.json"  # the cost anatomy at echo's fixed offered load, besid
 # The cost anatomy in the closed loop (`bench anatomy --closed-loop`): a file of its own, so the
 # two points never mix.
 ANATOMY_CLOSED = "anatomy-closed.json"
+# Instructions per request of every echo row at the headline point, both regimes, counted under
+# callgrind (`bench instructions`).
+INSTRUCTIONS = "instructions.json"
 
 
 def results_dir(results: Path, mode: str, python: str = REFERENCE) -> Path:
@@ -433,6 +436,15 @@ def stored_points(results: Path, mode: str, workload: str) -> dict[str, dict]:
     """One workload's stored points by key ({} where nothing is stored)."""
     path = results_path(results, mode, workload)
     return ResultStore.load(path, workload, mode).data["points"] if path.exists() else {}
+
+
+def instructions_path(results: Path) -> Path:
+    return results / INSTRUCTIONS
+
+
+def load_instructions(results: Path) -> dict | None:
+    path = instructions_path(results)
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def anatomy_path(results: Path, closed: bool = False) -> Path:

@@ -2,26 +2,16 @@
 
 The rules, in one place so the runner's console lines and the report agree:
 
-- A repetition that raised (a crash, a wrong byte, a wrong page set) failed; a row with a failed
-  repetition is shown as failed, with the reason, and no figure. Where one figure of a
-  repetition failed and the others were measured (a micro operation that hangs), that figure
-  alone is shown as failed.
-- A repetition whose peer (load generator or site server) used at least ``SATURATION`` of its
-  core is invalid: the figure would measure the peer, not the loop. So is one whose workload
-  says why in its record (``invalid``: an echo server that could not keep the offered rate).
-  A row with fewer than half of its repetitions valid is shown as invalid, with the reason
-  (for a saturated peer, its CPU share, and where the records have them, the server's and the
-  peer's CPU per request), and no figure; otherwise its figures come from its valid
-  repetitions only.
-- A repetition that overran its row's time cap (the process was killed) makes the row "did
-  not finish in N s": a result, shown as such, not a crash and not a missing row.
-- A failure that is a loop's stated limit (``select()`` cannot watch a descriptor numbered
-  1 024 or more: the ``handlers`` variant's lesson) shows as "limit", with the limit named.
-- A figure is the median of the repetitions, with their min and max.
-- Fewer repetitions where the spread allows it: a point may ask for at least
-  ``min_repetitions`` and at most ``repetitions``; a row stops after the minimum when its
-  headline figure's spread, (max − min) / median, is at most ``SPREAD_TOLERANCE``, and
-  otherwise runs up to the maximum (:func:`complete`).
+- a repetition that raised failed, and its row shows failed with the reason and no figure (or
+  only that figure, where the repetition's other figures were measured);
+- one whose peer used at least ``SATURATION`` of its core, or whose record says ``invalid``,
+  is invalid; a row with fewer than half its repetitions valid shows invalid, with the reason,
+  and no figure; otherwise its figures come from its valid repetitions only;
+- one that overran its row's time cap makes the row "did not finish in N s", a result;
+- a failure that is a loop's stated limit (``KNOWN_LIMITS``) shows as "limit";
+- a figure is the median of the repetitions, with their min and max; a row stops after its
+  minimum repetitions once its headline figure's spread is within ``SPREAD_TOLERANCE``
+  (:func:`complete`), and otherwise runs up to its maximum.
 """
 
 from __future__ import annotations
@@ -63,6 +53,7 @@ class RowSummary:
     errors: dict[str, str] = field(default_factory=dict)  # figure -> why it is missing
     warned: set[str] = field(default_factory=set)  # figures the harness (pyperf) called unstable
     detail: str = ""  # a workload's note on the row (echo: which load generator measured it)
+    redone: int = 0  # repetitions measured again because they stalled (bench.summary.counted)
     # figure -> its valid repetitions' values (what a ratio's bootstrap interval resamples)
     values: dict[str, list[float]] = field(default_factory=dict)
     # figure -> its relative standard error where one repetition holds a harness's own
@@ -84,10 +75,23 @@ def invalid(rep: dict) -> bool:
     return peer_saturated(rep) or bool(rep.get("invalid"))
 
 
+def counted(reps: Sequence[dict]) -> list[dict]:
+    """The repetitions a row counts: not those measured again because they stalled (each is
+    kept in the store with its reason, ``redone``, and counted on the page, never in a
+    figure)."""
+    return [rep for rep in reps if not rep.get("redone")]
+
+
+def redo_reason(rep: dict) -> str | None:
+    """Why a repetition must be measured again, or None: its workload found it stalled (the
+    server waited for a CPU something else held)."""
+    return rep.get("invalid") if rep.get("stalled") else None
+
+
 def valid_reps(reps: Sequence[dict]) -> list[dict]:
     """The repetitions a figure is taken from: neither invalid (its peer saturated, or
     declared so) nor failed."""
-    return [rep for rep in reps if not invalid(rep) and not rep.get("error")]
+    return [rep for rep in counted(reps) if not invalid(rep) and not rep.get("error")]
 
 
 def valid_values(reps: Sequence[dict], metric: str) -> list[float]:
@@ -120,7 +124,15 @@ def invalid_summary(reps: Sequence[dict], peer_share: float | None, valid: int) 
 
 
 def summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
-    """The figures of one row from its stored repetitions."""
+    """The figures of one row, and how many of its repetitions were measured again."""
+    kept = counted(reps)
+    summary = _summarize(kept, metrics)
+    summary.redone = len(reps) - len(kept)
+    return summary
+
+
+def _summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
+    """The figures of one row from its counted repetitions."""
     total = len(reps)
     failed = [rep for rep in reps if rep.get("error")]
     shares = [rep["peer_cpu_share"] for rep in reps if rep.get("peer_cpu_share") is not None]
@@ -200,6 +212,7 @@ def complete(reps: Sequence[dict], repetitions: int, minimum: int | None, headli
     `repetitions`, or already at `minimum` when its headline figure's spread over the
     repetitions so far is at most SPREAD_TOLERANCE.
     """
+    reps = counted(reps)
     if any(rep.get("error") for rep in reps):
         return True
     if len(reps) >= repetitions:

@@ -3,30 +3,9 @@
 A property is a test function decorated with :func:`prop`. It asserts once, on what ``play()``
 returns; the scenarios registered on it (``@test_x.callbacks``, ``@test_x.generators``,
 ``@test_x.coroutines``, ``@test_x.blocking``) produce that outcome in each style, side by side
-in the same file::
-
-    @prop("core")
-    def test_call_soon_runs_in_fifo_order(play):
-        assert play() == list(range(10))
-
-    @test_call_soon_runs_in_fifo_order.callbacks
-    def _(loop):
-        ...  # gets a fresh loop from the variant's factory; the harness closes it
-
-    @test_call_soon_runs_in_fifo_order.coroutines
-    async def _(co):
-        ...  # gets the variant's coroutines namespace; the harness runs it with co.run()
-
-    @test_call_soon_runs_in_fifo_order.blocking
-    def _(co):
-        ...  # the same with plain calls; the harness runs it as the first task: co.run(_, co)
-
-The conftest parametrizes each property over every (variant, style) pair that has a scenario,
-with ids such as ``traps-coroutines``; a capability the variant does not claim makes the case
-"not claimed", and a known deviation (from the variant's ``deviations.toml``) a strict xfail.
-Every case runs under a pytest-timeout of ``timeout`` seconds (``@prop(..., timeout=N)``), so a
-hung loop fails in seconds. :func:`check_property` plays one property on any variant outside
-pytest's parametrization: the suite's own tests use it to show a property catching a broken loop.
+in the same file. :func:`check_property` plays one property on any variant outside pytest's
+parametrization. An example, and how the conftest turns properties into cases:
+``conformance/README.md``.
 """
 
 from __future__ import annotations

@@ -1,28 +1,11 @@
 """The cancellation race on asyncio's API: a thread feeds a socket while a task reads it under
 timeouts and sibling cancellations, and everything sent must arrive.
 
-A thread, not a task, is the sender, so a chunk (or a connection) can land in the socket at
-any moment, including inside the window where the loop has seen the socket ready and the
-waiting task's deadline pass in the same poll: the case a loaded server meets at random,
-where asyncio's and uvloop's ``sock_recv`` read the bytes in the loop's reader callback into
-a future that the timeout then cancels (CPython issue 78976), and ``sock_accept`` accepts the
-connection into it (the twin CPython fixed for one path in gh-153761).
-
-Each *call* is one way a program reads: ``sock_recv``, ``sock_recv_into``, a ``StreamReader``
-(``stream``) or ``sock_accept`` (connections instead of bytes). Each attempt is interrupted
-either by ``asyncio.timeout`` or by a sibling task that cancels the reading task after the
-same kind of random delay (whichever kind is behind plays next); the sender goes on until it
-has sent at least ``Plan.min_bytes`` and the reader has been interrupted
-``Plan.interruptions`` times of each kind (so a fast machine does not make the check weaker);
-past ``Plan.max_bytes`` it sends single bytes, only while interruptions are missing. The
-outcome counts what was sent and received and compares their sha256; it asserts nothing about
-time.
-
-Used by ``conformance/test_cancellation.py`` (the property, on every loop that speaks asyncio)
-and as a command, which measures the loss (``reports/findings-cancellation.md``)::
-
-    python -m conformance.race --loop asyncio --loop uvloop --loop callbacks --runs 10
-    python -m conformance.race --plan issue --call sock_recv --runs 10   # issue 37's repro
+A thread, not a task, is the sender, so a chunk (or a connection) can land in the socket at any
+moment, including the turn where the loop sees the socket ready and the reader's deadline pass
+together: where asyncio's and uvloop's ``sock_recv`` lose the bytes (CPython issue 78976). Used
+by ``conformance/test_cancellation.py`` and as a command that measures the loss; the plans and
+the commands: ``conformance/README.md``, "The cancellation race".
 """
 
 from __future__ import annotations
@@ -68,7 +51,7 @@ PLANS = {
     "property": Plan(),
     # For sock_accept: connections, not bytes, each a connect() by the thread.
     "property-accept": Plan(min_bytes=1000, max_bytes=1000, chunk=(1, 1)),
-    # Issue 37's repro as a user tried it: single bytes at 0.2-1.5 ms, a 1 ms timeout.
+    # The race as a user first met it: single bytes at 0.2-1.5 ms, a 1 ms timeout.
     "issue": Plan(
         min_bytes=1500,
         max_bytes=1500,

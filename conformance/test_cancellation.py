@@ -9,7 +9,7 @@ after a random delay of at most a millisecond, at least 500 times of each kind. 
 thread sent must arrive, the bytes in order (their sha256 compared), and nothing may reach the
 loop's exception handler.
 
-Where it comes from: issue 37's race (a thread's single bytes at 0.2-1.5 ms, a 1 ms
+Where it comes from: the race as a user first met it (a thread's single bytes at 0.2-1.5 ms, a 1 ms
 ``asyncio.timeout`` around ``sock_recv``) and CPython issue 78976, "loop.sock_recv failure
 because of delayed callback handling": asyncio's ``sock_recv`` reads in the loop's reader
 callback into a future, and a cancellation arriving in the same turn leaves those bytes in a

@@ -1,28 +1,10 @@
 """Soak: a long run of ordinary work leaves memory flat and no descriptor behind.
 
-Two soaks per loop and style, each with a warm-up first, because a Python process grows while
-its allocator, caches and free lists fill up and then stays put; what grows *after* that is a
-leak (a registration per connection never dropped, a finished task kept in a table, a timer
-heap that only grows):
-
-- **echo**: the lab's echo server on the loop, loaded by the lab's load generator with 100
-  connections, every byte verified, until the requested number of echoes is served; a fresh set
-  of 100 connections per load round, so connections come and go too. Measured from outside:
-  the server's resident memory and open descriptors (psutil) once the warm-up round's clients
-  have left, and again once the last round's have.
-- **tasks**: tasks spawned and joined in waves of 1 000 (callbacks scheduled and run, in the
-  callbacks style); the process's resident memory (``/proc/self/statm``) and descriptors
-  (``/proc/self/fd``) after the warm-up waves and after the last one.
-
-The bound on growth after warm-up is :data:`RSS_BOUND` for both. Sizes: ``--soak ci`` (the
-default, what CI runs) or ``--soak full`` (a million echoes and 100 000 tasks per case, about
-20 minutes on a 2-core machine: ``nox -s conformance -- --soak full``). The figures of the run
-go in the fault section of ``reports/conformance.md``.
-
-Where the idea comes from: uvloop's and asyncio's own test suites run leak checks of this
-shape (asyncio's ``test_asyncio`` under ``-R`` refleak hunting; uvloop's
-``tests/test_tcp.py`` many-connection loops and its ``make test`` refleak mode), and curio's
-``tests/test_kernel.py`` spawns tasks in bulk; the numbers and the warm-up rule are the lab's.
+Two soaks per loop and style, echo under the load generator and tasks spawned and joined in
+waves, each with a warm-up first: a Python process grows while its allocator, caches and free
+lists fill up and then stays put, so what grows after that is a leak. The bound on growth after
+warm-up is :data:`RSS_BOUND` for both; sizes, measures and where the idea comes from:
+``conformance/README.md``, "Faults".
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ ASSETS = Path(__file__).resolve().parent / "assets"
 PLOTLY = "plotly.min.js"
 
 # The baselines a bench page's selector offers: (key, label, the row it reads). The default is
-# the first: the server an asyncio user writes, as issue 36 asks of every ratio.
+# the first: the server an asyncio user writes, what a ratio should be read against.
 BASELINES = (
     (USER_BASE, f"{USER_BASE} (what asyncio users write)", f"{USER_BASE}/native"),
     (YARDSTICK, f"{YARDSTICK} (the C anchor)", f"{YARDSTICK}/native"),

@@ -1,26 +1,10 @@
 """The lab's loops: discovery of variant folders and the contract they follow.
 
 A variant is a folder ``loops/<name>/`` (a name not starting with ``_``) whose ``__init__.py``
-defines ``VARIANT`` (see :mod:`loops.contract`). An optional ``deviations.toml`` beside it lists
-known deviations from conformance properties. Nothing else lists the variants: adding a folder
-adds a variant everywhere (the suite, the workloads, the bench, the reports).
-
-A folder that cannot run here (a dependency that does not import on this interpreter, a kernel
-feature the machine lacks) raises :class:`Unavailable` from its ``__init__.py``; discovery then
-keeps it as an *unavailable* variant (no styles, ``variant.unavailable`` the one-line reason),
-which every consumer shows, and :func:`get` raises :class:`UnavailableVariantError` naming the
-reason. Any other error in a folder is a bug in it, and discovery lets it through.
-
-Every entry of ``loops/`` is of one kind, and ``python -m loops`` lists them grouped by kind
-(as ``loops/README.md`` does): a folder not starting with ``_`` is a variant, a *home-made*
-loop or a *reference* adapter of a production loop (``Variant.kind``; an adapter's docstring
-opens with "Reference:", so even an unavailable one keeps its kind); ``_template/`` is the
-scaffolder ``nox -s new`` runs, not a variant; ``contract.py`` is the contract; the other
-modules not starting with ``_`` are for reading (step 0 and the primer of ``loops/README.md``);
-a module starting with ``_`` is a helper the adapters share.
-
-``LAB_EXTRA_LOOPS`` (directories separated by ``os.pathsep``) adds folders of variants kept
-outside the tree, which is how the lab's own tests try a throw-away variant.
+defines ``VARIANT`` (see :mod:`loops.contract`), with an optional ``deviations.toml`` of known
+deviations from conformance properties. Nothing else lists the variants: adding a folder adds a
+variant everywhere (the suite, the workloads, the bench, the reports). ``python -m loops``
+lists every entry of ``loops/`` by kind, as ``loops/README.md`` does.
 """
 
 from __future__ import annotations
@@ -71,6 +55,8 @@ __all__ = [
     "requires",
 ]
 
+# LAB_EXTRA_LOOPS (directories separated by os.pathsep) adds folders of variants kept outside
+# the tree, which is how the lab's own tests try a throw-away variant.
 for _extra in filter(None, os.environ.get("LAB_EXTRA_LOOPS", "").split(os.pathsep)):
     if _extra not in __path__:
         __path__.append(_extra)
@@ -99,6 +85,12 @@ def _variant_names() -> list[str]:
     )
 
 
+# A folder that cannot run here (a dependency that does not import on this interpreter, a
+# kernel feature the machine lacks) raises Unavailable from its __init__.py: discovery keeps it
+# as an unavailable variant (no styles, the one-line reason), which every consumer shows, and
+# get() raises UnavailableVariantError naming the reason. Any other error in a folder is a bug
+# in it, and discovery lets it through. An adapter's docstring opens with "Reference:", so even
+# an unavailable one keeps its kind.
 def _load(name: str) -> Variant:
     try:
         module = importlib.import_module(f"{__name__}.{name}")

@@ -9,9 +9,7 @@ Styles:
 - ``coroutines``: a namespace (ideally a module) satisfying :class:`CoroutinesAPI`, used with
   ``await``.
 - ``generators``: the same names as ``coroutines``, used with ``yield from``.
-- ``blocking``: the same names again, called as plain functions that block the calling task
-  (:class:`BlockingAPI`): code without ``await``, switched where it would block (a thread per
-  task, or a greenlet hub).
+- ``blocking``: the same names as plain calls that block the calling task (:class:`BlockingAPI`).
 
 A variant that can also serve as asyncio's event loop says so with ``asyncio_loop``, a
 zero-argument factory of ``asyncio.AbstractEventLoop`` objects (what ``asyncio.run(...,
@@ -45,9 +43,10 @@ CAPABILITIES: dict[str, str] = {
     "tasks-scale": "10 000 concurrent tasks, 1 000-level await/yield-from chains",
     "timeouts": "timeout_after raises the builtin TimeoutError and cancels the inner work",
     "queue": "Queue with put/get/task_done/join",
-    "io": "TCP readiness and socket calls on non-blocking sockets (epoll-class selector)",
+    "io": "TCP on non-blocking sockets: readiness callbacks, or socket calls (the designs table "
+    "says how each loop waits)",
     "udp": "recvfrom/sendto on datagram sockets",
-    "threads": "call_soon_threadsafe and run_in_thread wake a blocked loop",
+    "threads": "run_in_thread, and call_soon_threadsafe where offered, wake a blocked loop",
     "hygiene": "no fd, handle or task leaks; close() is idempotent; calls after close fail",
 }
 EVERY_CAPABILITY = frozenset(CAPABILITIES)  # a variant claims this minus what it cannot pass
@@ -64,6 +63,42 @@ IO_MODELS: dict[str, str] = {
     "blocking": "each task's thread makes the call and the kernel holds it there until done",
 }
 THREAD_ENTRIES = ("call_soon_threadsafe", "run_in_thread")  # what another thread may call
+
+# Three more, each a key of its table, optionally followed by " (where, naming the code or the
+# files)": how the wait reports I/O, what the loop does with a closed fd that the wait still
+# reports (a *ghost*: the number is closed, the file lives on in a dup, so epoll keeps reporting
+# it and nothing can unregister it by the dead number), and what `recv` does before it waits.
+REPORTING: dict[str, str] = {
+    "select": "`select()`: the wanted fds handed in at every wait; numbers below 1024 only",
+    "poll": "`poll()`: the wanted fds handed in at every wait",
+    "epoll-level": "epoll, level-triggered: an fd ready at a wait is reported at that wait",
+    "epoll-edge": "epoll with `EPOLLET`: an fd is reported when it changes; read to exhaustion",
+    "epoll-oneshot": "epoll with `EPOLLONESHOT`: an fd is reported once, then not until re-armed",
+    "io_uring": "no readiness: the kernel reports finished operations, one CQE each",
+    "blocking": "no readiness: each task's thread sleeps in its own socket call",
+}
+GHOST_FDS: dict[str, str] = {
+    "rebuilds": "moves its live registrations to a fresh epoll when readiness names no watcher",
+    "drops": "the wait fails with EBADF on the closed number; the loop drops that fd",
+    "silenced": "reported once; one-shot then keeps it quiet",
+    "spins": "reported at every wait, never unregistered: the loop spins (a known deviation)",
+    "none": "nothing is registered by number (an operation or a thread holds its file)",
+}
+SOCKET_CALLS: dict[str, str] = {
+    "tries": "calls the socket at once; waits for readiness only on `BlockingIOError`",
+    "checkpoint": "lets the other ready work run first (a checkpoint), then calls",
+    "registers": "registers for readiness first and calls once the socket is reported",
+    "none": "no socket calls: a readiness callback calls the socket itself",
+    "blocks": "calls the blocking socket; the calling thread sleeps in the kernel",
+}
+
+DECLARED_KEYS = {"reporting": REPORTING, "ghost_fds": GHOST_FDS, "socket_call_first": SOCKET_CALLS}
+
+
+def declared_key(value: str) -> str:
+    """The table key a declaration starts with: "tries (`_drained`)" -> "tries"."""
+    return value.split(" (", 1)[0]
+
 
 PYTHON = ".".join(platform.python_version_tuple()[:2])  # "3.13": how reports name it
 
@@ -137,6 +172,9 @@ class Variant:
     wake_up: str | None = None  # what a thread writes to end that sleep ("socketpair", ...)
     thread_entries: tuple[str, ...] = ()  # which of THREAD_ENTRIES another thread may call
     cancellation: str | None = None  # how a cancel reaches work that waits, naming the code
+    reporting: str | None = None  # a key of REPORTING, then where, in parentheses
+    ghost_fds: str | None = None  # a key of GHOST_FDS, likewise
+    socket_call_first: str | None = None  # a key of SOCKET_CALLS, likewise (what recv does)
 
     def __post_init__(self) -> None:
         unknown = set(self.capabilities) - CAPABILITIES.keys()
@@ -149,6 +187,12 @@ class Variant:
             raise ValueError(f"variant {self.name!r}: io_model must be one of {list(IO_MODELS)}")
         if set(self.thread_entries) - set(THREAD_ENTRIES):
             raise ValueError(f"variant {self.name!r}: thread_entries are among {THREAD_ENTRIES}")
+        for field_name, table in DECLARED_KEYS.items():
+            value = getattr(self, field_name)
+            if value is not None and declared_key(value) not in table:
+                raise ValueError(
+                    f"variant {self.name!r}: {field_name} starts with one of {list(table)}"
+                )
 
     @classmethod
     def unavailable_here(cls, name: str, reason: str, *, reference: bool = False) -> Variant:

@@ -1,22 +1,21 @@
 """A primer on the machinery the loops here rest on: generators driven from outside, and epoll.
 
-The loops with tasks (the designs table of ``loops/README.md`` says which speak coroutines or
-generators) drive them with three calls (``send``, ``throw``, ``close``) and read one
-exception (``StopIteration``, whose ``value`` is the return value). ``yield from`` and
-``await`` pass those calls straight through to the innermost generator, so whatever a task
-yields deep inside nested calls reaches the loop, and whatever the loop sends comes back at
-that very ``yield``. ``types.coroutine`` and ``__await__`` let plain generators take part in
-``async def`` code. Then three facts a loop is built on: only an ``await`` that yields gives
-the loop control, cancelling is throwing an exception in at that ``await``, and ``sleep`` is a
-future that a timer completes. Last, what a readiness loop is told by the kernel: epoll
-level-triggered and edge-triggered, side by side on one socket. Read the sections in order;
-each example runs as written::
+The loops with *tasks* (a task: a coroutine or generator that a loop runs one step at a time;
+the designs table of ``loops/README.md`` says which speak coroutines or generators) drive them
+with three calls (``send``, ``throw``, ``close``) and read one exception (``StopIteration``,
+whose ``value`` is the return value). ``yield from`` and ``await`` pass those calls straight
+through to the innermost generator, so whatever a task yields deep inside nested calls, its
+*request* to the loop ("wake me in 0.1 s"), reaches the loop, and whatever the loop sends
+comes back at that very ``yield``. ``types.coroutine`` and ``__await__`` let plain generators
+take part in ``async def`` code. Then three facts a loop is built on: only an ``await`` that
+yields *suspends* the task (gives the loop control), cancelling is raising an exception at
+that ``await``, and ``sleep`` is a *future* (a slot for a result that does not exist yet)
+that a timer completes. Last, what a readiness loop is told by the kernel: epoll
+level-triggered, edge-triggered and one-shot, side by side on one socket. Read the sections in
+order (the one before the last is a complete, tiny loop); each example runs as written::
 
     python -m loops.primer           # runs every example, says how many held
     python -m doctest -v loops/primer.py
-
-The section before the last is a complete (tiny) loop; ``loops/README.md`` says where to go
-next.
 """
 
 
@@ -171,23 +170,27 @@ def cancellation_is_a_throw():
     >>> coro.send(None)                        # the task waits on a read
     'read'
     >>> try:
-    ...     coro.throw(CancelledError())       # what every loop's cancel comes down to
+    ...     coro.throw(CancelledError())       # what a cancel comes down to (trio: below)
     ... except CancelledError:
     ...     log.append("out of throw(): ended cancelled")
     >>> log
     ['CancelledError raised by the await', 'finally ran', 'out of throw(): ended cancelled']
 
     The exception lands at the ``await`` that suspended, so cleanup is the task's own code.
-    What a loop must add is the undoing of the wait (the read it registered, the timer it
-    armed), and a rule for a task that is not suspended when cancelled (it is running, or is
-    already queued to resume): asyncio records a flag and throws at the next resume
-    (``_must_cancel`` in ``asyncio/tasks.py``); trio and curio deliver it at the task's next
-    blocking call (``trio/_core/_run.py``: ``CancelScope``; ``curio/kernel.py``:
-    ``trap_cancel_task``). A task may also catch the exception and
-    go on, which is why "cancel" means "ask". asyncio's ``Task.cancel()``
-    (``asyncio/tasks.py``) asks and returns at once; one awaits the task to see it end.
-    curio's ``Task.cancel`` (``curio/task.py``, ``blocking=True`` by default) and the lab's
-    contract (``cancel`` in ``loops/contract.py``) ask, then wait for the task to end.
+    (trio raises it there another way: it resumes the task with ``send``, sending in an
+    *outcome* that holds ``Cancelled``, and the task's own trap calls ``unwrap()`` on it, which
+    raises: ``trio/_core/_run.py``: ``reschedule``; ``trio/_core/_traps.py``:
+    ``wait_task_rescheduled``.) What a loop must add is the undoing of the wait (the read it
+    registered, the timer it armed), and a rule for a task that is not suspended when cancelled
+    (it is running, or is already queued to resume): asyncio records a flag and throws at the
+    next resume (``_must_cancel`` in ``asyncio/tasks.py``); curio delivers it at the task's next
+    blocking operation (``curio/kernel.py``: ``trap_cancel_task``), trio at its next checkpoint,
+    which every one of trio's own async functions is, even one that does not block
+    (``trio/_core/_run.py``: ``CancelScope``). A task may also catch the exception and go on,
+    which is why "cancel" means "ask". asyncio's ``Task.cancel()`` (``asyncio/tasks.py``) asks
+    and returns at once; one awaits the task to see it end. curio's ``Task.cancel``
+    (``curio/task.py``, ``blocking=True`` by default) and the lab's contract (``cancel`` in
+    ``loops/contract.py``) ask, then wait for the task to end.
     """
 
 
@@ -312,7 +315,7 @@ def a_loop_drives_coroutines():
 
 
 def level_and_edge_triggering():
-    """What epoll reports: every ready socket at each wait, or only what changed since the last.
+    """What epoll reports: every ready socket at each wait, what changed, or a socket once.
 
     *Readable* is the kernel's word for "a ``recv`` would not block now", which has three
     causes: bytes are waiting; the peer has closed, so ``recv`` returns ``b""`` (end of file);
@@ -321,7 +324,7 @@ def level_and_edge_triggering():
     (room in the socket's buffer, or an error pending). So a loop's code after "readable" must
     handle three outcomes, not one. (A loop's *ready* is another thing: work queued to run.)
 
-    epoll reports readiness in one of two ways, chosen per registration.
+    epoll reports readiness in one of three ways, chosen per registration.
     *Level-triggered* (the default): each wait reports every fd that *is* ready at that moment.
     *Edge-triggered* (``EPOLLET``): a wait reports an fd only if something happened to it since
     the last report (bytes arrived, the peer closed).
@@ -370,12 +373,24 @@ def level_and_edge_triggering():
     >>> writer.register(c.fileno(), select.EPOLLOUT)
     >>> reported(writer), reported(writer), reported(writer)
     (1, 1, 1)
-    >>> for thing in (a, c, d, level, edge, writer):
-    ...     thing.close()
 
     which is why a level-triggered loop watches a socket for writing only while it has bytes
-    it could not send. No folder of ``loops/`` registers with ``EPOLLET``: their epolls are
-    level-triggered (``tests/test_designs.py`` checks it).
+    it could not send. *One-shot* (``EPOLLONESHOT``, trio's choice) reports an fd once, then
+    keeps it quiet until the program re-arms it with ``modify``:
+
+    >>> oneshot = select.epoll()
+    >>> oneshot.register(c.fileno(), select.EPOLLOUT | select.EPOLLONESHOT)
+    >>> reported(oneshot), reported(oneshot)       # writable all along, told once
+    (1, 0)
+    >>> oneshot.modify(c.fileno(), select.EPOLLOUT | select.EPOLLONESHOT)  # re-armed
+    >>> reported(oneshot)
+    1
+    >>> for thing in (a, c, d, level, edge, writer, oneshot):
+    ...     thing.close()
+
+    Which of the three each loop uses is its ``reporting`` in the designs tables of
+    ``loops/README.md``; ``tests/test_designs.py`` checks a home-made loop's against the flags
+    its code registers.
     """
 
 

@@ -30,9 +30,9 @@ client B connects a moment later and wants its echo at once.
    one is. Both clients served by one thread, no failed call, almost no CPU.
 
 The fourth is what a *readiness* loop is built on: wait for readiness, then run the code that
-was waiting for it. Everything after this step (timers, a ready queue, tasks) is built around
-such a wait; ``loops/README.md`` goes on from here, and its table of designs says which loops
-wait this way and which one does not.
+was waiting for it. Everything after this step (timers; a queue of work ready to run; tasks,
+the functions a loop runs by turns) is built around such a wait; ``loops/README.md`` goes on
+from here, and its table of designs says which loops wait this way and which one does not.
 """
 
 import os

@@ -115,6 +115,7 @@ def capture() -> dict[str, object]:
         "logical_cores": os.cpu_count(),
         "usable_cores": cores,
         "memory_bytes": memory_total(),
+        "virtualisation": virtualisation(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "python_build": sys.version.replace("\n", " "),
@@ -128,12 +129,67 @@ def capture() -> dict[str, object]:
     }
 
 
+def virtualisation() -> str:
+    """What this machine runs inside, as far as it can tell: systemd-detect-virt's word for a
+    container or a virtual machine, and the CPU's hypervisor flag (a guest of a hypervisor)."""
+    found = []
+    try:
+        said = subprocess.run(
+            ["systemd-detect-virt"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        said = ""
+    if said and said != "none":
+        found.append(said)
+    try:
+        if " hypervisor" in Path("/proc/cpuinfo").read_text():
+            found.append("hypervisor guest")
+    except OSError:
+        pass
+    return ", ".join(found) or "none seen"
+
+
+def python_build(env: dict) -> str:
+    """Who built the interpreter and with which speed options, from its configure line."""
+    args = env.get("python_config_args")
+    if args is None:
+        return "not recorded"
+    who = "pyenv" if "/.pyenv/" in args else "Debian" if "--prefix=/usr'" in args else "own"
+    flags = [name for flag, name in (("--enable-optimizations", "PGO"), ("--with-lto", "LTO"))
+             if flag in args]  # fmt: skip
+    return f"{who}{', ' + ' and '.join(flags) if flags else ', no PGO or LTO'}"
+
+
+def fingerprint(env: dict) -> dict[str, object]:
+    """The machine a session ran on, as a reader compares two: the CPU and how many, the
+    memory, the kernel, what it is virtualised by, and the interpreter's build."""
+    memory = env.get("memory_bytes")
+    release = str(env.get("platform", "")).split("-")
+    return {
+        "cpu": env.get("cpu"),
+        "cpus": env.get("logical_cores"),
+        "memory_gib": round(memory / 2**30) if memory else None,
+        "kernel": release[1] if len(release) > 1 else None,
+        "virtualisation": env.get("virtualisation", "not recorded"),
+        "python_build": python_build(env),
+    }
+
+
+def describe(env: dict) -> str:
+    """One machine in a few words: "Intel(R) Xeon(R) Processor, 2 CPUs, 24 GiB, Linux 6.18.44"."""
+    found = fingerprint(env)
+    return (
+        f"{found['cpu']}, {found['cpus']} CPUs, {found['memory_gib']} GiB, "
+        f"Linux {found['kernel']}, {found['virtualisation']}"
+    )
+
+
 def machine_key(env: dict) -> tuple:
-    """What must match for two sessions to count as the same machine."""
+    """What must match for two sessions to count as the same machine (and interpreter): the
+    host's name is no help where every machine is called "vm", so its fingerprint counts."""
     return (
         env.get("host"),
-        env.get("cpu"),
-        env.get("logical_cores"),
+        *fingerprint(env).values(),
         env.get("python"),
         env.get("python_implementation"),
     )

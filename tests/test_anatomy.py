@@ -179,7 +179,8 @@ def _stored(counter="perf"):
 def test_section_writes_the_table_and_what_each_loops_figures_say():
     text = "\n".join(section(_stored()))
     assert "## Cost anatomy" in text and "perf stat" in text
-    # One CPU repetition per row: no CPU column and no CPU sentence (issue 36), syscalls first.
+    # One CPU repetition per row: no CPU column and no CPU sentence (one repetition is noise),
+    # syscalls first.
     assert re.search(r"\| traps · coroutines \| 3\.00 \| 0\.000 \| 2\.00 \| 1\.00 \|", text)
     assert "CPU µs/req" not in text
     # The kernel's user/system split swings between windows: the table shows the exact sum.

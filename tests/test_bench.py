@@ -468,6 +468,7 @@ class FakeWorkload:
         self.repetitions: tuple[int, int | None] = (2, None)  # (at most, at least)
         self.noisy: str | None = None  # a row key whose figure alternates 10, 20, 10, ...
         self.cap_s = 5.0  # every point's time cap
+        self.stalls: dict[str, int] = {}  # row key -> how many of its next measurements stall
 
     def points(self, full: bool) -> list[Point]:
         most, least = self.repetitions
@@ -487,6 +488,9 @@ class FakeWorkload:
             return {"value": 10.0 + 10.0 * (self.calls.count((point.key, row.key)) % 2)}
         if row.key == "uvloop/callbacks" and self.failing == "unreadable":
             return json.loads("{broken")
+        if self.stalls.get(row.key):
+            self.stalls[row.key] -= 1
+            return {"value": 1.0, "invalid": "stalled: busy 40% of its core", "stalled": True}
         return {"value": 10.0 if row.variant == "asyncio" else 20.0}
 
     def declared(self) -> Workload:
@@ -552,6 +556,53 @@ def test_runner_remeasures_a_missing_or_changed_row_with_a_fresh_baseline(fake, 
         ("n=2", "asyncio/coroutines"),
         ("n=2", "uvloop/callbacks"),
     ]
+
+
+def test_a_stalled_repetition_is_kept_with_its_reason_and_measured_again(fake, tmp_path):
+    """A repetition its workload found stalled is stored with its reason and measured again,
+    at once: the row still gets its repetitions, the stalled one is in no figure, and the
+    summary counts it. One that stalls every time is kept, after REDOS more, as measured."""
+    fake.stalls = {"callbacks/callbacks": 1, "uvloop/callbacks": runner.REDOS + 1}
+    run_fake(tmp_path)
+    rows = stored(tmp_path)["points"]["n=1"]["rows"]
+    reps = rows["callbacks/callbacks"]["reps"]
+    assert [r.get("redone") for r in reps] == ["stalled: busy 40% of its core", None, None]
+    summary = summarize(reps, FakeWorkload.METRICS)
+    assert (summary.status, summary.total, summary.redone) == ("ok", 2, 1)
+    assert summary.stats["value"].median == 20.0
+    stalled = rows["uvloop/callbacks"]["reps"]
+    assert [bool(r.get("redone")) for r in stalled] == [True] * runner.REDOS + [False, False]
+    assert stalled[runner.REDOS].get("stalled")  # the last attempt, kept as measured: invalid
+    assert summarize(stalled, FakeWorkload.METRICS).redone == runner.REDOS
+    # Every repetition records its window: when it ran, how long, what else the machine did.
+    assert all({"started_at", "length_s"} <= rep.keys() for rep in reps)
+
+
+def test_a_closed_loop_repetition_whose_server_waited_is_a_stall():
+    from bench.measure.echo import STALL_BUSY, STALL_CONNECTIONS, closed_stall
+
+    many = {"connections": STALL_CONNECTIONS}
+    assert closed_stall({"server_cpu_share": 0.4, "load_cpu_share": 0.3}, many)["stalled"]
+    assert closed_stall({"server_cpu_share": STALL_BUSY, "load_cpu_share": 0.3}, many) == {}
+    # The generator saturated: client-bound, not a stall (the peer rule says so).
+    assert closed_stall({"server_cpu_share": 0.4, "load_cpu_share": 0.95}, many) == {}
+    # One connection in lockstep: the server waits for the client by design.
+    assert closed_stall({"server_cpu_share": 0.4, "load_cpu_share": 0.3}, {"connections": 1}) == {}
+
+
+def test_a_window_says_what_else_the_machine_did():
+    from machine.activity import TICK, Reading, window
+
+    before = Reading(0.0, 100.0, 1_000_000, 10 * TICK, 0, 1.0)
+    after = Reading(2.0, 102.0, 1_500_000, 13 * TICK, TICK // 2, 2.5)
+    found = window(before, after)
+    assert found["started_at"].startswith("1970-01-01T00:00:00")
+    assert found["length_s"] == 2.0
+    assert found["cpu_pressure"] == 0.25  # 0.5 s of waiting over 2 s
+    assert found["steal_cpus"] == 0.25
+    assert found["others_cpus"] == 0.75  # 3 s busy, 1.5 s of them this process's tree
+    no_psi = Reading(0.0, 100.0, None, None, None, 0.0)
+    assert set(window(no_psi, no_psi)) == {"started_at", "length_s"}
 
 
 def test_a_failed_row_stops_at_its_first_failure_and_is_kept(fake, tmp_path):
@@ -998,7 +1049,8 @@ def test_the_glance_reads_each_design_against_the_servers_a_user_would_write():
         "uvloop-protocol's 16.0 µs" in text
     )
     assert "not measured" in glance.against_sentence(rows[:2])  # no user server, no claim
-    # A row of another session is compared with nothing of this one (issue 36).
+    # A row of another session is compared with nothing of this one: the machine drifts between
+    # sessions, so a ratio across two would read the drift.
     summary = rows[0].summary
     other = RenderedRow(Row("futures", "coroutines"), "home-made", "t", summary, None, False, False)
     assert glance._against(other, protocol) == "other session"
@@ -1194,7 +1246,8 @@ def test_an_unavailable_variant_is_skipped_and_each_report_section_says_why(resu
     assert done.returncode == 0, done.stderr
     text = (results.parent / "bench.md").read_text()
     glance = text.split("## At a glance", 1)[1].split("\n## ", 1)[0]
-    # Said once for the page (issue 36: not once per table), and in no table's rows.
+    # Said once for the page (not once per table, which repeated it a dozen times), and in no
+    # table's rows.
     assert text.count(f"zz_unavailable, {said}") == 1
     assert "| zz_unavailable " not in glance
     for title in ("Echo", "Sleep", "Crawler", "Micro"):
@@ -1309,7 +1362,8 @@ def _form_faults(text: str) -> list[str]:
 
 
 def test_no_table_wider_than_8_columns_and_no_paragraph_over_120_words(results, tmp_path):
-    """Issue 36's form, on a report rendered from the fixture and on the committed ones."""
+    """The report's readable form (tables a screen wide, paragraphs short), on a report rendered
+    from the fixture and on the committed ones."""
     reports = tmp_path / "reports"
     report.render_all(results, reports)
     assert _form_faults((reports / "bench.md").read_text()) == []
@@ -1335,7 +1389,7 @@ def test_the_index_names_every_section_and_the_reports_link_each_other(results, 
 
 
 def test_the_glance_draws_cost_with_intervals_cost_against_code_and_latency(results, tmp_path):
-    """Issue 36's charts at the fixed load: cost bars (values, intervals, a legend, labelled
+    """The glance's charts at the fixed load: cost bars (values, intervals, a legend, labelled
     lines), cost against code lines with conformance marked, latency percentiles."""
     reports = tmp_path / "reports"
     report.render_all(results, reports)
@@ -1347,7 +1401,8 @@ def test_the_glance_draws_cost_with_intervals_cost_against_code_and_latency(resu
 
 def test_a_client_bound_row_is_drawn_at_least_its_figure_at_the_top_not_left_out(results):
     """uvloop · coroutines saturated the load generator at 5,100 requests/s: the requests chart
-    draws it as '≥ 5,100', ranked first, instead of leaving it out (issue 36)."""
+    draws it as '≥ 5,100', ranked first, instead of leaving it out (a row left out reads as no
+    figure at all)."""
     from bench.render import charts
     from bench.render.rows import stored_points
 
@@ -1392,7 +1447,7 @@ def test_fixed_load_cost_is_read_against_closed_loop_cost_row_by_row():
 
 
 def test_an_interpreter_whose_every_row_rose_20_percent_reads_no_change():
-    """Issue 36: each interpreter's rows are read against its own same-session controls, so a
+    """Each interpreter's rows are read against its own same-session controls, so a
     session where every row (controls too) costs 20% more says 'no change'; a row that rose
     alone, beyond its spread, says 'dearer'."""
     from bench.registry import echo

@@ -4,19 +4,23 @@ Three guards, so that a sentence about "the loops" cannot go stale as loops are 
 changed, nor a figure as the bench re-measures:
 
 - each variant's design declarations (``loops/contract.py``: ``io_model``, ``waits_in``,
-  ``wake_up``, ``thread_entries``, ``cancellation``) are checked against its code: a home-made
-  loop against its own folder, a reference loop against the files of the project its cells
-  name;
-- every ``<!-- figures:NAME -->`` block of the reading path holds what
-  :mod:`bench.render.reading` renders now (from the committed results and the declarations);
-- no figure with a unit stands outside a block, unless its paragraph carries the command and
-  the date that gave it; and no sentence generalises over the loops with a word the designs
-  table declares loop by loop.
+  ``wake_up``, ``thread_entries``, ``cancellation``, ``reporting``, ``ghost_fds``,
+  ``socket_call_first``) are checked against its code: a home-made loop against its own
+  folder, a reference loop against the files of the project its cells name, and what a socket
+  call does first by running one;
+- every ``<!-- figures:NAME -->`` block of a README holds what :mod:`bench.render.reading`
+  renders now (from the committed results, the declarations, the registrations and the code);
+- no figure with a unit stands in a README outside a block (a program of the path may print
+  one, or carry it with the command and the date that gave it); and no sentence of the path
+  speaks for every loop unless it names them or points to the designs tables.
 """
 
 import ast
 import importlib.util
+import inspect
 import re
+import selectors
+import socket
 from pathlib import Path
 
 import pytest
@@ -24,14 +28,14 @@ import pytest
 import loops
 from bench.render import reading
 from bench.store import RESULTS, load_anatomy
-from loops.contract import IO_MODELS, THREAD_ENTRIES
+from loops.contract import DECLARED_KEYS, IO_MODELS, THREAD_ENTRIES, declared_key
 
 ROOT = Path(__file__).resolve().parent.parent
 # The tree's own variants (not a throw-away folder that LAB_EXTRA_LOOPS adds).
 AVAILABLE = {n: v for n, v in loops.available().items() if (ROOT / "loops" / n).is_dir()}
 HOME_MADE = sorted(name for name, v in AVAILABLE.items() if not v.reference)
 REFERENCES = sorted(name for name, v in AVAILABLE.items() if v.reference)
-FIELDS = ("io_model", "waits_in", "wake_up", "thread_entries", "cancellation")
+FIELDS = ("io_model", "waits_in", "wake_up", "thread_entries", "cancellation", *DECLARED_KEYS)
 
 
 def folder_code(name: str) -> str:
@@ -66,6 +70,8 @@ def test_every_variant_declares_its_design(name):
     for field in FIELDS:
         assert getattr(variant, field), f"loops/{name}/__init__.py: VARIANT.{field} not declared"
     assert variant.io_model in IO_MODELS
+    for field, table in DECLARED_KEYS.items():
+        assert declared_key(getattr(variant, field)) in table
 
 
 @pytest.mark.parametrize("name", HOME_MADE)
@@ -95,17 +101,118 @@ def test_a_home_made_loops_wake_up_and_thread_entries_are_in_its_code(name):
     )
 
 
+NAMED = ("cancellation", *DECLARED_KEYS)  # the declarations that name code in backticks
+
+
 @pytest.mark.parametrize("name", HOME_MADE)
-def test_a_home_made_loops_cancellation_names_its_code(name):
+def test_a_home_made_loops_declarations_name_its_code(name):
     code = folder_code(name)
-    for ref in re.findall(r"`([^`]+)`", AVAILABLE[name].cancellation):
-        for word in re.findall(r"[A-Za-z_]\w*", ref):
-            assert re.search(rf"\b{word}\b", code), f"{name}: cancellation names {word}, not found"
+    for field in NAMED:
+        for ref in re.findall(r"`([^`]+)`", getattr(AVAILABLE[name], field)):
+            for word in re.findall(r"[A-Za-z_]\w*", ref):
+                assert re.search(rf"\b{word}\b", code), f"{name}: {field} names {word}, not found"
+
+
+# The epoll flags a registration may carry, by the reporting they make.
+FLAGS = {"epoll-edge": "EPOLLET", "epoll-oneshot": "EPOLLONESHOT"}
+
+
+@pytest.mark.parametrize("name", HOME_MADE)
+def test_a_home_made_loops_reporting_is_what_its_code_registers(name):
+    """A flag in the code makes its reporting, and a reporting without its flag is
+    level-triggered: selectors' epoll passes none (Lib/selectors.py, EpollSelector)."""
+    variant, code = AVAILABLE[name], folder_code(name)
+    reporting = declared_key(variant.reporting)
+    for kind, flag in FLAGS.items():
+        assert (flag in code) == (reporting == kind), f"{name} declares {reporting}; {flag}?"
+    if reporting == "select":
+        assert "select.select(" in code and "epoll" not in code
+    elif reporting == "poll":
+        assert "select.poll(" in code and "epoll" not in code
+    elif reporting == "blocking":  # threads or greenlets each blocked in a socket call
+        assert not {"select", "selectors"} & imported(code), f"{name} blocks, yet polls"
+    elif reporting == "io_uring":
+        assert variant.io_model == "completion" and "io_uring_enter" in code
+    elif reporting == "epoll-level":
+        assert "select.epoll(" in code or "selectors.DefaultSelector(" in code
+        if "selectors.DefaultSelector(" in code:
+            assert selectors.DefaultSelector is selectors.EpollSelector
+            assert not any(flag in inspect.getsource(selectors) for flag in FLAGS.values())
+    else:
+        pytest.fail(f"{name}: no check written for reporting {reporting!r}")
+
+
+GHOST_PROPERTY = "faults_fds.a_socket_closed_behind_a_dup_neither_crashes_nor_spins_the_loop"
+
+
+@pytest.mark.parametrize("name", sorted(AVAILABLE))
+def test_a_loop_declared_to_spin_on_a_ghost_is_the_one_with_the_deviation(name):
+    """Among the variants that claim "io", whose suite plays the ghost property."""
+    variant = AVAILABLE[name]
+    if "io" not in variant.capabilities:
+        pytest.skip(f"{name} does not claim io: the ghost property is not played on it")
+    spins = declared_key(variant.ghost_fds) == "spins"
+    deviates = any(d.property == GHOST_PROPERTY for d in variant.deviations)
+    assert spins == deviates, f"{name}: ghost_fds {variant.ghost_fds!r}, deviation: {deviates}"
+
+
+def _recv_twice(co, a):
+    """Two one-byte recvs on a socket whose bytes already wait, while another task spins:
+    for each, whether the spinner ran during it (the recv let other work run first)."""
+
+    async def main():
+        spins, switched = [0], []
+
+        async def spinner():
+            while spins[0] >= 0:
+                spins[0] += 1
+                await co.sleep(0)
+
+        task = await co.spawn(spinner())
+        for _ in range(3):
+            await co.sleep(0)  # the spinner is in its loop
+        for _ in range(2):
+            before = spins[0]
+            assert await co.recv(a, 1) in (b"x", b"y")
+            switched.append(spins[0] != before)
+        spins[0] = -1
+        await co.join(task)
+        return switched
+
+    return co.run(main())
+
+
+@pytest.mark.parametrize("name", sorted(AVAILABLE))
+def test_a_socket_call_does_first_what_the_loop_declares(name):
+    """ "tries" calls the socket before any other work runs (once the loop's own per-turn quota,
+    if any, allows: one of two calls in a row is enough); the other keys let it run first."""
+    variant = AVAILABLE[name]
+    first = declared_key(variant.socket_call_first)
+    if first == "none":
+        assert variant.coroutines is None and variant.generators is None, (
+            f"{name} declares no socket calls, yet speaks {variant.styles}"
+        )
+        return
+    if variant.coroutines is None or first == "blocks" or "io" not in variant.capabilities:
+        pytest.skip(f"{name}: no socket calls in coroutines it claims to run the check in")
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    try:
+        b.sendall(b"xy")
+        switched = _recv_twice(variant.coroutines, a)
+    finally:
+        a.close()
+        b.close()
+    assert (not all(switched)) == (first == "tries"), f"{name}: {first}, switched {switched}"
 
 
 def _package_file(ref: str) -> Path | None:
-    """`asyncio/tasks.py` as a file of the installed package, or None if not importable."""
+    """`asyncio/tasks.py` as a file of the installed package, `selectors.py` as a module of
+    the standard library, or None if not importable."""
     top, _, rest = ref.partition("/")
+    if not rest and top.endswith(".py"):
+        spec = importlib.util.find_spec(top.removesuffix(".py"))
+        return Path(spec.origin) if spec and spec.origin else None
     spec = importlib.util.find_spec(top) if top.isidentifier() else None
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -118,10 +225,12 @@ def test_a_reference_loops_cells_name_files_that_hold_what_they_say(name):
     every name the cell gives (a file of a project not installed as Python, libuv's C, is not
     checked)."""
     variant = AVAILABLE[name]
-    for field in ("waits_in", "wake_up", "cancellation"):
+    for field in ("waits_in", "wake_up", "cancellation", *DECLARED_KEYS):
         cell = getattr(variant, field)
         refs = re.findall(r"`([^`]+)`", cell)
-        paths = [ref for ref in refs if "/" in ref]
+        paths = [ref for ref in refs if "/" in ref or ref.endswith(".py")]
+        if field == "ghost_fds" and not refs:
+            continue  # "spins" is checked against the variant's deviations
         assert paths, f"{name}.{field} names no file: {cell!r}"
         files = [_package_file(path) for path in paths]
         if None in files:
@@ -130,7 +239,7 @@ def test_a_reference_loops_cells_name_files_that_hold_what_they_say(name):
             assert path.is_file(), f"{name}.{field}: no {path}"
         text = "\n".join(path.read_text() for path in files)
         for ref in refs:
-            if "/" in ref:
+            if ref in paths:
                 continue
             for word in re.findall(r"[A-Za-z_]\w*", ref):
                 assert re.search(rf"\b{word}\b", text), f"{name}.{field}: {word} not in {paths}"
@@ -148,34 +257,30 @@ def test_a_reference_loops_thread_entries_are_its_api(name):
     assert set(variant.thread_entries) == offered
 
 
-def test_no_loop_registers_edge_triggered():
-    """The primer says every epoll in loops/ is level-triggered (reported at each wait while
-    ready); a folder that passes EPOLLET would make it false."""
-    for path in (ROOT / "loops").glob("*/*.py"):
-        assert "EPOLLET" not in path.read_text(), f"{path.relative_to(ROOT)} uses EPOLLET"
-
-
 # -- the rendered blocks ---------------------------------------------------------------------
 
 
-def test_the_designs_table_is_rendered_from_the_declarations():
+@pytest.mark.parametrize("table", sorted(reading.TABLES))
+def test_the_designs_tables_are_rendered_from_the_declarations(table):
     text = (ROOT / "loops" / "README.md").read_text()
     found = dict(reading.BLOCK.findall(text))
-    assert "designs" in found, "loops/README.md has no <!-- figures:designs --> block"
-    fresh = reading.designs(found["designs"])
-    rows = {line for line in found["designs"].splitlines() if line.startswith("| `")}
+    assert table in found, f"loops/README.md has no <!-- figures:{table} --> block"
+    fresh = reading.table(table, found[table])
+    rows = {line for line in found[table].splitlines() if line.startswith("| `")}
+    row = reading.TABLES[table][1]
     for name in AVAILABLE:
-        row = reading.design_row(AVAILABLE[name])
-        assert row in fresh
-        assert row in rows, f"the designs table is stale for {name}: run `python -m bench report`"
+        assert row(AVAILABLE[name]) in fresh
+        assert row(AVAILABLE[name]) in rows, (
+            f"the {table} table is stale for {name}: run `python -m bench report`"
+        )
 
 
 def test_every_figure_block_holds_what_the_committed_results_render():
     rendering = reading.blocks(load_anatomy(RESULTS))
-    for page in reading.pages():
+    for page in reading.readmes():
         for name, old in reading.BLOCK.findall(page.read_text()):
             assert name in rendering, f"{page}: unknown block {name}"
-            if name == "designs":
+            if name in reading.TABLES:
                 continue  # rows of variants unavailable here are kept: checked above
             assert rendering[name](old) == old, (
                 f"{page.relative_to(ROOT)}: block {name} is stale: run `python -m bench report`"
@@ -194,7 +299,7 @@ def test_each_loops_readme_ends_with_what_its_design_gives_up(name):
 
 FIGURE = re.compile(
     r"\d[\d,.]*\s*(µs|ns|req/s|requests/s|syscalls per|syscalls/req)|"
-    r"\d[\d,.]*\s*(of them )?failed recvs"
+    r"\d[\d,.]*\s*(of them )?failed recvs|\d[\d,. ]*\s*(code lines|lines of code)"
 )
 DATED_COMMAND = (re.compile(r"`[^`]*python3? -m [^`]+`"), re.compile(r"\b20\d\d-\d\d-\d\d\b"))
 
@@ -210,30 +315,60 @@ def reading_path_texts() -> list[Path]:
     ]
 
 
-@pytest.mark.parametrize("path", reading_path_texts(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_bare_figure_outside_a_block(path):
-    """A figure with a unit is rendered from data, or its paragraph says how and when it was
-    measured (a `python -m ...` command and a date)."""
+def bare_figures(text: str) -> list[tuple[str, str]]:
+    """(figure, its paragraph) for each figure with a unit outside a rendered block."""
+    found = []
+    for paragraph in re.split(r"\n\s*\n|\n\s*- ", reading.BLOCK.sub("", text)):
+        found += [(match[0], paragraph) for match in FIGURE.finditer(paragraph)]
+    return found
+
+
+@pytest.mark.parametrize("path", reading.readmes(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_readme_figure_is_typed(path):
+    """A figure with a unit in a README is rendered by `python -m bench report`, from stored
+    results or from the code, with its point and date; a measured history lives on a findings
+    page of reports/, each figure beside its command."""
+    for figure, paragraph in bare_figures(path.read_text()):
+        pytest.fail(f"{path.relative_to(ROOT)}: typed figure {figure!r} in {paragraph[:300]!r}")
+
+
+PROGRAMS = [p for p in reading_path_texts() if p.suffix == ".py"]
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_programs_figure_is_printed_or_dated(path):
+    """A program of the path may print what it measures as it runs (an f-string), or carry a
+    figure with the `python -m ...` command and the date that gave it."""
+    for figure, paragraph in bare_figures(path.read_text()):
+        if 'f"' in paragraph:
+            continue
+        dated = all(pattern.search(paragraph) for pattern in DATED_COMMAND)
+        assert dated, f"{path.relative_to(ROOT)}: bare figure {figure!r} in {paragraph[:300]!r}"
+
+
+# A sentence about every loop goes false the day a variant differs: it names the loops it means,
+# or points to the designs tables, which are rendered from the loops' own declarations.
+EVERY_LOOP = re.compile(
+    r"\b(every|each|all( the)?|any)( other)? (home-made |reference )?loops?\b(?!'s own)|"
+    r"\bthe (home-made|reference) loops\b|\ball six\b|\bthe six\b",
+    re.I,
+)
+TABLE_LINK = re.compile(r"#each-loops-design|\btable of designs\b|\bdesigns tables?\b", re.I)
+LOOP_NAMES = re.compile(rf"\b({'|'.join(sorted(AVAILABLE, key=len, reverse=True))})\b")
+
+
+def generalising_texts() -> list[Path]:
+    """The path, the root README and the suite's: not the template, which is not on the path."""
+    path = [p for p in reading_path_texts() if not p.parent.name.startswith("_")]
+    return [ROOT / "README.md", ROOT / "conformance" / "README.md", *path]
+
+
+@pytest.mark.parametrize("path", generalising_texts(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_sentence_speaks_for_loops_it_does_not_name(path):
     text = reading.BLOCK.sub("", path.read_text())
-    for paragraph in re.split(r"\n\s*\n|\n\s*- ", text):  # paragraphs and list items
-        for match in FIGURE.finditer(paragraph):
-            if path.suffix == ".py" and 'f"' in paragraph:
-                continue  # a program printing what it measures as it runs
-            dated = all(pattern.search(paragraph) for pattern in DATED_COMMAND)
-            where = f"{path.relative_to(ROOT)}: bare figure {match[0]!r} in {paragraph[:300]!r}"
-            assert dated, where
-
-
-# Words the designs table declares loop by loop: a sentence about every loop must not use them.
-DECLARED_WORDS = r"readiness|completion|epoll|selectors?|socketpair|eventfd|call_soon_threadsafe"
-EVERY_LOOP = r"\b(every|each|all( the)?|any)( other)? (home-made )?loops?\b|\ball six\b|\bthe six\b"
-
-
-@pytest.mark.parametrize("path", reading_path_texts(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_sentence_generalises_a_declared_design_over_the_loops(path):
-    """A sentence such as "every loop is readiness-based" goes false the day a variant differs:
-    what differs by loop is in the designs table, rendered from the loops' own declarations."""
-    text = reading.BLOCK.sub("", path.read_text())
-    for sentence in re.split(r"(?<=[.!?:])\s+", re.sub(r"\s+", " ", text)):
-        if re.search(EVERY_LOOP, sentence, re.I) and re.search(DECLARED_WORDS, sentence, re.I):
-            pytest.fail(f"{path.relative_to(ROOT)}: {sentence!r}")
+    text = re.sub(r"^#+ .*$", "", text, flags=re.M)  # a heading names a section, claims nothing
+    for sentence in re.split(r"(?<=[.!?:;])\s+", re.sub(r"\s+", " ", text)):
+        if not EVERY_LOOP.search(sentence) or TABLE_LINK.search(sentence):
+            continue
+        named = set(LOOP_NAMES.findall(sentence))
+        assert len(named) >= 2, f"{path.relative_to(ROOT)}: names no loops: {sentence!r}"

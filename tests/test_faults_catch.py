@@ -4,22 +4,8 @@ without the protection they check.
 Each test plays the very check function a fault-suite case uses (from ``conformance/``) twice:
 on the lab's protected server, crawler or loop (the control: the case holds) and on a copy
 with exactly that protection taken out (``tests/unprotected.py`` for processes, a one-method
-subclass for a loop), where the one observation the protection is about must fail:
-
-- an accept loop without EMFILE back-off spins when out of descriptors;
-- an echo server that buffers without bound (asyncio's textbook protocol, no flow control)
-  grows by tens of MiB for a peer that never reads;
-- a crawler without a body limit (``--max-bytes`` above the 50 MiB page) reads and parses the
-  hostile site's 50 MiB page: its memory balloons (and it may not end in time);
-- a select() loop that does not drop an fd closed behind its back fails on every iteration;
-- a ``cancel()`` that a timeout cannot interrupt waits for a task that swallows its
-  cancellation, so the run ends without the timeout's error;
-- an epoll loop that ignores readiness for an fd it no longer knows (a closed socket's file
-  kept open by a dup) spins through the 0.5 s sleep; one that never rebuilds its epoll also
-  takes such a ghost's readiness for that of a new socket reusing its number, and spins;
-- a ``call_at`` that trusts its deadline accepts ``None`` and NaN, and the heap is broken;
-- a ``timeout_after`` that runs the work as a child task and cancels it there lets a sleep
-  due after the deadline act first.
+subclass for a loop, ``LOOP_CASES``), where the one observation the protection is about must
+fail.
 """
 
 from __future__ import annotations

@@ -328,3 +328,16 @@ def test_no_glossary_word_is_used_before_the_path_defines_it():
             context = path[max(0, first.start() - 80) : first.end() + 40].replace("\n", " ")
             early.append(f"{term!r} is used before it is defined: ...{context}...")
     assert not early, "\n".join(early)
+
+
+def test_the_top_readme_says_what_the_designs_words_mean_where_it_first_uses_them():
+    """The root README names the designs before the path starts: each of their words is
+    explained in place (in italics, with a gloss) the first time it appears."""
+    text = prose((ROOT / "README.md").read_text())
+    emphasis = [(m.start(), m.end()) for m in re.finditer(r"\*{1,2}[^*\n]+\*{1,2}", text)]
+    for term in ("reactor", "proactor", "trap", "tick", "ready queue", "anchor"):
+        first = re.search(rf"(?<![\w-]){term}s?(?![\w-])", text, re.I)
+        assert first, f"the root README no longer uses {term!r}"
+        assert any(start <= first.start() < end for start, end in emphasis), (
+            f"the root README uses {term!r} before saying what it means"
+        )

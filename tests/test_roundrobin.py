@@ -1,8 +1,8 @@
 """The roundrobin loop's own claims: fairness per tick, idle CPU near zero, and the correctness
 its small size must not cost (joins, cancellation wherever a task waits, errors, timeouts).
 
-Properties every loop shares live in conformance/; these are the ones issue 7 asks this loop to
-show, checked on counts and CPU ratios rather than wall-clock bounds.
+Properties every loop shares live in conformance/; these are the ones its design claims (the
+README's), checked on counts and CPU ratios rather than wall-clock bounds.
 """
 
 import contextlib

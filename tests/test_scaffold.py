@@ -4,6 +4,7 @@ import inspect
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ def _contract_methods(protocol):
 def test_scaffold_has_every_contract_method_raising_a_clear_error(tmp_path, style):
     folder = scaffold("demo", style, into=tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]  # writes nowhere else
-    module = "loop.py" if style == "callbacks" else "tasks.py"
+    module = "loop.py" if style == "callbacks" else "api.py"
     assert sorted(p.name for p in folder.iterdir()) == sorted(["README.md", "__init__.py", module])
     source = (folder / module).read_text()
     protocol = CallbacksLoop if style == "callbacks" else CoroutinesAPI
@@ -57,7 +58,7 @@ def test_a_scaffold_is_discovered_and_the_suite_reports_what_to_implement(tmp_pa
     assert result.returncode == 1, result.stdout + result.stderr  # tests ran and failed
     assert "demo-coroutines" in result.stdout
     assert "to implement next" in result.stdout
-    assert "run()" in result.stdout and "loops/demo/tasks.py" in result.stdout
+    assert "run()" in result.stdout and "loops/demo/api.py" in result.stdout
 
 
 def _nox(*args: str) -> str:
@@ -91,5 +92,41 @@ def test_nox_new_scaffolds_a_variant(tmp_path):
     assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == [
         "README.md",
         "__init__.py",
-        "tasks.py",
+        "api.py",
     ]
+
+
+# The house's tests that read every variant folder: what a new folder must pass at once.
+HOUSE_TESTS = (
+    "tests/test_designs.py",
+    "tests/test_discovery.py",
+    "tests/test_reading_path.py",
+    "tests/test_twins.py",
+    "tests/test_availability.py",
+    "tests/test_house.py",
+)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("style", STYLES)
+def test_a_fresh_scaffold_passes_the_house_tests_the_day_it_is_made(tmp_path, style):
+    """`nox -s new -- demo --style STYLE` in a copy of the checkout, then the house's tests
+    there: the scaffold's design declarations hold of its code, its README ends as every
+    home-made loop's does, and the lab's listings name it."""
+    copy = tmp_path / "lab"
+    shutil.copytree(
+        ROOT, copy, ignore=shutil.ignore_patterns(".git", ".nox", ".venvs", "__pycache__", "site")
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "nox", "-s", "new", "--", "demo", "--style", style],
+        cwd=copy, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "`demo`" in (copy / "README.md").read_text()  # the variants table names it
+    house = subprocess.run(
+        [sys.executable, "-m", "pytest", *HOUSE_TESTS, "-v", "-p", "no:randomly", "-x"],
+        cwd=copy, capture_output=True, text=True, timeout=280,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
+    assert house.returncode == 0, house.stdout[-3000:] + house.stderr[-2000:]
+    assert "test_a_home_made_loops_io_model_and_wait_are_in_its_code[demo] PASSED" in house.stdout

@@ -1,27 +1,11 @@
 """Twins across variants: deliberate copies, held together so that they cannot drift apart.
 
 Each variant is read alone, so a concept two loops share is written in each, with the same
-names (DESIGN.md: "Twins across variants are deliberate"). Such a copy carries a one-line
-marker on both sides, naming the other side:
-
-    # twin of loops/traps/kernel.py                  the whole file
-    # twin of loops/traps/api.py: timeout_after      one definition: a function, a class, a
-                                                     method (Queue.join) or an assignment
-                                                     (__all__), with the comment block right
-                                                     above it; the marker above them both
-
-This test finds every marker and compares each marked pair. Identical twins must stay
-identical. Twins that differ must declare how: ``tests/twins/<pair>.diff`` holds a line
-``why: ...`` and the unified diff between them, and the test compares the lines that diff
-adds and removes with today's. So an edit made to one side only fails (it adds a changed
-line, or changes one), while the same edit made to both sides passes, wherever it lands
-outside the declared difference. When a difference is meant, write the diffs anew with
-``python3 -m tests.test_twins --write`` (it keeps each ``why:`` line; a new pair gets a
-placeholder that fails until someone says why) and commit them beside the change: the review
-then shows how the twins' difference moved.
-
-The diff of a pair runs from the path that sorts last to the one that sorts first (traps
-before completions, roundrobin before futures). Marker lines are left out of the comparison.
+names, on purpose. Such a copy carries a ``# twin of PATH[: NAME]`` marker on both sides
+(``MARKER``); this test finds every marker and compares each marked pair: identical twins must
+stay identical, and twins that differ must differ only as ``tests/twins/<pair>.diff`` declares,
+so an edit made to one side only fails. A meant difference is written anew with
+``python3 -m tests.test_twins --write``, committed beside the change.
 """
 
 from __future__ import annotations
@@ -38,7 +22,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DECLARED = ROOT / "tests" / "twins"  # one <pair>.diff per pair of twins that differ
+# One <pair>.diff per pair of twins that differ: a line ``why: ...`` and the unified diff between
+# them. The test compares the lines that diff adds and removes with today's, so an edit made to
+# one side only fails (it adds a changed line, or changes one), while the same edit made to both
+# sides passes, wherever it lands outside the declared difference. ``--write`` writes the diffs
+# anew, keeping each ``why:`` line; a new pair gets PLACEHOLDER, which fails until someone says
+# why; committed beside the change, the review shows how the twins' difference moved.
+DECLARED = ROOT / "tests" / "twins"
+# A marker, on both sides of a pair, naming the other side; marker lines are left out of the
+# comparison:
+#     # twin of loops/traps/kernel.py                  the whole file
+#     # twin of loops/traps/api.py: timeout_after      one definition: a function, a class, a
+#                                                      method (Queue.join) or an assignment
+#                                                      (__all__), with the comment block right
+#                                                      above it; the marker above them both
 MARKER = re.compile(r"^\s*# twin of (?P<path>loops/\S+\.py)(?:: (?P<name>[\w.]+))?\s*$")
 PLACEHOLDER = "why: (say why these twins differ)"
 
@@ -47,6 +44,8 @@ PLACEHOLDER = "why: (say why these twins differ)"
 class Pair:
     """Two twins: whole files (name None) or one definition of that name in each."""
 
+    # The diff runs from the path that sorts last to the one that sorts first (traps before
+    # completions, roundrobin before futures).
     first: str  # the path the diff runs from
     second: str  # the path it runs to
     name: str | None

@@ -1,37 +1,13 @@
 """The tracer: watches any variant schedule its work, from outside, without editing it.
 
-How it sees a task: the task's coroutine (or generator) is handed to the loop inside a
-*driver*, a generator that forwards every ``send``, ``throw`` and ``close`` to the real
-coroutine, exactly as ``yield from`` would, and yields back whatever the coroutine yields.
-Between the loop resuming the task and the task suspending again the driver takes two
-``time.perf_counter()`` readings: one *run slice*. What the coroutine yields (a trap tuple, an
-asyncio Future, trio's ``WaitTaskRescheduled``, curio's trap tuples, a bare ``None``) and which
-contract call it was suspended in (found by walking ``cr_await``/``gi_yieldfrom`` down from the
-task) say what it waits on. Nothing the loop sees changes: the same values go in and come out.
-
-Type checks: a loop may insist on a real coroutine object (trio awaits it, curio and asyncio
-check ``iscoroutine``), so in the coroutines style the driver is wrapped in an ``async def``
-shell that awaits it (the driver is a ``types.coroutine``, hence awaitable); the shell (and the
-driver) take the task's ``__name__``/``__qualname__``, so a loop's task names are unchanged. In
-the generators style the driver, a plain generator object, is the task. Only fresh coroutines
-and generators are wrapped: anything else (a function passed by mistake, an already started
-coroutine) goes to the loop untouched, so its own error, if any, is the one the caller sees.
-
-How it sees a task of the blocking style: there is nothing to forward, since the task is a
-plain function that never yields; so its function is wrapped to open a slice when it starts,
-and every contract call that may block it (a socket call, a sleep, a join, a Queue's wait)
-closes the slice on entry and opens the next on return. A slice is then the time a task ran
-its own code between two such calls, whether or not the call really switched (a recv that finds
-bytes does not); on the threads variant the slices of different tasks may overlap, since the
-kernel runs threads side by side and the GIL hands Python from one to the next.
-
-How it sees a callback: :class:`TracedLoop` is a proxy around the object a callbacks factory
-returns; ``call_soon``, ``call_later``, ``call_at``, ``call_soon_threadsafe``, ``add_reader``,
-``add_writer`` and ``run_in_thread`` hand the loop a wrapper that times each call. Work sent to
-a thread (``run_in_thread`` in every style) is timed too, on a row of its own.
-
-No cost when off: nothing is patched, ever. :func:`traced` returns a *copy* of a variant whose
-style entries are proxies; the variant that discovery returns stays exactly as it was.
+A task's coroutine (or generator) runs inside a *driver* that forwards every ``send``,
+``throw`` and ``close`` exactly as ``yield from`` would and times each *run slice* between the
+loop resuming the task and the task suspending, labelled with what it yielded and the contract
+call it was in; a callbacks loop is wrapped in :class:`TracedLoop`, a proxy that times each
+callback and each piece of work sent to a thread; a blocking-style task (a plain function) is
+wrapped in :class:`TracedBlocking`, which times its code between two blocking calls. Nothing is
+patched: :func:`traced` returns a *copy* of a variant, so the one discovery returns stays as it
+was. ``timeline/README.md`` says what the timelines show.
 """
 
 from __future__ import annotations
@@ -131,7 +107,13 @@ class Tracer:
     # -- wrapping ---------------------------------------------------------------------------
 
     def task(self, coro: Any, style: str) -> Any:
-        """coro wrapped in a recording driver, if it is a fresh coroutine/generator; else coro."""
+        """coro wrapped in a recording driver, if it is a fresh coroutine/generator; else coro.
+
+        A loop may insist on a real coroutine object (trio awaits it, curio and asyncio check
+        ``iscoroutine``), so in the coroutines style the driver is wrapped in an ``async def``
+        shell; shell and driver take the task's ``__name__``/``__qualname__``, so a loop's task
+        names are unchanged. Anything else (a function passed by mistake, an already started
+        coroutine) goes to the loop untouched, so its own error, if any, is the caller's."""
         if style == "coroutines" and inspect.iscoroutine(coro):
             if inspect.getcoroutinestate(coro) != inspect.CORO_CREATED:
                 return coro

@@ -1,25 +1,9 @@
 """What every workload CLI shares: loop/style resolution, stop signals, JSON results.
 
-Nothing here imports a loop (loops come from discovery). The pieces:
-
-- :func:`add_loop_arguments` and :func:`resolve` give every CLI the same ``--loop NAME
-  [--style S]`` options, the variant's first style as the default, and a clear usage error
-  (exit status 2, the known loops or the variant's styles listed) for a name that does not fit.
-- :class:`StopSignals` turns SIGINT and SIGTERM into a readable socket. Every style can wait on
-  a socket (``add_reader``, ``await recv``, ``yield from recv``), so a server stops the same way
-  on every loop without the contract needing a signal API. The handler writes the byte itself,
-  rather than relying on ``signal.set_wakeup_fd``, because some loops (uvloop) claim the wake-up
-  fd for themselves while they run.
-- :func:`run_until_stopped` runs a callbacks-style workload so that an error in any callback
-  ends the run with that error, as it would end a coroutines-style one.
-- :func:`write_json` writes a result record: one flat object of scalars, so the bench can
-  tabulate records from different workloads without knowing their shapes; :func:`finish`
-  writes it, prints the one-line summary and gives the exit status.
-- :func:`number`, :func:`positive` and :func:`port_number` are argparse types that say what
-  range was expected (an out-of-range port must not wrap around to another port, as it would).
-- :func:`open_sockets` and :func:`peak_rss_mib` measure the process itself (leaks, memory).
-- :func:`interrupted` ends a batch workload that Ctrl-C stopped the way a shell user expects:
-  a one-line message instead of a traceback, and exit status 130.
+The same ``--loop NAME [--style S]`` options and usage errors, a stop on SIGINT or SIGTERM
+that every style can wait for, one flat JSON record, argparse types that say their range, and
+the process's own measures (open sockets, peak memory). Nothing here imports a loop: loops come
+from discovery. ``workloads/README.md`` says what the CLIs offer.
 """
 
 from __future__ import annotations
@@ -101,7 +85,11 @@ class StopSignals:
     """SIGINT and SIGTERM made into a socket that becomes readable when one arrives.
 
     Use as a context manager around the loop's run; watch :attr:`reader` for reading. On exit
-    the previous handlers come back and both sockets are closed.
+    the previous handlers come back and both sockets are closed. Every style can wait on a
+    socket (``add_reader``, ``await recv``, ``yield from recv``), so a server stops the same way
+    on every loop without the contract needing a signal API. The handler writes the byte
+    itself, rather than relying on ``signal.set_wakeup_fd``, because some loops (uvloop) claim
+    the wake-up fd for themselves while they run.
     """
 
     def __init__(self, signals: Iterable[int] = (signal.SIGINT, signal.SIGTERM)) -> None:
@@ -143,7 +131,10 @@ def check_flat(record: dict[str, Any]) -> dict[str, Scalar]:
 
 
 def write_json(path: str | Path, record: dict[str, Any]) -> None:
-    """Write one flat result record as JSON to path ('-' for stdout)."""
+    """Write one flat result record as JSON to path ('-' for stdout).
+
+    Flat (scalars only), so the bench tabulates records of different workloads without knowing
+    their shapes."""
     text = json.dumps(check_flat(record), indent=2) + "\n"
     if str(path) == "-":
         sys.stdout.write(text)
@@ -241,5 +232,6 @@ def positive(kind: type) -> Any:
 
 
 def port_number(text: str) -> int:
-    """An argparse type: a TCP/UDP port number, 0 to 65535 (0: the OS picks a free one)."""
+    """An argparse type: a TCP/UDP port number, 0 to 65535 (0: the OS picks a free one); out of
+    range is a usage error, never a port wrapped around to another."""
     return number(int, 0, 65535)(text)

@@ -1,68 +1,12 @@
 """Cost anatomy of echo: where each request's microseconds go, counted in an untimed repetition.
 
-For every echo row at 1 KiB x 100 connections, one extra repetition (never mixed with the
-timed ones) records, per request served, at one of two points:
-
-- **the fixed offered load** (``python -m bench anatomy``): the echo section's declared rate
-  (:func:`load_params`), the report's headline regime, where each row is offered the same
-  requests per second, so a cheaper server idles more (one that cannot keep the rate is marked);
-- **the closed loop** (``python -m bench anatomy --closed-loop``): each connection sends its
-  next request as soon as its echo is back (:func:`closed_params`), the server's maximum
-  throughput regime, the one issue 40's target (completions at or below traps per request) is
-  stated in. Its batches are its own: with every connection waiting on the server, a wake-up
-  (a readiness wait, or an ``io_uring_enter``) can find up to one request per connection
-  ready, where at the fixed load the requests arrive spread over time; so waits and enters per
-  request, entries per enter and failed receives at one point do not describe the other, and
-  each point is stored in a file of its own.
-
-What each repetition records:
-
-- **syscalls by kind**: waits (``epoll_wait``, ``select``, ``poll`` and their variants), receives
-  (``recv*``, and ``read``: libuv reads sockets with it), sends (``send*``, ``write``),
-  ``epoll_ctl``, ``io_uring_enter`` (the completion loop's one syscall: it submits operations and
-  waits for their completions), the receives that failed with EAGAIN (an optimistic read that
-  found nothing), and everything else;
-- for a server that enters io_uring, **entries per enter**: the submission-queue entries (SQEs)
-  each ``io_uring_enter`` handed to the kernel, and the completion-queue entries (CQEs) the loop
-  reaped per enter (see "Entries per enter" below);
-- **CPU** of the server process over a load window with no counter attached: the scheduler's
-  exact on-CPU time (``/proc/PID/task/*/schedstat``), stored split by the user and system ticks
-  of ``/proc/PID/stat``. The report shows only the sum: the kernel samples the mode at each tick
-  and rescales its totals to stay monotonic, so for a server running in bursts of tens of
-  microseconds the split of one window swings by tens of points between runs.
-
-Two counters, the first that works here:
-
-- ``perf`` counts the kernel's syscall tracepoints in the kernel. The server runs at its usual
-  speed, so the counts describe the same regime (batch sizes, how often a read finds nothing)
-  as the timed runs.
-- ``strace`` (``apt-get install strace``) stops the server at every syscall, which slows it
-  several-fold: the load generator then finds it busier, ready sockets pile up, and waits and
-  failed reads become rarer than in the timed runs. Its counts are exact for the run it
-  watched; the report names the counter so a reader knows which regime that was.
-
-Why no function-level profile: cProfile's per-call hook costs about as much as the calls it
-times, and the loops differ precisely in how many small calls they make per request, so it
-would inflate the call-heavy loops most and misstate the shares it is asked for; ``python -X
-perf`` is the tool for a function breakdown: :mod:`bench.measure.profile` counts one exactly,
-in instructions under callgrind.
-
-Entries per enter. ``io_uring_enter`` returns how many SQEs the kernel consumed; ``strace``
-prints that return value, and the counted window sums it. ``perf stat`` counts events, not
-return values (``syscalls:sys_exit_io_uring_enter``'s ``ret`` would need ``perf record`` and a
-script), so under perf the submitted figure is the ring's own count instead. That count, read
-from outside under either counter, is the ring's state in ``/proc/PID/fdinfo/FD``: ``SqHead``
-(SQEs the kernel has consumed), ``CqTail`` (CQEs it has posted) and ``CqHead`` (CQEs the loop
-has reaped: it moves the head past each one it reads), before and after the counted window.
-Reaping itself is no syscall (the loop reads completions from shared memory), so only the ring
-can say how many were reaped. The completions loop posts no multishot operation and sets no
-CQE-skipping flag, so every SQE it submits completes exactly once with one CQE: over a window,
-reaped ≈ submitted, and the two figures checking each other is a test of the counting.
-
-``python -m bench anatomy`` measures and stores ``reports/results/anatomy.json``, and
-``--closed-loop`` ``reports/results/anatomy-closed.json`` (through :mod:`bench.store`); the
-report renders the first as its "Cost anatomy" section and the second, where it is stored, as
-a table of its own in that section (:mod:`bench.render.anatomy`).
+For every echo row at 1 KiB x 100 connections, one extra repetition (never mixed with the timed
+ones) records per request served its syscalls by kind, for a server that enters io_uring its
+entries per enter, and the server's CPU, at the fixed offered load (``python -m bench anatomy``,
+:func:`load_params`) or in the closed loop (``--closed-loop``, :func:`closed_params`), each
+point stored in a file of its own through :mod:`bench.store` and rendered by
+:mod:`bench.render.anatomy`. The two points, what is counted, the two counters (perf, strace)
+and why no function-level profile: ``bench/README.md``, "The cost anatomy".
 """
 
 from __future__ import annotations

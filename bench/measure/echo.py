@@ -16,13 +16,22 @@ from pathlib import Path
 from bench.plan import Point, Row
 from bench.procs import Child, ChildFailed, cpu_seconds, mib, peer_python, python
 from bench.registry.echo import PACED
-from bench.summary import known_limit
+from bench.summary import SATURATION, known_limit
 from bench.workload import Measuring
 
 PEER = "load generator"
 # A server that fell behind while using less than this share of its core was not too slow but
 # kept waiting (by other processes on a shared machine): its row says so.
 IDLE_SHARE = 0.5
+# In the closed loop at this many connections or more the server always has a request waiting,
+# so it runs nearly all the time; one busy under STALL_BUSY of its core while the generator was
+# not saturated waited for a CPU something else held: a stall, measured again. Chosen from the
+# closed-loop repetitions at 1 KiB x 100 connections that the quick runs committed at 2191f2b
+# hold (reports/results/quick/**/echo.json, every interpreter): 284 of 363 ran the server at
+# 0.90 or more of its core (266 at 0.95 or more); the other 79 spread down to 0.35, the
+# generator at most 0.80 of its own, the end of one round into the next in the same session.
+STALL_CONNECTIONS = 100
+STALL_BUSY = 0.90
 
 
 def server_argv(row: Row) -> list[str]:
@@ -164,6 +173,8 @@ def figures(record: dict, server_cpu: float, usage, params: dict, basis: str) ->
     }
     if params.get("measure") == PACED:
         found |= paced_figures(record, basis)
+    else:
+        found |= closed_stall(record, params)
     return found | {
         "requests_per_s": record["requests_per_s"],
         "mib_per_s": record["mib_per_s"],
@@ -196,8 +207,26 @@ def paced_figures(record: dict, basis: str) -> dict:
         if share is not None and share < IDLE_SHARE:
             # Not too slow, it waited: on a shared machine, other processes held a core.
             found["invalid"] += f", busy {share:.0%} of the time: a stall, not a slow server"
+            found["stalled"] = True
         found["invalid"] += ")"
     return found
+
+
+def closed_stall(record: dict, params: dict) -> dict:
+    """In the closed loop, where the server should never wait: why a repetition is a stall."""
+    share, peer = record.get("server_cpu_share"), record.get("load_cpu_share")
+    if (
+        params.get("connections", 0) < STALL_CONNECTIONS
+        or share is None
+        or share >= STALL_BUSY
+        or (peer is not None and peer >= SATURATION)
+    ):
+        return {}
+    return {
+        "invalid": f"stalled: the server was busy {share:.0%} of its core, the generator "
+        f"{peer or 0:.0%} of its own: it waited for a CPU something else held",
+        "stalled": True,
+    }
 
 
 MEASURING = Measuring(measure=measure)

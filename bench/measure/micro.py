@@ -1,29 +1,10 @@
 """Micro, the running side: the operations' programs, the lab's harness, pyperf read back.
 
-Four operations, each written once per style so that the same program runs on every loop:
-
-- ``switch``: one trip through the loop. Tasks: two tasks taking turns with ``sleep(0)``.
-  Callbacks: a callback that schedules the next with ``call_soon`` (one loop iteration each).
-- ``call_soon``: schedule a callback and run it, in batches of 1 000 per iteration (callbacks).
-- ``spawn_join``: start a task that returns at once and wait for it (tasks).
-- ``timer``: schedule a timer and cancel it before it fires. Callbacks: ``call_later`` +
-  ``cancel()``. Tasks: ``timeout_after`` around work that ends at once, the tasks' way to arm
-  and disarm a deadline.
-
-An operation a style has no notion of is not measured (shown as "n/a").
-
-Two harnesses run the same programs. The bench measures with **pyperf**
-(:mod:`bench.measure.pyperf_micro`), the harness CPython's own benchmarks use: calibration,
-fresh worker processes, stability warnings, which the report prints. The full run also keeps
-the lab's own harness below, on the same operations, so the two can be read side by side.
-
-The lab's own harness, in the spirit of pyperf: each repetition is a fresh process (``python
--m bench.measure.micro``) pinned to one core; in it each operation is calibrated (the count
-doubles until one timed run takes at least ``--min-time`` seconds), run once more as warm-up,
-then timed ``--runs`` times; the process reports the median of its runs. The bench takes the
-median of the processes and keeps their min and max. Timing uses ``perf_counter_ns`` inside
-the running loop, so loop creation and interpreter start-up are not part of an operation's
-cost. The operations, their figures and the report's prose are :mod:`bench.registry.micro`.
+Each operation (:mod:`bench.registry.micro` names them, their figures and the report's prose)
+is written once per style, so the same program runs on every loop; an operation a style has
+no notion of is not measured. The bench measures with pyperf (:mod:`bench.measure.pyperf_micro`);
+the full run also keeps the lab's own harness below, one pinned process per repetition
+(``python -m bench.measure.micro``), so the two can be read side by side: ``bench/README.md``.
 """
 
 from __future__ import annotations

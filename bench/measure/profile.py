@@ -3,57 +3,10 @@
     python -m bench.measure.profile [--loop NAME ...] [--connections N] [--seconds A B]
         [--rate R] [--label TEXT] [--tree CHECKOUT] [--no-total] [--keep DIR] [--json FILE]
 
-Why instructions: on a shared machine, CPU time per request moves with the load of the other
-processes (caches, frequency, preemption); the number of instructions the server executes per
-request does not. ``valgrind --tool=callgrind`` counts every user-space instruction the server
-process executes (``Ir``), exactly. What it cannot see is Linux's own work inside the syscalls
-(the TCP stack, the io_uring operations): that is the part ``python -m bench anatomy`` counts
-in syscalls, and a loop that moves work into Linux (the completions loop: the recv and the send
-happen inside ``io_uring_enter``) shows less here for it.
-
-How one loop is counted (:func:`profile_loop`): the echo server runs under callgrind with
-instrumentation off (``--instr-atstart=no``); one warm-up load runs uninstrumented; then
-``callgrind_control -i on``, load A (the lab's load generator, ``workloads.echo.load``, closed
-loop, N connections x 1 KiB, for A seconds), ``callgrind_control -d`` (a dump; counters start
-again from zero), load B (B seconds), a second dump. Each load opens its N connections and
-closes them, so both dumps hold the same connection set-up and teardown; the difference of the
-two dumps over the difference of their request counts is the cost of a request alone:
-``(Ir_B - Ir_A) / (requests_B - requests_A)``, per part likewise.
-
-The parts. Python 3.12's ``-X perf`` gives each Python function its own small trampoline of
-machine code (its address and name in ``/tmp/perf-PID.map``); ``--separate-callers=K`` makes
-callgrind keep each function's cost apart per chain of its K nearest callers. So each counted
-instruction has a chain of callers, and the nearest trampoline on it is the Python function
-running (what ``perf report`` does with sampled stacks, here exact). A part is then:
-
-- **ctypes**: instructions under a function of ``_ctypes`` or libffi (a foreign call's
-  marshalling, ``string_at``, ``cast``, ``addressof``), whichever Python function called it;
-- **task switch**: the generator machinery (``gen_send``, ``gen_throw``...) below the Python
-  function that resumes a coroutine, plus the trap functions themselves (``traps.py``,
-  ``task.py``): what one ``await`` crossing costs;
-- **socket methods (C)**: the ``_socket`` module's C code (``sock.recv``, ``sock.send``,
-  ``fileno``, ``gettimeout``): the user-space side of a socket call;
-- **poller (C)**: the ``select`` module's C code (``epoll.poll``), the readiness loops' wait;
-- otherwise the Python function's file: ``uring.py`` is **ring** (SQE writes, the enter, reaping
-  CQEs), ``kernel.py`` **the turn** (the run loop and its helpers, with the I/O side the kernel
-  calls: ``poller.py``, ``proactor.py``), ``api.py`` and
-  ``buffers.py`` **socket calls** (the loop's ``recv``/``sendall`` and their completers),
-  ``workloads/echo`` **protocol**; anything else **other**.
-
-``-X perf`` costs instructions itself (with a frame evaluator installed, CPython no longer
-inlines Python-to-Python calls, so each call goes through C), so each loop is also counted on
-the bench's interpreter without it (``--split-python`` / ``--total-python``): the split is
-``-X perf``'s, the total beside it is the plain interpreter's.
-
-Under callgrind the server runs some fifty times slower, so the load generator always finds it
-busy: every connection has a request waiting at each turn (the closed loop's saturated regime,
-the largest batches per enter). Both loops are counted in that same regime. ``--rate R`` offers
-a fixed load instead (the bench's paced measure, open loop): at a rate well below what the
-server sustains under callgrind, a turn serves one request or a few, and what a loop pays per
-turn (an enter, a poll) is paid by fewer requests.
-
-Results go to ``reports/results/profile.json`` (``--json``): per loop, the counts of both dumps,
-instructions per request in total and by part, and the Python functions costing most.
+An instruction count does not move with the load of a shared machine, as CPU time does. How
+one loop is counted, what the parts are, what ``-X perf`` costs and what callgrind's slowness
+does to the regime: ``bench/README.md``, "The cost anatomy". Results go to
+``reports/results/profile.json`` (``--json``).
 """
 
 from __future__ import annotations
@@ -277,6 +230,74 @@ def _control(*args: str) -> None:
     subprocess.run(["callgrind_control", *args], check=True, stdout=subprocess.DEVNULL)
 
 
+def callgrind_count(
+    server: list[str],
+    python: str,
+    connections: int,
+    seconds: tuple[float, float],
+    rate: int | None = None,
+    split: bool = False,
+    tree: Path = ROOT,
+    keep: tuple[Path, str] | None = None,
+) -> tuple[list[int], list[Path], dict[int, str], Path]:
+    """Count one echo server (``python -m ...`` with ``server`` as its arguments) under
+    callgrind (bench/README.md, "The cost anatomy"): the requests of loads A and B, their two
+    dumps, the Python functions' trampolines (with ``split``), and the folder holding the
+    dumps, which the caller removes once it has read them."""
+    work = Path(tempfile.mkdtemp(prefix="profile-"))
+    argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
+    argv += [f"--callgrind-out-file={work}/cg.out"]
+    if split:
+        argv += [f"--separate-callers={CALLERS}"]
+    argv += [python, *(["-X", "perf"] if split else []), *server]
+    with open(work / "server.err", "w") as err:
+        process = subprocess.Popen(argv, cwd=tree, stdout=subprocess.PIPE, stderr=err)
+        try:
+            line = process.stdout.readline().decode()
+            match = re.search(r"listening on \S+:(\d+)", line)
+            if not match:
+                raise RuntimeError(f"server did not start: {line!r} {_tail(work)}")
+            # valgrind runs the server in its own process: the pid it prints, where it does.
+            port, said = int(match[1]), re.search(r"pid (\d+)", line)
+            pid = int(said[1]) if said else process.pid
+            _load(port, connections, 1.0, work / "warm.json")
+            _control("-i", "on", str(pid))
+            requests = []
+            for name, duration in zip("AB", seconds, strict=True):
+                record = work / f"{name}.json"
+                requests.append(_load(port, connections, duration, record, rate))
+                _control("-d", name, str(pid))
+            functions = read_perf_map(pid) if split else {}
+            # The dumps are written: the server may go. Under valgrind a signal does not
+            # interrupt a wait in io_uring_enter (the completions loop's would end only at
+            # its next completion), so a server still there after STOP_GRACE is killed.
+            process.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=STOP_GRACE)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    dumps = sorted(work.glob("cg.out.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))[:2]
+    if len(dumps) < 2:
+        raise RuntimeError(f"callgrind wrote {len(dumps)} dumps: {_tail(work)}")
+    if keep is not None:
+        folder, tag = keep
+        folder.mkdir(parents=True, exist_ok=True)
+        for path in dumps:
+            shutil.copy(path, folder / f"{tag}.{path.name}")
+        (folder / f"{tag}.perf.map").write_text(json.dumps(functions))
+    return requests, dumps, functions, work
+
+
+def per_request(requests: list[int], totals: list[int]) -> float:
+    """A request's own instructions: the second dump's over the first's, over the requests
+    between them (both loads open and close the same connections, which cancel out)."""
+    served = requests[1] - requests[0]
+    if served <= 0:
+        raise RuntimeError(f"load B served no more requests than load A: {requests}")
+    return (totals[1] - totals[0]) / served
+
+
 def profile_loop(
     loop: str,
     python: str,
@@ -287,54 +308,19 @@ def profile_loop(
     tree: Path = ROOT,
     rate: int | None = None,
 ) -> dict:
-    """Count one loop's echo server (see the module docstring); its figures per request."""
-    with tempfile.TemporaryDirectory(prefix="profile-") as tmp:
-        work = Path(tmp)
-        argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
-        argv += [f"--callgrind-out-file={work}/cg.out"]
-        if split:
-            argv += [f"--separate-callers={CALLERS}"]
-        argv += [python, *(["-X", "perf"] if split else [])]
-        argv += ["-m", "workloads.echo", "--loop", loop, "--port", "0"]
-        with open(work / "server.err", "w") as err:
-            server = subprocess.Popen(argv, cwd=tree, stdout=subprocess.PIPE, stderr=err)
-            try:
-                line = server.stdout.readline().decode()
-                match = re.search(r":(\d+) .*pid (\d+)", line)
-                if not match:
-                    raise RuntimeError(f"server did not start: {line!r} {_tail(work)}")
-                port, pid = int(match[1]), int(match[2])
-                _load(port, connections, 1.0, work / "warm.json")
-                _control("-i", "on", str(pid))
-                requests = []
-                for name, duration in zip("AB", seconds, strict=True):
-                    record = work / f"{name}.json"
-                    requests.append(_load(port, connections, duration, record, rate))
-                    _control("-d", name, str(pid))
-                functions = read_perf_map(pid) if split else {}
-                # The dumps are written: the server may go. Under valgrind a signal does not
-                # interrupt a wait in io_uring_enter (the completions loop's would end only at
-                # its next completion), so a server still there after STOP_GRACE is killed.
-                server.send_signal(signal.SIGINT)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    server.wait(timeout=STOP_GRACE)
-            finally:
-                if server.poll() is None:
-                    server.kill()
-        dumps = sorted(work.glob("cg.out.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
-        if len(dumps) < 2:
-            raise RuntimeError(f"callgrind wrote {len(dumps)} dumps: {_tail(work)}")
-        counted = [attribute(*read_dump(path), functions) for path in dumps[:2]]
-        called = [read_calls(path, functions) for path in dumps[:2]]
-        if keep is not None:
-            keep.mkdir(parents=True, exist_ok=True)
-            tag = f"{loop}.{'split' if split else 'total'}"
-            for path in dumps[:2]:
-                shutil.copy(path, keep / f"{tag}.{path.name}")
-            (keep / f"{tag}.perf.map").write_text(json.dumps(functions))
+    """Count one loop's echo server (bench/README.md, "The cost anatomy"); its figures per
+    request."""
+    server = ["-m", "workloads.echo", "--loop", loop, "--port", "0"]
+    tag = f"{loop}.{'split' if split else 'total'}"
+    requests, dumps, functions, work = callgrind_count(
+        server, python, connections, seconds, rate, split, tree, keep and (keep, tag)
+    )
+    try:
+        counted = [attribute(*read_dump(path), functions) for path in dumps]
+        called = [read_calls(path, functions) for path in dumps]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     served = requests[1] - requests[0]
-    if served <= 0:
-        raise RuntimeError(f"load B served no more requests than load A: {requests}")
     totals = [sum(parts.values()) for parts, _ in counted]
     entry = {
         "python": python,
@@ -344,7 +330,7 @@ def profile_loop(
         "rate": rate,
         "requests": requests,
         "instructions": totals,
-        "per_request": (totals[1] - totals[0]) / served,
+        "per_request": per_request(requests, totals),
     }
     if split:
         (parts_a, fn_a), (parts_b, fn_b) = counted

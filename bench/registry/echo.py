@@ -12,28 +12,9 @@ gone each way on every connection (the server has accepted and is watching each 
 connections close only after the server's CPU has been read, so neither accepting nor
 teardown, which grow with the connection count, is counted as the requests' cost.
 
-Two measures at every size and connection count:
-
-- **Fixed offered load** (``measure=paced``): the generator sends ``rate`` requests per second
-  spread over the connections, on a schedule (open loop, as wrk2 does), and measures latency
-  from each request's scheduled time. Every server gets the same work, so its CPU per request
-  and its CPU share compare designs even where the fastest servers would outrun a two-core
-  machine's generator. A repetition is invalid if the server completed fewer than 95% of the
-  scheduled requests (it could not keep the rate) or the generator saturated its core.
-- **Closed-loop maximum throughput**: each connection sends its next request as soon as the
-  echo is back. On loopback the client pays the kernel's TCP work too, so a generator can cost
-  nearly as much per request as the fastest servers; a repetition in which the generator
-  saturated its core is invalid, and the report gives both costs per request.
-
-The offered rate is declared here, not chosen from data (:func:`offered_rate`): the same at a
-given size and connection count in every session, quick and full, so a row's cost reads the
-same wherever it was measured, and a repetition's rate is part of its point (a point's
-parameters include ``rate``; no median pools two rates). The rates sit at about half the
-slowest row's closed-loop throughput on a quiet two-core machine (asyncio · coroutines): room
-for every loop and anchor to keep them. A repetition that still falls short while its server
-was mostly idle is a stall, not a slow server, and its table says so. The full run adds cost
-against offered rate as a curve at the headline size and connection count
-(:data:`CURVE_RATES`).
+Its second paragraph, the repetition, is part of the report's echo description
+(``DESCRIPTION``). The two measures, closed loop and fixed offered load, and why the rate is
+declared rather than chosen from data: ``bench/README.md``, "Echo, two measures".
 """
 
 from __future__ import annotations
@@ -73,9 +54,11 @@ PACED_TIMING = {False: (0.2, 2.0), True: (0.5, 2.0)}
 PACED = "paced"
 # The point every summary of echo reads (the glance, the cost anatomy): 1 KiB × 100 connections.
 HEADLINE_POINT = {"size": 1024, "connections": 100}
-# The declared offered load, requests/s (see the module's docstring): about half what the
-# slowest row (asyncio · coroutines) serves closed-loop on a quiet machine, ~10 000 requests/s
-# over one connection and ~15 500 over 100 at 1 KiB; bigger messages cost the kernel more.
+# The declared offered load, requests/s (bench/README.md, "Echo, two measures"): about half
+# what the slowest row (asyncio · coroutines) serves closed-loop on a quiet machine, ~10 000
+# requests/s over one connection and ~15 500 over 100 at 1 KiB; bigger messages cost the kernel
+# more. A repetition that still falls short while its server was mostly idle is a stall, not a
+# slow server, and its table says so.
 OFFERED = {1: 4000, "more": 8000}
 # The full run's cost-against-rate curve at HEADLINE_POINT (requests/s).
 CURVE_RATES = (2000, 4000, 8000, 12000)

@@ -70,7 +70,7 @@ def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:
 
 def cpu_stat(entry: dict | None) -> tuple[float, float, float] | None:
     """A row's CPU per request as (median, min, max) over its repetitions, or None with fewer
-    than MIN_CPU_REPS: one repetition was noise read as a finding (issue 36)."""
+    than MIN_CPU_REPS: one repetition is noise that would be read as a finding."""
     reps = (entry or {}).get("cpu_us_reps") or []
     if len(reps) < MIN_CPU_REPS:
         return None

@@ -1,7 +1,7 @@
 """One interpreter's rows against another's, each read against its own session's controls.
 
-A shared machine drifts between sessions: asyncio's own figure moved 17% between two sessions
-of the same interpreter (issue 36). So no figure is compared across interpreters as it stands.
+A shared machine drifts between sessions, enough to move asyncio's own figure between two
+sessions of the same interpreter. So no figure is compared across interpreters as it stands.
 Each row is divided by its session's control level, the geometric mean of the control rows'
 medians measured in that same session (echo: asyncio-protocol, uvloop-protocol and the
 selectors floor; a workload that declares no controls: the asyncio row it is compared with),

@@ -217,7 +217,8 @@ def _capital(text: str) -> str:
 
 def _against(rendered, server) -> str:
     """A row's cost per request as a multiple of a user's server's (× 1.00 = the same), only
-    where both were measured in the same session ("other session" where not: issue 36)."""
+    where both were measured in the same session ("other session" where not: the machine drifts
+    between sessions)."""
     if rendered is None or server is None or rendered.summary.status != "ok":
         return "—"
     if rendered.session != server.session:

@@ -1,24 +1,11 @@
 """The "Interpreters" section: the same rows on every CPython measured, read side by side.
 
-For each figure of :mod:`bench.interpreter_figures` (echo server CPU per request closed loop
-and at a fixed offered load, the switch, sleep CPU per sleeper at 100 000, crawler pages/s), a
-table with a row per variant·style (echo's anchors too) and a column per interpreter: the
-figure's median, and, beside the oldest interpreter of the column's build family, the change
-of the row relative to its own session's controls (:mod:`bench.render.drift`) with its
-bootstrap interval, worded "no change" where the interval holds 1. A machine drifts between
-sessions, so a figure is never compared across interpreters as it stands: what one session
-does to every row, controls included, cancels. A chart of that relative cost by interpreter,
-and sentences from the same data: does uvloop still pay on each interpreter (a ratio inside
-one session), what the build alone moves (the same version from two families, measured in one
-session or not at all), and what a newer interpreter changes relative to its controls. Each
-interpreter's results are read from its own store (``reports/results/<mode>/python-X.Y/``);
-an interpreter with nothing stored is named, with the command that measures it.
-
-A build is part of what is compared: pyenv's interpreters here are configured with
-``--enable-shared`` and no PGO or LTO, Debian builds its own way, so a change is read only
-within one build family (a Debian column against Debian's oldest, a pyenv column against the
-reference), every column names its family, and a table gives each interpreter's exact version
-and build flags (``sysconfig``'s ``CONFIG_ARGS``, stored with every session).
+For each figure of :mod:`bench.interpreter_figures`, a table with a row per variant·style and a
+column per interpreter, each row's change read against its own session's controls
+(:mod:`bench.render.drift`), never across sessions as it stands; a chart of that relative cost,
+and sentences from the same data. A change is read only within one build family (pyenv's,
+Debian's), since the build is part of what is compared. ``bench/README.md``, "The interpreter
+dimension" and "Every Python", says how the interpreters are measured and stored.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
-"""The reading path's rendered blocks: every figure in loops/'s READMEs, and its table of designs.
+"""Every README's rendered blocks: no figure in a README is typed by hand.
 
-A figure in the reading path (``loops/README.md`` and each ``loops/<name>/README.md``) is never
-typed: it sits between ``<!-- figures:NAME -->`` and ``<!-- /figures -->``, and ``python -m bench
-report`` replaces what is between them with :func:`blocks`' text for NAME, written from the
-committed results alone (the cost anatomy, ``reports/results/anatomy.json``, which says where
-an echo request's microseconds and syscalls go, and when it was counted). So a figure in the
-prose is as old as the data it comes from, and re-measuring re-words it.
-
-One block is not figures but the same idea: ``designs``, the table of each loop's I/O model,
-styles, the call it sleeps in, its wake-up from threads and how a cancel reaches waiting work,
-rendered from what discovery and each variant's ``VARIANT`` declare (``loops/contract.py``:
-``io_model``, ``waits_in``, ``wake_up``, ``thread_entries``, ``cancellation``). A variant that
-cannot load here keeps the row the block already has, so a machine without io_uring does not
-erase the completions loop from the page.
-
-``tests/test_designs.py`` checks that every block holds what this module renders, that the
-declarations match each home-made loop's code, and that no figure with a unit stands outside a
-block unless its paragraph carries the command and the date that gave it.
+A figure sits between ``<!-- figures:NAME -->`` and ``<!-- /figures -->``, and ``python -m bench
+report`` replaces what is between them with :func:`blocks`' text for NAME: from the committed
+cost anatomy (``reports/results/anatomy.json``, with its point and date), from the workloads'
+registrations (the run plan) or from the code (the loops' sizes). The ``designs`` and ``io``
+tables are rendered from each variant's declarations (``loops/contract.py``); a variant that
+cannot load here keeps the row the block already has. ``tests/test_designs.py`` holds every
+block to what this module renders and every README to having no figure outside a block.
 """
 
 from __future__ import annotations
@@ -28,17 +18,27 @@ from pathlib import Path
 import loops
 from bench.plan import FLOOR, USER_BASE, YARDSTICK
 from bench.render.anatomy import cpu_us
+from bench.render.codesize import asyncio_api_files, loop_and_asyncio_api, loop_files
+from bench.render.plan_text import plan
 from bench.store import load_anatomy
+from loops.contract import DECLARED_KEYS
 from machine.environment import ROOT
 
 BLOCK = re.compile(r"<!-- figures:([\w:.-]+) -->(.*?)<!-- /figures -->", re.S)
-HOME_MADE = ("handlers", "callbacks", "futures", "roundrobin", "traps", "completions", "greenlets")
 COMMAND = "`python -m bench anatomy`"
 
 
 def pages(root: Path = ROOT) -> list[Path]:
     """The Markdown files of the reading path that may hold blocks."""
     return [root / "loops" / "README.md", *sorted((root / "loops").glob("*/README.md"))]
+
+
+def readmes(root: Path = ROOT) -> list[Path]:
+    """Every README of the tree: each may hold blocks, and none may hold a figure outside one."""
+    found = (
+        p for p in root.rglob("README.md") if not any(part.startswith(".") for part in p.parts)
+    )
+    return sorted(p for p in found if "reports" not in p.relative_to(root).parts)
 
 
 # -- the figures, from the cost anatomy ------------------------------------------------------
@@ -73,13 +73,17 @@ def _ratio(entry: dict, base: dict) -> str:
     return f"{cpu_us(entry) / cpu_us(base):.2f}×"
 
 
+def home_made(root: Path = ROOT) -> list[str]:
+    """The home-made loops whose folder is under root/loops: each README ends with its cost."""
+    found = loops.discover()
+    return [n for n, v in found.items() if not v.reference and (root / "loops" / n).is_dir()]
+
+
 def cost(data: dict, name: str) -> str:
     """One loop's cost against the two control rows, for the end of its README."""
-    try:
-        entry = _row(data, name)
-    except KeyError:  # a loop added since the anatomy was counted
-        return f"not counted yet: the stored anatomy has no row for {name} ({COMMAND} counts it)"
-    protocol, yard = _row(data, USER_BASE), _row(data, YARDSTICK)
+    if not any(key.split("/")[0] == name for key in data["rows"]):
+        return f"(not counted yet: `python -m bench anatomy --loop {name}` counts it)"
+    entry, protocol, yard = _row(data, name), _row(data, USER_BASE), _row(data, YARDSTICK)
     return (
         f"{_cpu(entry)} of server CPU and {entry['syscalls']['total']:.2f} syscalls per echo "
         f"request ({_ratio(entry, protocol)} {USER_BASE}'s {_cpu(protocol)}, "
@@ -146,6 +150,28 @@ def protocols(data: dict) -> str:
     )
 
 
+# -- the sizes of the loops, from the code --------------------------------------------------
+
+
+def codesize(root: Path = ROOT) -> str:
+    """Each home-made loop's code lines, its asyncio drop-in's apart, and its essence's
+    non-blank lines, counted from the tree (:mod:`bench.render.codesize`)."""
+    lines = [
+        "| loop | code lines, full loop | and as asyncio's event loop | essence, non-blank lines |",
+        "|---|--:|--:|--:|",
+    ]
+    for name in home_made(root):
+        folder = root / "loops" / name
+        alone, api = loop_and_asyncio_api(folder, root)
+        files = sorted(p.name for p in loop_files(folder) if p.resolve() in asyncio_api_files(root))
+        extra = f"{api:,} more: " + ", ".join(f"`{f}`" for f in files) if api else "–"
+        essence = folder / "essence.py"  # a fresh scaffold has none yet
+        written = essence.read_text().splitlines() if essence.is_file() else None
+        shown = sum(1 for line in written if line.strip()) if written is not None else "–"
+        lines.append(f"| `{name}` | {alone:,} | {extra} | {shown} |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
 # -- the table of designs, from the variants' declarations -----------------------------------
 
 
@@ -164,23 +190,60 @@ def design_row(variant: loops.Variant) -> str:
     )
 
 
-def designs(existing: str = "", root: Path = ROOT) -> str:
-    """The designs table of the variants whose folder is under root/loops (not those a
-    LAB_EXTRA_LOOPS adds); an unavailable variant keeps its row from `existing`."""
-    kept = {m[1]: m[0] for m in re.finditer(r"^\| `(\w+)`.*$", existing, re.M)}
-    lines = [
+def io_row(variant: loops.Variant) -> str:
+    """One variant's row of the I/O table: how its wait reports, ghost fds, a socket call."""
+    return (
+        f"| `{variant.name}` | {_cell(variant.io_model)} | {_cell(variant.reporting)} "
+        f"| {_cell(variant.ghost_fds)} | {_cell(variant.socket_call_first)} |"
+    )
+
+
+def _legend(field: str, table: dict[str, str]) -> str:
+    return f"- *{field}*: " + " · ".join(f"**{key}**: {meaning}" for key, meaning in table.items())
+
+
+TABLES = {  # block name: (header lines, row, legend lines), each rendered from the declarations
+    "designs": (
         "| loop | I/O | styles | sleeps in | woken from threads by | thread entry points "
-        "| a cancel reaches waiting work by |",
-        "|---|---|---|---|---|---|---|",
-    ]
+        "| a cancel reaches waiting work by |\n|---|---|---|---|---|---|---|",
+        design_row,
+        "",
+    ),
+    "io": (
+        "| loop | I/O | the wait reports | a closed fd still reported (ghost) "
+        "| a socket call (`recv`) first |\n|---|---|---|---|---|",
+        io_row,
+        "\n".join(
+            _legend(column, table)
+            for column, table in zip(
+                ("the wait reports", "ghost", "a socket call first"),
+                DECLARED_KEYS.values(),
+                strict=True,
+            )
+        ),
+    ),
+}
+
+
+def table(name: str, existing: str = "", root: Path = ROOT) -> str:
+    """Block `name` of TABLES for the variants whose folder is under root/loops (not those a
+    LAB_EXTRA_LOOPS adds); an unavailable variant keeps its row from `existing`."""
+    header, row, legend = TABLES[name]
+    kept = {m[1]: m[0] for m in re.finditer(r"^\| `(\w+)`.*$", existing, re.M)}
+    lines = [header]
     for name, variant in loops.discover().items():
         if not (root / "loops" / name).is_dir():
             continue
         if variant.available:
-            lines.append(design_row(variant))
+            lines.append(row(variant))
         else:
             lines.append(kept.get(name, f"| `{name}` | unavailable here: {variant.unavailable} |"))
-    return "\n" + "\n".join(lines) + "\n"
+    return "\n" + "\n".join(lines) + ("\n\n" + legend if legend else "") + "\n"
+
+
+def designs(existing: str = "", root: Path = ROOT) -> str:
+    """The designs table (see :func:`table`)."""
+    return table("designs", existing, root)
 
 
 # -- the blocks, and the pages they sit in ---------------------------------------------------
@@ -188,16 +251,20 @@ def designs(existing: str = "", root: Path = ROOT) -> str:
 
 def blocks(data: dict | None) -> dict[str, Callable[[str], str]]:
     """Every block name, with what renders it from the block's current text."""
-    table: dict[str, Callable[[str], str]] = {"designs": designs}
+    rendering: dict[str, Callable[[str], str]] = {
+        name: lambda old, name=name: table(name, old) for name in TABLES
+    }
+    rendering["plan"] = lambda _old: plan()
+    rendering["codesize"] = lambda _old: codesize()
     if data is None:  # no anatomy stored: the figure blocks keep what they hold
-        return table
-    table["protocols"] = lambda _old: protocols(data)
-    table["floor"] = lambda _old: floor(data)
-    for name in HOME_MADE:
-        table[f"cost:{name}"] = lambda _old, name=name: cost(data, name)
+        return rendering
+    rendering["protocols"] = lambda _old: protocols(data)
+    rendering["floor"] = lambda _old: floor(data)
+    for name in home_made():
+        rendering[f"cost:{name}"] = lambda _old, name=name: cost(data, name)
     for name in ("futures", "traps", "roundrobin"):
-        table[f"drained:{name}"] = lambda _old, name=name: drained(data, name)
-    return table
+        rendering[f"drained:{name}"] = lambda _old, name=name: drained(data, name)
+    return rendering
 
 
 def render_text(text: str, rendering: dict[str, Callable[[str], str]]) -> str:
@@ -222,9 +289,11 @@ def render_reading(results: Path) -> list[Path]:
     if not (root / "loops" / "README.md").is_file():
         return []
     rendering = blocks(load_anatomy(results))
-    rendering["designs"] = lambda old: designs(old, root)
+    for name in TABLES:
+        rendering[name] = lambda old, name=name: table(name, old, root)
+    rendering["codesize"] = lambda _old: codesize(root)
     changed = []
-    for path in pages(root):
+    for path in readmes(root):
         text = path.read_text()
         new = render_text(text, rendering)
         if new != text:

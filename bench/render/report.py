@@ -31,13 +31,14 @@ from bench.render import (
     interpreters,
     scale,
     verdict,
+    work,
 )
 from bench.render.rows import current_points, rendered_rows, stored_points
 from bench.render.tables import table, what_this_shows
-from bench.store import ResultStore, load_anatomy, load_mode
+from bench.store import ResultStore, load_anatomy, load_instructions, load_mode
 from bench.summary import SATURATION, SPREAD_TOLERANCE, summarize
 from bench.workload import Workload
-from machine.environment import ROOT
+from machine.environment import ROOT, describe
 from machine.interpreters import PYTHONS, REFERENCE, RUNNING
 
 MODES = {"quick": "bench.md", "full": "bench-full.md"}
@@ -212,9 +213,64 @@ def load_line(stores: list[ResultStore]) -> list[str]:
         f"{statistics.median(loads):.2f} (median; {min(loads):.2f}–{max(loads):.2f}) over "
         f"{len(loads)} repetitions, on "
         f"{'/'.join(str(c) for c in sorted(cores))} usable cores; per session under "
-        "[Environment](#environment).",
+        "[Environment](#environment)." + neighbours(stores),
         "",
     ]
+
+
+def machines_line(
+    stores: dict[str, ResultStore | None], others: dict[str, dict | None]
+) -> list[str]:
+    """Where the page's figures were measured, when that is more than one machine: which
+    workloads (and which of the anatomy and the instruction counts) ran on each. A table holds
+    one workload's store, and a store one machine (the runner starts afresh on another)."""
+    where: dict[str, list[str]] = {}
+    for name, kept in stores.items():
+        for session in kept.sessions.values() if kept else ():
+            found = where.setdefault(describe(session["environment"]), [])
+            if name not in found:
+                found.append(name)
+    for name, data in others.items():
+        if data and data.get("environment"):
+            where.setdefault(describe(data["environment"]), []).append(name)
+    if len(where) < 2:
+        return []
+    return [
+        f"*Machines:* this page holds figures from {len(where)} machines: "
+        + "; ".join(f"{machine} ({', '.join(names)})" for machine, names in where.items())
+        + ". A workload's tables hold one machine each; a table that sets figures of two side "
+        "by side says so.",
+        "",
+    ]
+
+
+def neighbours(stores: list[ResultStore]) -> str:
+    """What else the machine did during the repetitions that recorded it, and how many
+    repetitions stalled and were measured again (bench.summary.counted)."""
+    reps = [
+        rep
+        for kept in stores
+        for point in kept.data["points"].values()
+        for entry in point["rows"].values()
+        for rep in entry["reps"]
+    ]
+    others = [rep["others_cpus"] for rep in reps if rep.get("others_cpus") is not None]
+    if not others:
+        return ""  # measured before repetitions recorded their window
+    pressure = [rep["cpu_pressure"] for rep in reps if rep.get("cpu_pressure") is not None]
+    redone = sum(1 for rep in reps if rep.get("redone"))
+    said = (
+        f" Other processes used {statistics.median(others):.2f} of a CPU during a repetition "
+        f"(median; at most {max(others):.2f})"
+    )
+    if pressure:
+        said += f", and some task waited for a CPU {statistics.median(pressure):.0%} of the time"
+    return said + (
+        f"; {redone} repetitions stalled and were measured again (each kept in the store with "
+        "its reason, in no figure)."
+        if redone
+        else "; no repetition stalled."
+    )
 
 
 def environment_section(stores: list[ResultStore]) -> list[str]:
@@ -239,8 +295,8 @@ def environment_section(stores: list[ResultStore]) -> list[str]:
     for name in sorted(sessions):
         for field, value in session_column(sessions[name], rep_loads.get(name)).items():
             fields[field].append(value)
-    # One row per session, its fields in two tables of at most 6 columns (issue 36: no table
-    # wider than 8, whatever the number of sessions).
+    # One row per session, its fields in two tables of at most 6 columns (no table wider than
+    # 8, whatever the number of sessions: a wider one does not fit a screen).
     names = sorted(sessions)
     lines = ["## Environment", ""]
     for group in (list(fields)[:4], list(fields)[4:]):
@@ -407,7 +463,7 @@ SECTIONS = (
 )
 
 
-MAX_WORDS = 120  # no paragraph of a report longer (issue 36)
+MAX_WORDS = 120  # no paragraph of a report longer: a longer one is skipped, not read
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*`(\[§†‡])")
 CLAUSE_END = re.compile(r"(?<=[.;])\s+")  # within a sentence too long alone
 
@@ -481,8 +537,19 @@ def render(
         # The answer first (bench/render/verdict.py): at most eight lines, from the same data.
         *[f"- {line}" for line in verdict.lines((results or out.parent / "results").parent, mode)],
         "",
+        # The ranking no other process can move: instructions per request (bench/render/work.py).
+        *(work.section(results or out.parent / "results") if mode == "quick" else []),
         *glance.section(points_of, ROOT, out.parent, chart_dir / f"{mode}-glance-echo-cost.png"),
         *load_line([s for s in stores.values() if s is not None]),
+        *machines_line(
+            stores,
+            {
+                "the cost anatomy": anatomy_data,
+                "the instruction counts": load_instructions(results or out.parent / "results"),
+            }
+            if mode == "quick"
+            else {},
+        ),
         *coverage(stores, mode),
         *unavailable_line(),
         f"The {mode} run; how it was measured is [below](#how-these-were-measured).",

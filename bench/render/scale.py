@@ -259,7 +259,7 @@ def chart(series: Series, found: list[Curve], mode: str, chart_dir: Path) -> Pat
     from matplotlib.ticker import FuncFormatter
 
     # Small multiples, one panel per kind (home-made, references, anchors) on shared axes:
-    # 21 lines on one log axis were unreadable (issue 36).
+    # 21 lines on one log axis were unreadable.
     kinds = [k for k in ("home-made", "reference", "anchor") if any(c.kind == k for c in drawable)]
     most = max(sum(c.kind == k for c in drawable) for k in kinds)  # legend lines under a panel
     figure, axes = plt.subplots(

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from bench.plan import USER_BASE, YARDSTICK
 from bench.registry import echo, micro, sleep  # the headline points, declared there
+from bench.render import work
 from bench.render.intervals import ratio_interval, worded
 from bench.summary import valid_values
 from conformance import findings as found
@@ -97,6 +98,25 @@ def _sessions_note(point: dict) -> str:
     )
 
 
+def least_work(results: Path, link: str) -> str | None:
+    """The home-made row that does the least work per echo request, in exact instructions,
+    against the two servers users write (bench/render/work.py ranks every row)."""
+    ranked = dict(work.ranking(results))
+    home = next((k for k, e in ranked.items() if e.get("kind") == "home-made"), None)
+    bases = {name: ranked.get(f"{name}/native") for name in (YARDSTICK, USER_BASE)}
+    if home is None or None in bases.values():
+        return None
+    mine = ranked[home]["closed"]["per_request"]
+    against = "; ".join(
+        f"×{mine / entry['closed']['per_request']:.2f} {name}'s" for name, entry in bases.items()
+    )
+    return (
+        f"**Least work per echo request** (instructions, exact whatever else the machine "
+        f"runs): `{_label(home)}`, {mine:,.0f} per request in the closed loop, {against} "
+        f"([every row ranked]({link}bench.md#work-per-request-counted))."
+    )
+
+
 def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     """The verdict as markdown lines (at most 8) from one run's stored results (quick or
     full); link prefixes relative links to reports/ (the site is one folder down)."""
@@ -122,6 +142,9 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
             + "."
             + _sessions_note(point)
         )
+    least = least_work(reports / "results", link) if mode == "quick" else None
+    if least:
+        out.append(least)
     switch = _cheapest(_point(_stored(reports, "micro", mode), micro.HEADLINE_POINT), "switch")
     if switch is not None:
         out.append(

@@ -18,15 +18,22 @@ import re
 import sys
 from pathlib import Path
 
-from loops.contract import STYLES, BlockingAPI, CallbacksLoop, CoroutinesAPI, Queue
+from loops.contract import (
+    STYLES,
+    THREAD_ENTRIES,
+    BlockingAPI,
+    CallbacksLoop,
+    CoroutinesAPI,
+    Queue,
+)
 
 LOOPS = Path(__file__).resolve().parent.parent
 NOT_YET = "is not implemented yet"
 MODULE_FOR_STYLE = {
     "callbacks": "loop",
-    "generators": "tasks",
-    "coroutines": "tasks",
-    "blocking": "tasks",
+    "generators": "api",
+    "coroutines": "api",
+    "blocking": "api",
 }
 
 
@@ -68,12 +75,37 @@ should end up saying the idea, what it builds on and its limits.
 
 from __future__ import annotations
 
+import collections
+import selectors
+import socket
+
 WHERE = "{where}"
 
 
 def _not_yet(what):
     """The error every stub raises until it is written."""
     return NotImplementedError(f"{{what}}() {NOT_YET}: write it in {{WHERE}}")
+'''
+
+
+# The loop's bones, as every home-made loop has them (DESIGN: state at the top with one-line
+# comments, the turn in three marked stages) and as VARIANT's design declarations say, so the
+# house's tests (tests/test_designs.py) hold of a scaffold the day it is made.
+BONES = '''
+    def __init__(self):
+        self.ready = collections.deque()  # what runs this turn, FIFO
+        self.timers = []  # heap of (when, seq, what): the next deadline first
+        self.selector = selectors.DefaultSelector()  # the sockets waited on: readiness
+        # A thread's write to this pair ends the selector's wait (run_in_thread's wake-up).
+        self.wake_reader, self.wake_writer = socket.socketpair()
+        self.selector.register(self.wake_reader, selectors.EVENT_READ)
+
+    def _run_once(self):
+        """One turn of the loop, in three stages."""
+        # Stage 1: wait for I/O, no longer than until the next timer, not at all if work is ready.
+        # Stage 2: expire the timers that are due.
+        # Stage 3: run what was ready when the turn began (not what it makes ready).
+        raise _not_yet("Loop._run_once")
 '''
 
 
@@ -87,7 +119,7 @@ def callbacks_module(name: str) -> str:
 
 class Loop:
     """One event loop: a new one per call of the variant's callbacks factory."""
-
+{BONES}
 {methods}'''
 
 
@@ -110,16 +142,19 @@ def tasks_module(name: str, style: str) -> str:
         for method, sig, doc in _methods(Queue)
     )
     used_with = {"coroutines": "`await`", "generators": "`yield from`"}.get(style, "plain calls")
-    header = _header(name, f"loops/{name}/tasks.py", f"the {style} style (used with {used_with})")
+    header = _header(name, f"loops/{name}/api.py", f"the {style} style (used with {used_with})")
     run_signature, run_doc = next((sig, doc) for fn, sig, doc in _methods(protocol) if fn == "run")
-    run_params = _params(run_signature, drop_self=True)
     return f'''{header}
 
 class CancelledError(BaseException):
     """Raised into a task at its suspension point when it is cancelled."""
 
 
-def run({run_params}):
+class Loop:
+    """The loop run() makes: its state, and its turn."""
+{BONES}
+
+def run({_params(run_signature, drop_self=True)}):
     """{run_doc}"""
     raise _not_yet("run")
 
@@ -140,6 +175,7 @@ class Queue:
 def init_module(name: str, style: str) -> str:
     module = MODULE_FOR_STYLE[style]
     entry = f"{module}.Loop" if style == "callbacks" else module
+    entries = ("run_in_thread",) if style != "callbacks" else THREAD_ENTRIES
     return f'''"""{name}: TODO, one paragraph: the idea, what it builds on, its limits."""
 
 from loops.contract import Variant
@@ -156,10 +192,15 @@ VARIANT = Variant(
     # The design, as tests/test_designs.py checks it against this folder's code and the
     # designs table in loops/README.md shows it (loops/contract.py says what each field holds).
     io_model="readiness",  # or "completion"
-    waits_in="TODO: the call the loop sleeps in with nothing to run (selectors' select?)",
+    waits_in="selectors.DefaultSelector",  # the call the loop sleeps in with nothing to run
     wake_up="socketpair",  # what a thread writes to end that sleep ("socketpair", "eventfd")
-    thread_entries=("run_in_thread",),
-    cancellation="TODO: how a cancel reaches a waiting task, naming the code",
+    thread_entries={entries},  # what another thread may call
+    cancellation="TODO: how a cancel reaches a waiting task, naming the code in backquotes",
+    # Keys of REPORTING, GHOST_FDS and SOCKET_CALLS in the contract: what a bare selectors
+    # loop does, until this one does better (then say so here, and tests/test_designs.py checks).
+    reporting="epoll-level",  # how the wait reports I/O
+    ghost_fds="spins",  # a closed fd its wait still reports: the io claim then needs a deviation
+    socket_call_first="tries",  # what recv does before it waits
 )
 '''
 
@@ -170,7 +211,13 @@ TODO, five lines: what to read first, what this loop teaches, its limits.
 
 Scaffolded with `nox -s new -- {name} --style {style}`. Next: `nox -s conformance -- --loop
 {name}` lists what to implement, most needed first; claim capabilities in `__init__.py` as
-they pass; write known deviations (with their reasons) in `deviations.toml`.
+they pass; write known deviations (with their reasons) in `deviations.toml`. The steps from
+here to every report: [`loops/_template/README.md`](../_template/README.md).
+
+**What this design is good for, what it costs, what it gives up.** TODO: what it suits; it
+costs <!-- figures:cost:{name} -->(not counted yet: `python -m bench anatomy --loop {name}` \
+counts it)<!-- /figures -->; against asyncio-protocol it gives up TODO, against
+uvloop-protocol TODO.
 """
 
 

@@ -9,7 +9,7 @@ _Loop = callbacks_factory(asyncio.SelectorEventLoop)
 
 VARIANT = Variant(
     name="asyncio",
-    summary="CPython's asyncio, default selector event loop (the baseline every ratio is against)",
+    summary="CPython's asyncio, default selector loop (the baseline of sleep, crawler, micro)",
     lineage="PEP 3156 (Tulip): Handle/TimerHandle, _run_once, Future and Task over selectors",
     # asyncio's heap orders timers by deadline alone: equal deadlines run in no set order.
     capabilities=EVERY_CAPABILITY - {"timer-fifo"},
@@ -25,4 +25,7 @@ VARIANT = Variant(
         "`Task.cancel` cancels the future the task awaits, or sets `_must_cancel` and throws "
         "at the next resume (`asyncio/tasks.py`)"
     ),
+    reporting="epoll-level (`selectors.py`: `EpollSelector`)",
+    ghost_fds="spins",
+    socket_call_first="tries (`asyncio/selector_events.py`: `sock_recv`)",
 )

@@ -40,4 +40,7 @@ VARIANT = Variant(
         "`Task.cancel` cancels the future the task awaits, or sets `_must_cancel` and throws "
         "at the next resume (`asyncio/tasks.py`)"
     ),
+    reporting="epoll-level (`selectors.py`: `EpollSelector`)",
+    ghost_fds="spins",
+    socket_call_first="tries (`asyncio/selector_events.py`: `sock_recv`)",
 )

@@ -33,4 +33,7 @@ VARIANT = Variant(
     wake_up="socketpair",
     thread_entries=("call_soon_threadsafe", "run_in_thread"),
     cancellation="no tasks: `Handle.cancel` drops a callback; `Readiness.unwatch` ends a wait",
+    reporting="epoll-level",
+    ghost_fds="rebuilds (`Readiness.drop_ghosts`)",
+    socket_call_first="none (the drop-in's `sock_recv` and its kin try first: `SocketCalls._io`)",
 )

@@ -1,34 +1,17 @@
 """The callbacks reactor as asyncio's event loop: :class:`AsyncioLoop`, the loop proper.
 
-The reactor (``reactor.py``) already is asyncio's core: ``call_soon`` with contexts,
-``call_later``/``call_at`` timer handles, ``add_reader``/``add_writer``, the exception handler,
-``run_forever``/``stop``/``close``. asyncio's ``Future`` and ``Task`` need nothing more from a
-loop than those calls plus ``get_debug()`` and ``create_future()``: a task is a chain of
-``call_soon`` callbacks, each future's done-callbacks are ``call_soon`` too. This module adds
-what asyncio's high-level API asks of the loop itself, each part under its own banner:
-
-- running coroutines: ``create_task`` (with a task factory), ``run_until_complete``, and
-  ``run_forever`` telling asyncio which loop runs (``asyncio._set_running_loop``) and taking
-  the async-generator hooks for ``shutdown_asyncgens``;
-- threads: ``run_in_executor`` on a default executor, ``getaddrinfo``/``getnameinfo`` there;
-- subprocesses: ``subprocess_exec``/``subprocess_shell`` (``subprocesses.py``, Linux's pidfd);
-- signals: ``add_signal_handler`` over ``signal.set_wakeup_fd`` and a socketpair.
-
-The rest of the loop is mixed in, a module per seam: the ``sock_*`` coroutines
-(``sockets.py``, lossless under cancellation), connections, pipes, STARTTLS and ``sendfile``
-(``connections.py``), servers and their accept path (``servers.py``), datagrams
-(``datagrams.py``). The boundary is uvloop's: asyncio's own ``Future`` and ``Task`` (the C
-ones), the lab's loop; nothing here touches the reactor's run loop (``Loop._run_once``).
+The reactor (``reactor.py``) already is asyncio's core: asyncio's ``Future`` and ``Task`` need
+little more from a loop than its calls. This module adds what asyncio's high-level API asks of
+the loop itself, each part under its own banner: running coroutines, threads, subprocesses,
+signals; the other seams are mixed in from their own modules (``loops/callbacks/README.md``
+lists them and what each answers). Nothing here touches the reactor's run loop.
 
 What follows asyncio on purpose: behaviour a program can observe (the order of
-``run_until_complete``'s checks, ``shutdown_default_executor``'s helper thread and its
-timeout warning, the async-generator hooks, signal handlers refusing coroutines) and the
-messages of the exceptions and log lines, in CPython's wording, so that CPython's own tests
-and users' ``except`` clauses and log filters see the same thing; those methods are written
-after CPython's ``asyncio/base_events.py`` and ``unix_events.py`` (see ``LICENSE-PSF`` in
-this folder). asyncio's public names are used (``asyncio.Future``, ``asyncio.AbstractServer``,
-``asyncio._set_running_loop``, the hook asyncio gives loop implementations, which uvloop calls
-too); besides ``sslproto`` (``tls.py`` argues it), no private class of asyncio is reused.
+``run_until_complete``'s checks, ``shutdown_default_executor``'s helper thread and its timeout
+warning, the async-generator hooks, signal handlers refusing coroutines) and the messages of
+exceptions and log lines, in CPython's wording, so that CPython's own tests and users' ``except``
+clauses and log filters see the same thing; those methods are written after CPython's
+``asyncio/base_events.py`` and ``unix_events.py`` (see ``LICENSE-PSF`` in this folder).
 """
 
 from __future__ import annotations

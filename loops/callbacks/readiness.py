@@ -2,29 +2,11 @@
 
 This is what ``selectors.DefaultSelector`` is on Linux, written out small because the reactor
 reads it on every iteration. ``records[fd]`` is an :class:`IORecord` (the fd's file object, its
-registered events, its reader and writer handles) and the epoll mask always says "reader
-present, writer present": a new interest changes the mask (``epoll_ctl`` MOD), never
-unregisters and registers again; dropping the last one unregisters.
-
-Why not ``selectors`` itself: its ``select()`` makes a ``(key, events)`` pair per ready fd
-through a method call, only for the reactor to unpack it again. Reading ``epoll.poll()``
-straight into the handles keeps the same semantics (an error or hang-up wakes both
-directions, as selectors reports it) for less work per readiness event. The two calls alone,
-with 100 ready sockets (on the lab's 2-core machine the first took about twice as long as
-the second)::
-
-    python -m timeit -s "import selectors, socket; s = selectors.DefaultSelector(); \\
-      p = [socket.socketpair() for _ in range(100)]; [b.send(b'x') for a, b in p]; \\
-      [s.register(a, selectors.EVENT_READ) for a, b in p]" "s.select(0)"
-    python -m timeit -s "import select, socket; e = select.epoll(); \\
-      p = [socket.socketpair() for _ in range(100)]; [b.send(b'x') for a, b in p]; \\
-      [e.register(a.fileno(), select.POLLIN) for a, b in p]" "e.poll(0)"
-
-What it is worth to a whole server is the echo rows of ``reports/bench.md``: ``callbacks``
-against ``selectors-floor``, a bare selectors loop (``workloads/echo/native/floor.py``).
-
-Where epoll is missing (macOS, the BSDs), ``select.poll`` stands in: the same calls and the
-same event bits, with the timeout in milliseconds. Never ``select()``: its 1024-fd ceiling.
+registered events, its reader and writer handles); a new interest changes the epoll mask
+(``epoll_ctl`` MOD), never unregisters and registers again; dropping the last one unregisters.
+``epoll.poll()`` is read straight into the handles rather than through ``selectors`` (why, and
+the commands that measure it, above :class:`Readiness`). Where epoll is missing (macOS, the
+BSDs), ``select.poll`` stands in; never ``select()``: its 1024-fd ceiling.
 """
 
 from __future__ import annotations
@@ -99,6 +81,22 @@ def fileno(fileobj: Any) -> int:
     return fd
 
 
+# Why not ``selectors`` itself: its ``select()`` makes a ``(key, events)`` pair per ready fd
+# through a method call, only for the reactor to unpack it again. Reading ``epoll.poll()``
+# straight into the handles keeps the same semantics (an error or hang-up wakes both
+# directions, as selectors reports it) for less work per readiness event. The two calls alone,
+# with 100 ready sockets (on the lab's 2-core machine the first took about twice as long as the
+# second):
+#
+#     python -m timeit -s "import selectors, socket; s = selectors.DefaultSelector(); \
+#       p = [socket.socketpair() for _ in range(100)]; [b.send(b'x') for a, b in p]; \
+#       [s.register(a, selectors.EVENT_READ) for a, b in p]" "s.select(0)"
+#     python -m timeit -s "import select, socket; e = select.epoll(); \
+#       p = [socket.socketpair() for _ in range(100)]; [b.send(b'x') for a, b in p]; \
+#       [e.register(a.fileno(), select.POLLIN) for a, b in p]" "e.poll(0)"
+#
+# What it is worth to a whole server is the echo rows of ``reports/bench.md``: ``callbacks``
+# against ``selectors-floor``, a bare selectors loop (``workloads/echo/native/floor.py``).
 class Readiness:
     """The fds a loop watches: their records, and the poller that reports them ready."""
 

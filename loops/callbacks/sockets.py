@@ -1,34 +1,11 @@
 """The drop-in's ``loop.sock_*`` coroutines: socket calls that lose nothing when cancelled.
 
 The rule, for every call here: **the socket is called by the task itself, after it resumes;
-the loop's readiness callback only says "ready"**. A call is tried at once; on
-``BlockingIOError`` the task waits on a future that the fd's reader (or writer) callback
-completes with ``None``, and then tries again. Whatever cancels the wait (a timeout, a
-sibling's ``Task.cancel``, a ``TaskGroup`` failing) therefore interrupts a task that has not
-touched the socket: the bytes, the datagram, the pending connection stay in the kernel for
-the next call.
-
-Why not asyncio's way: asyncio's ``sock_recv`` (and uvloop's) has the reader callback call
-``recv`` itself and put the bytes into the future the task awaits. When the readiness and a
-timeout's deadline are seen in the same poll, the callback runs first and completes the
-future, then the timeout's handle calls ``Task.cancel`` on a task whose awaited future is
-already done: the task resumes with ``CancelledError`` and the bytes, read out of the socket,
-are gone (CPython issue 78976, "loop.sock_recv failure because of delayed callback
-handling"; ``reports/findings-cancellation.md`` measures it). The other fix, keeping what was
-done for a cancelled waiter for the next call on that socket, needs a per-socket stash that
-every call must consult and that a caller switching to ``sock.recv`` directly would never
-see. Calling in the task costs nothing extra: the task is resumed by the same one callback
-either way, and the call it makes is the call the callback would have made.
-
-The transports are not of this class: a ``StreamTransport`` hands each read to its protocol
-at once (``transports.py``), and asyncio's ``StreamReader`` keeps it in its buffer whether or
-not the ``read`` that waited is cancelled; a paused protocol leaves the bytes in the kernel.
-``conformance/test_cancellation.py`` checks a ``StreamReader`` beside the ``sock_*`` calls.
-
-The calls that make progress in steps keep it: ``sock_sendall`` sends what the kernel takes
-and waits for the rest; cancelled, it has sent a prefix of the data, and says how long in a
-note on the ``CancelledError`` (``add_note``: asyncio's API has no other place for it).
-``sock_connect`` cancelled leaves the connect in progress in the kernel, as asyncio does.
+the loop's readiness callback only says "ready"**, so whatever cancels the wait interrupts a
+task that has not touched the socket: the bytes, the datagram, the pending connection stay in
+the kernel for the next call. Why not asyncio's way (its callback calls ``recv`` itself) is
+argued on :class:`SocketCalls`; what the calls that progress in steps keep when cancelled, on
+``sock_sendall`` and ``sock_connect``.
 
 Argument checks and messages follow asyncio's on purpose (``sock_sendfile``'s are CPython's
 ``_check_sendfile_params`` word for word, so that CPython's own tests and users' ``except``
@@ -56,7 +33,27 @@ _SENDFILE_UNAVAILABLE = {errno.ENOTSOCK, errno.EOPNOTSUPP, errno.EINVAL, errno.E
 
 class SocketCalls:
     """The ``sock_*`` coroutines of asyncio's event loop, for a loop with the reactor's
-    ``_readiness``; mixed into ``AsyncioLoop`` (``asyncio_loop.py``)."""
+    ``_readiness``; mixed into ``AsyncioLoop`` (``asyncio_loop.py``).
+
+    A call is tried at once; on ``BlockingIOError`` the task waits on a future that the fd's
+    reader (or writer) callback completes with ``None``, and then tries again (:meth:`_io`).
+    Why not asyncio's way: asyncio's ``sock_recv`` (and uvloop's) has the reader callback call
+    ``recv`` itself and put the bytes into the future the task awaits. When the readiness and a
+    timeout's deadline are seen in the same poll, the callback runs first and completes the
+    future, then the timeout's handle calls ``Task.cancel`` on a task whose awaited future is
+    already done: the task resumes with ``CancelledError`` and the bytes, read out of the
+    socket, are gone (CPython issue 78976, "loop.sock_recv failure because of delayed callback
+    handling"; ``reports/findings-cancellation.md`` measures it). The other fix, keeping what
+    was done for a cancelled waiter for the next call on that socket, needs a per-socket stash
+    that every call must consult and that a caller switching to ``sock.recv`` directly would
+    never see. Calling in the task costs nothing extra: the task is resumed by the same one
+    callback either way, and the call it makes is the call the callback would have made.
+
+    The transports are not of this class: a ``StreamTransport`` hands each read to its
+    protocol at once, and asyncio's ``StreamReader`` keeps it in its buffer whether or not the
+    ``read`` that waited is cancelled (``conformance/test_cancellation.py`` checks one beside
+    the ``sock_*`` calls).
+    """
 
     async def _until_ready(self, sock: socket.socket, event: int) -> None:
         """Wait until sock is readable (READ) or writable (WRITE); no I/O is done here.
@@ -109,7 +106,8 @@ class SocketCalls:
         return conn, address
 
     async def sock_sendall(self, sock: socket.socket, data: bytes) -> None:
-        """Send all of data; cancelled, a prefix has been sent, its length in a note."""
+        """Send all of data; cancelled, a prefix has been sent, its length in a note on the
+        ``CancelledError`` (``add_note``: asyncio's API has no other place for it)."""
         _check_socket(sock)
         view = memoryview(data).cast("B")
         sent = 0
@@ -124,6 +122,7 @@ class SocketCalls:
             raise
 
     async def sock_connect(self, sock: socket.socket, address: Any) -> None:
+        """Connect; cancelled, the connect stays in progress in the kernel, as asyncio's does."""
         _check_socket(sock)
         if sock.family in (socket.AF_INET, socket.AF_INET6) and not _is_numeric(
             sock.family, address[0]

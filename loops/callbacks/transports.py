@@ -1,38 +1,17 @@
 """Transports: asyncio's stream and datagram transports, written on add_reader/add_writer.
 
-A transport is a socket driven by readiness callbacks on behalf of a *protocol* object:
-the loop calls ``_read_ready`` when the socket is readable and hands the bytes to
+A transport is a socket driven by readiness callbacks on behalf of a *protocol* object: the
+loop calls ``_read_ready`` when the socket is readable and hands the bytes to
 ``protocol.data_received``; ``write`` tries ``send`` at once and keeps what the kernel did not
-take in a buffer, flushed by ``_write_ready`` when the socket becomes writable. This is the
-callbacks style of the lab's echo server (``workloads/echo/callbacks.py``) given asyncio's
-names, so that asyncio's streams (``StreamReaderProtocol``), uvicorn's HTTP protocols and any
-``asyncio.Protocol`` run on it unchanged.
-
-Flow control, both ways:
-- *reading*: ``pause_reading`` removes the reader, ``resume_reading`` adds it back (a protocol
-  with a full buffer, asyncio's ``StreamReader`` for one, stops the bytes at the kernel);
-- *writing*: past the high-water mark of buffered bytes the transport calls
-  ``protocol.pause_writing()``, and ``resume_writing()`` once the buffer drains below the low
-  mark (``StreamWriter.drain`` waits on exactly this).
-
-Closing: ``close`` flushes the buffer first, then calls ``connection_lost(None)``; ``abort``
-drops the buffer; an error calls ``connection_lost(exc)``. ``connection_lost`` is always
-scheduled with ``call_soon``, never called inside the caller's stack, as asyncio does.
-
-Three transports here: ``StreamTransport`` (TCP and Unix sockets), ``PipeReadTransport`` and
-``PipeWriteTransport`` (pipes and ptys, for ``connect_read_pipe``/``connect_write_pipe``),
-sharing ``_Transport`` (extra info, closing, errors, flow control) with the fourth,
-``DatagramTransport`` (UDP, in ``datagrams.py``). Every socket or protocol call goes through
-one error policy, ``_Transport._attempt``.
+take, flushed by ``_write_ready`` when the socket becomes writable. This is the callbacks style
+of the lab's echo server (``workloads/echo/callbacks.py``) given asyncio's names, so that
+asyncio's streams, uvicorn's HTTP protocols and any ``asyncio.Protocol`` run on it unchanged.
 
 Not asyncio's ``_SelectorSocketTransport``: the same contract (its docs, not its code), in
-about a third of the lines, without sendfile or Windows; TLS is a protocol on top of a
-``StreamTransport`` (``tls.py``). What follows asyncio on purpose: the order of events
-(``connection_made``, reading, the waiter; ``connection_lost`` always scheduled), the flow
-control marks, and the messages of errors and log lines, in CPython's wording so that programs
-and tests written for asyncio see the same (see ``LICENSE-PSF`` in this folder). The one piece
-of asyncio reused here is the public
-``asyncio.trsock.TransportSocket`` (see ``servers.Server.sockets``).
+about a third of the lines, without sendfile or Windows. What follows asyncio on purpose: the
+order of events (``connection_made``, reading, the waiter; ``connection_lost`` always
+scheduled), the flow control marks, and the messages of errors and log lines, in CPython's
+wording (see ``LICENSE-PSF`` in this folder).
 """
 
 from __future__ import annotations
@@ -83,7 +62,23 @@ def _socket_extra(sock: socket.socket, extra: dict | None) -> dict:
 
 
 class _Transport(asyncio.BaseTransport):
-    """What both transports share: extra info, closing, errors and write flow control."""
+    """What both transports share: extra info, closing, errors and write flow control.
+
+    Shared by ``StreamTransport`` (TCP and Unix sockets), ``PipeReadTransport`` and
+    ``PipeWriteTransport`` (pipes and ptys) and ``DatagramTransport`` (UDP, ``datagrams.py``);
+    TLS is a protocol on top of a ``StreamTransport`` (``tls.py``). Every socket or protocol
+    call goes through one error policy, :meth:`_attempt`.
+
+    Flow control, both ways: ``pause_reading`` removes the reader and ``resume_reading`` adds
+    it back (a protocol with a full buffer, asyncio's ``StreamReader`` for one, stops the bytes
+    at the kernel); past the high-water mark of buffered bytes the transport calls
+    ``protocol.pause_writing()``, and ``resume_writing()`` once the buffer drains below the low
+    mark (``StreamWriter.drain`` waits on exactly this). Closing: ``close`` flushes the buffer
+    first, then calls ``connection_lost(None)``; ``abort`` drops the buffer; an error calls
+    ``connection_lost(exc)``. ``connection_lost`` is always scheduled with ``call_soon``, never
+    called inside the caller's stack, as asyncio does. The one piece of asyncio reused is the public
+    ``asyncio.trsock.TransportSocket`` (see ``servers.Server.sockets``).
+    """
 
     def __init__(self, loop: Any, sock: Any, protocol: Any, extra: dict) -> None:
         self._loop = loop

@@ -39,4 +39,10 @@ VARIANT = Variant(
         "`Proactor.interrupt` with `OP_ASYNC_CANCEL` and the error waits in `Task.pending` "
         "until its CQE arrives"
     ),
+    reporting="io_uring",
+    ghost_fds="none",
+    socket_call_first=(
+        "checkpoint (`recv`: a `sleep(0)`, then `sock.recv`, skipped for a RECV after tries that "
+        "found nothing, `SKIPS_MAX`; `sendall` tries `sock.send`; the other calls submit at once)"
+    ),
 )

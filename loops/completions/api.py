@@ -2,27 +2,15 @@
 
 Every socket call is an io_uring operation: the call prepares what the kernel needs (a buffer
 to fill, the bytes to send, an address in the kernel's ``sockaddr`` layout), awaits
-``operation(...)`` and turns the completion's ``res`` into the answer. Two calls try the
-syscall first, as io_uring itself does inside the kernel when an operation is submitted:
-``sendall`` calls ``sock.send`` and submits a SEND only for what the socket did not take (a
-send almost never waits), and ``recv``, at the task's next turn, calls ``sock.recv`` and
-submits a RECV only if nothing was waiting, and stops trying for a while after tries that
-found nothing (its docstring).
-Through the ring each cost a suspension, an SQE, a CQE and a completer, several times the
-syscall; what a receive that waits gets from the ring is the wait itself, with no "is it
-ready?" call.
-
-The buffers a recv hands the kernel come from :mod:`loops.completions.buffers`, which takes one
-back only when the completion that used it has arrived (the proactor's hazard, see
-``Proactor.interrupt``). The bytes a send hands the kernel are the caller's ``bytes`` object
-itself (immutable, its address fixed), kept alive by the task until the completion.
-
-The task calls (run, timeout_after, run_in_thread) are twins of ``loops/traps/api.py``'s on
-purpose, each variant being read alone (``tests/test_twins.py`` holds them together); only the
-socket calls differ. Each socket call's *completer* (``_complete_recv``, ``_complete_send``...)
-turns its operation's ``res`` into the answer (``Proactor.deliver``); ``Proactor.give_back`` calls
-it with ``interrupted=True`` instead when the task will not take the answer, to release the
-buffer and keep what came.
+``operation(...)``, and its *completer* (``_complete_recv``, ``_complete_send``...) turns the
+completion's ``res`` into the answer (``Proactor.deliver``), or, called with
+``interrupted=True`` by ``Proactor.give_back`` when the task will not take the answer, releases
+the buffer and keeps what came. ``recv`` and ``sendall`` try the syscall first (their
+docstrings say when and why). A recv's buffer comes from :mod:`loops.completions.buffers`,
+taken back only once its completion has arrived (the proactor's hazard); a send hands the
+kernel the caller's ``bytes`` itself (immutable, its address fixed), kept alive by the task
+until the completion. The task calls (run, timeout_after, run_in_thread) are twins of
+``loops/traps/api.py``'s on purpose (``tests/test_twins.py`` holds them together).
 """
 
 from __future__ import annotations

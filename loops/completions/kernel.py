@@ -10,16 +10,10 @@ event that satisfies the wait puts the task back on the ready queue. Cancellatio
 ``coro.throw(CancelledError())`` at the suspension point, after the kernel undoes the wait.
 (Here, as in curio, "the kernel" is this loop; the operating system's kernel is "Linux".)
 
-What it builds on: the traps kernel, with its readiness side (epoll) replaced by the
-completion side, :class:`loops.completions.proactor.Proactor`: an io_uring (a proactor, as
-Windows IOCP is; :class:`loops.completions.uring.Ring`), which ``diff -u loops/traps/kernel.py
-loops/completions/kernel.py`` shows (the README walks it). A trap hands Linux the whole
-operation (recv into this buffer, send these bytes, accept, connect, recvmsg/sendmsg) as one SQE
-with the task's id as ``user_data``; stage 1's one ``io_uring_enter`` per turn hands every
-queued SQE to Linux and, if nothing is ready to run, waits for the first completion or the next
-timer; each CQE resumes the task its ``user_data`` names. The proactor's classic hazard, a
-buffer Linux owns until its operation's completion even if the task is cancelled meanwhile, is
-why ``_interrupt`` hands an operation in flight to ``Proactor.interrupt``.
+What it builds on: the traps kernel, its readiness side (epoll) replaced by the completion
+side, :class:`loops.completions.proactor.Proactor`, an io_uring: a trap hands Linux the whole
+operation as one SQE, and each CQE resumes the task its ``user_data`` names. ``diff -u
+loops/traps/kernel.py loops/completions/kernel.py`` shows the change; the README walks it.
 
 Limits: Linux x86-64 with io_uring (the variant is unavailable elsewhere, see ``__init__.py``);
 a task may await only this kernel's traps (an asyncio future is rejected with a TypeError);

@@ -8,17 +8,7 @@ a ring of 16-byte entries (CQEs), each ``(user_data, res, flags)``; the kernel w
 moves its tail, the program reads them and moves its head. One syscall, ``io_uring_enter``,
 tells the kernel how many new entries to consume and, optionally, waits until at least one
 completion is there (or a timeout passes). Reading completions needs no syscall at all: they
-are in our memory.
-
-What it builds on: ``io_uring_setup(2)`` returns a file descriptor and the offsets of the ring
-fields; three ``mmap`` calls on that fd (``IORING_OFF_SQ_RING``, ``IORING_OFF_CQ_RING``,
-``IORING_OFF_SQES``; one for both rings where the kernel has ``IORING_FEAT_SINGLE_MMAP``) map
-them into the process. The layouts below are ``include/uapi/linux/io_uring.h``'s.
-
-Limits: x86-64 Linux only. The syscall numbers (425, 426) are the same on most architectures,
-but writing an SQE and then the tail with plain stores relies on x86-64's store ordering
-(total store order), where the kernel's ``smp_load_acquire`` of the tail sees the entry; on a
-weakly ordered CPU (arm64) a release barrier would be needed, which Python cannot issue.
+are in our memory. x86-64 Linux only: why, beside ``SYS_IO_URING_SETUP``.
 """
 
 from __future__ import annotations
@@ -30,6 +20,14 @@ import os
 import platform
 import struct
 
+# ``io_uring_setup(2)`` returns a file descriptor and the offsets of the ring fields; three
+# ``mmap`` calls on that fd (``IORING_OFF_SQ_RING``, ``IORING_OFF_CQ_RING``, ``IORING_OFF_SQES``;
+# one for both rings where Linux has ``IORING_FEAT_SINGLE_MMAP``) map them into the
+# process. The layouts below are ``include/uapi/linux/io_uring.h``'s. The syscall numbers are
+# the same on most architectures, but writing an SQE and then the tail with plain stores relies
+# on x86-64's store ordering (total store order), where Linux's ``smp_load_acquire`` of the
+# tail sees the entry; on a weakly ordered CPU (arm64) a release barrier would be needed, which
+# Python cannot issue.
 SYS_IO_URING_SETUP = 425
 SYS_IO_URING_ENTER = 426
 

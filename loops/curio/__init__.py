@@ -93,4 +93,7 @@ VARIANT = Variant(
         "`TaskCancelled` delivered at the task's blocking trap, or held in `cancel_pending` "
         "until it makes one (`curio/kernel.py`: `trap_cancel_task`)"
     ),
+    reporting="epoll-level (`curio/kernel.py`: `DefaultSelector`)",
+    ghost_fds="spins",
+    socket_call_first="tries (the adapter's calls, `loops/_sockets.py`: `recv`, `wait_readable`)",
 )

@@ -28,4 +28,7 @@ VARIANT = Variant(
         "`Task.cancel` cancels the awaited future (`Task._withdraw_wait`), then `Task.step` "
         "throws `CancelledError` in at the task's `yield from`"
     ),
+    reporting="epoll-level",
+    ghost_fds="rebuilds (`Loop._drop_ghost`)",
+    socket_call_first="tries (waits first when its last `recv` drained the socket: `_drained`)",
 )

@@ -1,21 +1,10 @@
 """Future and Task: the two objects the generator-task idea is built from.
 
-A Future is a box for a result that does not exist yet: a state, the result or exception, and
-the callbacks to run once it is filled in. Its ``__iter__`` yields the future itself, so
-``value = yield from future`` suspends the generator containing it and hands the future up
-through every enclosing ``yield from`` to whoever drives the outermost generator. That driver
-is a Task: its step sends a value into the generator (or throws an exception into it), gets
-back the next future the generator waits on, and subscribes itself to that future. When the
-future completes, the task is put on the loop's ready queue and steps again. ``__await__`` is
-the same method, which is how asyncio made its Future awaitable, and why this one
-implementation speaks ``yield from`` and ``await`` alike.
-
-Builds on the "500 Lines or Less" crawler (A. Jesse Jiryu Davis and Guido van Rossum, "A Web
-Crawler With asyncio Coroutines") and asyncio's futures.py/tasks.py. Fixed where the tutorial is
-short: ``result()`` is a method that re-raises (no ``result`` attribute shadowing it);
-completing a future never runs a callback inside ``set_result``, it queues it on the loop;
-steps deliver failures and cancellation with ``throw()``, not only values with ``send()``; a
-task cancelled while waiting cancels the future it waits on, so the wait is withdrawn.
+A Future is a box for a result that does not exist yet; ``value = yield from future`` (or
+``await future``: ``__await__`` is the same method) hands it up to the Task driving the
+outermost generator, whose step sends a value in (or throws an exception in), gets the next
+future back and subscribes to it. Builds on the "500 Lines or Less" crawler and asyncio's
+futures.py/tasks.py; where it differs from the tutorial, and why: ``loops/futures/README.md``.
 
 Limits: single-threaded (only ``Loop.call_soon_threadsafe`` may be called from other threads);
 no contextvars, no eager tasks, no task groups.
@@ -190,8 +179,8 @@ class Task(Future):
     """Drives a generator (or coroutine) step by step; a Future for its outcome.
 
     A task is its own wake-up callback: calling it runs one step. Putting the task itself on
-    a future's callback list and on the ready queue spares a bound method per suspension and a
-    reference cycle per task.
+    a future's callback list and on the ready queue spares a bound method per suspension (the
+    task and the future it waits on still refer to each other until the wake-up).
     """
 
     __slots__ = ("_cancel_requests", "_coro", "_must_cancel", "_reporter", "_waiting_on")

@@ -260,4 +260,10 @@ VARIANT = Variant(
         "`Greenlet.kill` throws `GreenletExit` into the greenlet where it waits on the hub "
         "(`gevent/greenlet.py`)"
     ),
+    reporting="epoll-level (libev's epoll backend: `libev/ev_epoll.c`: `epoll_modify`)",
+    ghost_fds=(
+        "rebuilds (libev's `libev/ev_epoll.c`: `epoll_poll` sets `postfork` to recreate its epoll "
+        "set on a notification of a stale generation)"
+    ),
+    socket_call_first="tries (as gevent's socket, `gevent/_socketcommon.py`: `recv`, `_wait`)",
 )

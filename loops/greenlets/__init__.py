@@ -28,4 +28,7 @@ VARIANT = Variant(
         "`Hub.interrupt` undoes the wait (`unwait`), then the task raises `CancelledError` "
         "where it resumes, in `Hub.suspend`"
     ),
+    reporting="epoll-level",
+    ghost_fds="rebuilds (`Hub.drop_ghosts`)",
+    socket_call_first="tries (`Hub.wait_io` only on `BlockingIOError`)",
 )

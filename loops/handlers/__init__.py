@@ -20,4 +20,7 @@ VARIANT = Variant(
     wake_up="socketpair",
     thread_entries=("call_soon_threadsafe", "run_in_thread"),
     cancellation="no tasks: `Handle.cancel` and `Loop.remove_reader` keep a callback from running",
+    reporting="select",
+    ghost_fds="drops (`Loop._forget_closed`)",
+    socket_call_first="none",
 )

@@ -21,4 +21,7 @@ VARIANT = Variant(
         "`Loop._deliver_cancel` undoes the wait by its request (`Task.waiting`), then throws "
         "`CancelledError` in where the task yielded"
     ),
+    reporting="epoll-level",
+    ghost_fds="rebuilds (`Loop._drop_ghost`)",
+    socket_call_first="checkpoint (a send in the turn its `recv` began skips it: `_reply_in_turn`)",
 )

@@ -2,37 +2,34 @@
 
 The idea (Andre Caron's "A tale of event loops", itself a distillation of curio): coroutines
 talk to the loop by yielding plain request tuples such as ``("sleep", 0.5)`` or
-``("read", sock)`` through the small ``@types.coroutine`` helpers of :mod:`.api`. The loop keeps
-a list of runnable tasks. Each tick it swaps that list out and resumes every task in the
-snapshot exactly once; whatever a task yields decides where it goes next: back on the runnable
-list, onto the timer heap, into a selector registration, a wait list, or a worker thread.
+``("read", sock)`` (the table below) through the small ``@types.coroutine`` helpers of
+:mod:`.api`. Each tick the loop swaps its list of runnable tasks out and resumes every task in
+the snapshot exactly once; whatever a task yields decides where it goes next. One turn per tick,
+in three stages (:meth:`Loop._run_until`): wait for I/O (blocking until the next timer only when
+nothing is runnable), expire timers, run ready.
 
-The outer loop, one turn per tick, in three stages (see :meth:`Loop._run_until`):
-  1. wait for I/O: poll the selector; block (until the next timer) only when nothing is runnable;
-  2. expire timers: wake the sleepers whose deadline has passed, from a heap;
-  3. run ready: one tick over the snapshot of runnable tasks.
-
-Requests (a tuple whose first item names it; anything else is refused with a TypeError thrown
-back into the task at the point where it yielded):
-  ("yield",)                  run again next tick
-  ("sleep", seconds)          run again once seconds have passed
-  ("join", task)              wait until task has ended
-  ("cancel", task)            throw CancelledError into task, then wait until it has ended
-  ("park", waiters, seconds)  wait in the deque waiters until woken (True) or timed out (False)
-  ("read", sock), ("write", sock)   wait until sock is readable / writable
-  ("thread", fn, args)        run fn(*args) in a worker thread; get its result or its exception
-  ("deadline", seconds, d)    arm Deadline d on this task (it runs on next tick): when it
-                              passes, Expired(d) is thrown in wherever the task then waits
-
-What it builds on: ``selectors.DefaultSelector`` (epoll here) with registrations kept between
-waits, ``heapq`` for timers (cancelled lazily, compacted by asyncio's rule), a socketpair that
-worker threads (and, in the main thread, signals) write to so a blocked ``select()`` wakes up.
-
-Limits, all consequences of the idea: every request costs the requester one full tick (a
-socket call is a checkpoint, then maybe a readiness wait), so a chain of requests is paid one
-tick at a time; each tick polls the selector even when only CPU-bound tasks are runnable; and
-a task that never yields holds the loop (cooperative scheduling cannot take the CPU away).
+Limits, all consequences of the idea: every request costs the requester one full tick (a socket
+call is a checkpoint, then maybe a readiness wait; a reply in its recv's tick is the fenced
+exception), so a chain of requests is paid one tick at a time; each tick polls the selector even
+when only CPU-bound tasks are runnable; and a task that never yields holds the loop (cooperative
+scheduling cannot take the CPU away).
 """
+
+# Requests (a tuple whose first item names it; anything else is refused with a TypeError thrown
+# back into the task at the point where it yielded):
+#   ("yield",)                  run again next tick
+#   ("sleep", seconds)          run again once seconds have passed
+#   ("join", task)              wait until task has ended
+#   ("cancel", task)            throw CancelledError into task, then wait until it has ended
+#   ("park", waiters, seconds)  wait in the deque waiters until woken (True) or timed out (False)
+#   ("read", sock), ("write", sock)   wait until sock is readable / writable
+#   ("thread", fn, args)        run fn(*args) in a worker thread; get its result or exception
+#   ("deadline", seconds, d)    arm Deadline d on this task (it runs on next tick): when it
+#                               passes, Expired(d) is thrown in wherever the task then waits
+#
+# What it builds on: ``selectors.DefaultSelector`` (epoll here) with registrations kept between
+# waits, ``heapq`` for timers (cancelled lazily, compacted by asyncio's rule), a socketpair that
+# worker threads (and, in the main thread, signals) write to so a blocked ``select()`` wakes up.
 
 from __future__ import annotations
 

@@ -23,11 +23,15 @@ VARIANT = Variant(
     blocking=api,
     reference=True,
     io_model="blocking",
-    waits_in="each task's own call: the socket call, or `Lib/threading.py`: `Condition.wait`",
-    wake_up="none: a worker thread notifies a `Lib/threading.py`: `Condition`",
+    waits_in="each task's own call: the socket call, or `threading.py`: `Condition.wait`",
+    wake_up="none: a worker thread notifies a `threading.py`: `Condition`",
     thread_entries=("run_in_thread",),
     cancellation=(
-        "a flag the task's next wait raises as `CancelledError`; a task inside a socket call "
-        "has that direction of its socket shut down (`Lib/socket.py`: `shutdown`) to return"
+        "a flag the task's next wait raises as `CancelledError` (`loops/threads/api.py`); a task "
+        "inside a socket call "
+        "has that direction of its socket shut down (`socket.py`: `shutdown`) to return"
     ),
+    reporting="blocking (each task's thread in its own call, `loops/threads/api.py`: `_call`)",
+    ghost_fds="none (a thread in a socket call holds the file, `loops/threads/api.py`: `_call`)",
+    socket_call_first="blocks (`loops/threads/api.py`: `_call`)",
 )

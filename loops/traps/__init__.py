@@ -21,4 +21,10 @@ VARIANT = Variant(
         "`Loop._interrupt` undoes the wait (`_unwait`), then throws `CancelledError` in at "
         "the task's `_trap`"
     ),
+    reporting="epoll-level",
+    ghost_fds="rebuilds (`Poller.drop_ghosts`)",
+    socket_call_first=(
+        "tries (waits first when its last `recv` drained the socket, `_drained`; yields a turn "
+        "after `FAST_CALLS_PER_TURN` calls that did not wait)"
+    ),
 )

@@ -2,28 +2,16 @@
 
 The kernel (:mod:`loops.traps.kernel`) schedules; this module does its I/O the readiness way.
 A task that finds a socket not ready traps ``read`` or ``write``: the socket's
-:class:`IORecord` notes the task as its reader or writer (``Poller._trap_io``), and epoll is
-asked to watch that direction. Stage 1 of the kernel's turn calls :meth:`Poller.wait`, which
-polls epoll and puts each woken reader or writer back on the kernel's ready queue; the task
-then makes the call itself. Its twin, :mod:`loops.completions.proactor`, answers the same four
-calls of the kernel (``wait``, ``wake``, ``open_wake_up``, ``close``) and hands Linux the whole
-operation instead.
-
-A record is kept across waits, so a connection that reads, writes and reads again costs no
-epoll_ctl call at all: a wait is a store in its record, and only a direction asked for the
-first time changes the epoll mask.
-
-epoll is read directly: ``selectors.EpollSelector`` is a thin layer over ``select.epoll`` that
-builds a ``(SelectorKey, events)`` pair per ready fd through a method call, only for the caller
-to take the pair apart again. This module keeps its own fd -> IORecord table anyway, so it calls
-epoll itself and reads the raw event bits: same semantics, less work per readiness event. The
-callbacks loop does the same; its ``readiness.py`` gives the two ``timeit`` commands that
-compare ``selectors.select()`` with ``epoll.poll()`` on 100 ready sockets. What it is worth to a
-whole server is in the echo rows of ``reports/bench.md``.
-
-Event bits: ``POLLIN``/``POLLOUT`` have the values of ``EPOLLIN``/``EPOLLOUT``; any other bit
-(error, hang-up) is reported to whichever directions are watched, as selectors does, so a task
-waiting on a broken socket wakes and learns of the error from its next call.
+:class:`IORecord` notes the task (``Poller._trap_io``) and epoll watches that direction, a
+record kept across waits so that a wait is a store, not an ``epoll_ctl``. Stage 1 of the
+kernel's turn calls :meth:`Poller.wait`, which puts each woken task back on the ready queue;
+the task then makes the call itself. Its twin, :mod:`loops.completions.proactor`, answers the
+same four calls (``wait``, ``wake``, ``open_wake_up``, ``close``) and hands Linux the whole
+operation instead. epoll is read directly: ``selectors`` would build a ``(SelectorKey, events)``
+pair per ready fd through a method call, only for this module to take it apart again (the
+callbacks loop's ``readiness.py`` gives the commands that compare the two). Any bit but
+``POLLIN``/``POLLOUT`` (error, hang-up) wakes whichever directions are watched, as selectors
+does, so a task waiting on a broken socket learns of the error from its next call.
 """
 
 from __future__ import annotations

@@ -159,4 +159,7 @@ VARIANT = Variant(
         "a cancelled `CancelScope` makes every checkpoint inside it raise `Cancelled` "
         "(`trio/_core/_run.py`)"
     ),
+    reporting="epoll-oneshot (`trio/_core/_io_epoll.py`: `EPOLLONESHOT`)",
+    ghost_fds="silenced (`trio/_core/_io_epoll.py`: `EPOLLONESHOT`)",
+    socket_call_first="tries (the adapter's calls, `loops/_sockets.py`: `recv`, `wait_readable`)",
 )

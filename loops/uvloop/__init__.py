@@ -64,4 +64,7 @@ VARIANT = Variant(
     ),
     thread_entries=("call_soon_threadsafe", "run_in_thread"),
     cancellation="asyncio's own `Task` (`asyncio/tasks.py`), so as asyncio",
+    reporting="epoll-level (libuv's `src/unix/linux.c`: `uv__io_poll`)",
+    ghost_fds="spins",
+    socket_call_first="registers (`uvloop/loop.pyx`: `sock_recv`, `_add_reader`)",
 )

@@ -2,25 +2,11 @@
 
 Tests nobody in the lab wrote: the standard library's ``test.test_asyncio`` mixins and test
 cases, subclassed with a loop factory exactly as uvloop's own test suite does, so the tests of
-the interpreter that runs this file are the ones run (they differ from version to version).
-
-- ``test_events.EventLoopTestsMixin``: the event loop API (callbacks, readers/writers,
-  executors, signals, connections, servers, datagrams, pipes, close), and
-  ``test_events.SubprocessTestsMixin``: subprocesses;
-- ``test_sock_lowlevel.BaseSockTestsMixin``: the ``sock_*`` coroutines;
-- ``test_sendfile.SendfileTestsBase``: ``loop.sendfile`` (``os.sendfile`` on a plain
-  connection, the fallback over TLS, a peer closing mid-file) and ``loop.sock_sendfile``;
-- ``test_streams.StreamTests`` and ``test_server.BaseStartServer``: asyncio's streams and
-  ``start_server`` over the loop's transports (``new_event_loop()`` is the loop's, through an
-  event loop policy set for this module);
-- ``test_sslproto.BaseStartTLS``: TLS over the loop's transports, ``start_tls`` on an open
-  connection, handshake and shutdown timeouts, a client that goes away mid-handshake.
-
-What fails is data: ``deviations.toml`` beside this file, one entry per test with its reason,
-turned into strict expected failures (or skips, for a test that would hang or that reads
-asyncio's private internals), so the run is green and a test that starts passing says so.
-The count is in ``loops/callbacks/README.md``; reproduce it with
-``python -m pytest tests/cpython_asyncio -q -p no:randomly``.
+the interpreter that runs this file are the ones run. What fails is data: ``deviations.toml``
+beside this file, one entry per test with its reason, turned into strict expected failures (or
+skips, for a test that would hang or that reads asyncio's private internals), so the run is
+green and a test that starts passing says so. The count is in ``loops/callbacks/README.md``;
+reproduce it with ``python -m pytest tests/cpython_asyncio -q -p no:randomly``.
 """
 
 from __future__ import annotations
@@ -46,6 +32,8 @@ except ImportError as error:  # a Python without its test package (Debian's pyth
     pytest.skip(f"CPython's test package is not installed: {error}", allow_module_level=True)
 
 
+# The event loop API (callbacks, readers/writers, executors, signals, connections, servers,
+# datagrams, pipes, close) and subprocesses.
 class CallbacksEventLoopTests(
     test_events.EventLoopTestsMixin, test_events.SubprocessTestsMixin, test_utils.TestCase
 ):
@@ -53,16 +41,21 @@ class CallbacksEventLoopTests(
         return new_event_loop()
 
 
+# The sock_* coroutines.
 class CallbacksSockTests(test_sock_lowlevel.BaseSockTestsMixin, test_utils.TestCase):
     def create_event_loop(self):
         return new_event_loop()
 
 
+# loop.sendfile (os.sendfile on a plain connection, the fallback over TLS, a peer closing
+# mid-file) and loop.sock_sendfile.
 class CallbacksSendfileTests(test_sendfile.SendfileTestsBase, test_utils.TestCase):
     def create_event_loop(self):
         return new_event_loop()
 
 
+# asyncio's streams and start_server over the loop's transports (new_event_loop() is the
+# loop's, through the event loop policy set for this module).
 class CallbacksStreamTests(test_streams.StreamTests):
     pass  # its setUp calls asyncio.new_event_loop(): the policy below makes that ours
 
@@ -72,6 +65,8 @@ class CallbacksStartServerTests(test_server.BaseStartServer, unittest.TestCase):
         return new_event_loop()
 
 
+# TLS over the loop's transports: start_tls on an open connection, handshake and shutdown
+# timeouts, a client that goes away mid-handshake.
 class CallbacksStartTLSTests(test_sslproto.BaseStartTLS, unittest.TestCase):
     def new_loop(self):
         return new_event_loop()

@@ -3,33 +3,9 @@
     python -m workloads.crawler --loop NAME [--style S] URL [--concurrency N] [--per-host N]
         [--timeout S] [--max-pages N] [--max-bytes N] [--max-redirects N] [--json FILE]
 
-The crawler follows same-origin ``<a href>`` links of HTML pages from URL, with --concurrency
-workers sharing at most --per-host keep-alive connections (default: one per worker). It never
-leaves the origin: links elsewhere are counted, not fetched. 4xx/5xx, resets, malformed or
-truncated responses, timeouts, non-HTML bodies, bodies over --max-bytes and bad redirects are
-recorded by kind and the crawl goes on. ``--loop``/``--style`` work as in every workload
-(:mod:`workloads.common`): the style defaults to the variant's first.
-
-``--json FILE`` writes (``-`` for stdout) one object::
-
-    {"workload": "crawler", "loop": NAME, "style": S, "start": URL,
-     "concurrency": n, "per_host": n, "timeout": s, "max_bytes": n, "max_pages": n|null,
-     "max_redirects": n,        # the options the crawl ran with
-     "pages_fetched": n,        # URLs requested and answered or failed (redirects included)
-     "pages_ok": n,             # pages_fetched - error_count
-     "errors": {KIND: n},       # kinds: workloads.crawler.common.ERROR_KINDS
-     "error_count": n,
-     "off_origin_links": n,     # distinct http(s) links to other origins (not fetched)
-     "ignored_links": n,        # distinct links with other schemes (mailto:, javascript: ...)
-     "over_budget": n,          # new URLs not fetched because of --max-pages
-     "bytes": n,                # body bytes received
-     "wall_s": s, "cpu_s": s, "pages_per_s": r,
-     "peak_rss_mib": r,         # the crawler's peak resident memory
-     "pages": [{"url": URL, "status": int|null, "error": KIND|null, "bytes": n}, ...]}
-
-It is flat (scalars) but for ``errors`` and ``pages``; ``pages`` is sorted by URL. The exit
-status is 0 when the crawl ran (whatever it found), 2 for bad arguments (an unknown loop or
-style says which ones exist), 1 if the crawl itself crashed, 130 when Ctrl-C stopped it.
+It follows same-origin ``<a href>`` links of HTML pages from URL, with --concurrency workers
+sharing at most --per-host keep-alive connections, and records errors by kind as it goes. The
+JSON record and the exit status: ``workloads/README.md``.
 """
 
 from __future__ import annotations

@@ -2,27 +2,8 @@
 
 The three style files (``callbacks.py``, ``generators.py``, ``coroutines.py``) only move bytes
 and wait; every decision is made here, without a loop, so it is tested on its own and the
-styles cannot drift apart:
-
-- **URLs** (:func:`normalize`, :func:`resolve`, :class:`Origin`): joining with ``urljoin``,
-  then one canonical spelling per resource (lower-case scheme and host, default port dropped,
-  empty path made ``/``, dot segments removed, fragment dropped, unsafe characters
-  percent-encoded), so de-duplication is a set lookup. Links with schemes other than http(s)
-  (``mailto:``, ``javascript:``, ``tel:``, ``file:`` ...) are ignored and counted.
-- **HTTP/1.1** (:func:`request_bytes`, :class:`ResponseParser`): requests are a few fixed
-  lines; responses go through httptools (llhttp, the parser inside Node.js), a sans-IO parser
-  fed whatever bytes arrive. It handles ``Content-Length`` and chunked bodies; this module adds
-  what httptools leaves to its caller: the end of a body delimited by the connection closing,
-  the difference between that and a truncated body, a size cap, and whether the connection
-  may be kept alive. (h11 would do the same in pure Python, at ~35x the CPU per response.)
-- **HTML** (:func:`extract_links`): selectolax's lexbor, an HTML5 parser; ``<a href>`` and
-  ``<base href>`` only, as a person browsing would follow.
-- **The books** (:class:`Crawl`): the seen set, one :class:`PageRecord` per fetched URL,
-  errors by kind (:data:`ERROR_KINDS`), redirect chains (:class:`RedirectChain`), the link
-  counts, and the progress line.
-
-A crawl has one origin: it resolves its host once, before the loop starts (the only blocking
-call, made where blocking is harmless), and never leaves it.
+styles cannot drift apart. A crawl has one origin: it resolves its host once, before the loop
+starts (the only blocking call, made where blocking is harmless), and never leaves it.
 """
 
 from __future__ import annotations
@@ -85,6 +66,10 @@ class FetchError(Exception):
 
 
 # --- URLs ---------------------------------------------------------------------------------
+# Joined with ``urljoin``, then one canonical spelling per resource (lower-case scheme and host,
+# default port dropped, empty path made ``/``, dot segments removed, fragment dropped, unsafe
+# characters percent-encoded), so de-duplication is a set lookup. Links with schemes other
+# than http(s) (``mailto:``, ``javascript:``, ``tel:``, ``file:`` ...) are ignored and counted.
 
 
 def normalize(url: str) -> str:
@@ -186,6 +171,12 @@ def resolve_address(origin: Origin) -> tuple[int, tuple]:
 
 
 # --- HTTP/1.1 -----------------------------------------------------------------------------
+# Requests are a few fixed lines; responses go through httptools (llhttp, the parser inside
+# Node.js), a sans-IO parser fed whatever bytes arrive (h11 would do the same in pure Python,
+# at many times the CPU per response). It handles ``Content-Length`` and chunked bodies; this
+# part adds what httptools leaves to its caller: the end of a body delimited by the connection
+# closing, the difference between that and a truncated body, a size cap, and whether the
+# connection may be kept alive.
 
 
 def request_bytes(url: str, origin: Origin) -> bytes:
@@ -356,6 +347,8 @@ def is_stale(connection: Connection, error: FetchError) -> bool:
 
 
 # --- HTML ---------------------------------------------------------------------------------
+# selectolax's lexbor, an HTML5 parser; ``<a href>`` and ``<base href>`` only, as a person
+# browsing would follow.
 
 
 def extract_links(html: bytes, page_url: str) -> list[str]:

@@ -4,40 +4,10 @@
         [--faults all|KIND[=N],...] [--delay-ms D] [--truth FILE]
     python -m workloads.crawler.site --port 0 --root DIR
 
-The crawler's peer, run as its own process so it never shares a loop (or a core's time slice)
-with the crawler under test. It is built on a production stack at the protocol level: uvloop's
-transports and httptools' request parser, with every response but the faults prepared as
-bytes at start-up, so serving a page is a dict lookup and one write. That level also lets it
-misbehave on purpose: reset a connection (RST), stop halfway through a body, trickle one.
-
-**Seeded mode** builds a site of ``--pages`` HTML pages (``/`` and ``/p/<i>.html``), each
-with ``--links`` links drawn by ``random.Random(--seed)``: to other pages in every spelling a
-crawler must canonicalise (relative, ``../``, absolute path, absolute URL, upper-case scheme,
-dot segments, character references, fragments, padding), through redirects (``/go/<i>``,
-each redirect status, absolute and relative ``Location``), to other origins (a second
-listener on another port that counts its hits, and ``localhost`` for ``127.0.0.1``), with
-other schemes (``mailto:``, ``javascript:``, ``tel:``, ``ftp:``) and to the page's own
-fragments. About a tenth of the pages are linked from nowhere, some bodies are chunked and
-some delimited by closing the connection; links hidden in comments and scripts, and links on
-error pages, point at canary pages that a correct crawler never fetches.
-
-``--faults`` adds fault URLs (each linked from a reachable page): ``all`` is one of each, or a
-list such as ``404=3,reset,slow=2``. The kinds, and the crawler error each must produce, are
-:data:`FAULTS`. ``--truth FILE`` writes what a correct crawl of the site finds (JSON)::
-
-    {"start": URL, "assumes": {...the crawler settings the truth relies on...},
-     "pages": {URL: {"status": int|null, "error": KIND|null}, ...},   # the reachable set
-     "errors": {KIND: count}, "off_origin_links": n, "ignored_links": n,
-     "unreachable": [URL, ...]}                                       # served, never linked
-
-**Static mode** (``--root DIR``) serves a directory as a static site: files with their
-guessed types, ``index.html`` or a generated listing for directories, ``/dir`` redirected to
-``/dir/``.
-
-Both modes answer ``GET /_site/log`` (not linked from anywhere) with what the server saw:
-every request as ``[method, host, target, count]``, the hits on the other origin, and the
-most connections open at once. The first line printed is ``site http://HOST:PORT/ ...``: the
-real port when started with ``--port 0``.
+The crawler's peer, in its own process, on uvloop's transports and httptools' parser, with
+every response but the faults prepared at start-up. The fault kinds, and the crawler error
+each must produce, are :data:`FAULTS`. What the seeded site holds, its truth file and its
+``/_site/log``: ``workloads/README.md``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``python -m workloads.echo``: serve echo on the chosen loop and style until a stop signal.
 
-Usage is in the package docstring (:mod:`workloads.echo`). This module only does what is the
+Usage is in ``workloads/README.md``. This module only does what is the
 same for every style: arguments, the listening socket, the stop signals, the ready line, and
 the final check that no socket is left open.
 """

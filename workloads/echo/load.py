@@ -4,68 +4,10 @@
         [--rate R] [--generator auto|native|python] [--host H] [--udp] [--processes K]
         [--timeout S] [--seed N] [--json FILE] [--server-pid PID]
 
-It runs in its own process (or ``--processes K`` processes, connections dealt round-robin
-among them), never on the loop under test. Each connection sends a ``size``-byte message cut
-from a seeded random buffer at an offset that changes with every request (so a stale or
-misrouted echo cannot pass), reads until the whole echo is back, compares every byte, records
-the round trip in an HdrHistogram (microseconds), and sends the next, until ``duration``
-seconds have passed; then it finishes its request in flight. The server's CPU
-(``--server-pid``) is read over exactly that window: before it opens, one byte has gone each
-way on every connection, so the server has accepted and is watching each one (its accept work
-is not counted), and the connections close only after the window's CPU has been read (nor is
-its teardown). ``--udp`` does the
-same with one datagram per request (``size`` at most 65507) on a connected UDP socket per
-"connection".
-
-Two generators do this. The **native** one (the default where it builds) is C on epoll
-(``loadgen.c``, compiled on first use with the machine's ``cc`` and cached, see
-:mod:`workloads.echo.loadgen`): on loopback the client pays the kernel's TCP work too, and a
-Python client saturates its core before the fastest servers do. The **python** one runs on
-uvloop with asyncio protocols, the cheapest client Python offers; it is the fallback where no
-compiler exists (``--generator auto`` says why in one line on stderr) and the one that speaks
-UDP. The record's ``generator`` field says which one measured.
-
-Two ways to offer load. Closed loop (the default): each connection sends its next message as
-soon as the echo is back, so the figure is the server's maximum throughput at N connections.
-``--rate R`` is open loop at a fixed offered load, as wrk2 does it: R requests per second
-spread evenly over the connections (connection i's k-th message is scheduled at
-(i + k·N)/R s after the start), and latency is measured from the *scheduled* time, so a
-server that falls behind shows its queueing in the latency instead of slowing the sender down
-and hiding it. A connection still has one message in flight at a time; a message whose slot
-has passed goes out as soon as the previous echo is back. ``kept_rate`` says whether the
-server kept up (at least 95% of the scheduled requests completed).
-
-Exit status: 0 when every echo came back whole and intact; 1 when a byte was corrupted or
-missing, a request timed out (``--timeout``, default 10 s), a datagram was lost, or a
-connection failed; 2 for bad arguments.
-
-The generator reports its own CPU share so a saturated generator can be told from a slow
-server: ``load_cpu_share`` is the busiest generator process's CPU seconds per wall second
-(near 1.0 means that process, not the server, set the pace: add ``--processes``).
-
-JSON record (one flat object; ``--json -`` writes it to stdout):
-
-- ``workload`` "echo-load", ``transport`` "tcp" or "udp", ``host``, ``port``, ``connections``,
-  ``size`` (bytes per message), ``duration_s`` (asked), ``processes``, ``seed``, ``timeout_s``
-- ``wall_s``: measured load time (longest process), ``requests``: completed round trips,
-  ``requests_per_s``, ``bytes_echoed`` (payload bytes received back), ``mib_per_s`` (echoed
-  payload MiB per second, one direction)
-- ``latency_us_p50``, ``latency_us_p90``, ``latency_us_p99``, ``latency_us_p999``,
-  ``latency_us_max``, ``latency_us_mean``: round-trip latency in microseconds
-- ``errors`` (sum of the next four), ``corrupt`` (echoes with a wrong byte), ``missing``
-  (connections that ended or timed out with an echo incomplete, or lost datagrams), ``failed``
-  (connections that could not connect or were reset), ``first_error`` (text, "" if none)
-- ``server_pid``, ``server_cpu_s``, ``server_cpu_share`` (server CPU seconds per wall second;
-  null without ``--server-pid``), ``server_cpu_us_per_request``
-- ``generator`` "native" or "python", ``generator_note`` (why the Python one ran, "" if
-  asked for or native), ``load_loop`` ("epoll (C)" or "uvloop"), ``load_cpu_s`` (all
-  generator processes, over the load window; native: the C processes, the Python wrapper
-  only waits for them meanwhile), ``load_cpu_us_per_request``, ``load_cpu_share``,
-  ``load_saturated`` (``load_cpu_share`` > 0.9)
-- ``rate`` (offered requests/s, null for closed loop), ``scheduled`` (requests scheduled in
-  the load window), ``rate_achieved`` (completed requests per second of the window),
-  ``kept_rate`` (``requests`` ≥ 95% of ``scheduled``; null for closed loop)
-- ``ok``: no errors and at least one request completed
+It runs in its own process(es), never on the loop under test, verifies every byte, and reads
+the server's CPU over the load window alone. The native generator is C on epoll
+(:mod:`workloads.echo.loadgen`); the Python one, on uvloop, is the fallback and speaks UDP.
+Closed loop or ``--rate``, its exit status and its JSON record: ``workloads/README.md``.
 """
 
 from __future__ import annotations

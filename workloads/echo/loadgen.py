@@ -1,28 +1,10 @@
 """The native echo load generator: build ``loadgen.c`` once, run it, read back what it measured.
 
-Why native: on loopback the client pays the kernel's TCP work as much as the server does, so a
-Python client (even on uvloop) costs about what the fastest Python server costs per request
-and saturates its core first; the bench then measures the generator, not the server. The hot
-path (epoll, send, recv, verify every byte, time every request) is C in ``loadgen.c``; this
-module is the thin wrapper around it:
-
-- :func:`build` compiles it on first use with the machine's ``cc`` into a cache outside the
-  source tree (``$XDG_CACHE_HOME/event-loop-lab``, else ``~/.cache/event-loop-lab``), named by a
-  hash of the source and the flags, so an edit rebuilds and concurrent runs share the result
-  (the binary is written under a temporary name, then renamed into place). No ``cc``, or a
-  compile error, gives ``None`` and a one-line reason; ``workloads.echo.load`` then falls back
-  to its Python generator and the record says so.
-- :func:`generate` runs one C process per share of the connections, waits until each has
-  connected ("ready"), starts them together, and turns each one's report (counts, CPU seconds
-  over the load window, latency counts per µs) into the same outcome the Python generator
-  gives, histogram included, so ``workloads.echo.load.summarize`` merges either.
-
-``python -m workloads.echo.loadgen --port P`` is the yardstick command: it loads a running echo
-server with this generator (every byte verified) and with ``--minimal`` (the same C loop
-without verification, clock or histogram: a bare epoll ping-pong client), interleaved, and
-prints each one's CPU per request and their ratio. ``--serve`` starts the server itself
-(``python -m workloads.echo.native selectors-floor`` by default), and both are pinned to their
-own cores where ``taskset`` exists.
+On loopback the client pays the kernel's TCP work as much as the server does, so a Python
+client saturates its core first and the bench would measure the generator; the hot path is C
+in ``loadgen.c``, and this module is its thin wrapper: :func:`build` compiles it on first use,
+:func:`generate` runs it and returns what the Python generator returns.
+``python -m workloads.echo.loadgen`` measures the generator's own cost (``workloads/README.md``).
 """
 
 from __future__ import annotations
@@ -53,7 +35,12 @@ def cache_dir() -> Path:
 
 
 def build() -> tuple[Path | None, str]:
-    """The built generator (compiling it if needed), or None and why not, in one line."""
+    """The built generator (compiling it if needed), or None and why not, in one line.
+
+    The binary is cached outside the source tree (:func:`cache_dir`), named by a hash of the
+    source and the flags, so an edit rebuilds and concurrent runs share the result (it is
+    written under a temporary name, then renamed into place). With None,
+    ``workloads.echo.load`` falls back to its Python generator and the record says so."""
     source = SOURCE.read_bytes()
     key = hashlib.sha256(source + " ".join(FLAGS).encode() + os.uname().machine.encode())
     target = cache_dir() / f"loadgen-{key.hexdigest()[:16]}"
@@ -129,6 +116,10 @@ def generate(
     ended: Callable[[], None] = lambda: None,
 ) -> list[dict]:
     """Run the load, one C process per share; `started()` is called as the load begins.
+
+    Each process connects ("ready") before they all start together; each one's report (counts,
+    CPU seconds over the load window, latency counts per µs) becomes the outcome the Python
+    generator gives, histogram included, so ``workloads.echo.load.summarize`` merges either.
 
     `ended()` is called once every process has reported, while every connection is still
     open: a server's CPU read there leaves out its accept work (every connection has echoed a

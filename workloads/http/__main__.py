@@ -1,6 +1,6 @@
 """``python -m workloads.http``: uvicorn on one loop, loaded by wrk; one summary, optionally JSON.
 
-Usage and the JSON record are in the package docstring (:mod:`workloads.http`). The story:
+Usage and the JSON record are in ``workloads/README.md``. The story:
 start the server in its own process (pinned to one core), check each path's body once, warm
 up, read the server's CPU, run wrk from its own process (pinned to the other core), read the
 server's CPU again, stop the server, and judge the run.

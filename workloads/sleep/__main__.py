@@ -1,6 +1,6 @@
 """``python -m workloads.sleep``: run the sleepers (or the idle wait) on one loop and style.
 
-Usage and the JSON fields are in the package docstring (:mod:`workloads.sleep`). This module
+Usage and the JSON fields are in ``workloads/README.md``. This module
 only does what is the same for every style: arguments, the plan, the idle sockets, timing the
 run, the summary line and the record.
 """

@@ -1,26 +1,9 @@
 """Anchor echo servers: what a user would pick instead of the lab's loops, in native APIs.
 
-The lab's echo server (``workloads/echo``) is written once per style against the lab's
-contract, so on asyncio it runs through the contract's thin adapter. A user who just wants a
-fast echo server would instead write it in the loop's own best API. These servers are those
-rows of the comparison, each as its library's documentation would have it:
-
-- ``asyncio-streams`` and ``asyncio-protocol``: ``asyncio.start_server`` with
-  ``StreamReader``/``StreamWriter``, and a ``Protocol`` over transports (the fastest asyncio);
-- ``uvloop-streams`` and ``uvloop-protocol``: the same two programs on uvloop's loop;
-- ``trio-streams``: ``trio.serve_tcp`` with ``receive_some``/``send_all``;
-- ``curio-sockets``: curio's socket wrappers, ``recv``/``sendall``, one task per client;
-- ``selectors-floor``: no abstraction at all, one ``selectors`` loop with a callback per
-  ready socket: the pure-Python floor any loop written in Python pays at least;
-- ``handlers-cookbook``: the lab's own ``handlers`` loop in its own idiom (the Python
-  Cookbook's application handlers, recipe 11.12), beside the same loop through the contract.
-
-These are the only workload files that import a production loop directly: naming the loop
-and using its own API is what an anchor is (``handlers-cookbook`` gets its loop by discovery,
-as every workload must, and then uses its ``add_handler``). Every server echoes bytes as they
-come, applies backpressure (a client that does not read stalls only its own connection), prints
-``listening on HOST:PORT`` once it accepts, and on SIGTERM or SIGINT closes every socket and
-exits 0.
+Each is the echo server a user who just wants a fast one would write in a loop's own best API
+(the lab's echo server runs through the contract instead): the rows the loops are compared
+with. These are the only workload files that import a production loop directly; the list of
+anchors and what each one is: ``workloads/README.md``.
 """
 
 from __future__ import annotations

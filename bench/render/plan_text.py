@@ -1,0 +1,65 @@
+"""The quick and the full run in words, from the workloads' registrations.
+
+bench/README.md describes what each run measures; a paragraph that retyped the points went
+stale the day a point was added, so ``python -m bench report`` renders it into the README's
+``<!-- figures:plan -->`` block from ``bench/registry/`` (see :mod:`bench.render.reading`).
+"""
+
+from __future__ import annotations
+
+from bench.registry import crawler, echo, http, sleep
+
+
+def _n(value: int) -> str:
+    """1000 -> "1 000", as the lab's prose writes counts."""
+    return f"{value:,}".replace(",", " ")
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:g} s"
+
+
+def plan() -> str:
+    """What the quick run measures, then what the full run adds."""
+    sizes = sorted({size for size, _ in echo.QUICK_POINTS})
+    conns = [_n(c) for _, c in echo.QUICK_POINTS]
+    warm, measured = echo.TIMING[False]
+    full_warm, full_measured = echo.TIMING[True]
+    paced = echo.PACED_TIMING[False][1]
+    crawl_delays = sorted({delay for delay, _ in crawler.QUICK_POINTS})
+    workers = [_n(w) for _, w in crawler.QUICK_POINTS]
+    more_sleepers = [n for n in sleep.TASKS[True] if n not in sleep.TASKS[False]]
+    more_cancel = [n for n in sleep.CANCEL_TASKS[True] if n not in sleep.CANCEL_TASKS[False]]
+    more_delays = [d for d in crawler.FULL["delays"] if d not in crawl_delays]
+    more_workers = [w for w in crawler.FULL["concurrency"] if str(w) not in workers]
+    sizes_full, conns_full = echo.FULL["sizes"], echo.FULL["connections"]
+    latency = (
+        "without latency" if more_delays == [0] else f"at {_and([f'{d} ms' for d in more_delays])}"
+    )
+    return (
+        f"The quick run: echo with {_and([echo.size_text(s) for s in sizes])} messages over "
+        f"{_and(conns)} connections, both measures (closed loop: {_s(measured)} measured after "
+        f"{_s(warm)} of warm-up; fixed offered load: {_s(paced)}); sleep with "
+        f"{_and([_n(n) for n in sleep.TASKS[False]])} sleepers, the cancel-heavy run at "
+        f"{_and([_n(n) for n in sleep.CANCEL_TASKS[False]])} and the idle run with "
+        f"{_and([_n(n) for n in sleep.IDLE_SOCKETS[False]])} idle sockets; the crawler on the "
+        f"{_n(crawler.PAGES)}-page site with {_and([f'{d} ms' for d in crawl_delays])} per "
+        f"answer and {_and(workers)} workers; http with "
+        f"{_and([_n(c) for c in http.CONNECTIONS[False]])} keep-alive connections for "
+        f"{_s(http.SECONDS[False])} after {_s(http.WARMUP_S)} of warm-up; the micro "
+        f"operations. The full run adds every size and connection count "
+        f"({echo.size_text(sizes_full[0])} to {echo.size_text(sizes_full[-1])} × "
+        f"{_n(conns_full[0])} to {_n(conns_full[-1])} connections, "
+        f"{len(sizes_full) * len(conns_full) * 2} echo points with both measures, each "
+        f"{_s(full_measured)} measured after {_s(full_warm)} of warm-up), "
+        f"{_and([_n(n) for n in more_sleepers])} sleepers, cancel-heavy at "
+        f"{_and([_n(n) for n in more_cancel])}, idle with "
+        f"{_n(sleep.IDLE_SOCKETS[True][0])} to {_n(sleep.IDLE_SOCKETS[True][-1])} sockets, the "
+        f"crawler {latency} and with "
+        f"{_and([_n(w) for w in more_workers])} worker{'s' if more_workers != [1] else ''}, "
+        f"and more repetitions where the spread asks for them."
+    )

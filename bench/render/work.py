@@ -1,0 +1,129 @@
+"""Work per echo request, counted: every row ranked by the instructions its server executes per
+request (``python -m bench instructions``), beside its syscalls and its server CPU.
+
+Instructions are exact and blind to the neighbours, so this ranking does not move between
+sessions; CPU time sees everything (the kernel's work, caches, the neighbours) and moves with
+them. Rendered from ``reports/results/instructions.json``, the anatomy and the quick run's echo
+store alone.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from bench.plan import USER_BASE, YARDSTICK
+from bench.registry import echo
+from bench.store import (
+    ResultStore,
+    load_anatomy,
+    load_instructions,
+    results_path,
+    stored_points,
+)
+from bench.summary import valid_values
+from machine.environment import describe
+
+TITLE = "Work per request, counted"
+
+
+def _cpu_at_fixed_load(results: Path) -> tuple[dict[str, float], list[str]]:
+    """Row key -> median server CPU µs per request at the declared fixed load (quick run),
+    and the dates of the sessions those figures come from."""
+    for point in stored_points(results, "quick", "echo").values():
+        params = point["params"]
+        if all(params.get(k) == v for k, v in echo.HEADLINE_PACED):
+            found = {
+                key: statistics.median(values)
+                for key, entry in point["rows"].items()
+                if (values := valid_values(entry["reps"], "server_cpu_us"))
+            }
+            sessions = {point["rows"][key]["session"] for key in found}
+            return found, sorted(sessions)
+    return {}, []
+
+
+def _syscalls(results: Path) -> tuple[dict[str, float], dict]:
+    """Row key -> syscalls per request at the anatomy's fixed load, and where it counted."""
+    data = load_anatomy(results) or {}
+    found = {key: row["syscalls"]["total"] for key, row in data.get("rows", {}).items()}
+    return found, data.get("environment", {})
+
+
+def _machines(counted: dict, anatomy: dict, quick: dict) -> str:
+    """Which machine each column comes from, where they are not all one."""
+    named = {"the instructions": counted, "the syscalls": anatomy, "the server CPU": quick}
+    where: dict[str, list[str]] = {}
+    for column, env in named.items():
+        if env:
+            where.setdefault(describe(env), []).append(column)
+    if len(where) < 2:
+        return ""
+    return (
+        " Measured on two machines: "
+        + "; ".join(f"{' and '.join(columns)} on {machine}" for machine, columns in where.items())
+        + ": read each column down, not one machine's figure against another's."
+    )
+
+
+def ranking(results: Path) -> list[tuple[str, dict]]:
+    """The counted rows, least work first (closed loop), each with its stored entry."""
+    data = load_instructions(results) or {}
+    counted = [
+        (key, entry)
+        for key, entry in data.get("rows", {}).items()
+        if "per_request" in entry.get("closed", {})
+    ]
+    return sorted(counted, key=lambda item: item[1]["closed"]["per_request"])
+
+
+def section(results: Path) -> list[str]:
+    data = load_instructions(results)
+    ranked = ranking(results)
+    if not data or not ranked:
+        return []
+    (cpu, cpu_sessions), (syscalls, anatomy_env) = _cpu_at_fixed_load(results), _syscalls(results)
+    quick = ResultStore.load(results_path(results, "quick", "echo"), "echo", "quick").sessions
+    quick_env = quick[cpu_sessions[-1]]["environment"] if cpu_sessions else {}
+    cpu_dates = sorted({f"{s[:4]}-{s[4:6]}-{s[6:8]}" for s in cpu_sessions})
+    base = next((e["closed"]["per_request"] for k, e in ranked if k.startswith(USER_BASE)), None)
+    rate = data["rates"]["paced"]
+    dates = sorted(e[r]["date"][:10] for _, e in ranked for r in ("closed", "paced") if r in e)
+    lines = [
+        f"## {TITLE}",
+        "",
+        f"Every echo row at {data['point']['size'] // 1024} KiB × {data['point']['connections']} "
+        "connections, ranked by the instructions its server executes per request, counted "
+        "under callgrind by `python -m bench instructions` "
+        f"({dates[0]}{'' if dates[0] == dates[-1] else ' to ' + dates[-1]}). *Instructions* "
+        "are exact and blind to the other processes (a row counted twice agrees within 1%), "
+        "but see no kernel work and no cache miss; *server CPU* sees everything, the "
+        "neighbours included, and moves with them. Closed loop: each connection sends again "
+        f"as soon as its echo is back; at {rate:,} requests/s a turn serves one request or a few "
+        "(the bench's 8,000 is more than a server fifty times slower under callgrind keeps). "
+        "Syscalls: the cost anatomy's, at the bench's fixed load; server CPU: the quick run's, "
+        f"at its fixed load (measured {', '.join(cpu_dates) or 'not yet'})."
+        + _machines(data.get("environment", {}), anatomy_env, quick_env),
+        "",
+        f"| # | row | instructions / request, closed loop | × {USER_BASE} "
+        f"| at {rate:,} requests/s | syscalls / request | server CPU µs / request |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for number, (key, entry) in enumerate(ranked, 1):
+        closed = entry["closed"]["per_request"]
+        label = key.removesuffix("/native").replace("/", " · ")
+        cells = [
+            str(number),
+            f"**{label}**" if label in (USER_BASE, YARDSTICK) else label,
+            f"{closed:,.0f}",
+            _number(base and closed / base, "×{:.2f}"),
+            _number(entry.get("paced", {}).get("per_request"), "{:,.0f}"),
+            _number(syscalls.get(key), "{:.2f}"),
+            _number(cpu.get(key), "{:.1f}"),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def _number(value: float | None, form: str) -> str:
+    return "—" if value is None else form.format(value)

@@ -1,0 +1,77 @@
+"""Instructions per echo request under callgrind (bench/measure/instructions.py): a count is
+exact, so the same row counted twice agrees within 1%, whatever else the machine runs."""
+
+import json
+import shutil
+
+import pytest
+
+from bench.measure import instructions
+from bench.plan import Row
+
+needs_valgrind = pytest.mark.skipif(
+    shutil.which("valgrind") is None or shutil.which("callgrind_control") is None,
+    reason="valgrind is not installed (apt-get install valgrind)",
+)
+
+
+@needs_valgrind
+@pytest.mark.timeout(300)
+def test_the_same_row_counted_twice_agrees_within_one_percent():
+    row = Row("selectors-floor", "native", anchor=True)  # the smallest server: a short count
+    first, second = (instructions.count(row, "closed", (0.3, 2.0)) for _ in range(2))
+    for found in (first, second):
+        assert found["requests"][1] > found["requests"][0] > 0
+        assert 1_000 < found["per_request"] < 1_000_000
+    assert abs(second["per_request"] / first["per_request"] - 1) < 0.01, (first, second)
+
+
+@needs_valgrind
+@pytest.mark.timeout(300)
+def test_bench_instructions_stores_both_regimes_of_a_row(tmp_path):
+    assert instructions.run(["selectors-floor"], tmp_path, seconds=(0.3, 2.0)) == 0
+    stored = json.loads((tmp_path / "instructions.json").read_text())
+    entry = stored["rows"]["selectors-floor/native"]
+    assert set(instructions.REGIMES) <= entry.keys()
+    assert all(entry[regime]["per_request"] > 0 for regime in instructions.REGIMES)
+    assert stored["rates"] == {"closed": None, "paced": instructions.PACED_RATE}
+    assert stored["point"] == {"size": 1024, "connections": 100}
+
+
+def test_the_work_ranking_and_the_verdict_read_the_stored_counts(tmp_path):
+    """bench.md's first table ranks every counted row by its closed-loop instructions, and the
+    verdict names the home-made row with the least work against the two user servers."""
+    from bench.render import verdict, work
+
+    def entry(kind: str, closed: float, paced: float) -> dict:
+        counted = {"date": "2026-11-27T15:00:00+00:00", "commit": "abc"}
+        return {
+            "kind": kind,
+            "closed": {"per_request": closed, **counted},
+            "paced": {"per_request": paced, **counted},
+        }
+
+    stored = {
+        "point": {"size": 1024, "connections": 100},
+        "rates": {"closed": None, "paced": 200},
+        "rows": {
+            "asyncio-protocol/native": entry("anchor", 20_000, 40_000),
+            "uvloop-protocol/native": entry("anchor", 10_000, 30_000),
+            "traps/coroutines": entry("home-made", 25_000, 50_000),
+            "callbacks/callbacks": entry("home-made", 15_000, 45_000),
+            "broken/coroutines": {"kind": "home-made", "closed": {"error": "no dumps"}},
+        },
+    }
+    (tmp_path / "instructions.json").write_text(json.dumps(stored))
+    assert [key for key, _ in work.ranking(tmp_path)] == [
+        "uvloop-protocol/native",
+        "callbacks/callbacks",
+        "asyncio-protocol/native",
+        "traps/coroutines",
+    ]
+    text = "\n".join(work.section(tmp_path))
+    assert "| 2 | callbacks · callbacks | 15,000 | ×0.75 | 45,000 | — | — |" in text
+    assert "| 1 | **uvloop-protocol** | 10,000 | ×0.50 | 30,000 |" in text
+    said = verdict.least_work(tmp_path, "")
+    assert "`callbacks · callbacks`, 15,000 per request" in said
+    assert "×1.50 uvloop-protocol's; ×0.75 asyncio-protocol's" in said
