@@ -100,6 +100,13 @@ def parser() -> argparse.ArgumentParser:
     counts.add_argument("--regime", action="append", choices=("closed", "paced"))
     counts.add_argument("--results", type=Path, default=RESULTS)
 
+    again = commands.add_parser(
+        "reproduce",
+        help="measure the headline point's key rows again in a new session and say whether "
+        "each ratio lands inside the committed interval (appends reproductions.json)",
+    )
+    again.add_argument("--results", type=Path, default=RESULTS)
+
     report = commands.add_parser("report", help="render reports/ from stored results only")
     report.add_argument("--results", type=Path, default=RESULTS)
     return parser
@@ -148,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         return anatomy(args.loop, args.results, args.counter, args.closed_loop)
     if args.command == "all":
         return everything(command_line, args)
+    if args.command == "reproduce":
+        from bench.reproduce import run as reproduce
+
+        return reproduce(args.results)
     if args.command == "instructions":
         from bench.measure.instructions import run as count_instructions
 

@@ -49,6 +49,8 @@ ANATOMY_CLOSED = "anatomy-closed.json"
 # Instructions per request of every echo row at the headline point, both regimes, counted under
 # callgrind (`bench instructions`).
 INSTRUCTIONS = "instructions.json"
+# The committed headline ratios measured again in new sessions (`bench reproduce`).
+REPRODUCTIONS = "reproductions.json"
 
 
 def results_dir(results: Path, mode: str, python: str = REFERENCE) -> Path:

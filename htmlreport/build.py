@@ -59,12 +59,12 @@ class Page:
 # --- figures -------------------------------------------------------------------------------
 
 
-def stat(reps: list[dict], metric: str, seed: str) -> list[float] | None:
+def stat(reps: list[dict], metric: str) -> list[float] | None:
     """[median, low, high, n] of one figure over a row's repetitions (None: no value)."""
     values = _values(reps, metric)
     if not values:
         return None
-    low, high = stats.median_interval(values, seed)
+    low, high = stats.median_interval(values)
     return [statistics.median(values), low, high, len(values)]
 
 
@@ -114,7 +114,7 @@ def _ratio_attributes(
             )
             attributes.append(f'data-ratio-{name}="" data-why-{name}="{esc(why)}"')
             continue
-        ratio = stats.ratio_interval(values, base, f"{key}/{name}:{metric.name}")
+        ratio = stats.ratio_interval(values, base)
         if ratio is None:  # one repetition a side (pyperf's micro rows): no interval, no word
             share = statistics.median(values) / statistics.median(base)
             attributes.append(
@@ -149,7 +149,7 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
         cells = [f'<td data-sort="{esc(label)}">{esc(label)}</td>', f"<td>{esc(kind)}</td>"]
         head_stat = None
         for metric in columns:
-            s = stat(reps, metric.name, f"{key}:{metric.name}") if reps else None
+            s = stat(reps, metric.name) if reps else None
             if metric is headline and not bound:
                 head_stat = s
             if s is None:
@@ -176,7 +176,7 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
         cells.append(f'<td class="ratio num" data-sort="" {attributes}>—</td>')
         cells.append(f"<td>{esc(row['session'][:15])}</td>")
         body.append(f'<tr class="{esc(kind)}">{"".join(cells)}</tr>')
-        trace = _bar(label, kind, headline, head_stat or (bound and stat(reps, headline.name, key)))
+        trace = _bar(label, kind, headline, head_stat or (bound and stat(reps, headline.name)))
         if trace is not None and bound:  # drawn hatched, labelled as a lower bound
             trace["marker"]["pattern"] = {"shape": "/"}
             trace["text"] = ["≥ " + trace["text"][0]]

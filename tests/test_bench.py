@@ -1495,9 +1495,9 @@ def test_a_single_repetition_a_side_gives_no_interval_and_no_word():
     from bench.render.tables import ratio_cell
     from bench.summary import summarize
 
-    assert intervals.ratio_interval([1.0], [2.0, 2.1], "one") is None
-    assert intervals.ratio_interval([1.0, 1.1], [2.0], "one") is None
-    assert intervals.ratio_interval([1.0, 1.1], [2.0, 2.1], "two") is not None
+    assert intervals.ratio_interval([1.0], [2.0, 2.1]) is None
+    assert intervals.ratio_interval([1.0, 1.1], [2.0]) is None
+    assert intervals.ratio_interval([1.0, 1.1], [2.0, 2.1]) is not None
     switch = Metric("switch", "switch (ns)", higher_is_better=False)
     row = RenderedRow(
         Row("traps", "coroutines"), "home-made", "S",
@@ -1565,3 +1565,13 @@ def test_a_section_measured_in_part_says_how_many_points_it_lacks(monkeypatch, t
     assert runner.run(["tiny"], False, None, False, results, console=console) == 0
     report.render_all(results, reports)
     assert "Measured so far" not in (reports / "bench.md").read_text()
+
+
+def test_a_ratio_has_one_interval_whoever_computes_it_and_its_word_follows_the_print():
+    row, base = [10.0, 11.0, 9.5, 10.2], [12.0, 12.5, 11.8, 12.1]
+    first = intervals.ratio_interval(row, base)
+    assert intervals.ratio_interval(list(reversed(row)), base[::-1]) == first  # any order
+    assert intervals.median_interval(row) == intervals.median_interval(sorted(row))
+    # An interval that prints as [0.83–1.00] holds 1 as a reader sees it: level, no ranking.
+    assert intervals.word((0.9, 0.83, 0.9999), higher_is_better=False) == "level"
+    assert intervals.word((0.9, 0.83, 0.994), higher_is_better=False) == "cheaper"

@@ -442,7 +442,7 @@ KIND_COLOURS = {"home-made": "#1f5faa", "reference": "#7a9cc6", "anchor": "#9a9a
 def _median_interval(r, metric: str) -> tuple[float, float]:
 
     values = r.summary.values.get(metric) or [r.summary.stats[metric].median]
-    return median_interval(values, f"{r.row.key}:{metric}:{r.session}")
+    return median_interval(values)
 
 
 def draw_cost_chart(rows: list, path: Path) -> bool:

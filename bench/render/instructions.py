@@ -125,7 +125,7 @@ def measured(echo: Any, columns: list[str]) -> str | None:
         if entries[0].get("session") != entries[1].get("session"):
             phrases.append(f"{regime}, {_medians(columns, values)} (two sessions: no ratio)")
             continue
-        phrases.append(f"{regime}, {_compared(columns, values, f'instructions:{regime}')}")
+        phrases.append(f"{regime}, {_compared(columns, values)}")
     if not phrases:
         return None
     return (
@@ -148,7 +148,7 @@ def in_the_anatomy(closed: dict | None, columns: list[str]) -> str | None:
     return (
         f"In the closed-loop cost anatomy above ({len(values[0])} and {len(values[1])} "
         f"repetitions, interleaved across its rows, `python -m bench anatomy --closed-loop`): "
-        f"{_compared(columns, values, 'instructions:anatomy', digits=2)}."
+        f"{_compared(columns, values, digits=2)}."
     )
 
 
@@ -159,9 +159,9 @@ def _medians(columns: list[str], values: list[list[float]], digits: int = 1) -> 
     )
 
 
-def _compared(columns: list[str], values: list[list[float]], seed: str, digits: int = 1) -> str:
+def _compared(columns: list[str], values: list[list[float]], digits: int = 1) -> str:
     """Both medians, then the second column's over the first's with its interval."""
-    ratio = intervals.ratio_interval(values[1], values[0], seed)
+    ratio = intervals.ratio_interval(values[1], values[0])
     return f"{_medians(columns, values, digits)}: {columns[1]} / {columns[0]} " + (
         intervals.worded(ratio) if ratio else "from one repetition a side: no interval"
     )

@@ -337,9 +337,8 @@ def build_sentence(data: dict[str, Figures], envs: dict[str, dict]) -> str | Non
     changes = {
         row: found
         for row in both
-        if (found := ratio_interval(list(theirs[row].values), list(mine[row].values),
-                                    f"build:{row.key}"))
-    }  # fmt: skip
+        if (found := ratio_interval(list(theirs[row].values), list(mine[row].values)))
+    }
     if not changes:
         return f"{lead}: one repetition a row, so no interval and no figure."
     said = {row: word(r, higher_is_better=False) for row, r in changes.items()}
@@ -380,7 +379,7 @@ def uvloop_sentence(data: dict[str, Figures], names: dict[str, str] | None = Non
         mine, theirs = cost.get(aio, MISSING), cost.get(uv, MISSING)
         if len(mine.values) < 2 or len(theirs.values) < 2 or mine.session != theirs.session:
             continue
-        ratio = ratio_interval(list(mine.values), list(theirs.values), f"uvloop:{python}")
+        ratio = ratio_interval(list(mine.values), list(theirs.values))
         verdict = {
             "dearer": "uvloop pays",
             "cheaper": "uvloop costs more",

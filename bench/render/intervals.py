@@ -1,11 +1,12 @@
 """Intervals from repetitions: a median's, a ratio's, and how a comparison is worded from it.
 
 One method for every page that shows one (bench.md's verdict, the HTML site's tables): a
-percentile bootstrap over the stored repetitions, seeded by the figure's name so that a
-re-render writes the same bytes. A comparison is worded from the ratio's interval alone:
-"level" when it holds 1, otherwise better or worse in the figure's own direction
-(cheaper/dearer for a cost, faster/slower for a rate). With three repetitions a side the
-interval is close to the repetitions' range: wide, and honest about it.
+percentile bootstrap over the stored repetitions, seeded by the values themselves, so that a re-
+render writes the same bytes and a ratio prints one interval on every page. A comparison is
+worded from the ratio's interval as printed: "level" when it holds 1.00, otherwise better or
+worse in the figure's own direction (cheaper/dearer for a cost, faster/slower for a rate). With
+three repetitions a side the interval is close to the repetitions' range: wide, and honest about
+it.
 
 A row stored as one repetition has nothing to resample. Where that repetition holds a harness's
 own repeats (pyperf's worker processes), the workload gives each figure's relative standard
@@ -29,23 +30,28 @@ def bounds(samples: list[float]) -> tuple[float, float]:
     return ordered[int(_TAIL * RESAMPLES)], ordered[int((1 - _TAIL) * RESAMPLES) - 1]
 
 
-def median_interval(values: list[float], seed: str) -> tuple[float, float]:
+def _seeded(*sides: list[float]) -> tuple[random.Random, list[list[float]]]:
+    """A generator seeded by the values themselves, and the values in one order: the same
+    figures give the same interval on every page that prints them, whoever computes it."""
+    ordered = [sorted(side) for side in sides]
+    return random.Random(repr(ordered)), ordered
+
+
+def median_interval(values: list[float]) -> tuple[float, float]:
     """The bootstrap interval of the median of values."""
     if len(values) < 2:
         return values[0], values[0]
-    rng = random.Random(seed)
+    rng, (values,) = _seeded(values)
     return bounds([statistics.median(rng.choices(values, k=len(values))) for _ in range(RESAMPLES)])
 
 
-def ratio_interval(
-    row: list[float], base: list[float], seed: str
-) -> tuple[float, float, float] | None:
+def ratio_interval(row: list[float], base: list[float]) -> tuple[float, float, float] | None:
     """The ratio of two medians and its bootstrap interval (each side resampled); None where
     a side has a single value (pyperf's micro rows store one mean per row), whose bootstrap
     would be a zero-width interval that calls any difference certain."""
     if len(row) < 2 or len(base) < 2:
         return None
-    rng = random.Random(seed)
+    rng, (row, base) = _seeded(row, base)
     low, high = bounds(
         [
             statistics.median(rng.choices(row, k=len(row)))
@@ -67,7 +73,7 @@ def normal_interval(ratio: float, relative_errors) -> tuple[float, float, float]
 def word(ratio: tuple[float, float, float], higher_is_better: bool, cost: bool = True) -> str:
     """level (the interval holds 1), or better/worse in the figure's direction."""
     _, low, high = ratio
-    if low <= 1 <= high:
+    if round(low, 2) <= 1 <= round(high, 2):  # as printed: [0.83–1.00] is level, not cheaper
         return "level"
     better = (low > 1) == higher_is_better
     if cost:

@@ -29,6 +29,7 @@ from bench.render import (
     glance,
     instructions,
     interpreters,
+    reproduction,
     scale,
     verdict,
     work,
@@ -541,6 +542,7 @@ def render(
         *(work.section(results or out.parent / "results") if mode == "quick" else []),
         *glance.section(points_of, ROOT, out.parent, chart_dir / f"{mode}-glance-echo-cost.png"),
         *load_line([s for s in stores.values() if s is not None]),
+        *(reproduction.line(results or out.parent / "results") if mode == "quick" else []),
         *machines_line(
             stores,
             {

@@ -77,8 +77,7 @@ class RenderedRow:
         other = base.values.get(metric.name) if base else None
         if not metric.ratio or not row or not other:
             return None
-        seed = f"{self.row.key}:{which}:{metric.name}:{self.session}"
-        found = ratio_interval(row, other, seed)
+        found = ratio_interval(row, other)
         errors = (self.summary.relative_error.get(metric.name),
                   base.relative_error.get(metric.name))  # fmt: skip
         if found is None and len(row) == len(other) == 1 and None not in errors:

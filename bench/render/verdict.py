@@ -68,7 +68,7 @@ def _cheapest(point: dict | None, metric: str):
 
 def _against(point: dict, best: tuple, anchor: str, metric: str) -> str:
     """The ratio to an anchor measured in the same session at the same rate, or why none."""
-    key, row, values, rate = best
+    _, row, values, rate = best
     base = point["rows"].get(f"{anchor}/native")
     if base is None:
         return f"{anchor} is not stored at this point"
@@ -80,7 +80,7 @@ def _against(point: dict, best: tuple, anchor: str, metric: str) -> str:
     base_values = _values(base["reps"], metric, rate)
     if not base_values:
         return f"no ratio to {anchor}: it has no valid repetition at this rate"
-    ratio = ratio_interval(values, base_values, f"{key}:{anchor}:{metric}:{rate}")
+    ratio = ratio_interval(values, base_values)
     if ratio is None:
         share = statistics.median(values) / statistics.median(base_values)
         return f"against {anchor} ×{share:.2f} (one repetition a side: no interval)"
