@@ -289,7 +289,10 @@ def _call(sock: socket.socket, direction: int, method: Callable[..., Any], *args
         _raise_pending(task)  # the call failed because the canceller shut the socket
         raise
     task.in_call = None
-    _raise_pending(task)
+    if result == b"" or (isinstance(result, tuple) and result[0] == b""):
+        _raise_pending(task)  # an end of file the canceller's shutdown may have made
+    # A call that did its work returns it (an accepted socket, received bytes): a cancel that
+    # came meanwhile is raised at the task's next wait, so nothing the kernel handed over is lost.
     return result
 
 
