@@ -26,7 +26,7 @@ from bench.measure import micro as micro_measure
 from bench.plan import Metric, Point, Row
 from bench.procs import ChildFailed, DidNotFinish
 from bench.registry import echo, micro
-from bench.render import codesize, report
+from bench.render import codesize, intervals, report
 from bench.render.rows import rendered_rows
 from bench.store import ResultStore, StoreError, results_path, row_fingerprint
 from bench.summary import SATURATION, summarize
