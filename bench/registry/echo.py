@@ -20,6 +20,7 @@ declared rather than chosen from data: ``bench/README.md``, "Echo, two measures"
 from __future__ import annotations
 
 import importlib.util
+import statistics
 
 from bench.plan import (
     FLOOR,
@@ -34,6 +35,7 @@ from bench.plan import (
     variant_rows,
 )
 from bench.store import DERIVED_RATE
+from bench.summary import invalid
 from bench.workload import Workload
 
 NAME = "echo"
@@ -410,9 +412,6 @@ def fixed_against_closed(stored_points: dict) -> list[str]:
     """Per row at the headline size and connection count: its server CPU per request at the
     declared fixed load over its closed-loop cost per request, both from one session (the
     figures alone: what makes the difference is not measured here, so no cause is claimed)."""
-    import statistics
-
-    from bench.summary import invalid
 
     def point(paced: bool) -> dict | None:
         for found in stored_points.values():
