@@ -23,6 +23,9 @@ conformance property outside its claims shows as "not claimed" rather than faili
 from __future__ import annotations
 
 import concurrent.futures
+import inspect
+import math
+import numbers
 import platform
 import socket
 from collections.abc import Callable, Iterator
@@ -435,3 +438,18 @@ def check_nonblocking(sock: socket.socket) -> None:
         raise ValueError(
             f"the socket must be non-blocking (call sock.setblocking(False)): {sock!r}"
         )
+
+
+# What a blocking-style call is handed, checked as every blocking variant checks it: a plain
+# function (a coroutine function would never run: nothing awaits it) and a number of seconds.
+def check_function(fn: Any, caller: str) -> None:
+    if not callable(fn) or inspect.iscoroutinefunction(fn):
+        raise TypeError(f"{caller}() takes a plain function and its arguments, not {fn!r}")
+
+
+def check_seconds(seconds: Any) -> float:
+    if not isinstance(seconds, numbers.Real):
+        raise TypeError(f"seconds must be a number, not {seconds!r}")
+    if math.isnan(seconds):
+        raise ValueError("seconds must not be NaN")
+    return seconds

@@ -13,9 +13,7 @@ caller's socket in a second socket object that would close its fd twice.
 
 from __future__ import annotations
 
-import inspect
 import math
-import numbers
 import os
 import socket
 import threading
@@ -24,7 +22,7 @@ import weakref
 from types import SimpleNamespace
 from typing import Any
 
-from loops.contract import EVERY_CAPABILITY, Variant, requires
+from loops.contract import EVERY_CAPABILITY, Variant, check_function, check_seconds, requires
 
 with requires("gevent"):
     import gevent
@@ -52,24 +50,11 @@ def _tasks() -> set:
     return tasks
 
 
-def _check_function(fn: Any, caller: str) -> None:
-    if not callable(fn) or inspect.iscoroutinefunction(fn):
-        raise TypeError(f"{caller}() takes a plain function and its arguments, not {fn!r}")
-
-
-def _check_seconds(seconds: Any) -> float:
-    if not isinstance(seconds, numbers.Real):
-        raise TypeError(f"seconds must be a number, not {seconds!r}")
-    if math.isnan(seconds):
-        raise ValueError("seconds must not be NaN")
-    return seconds
-
-
 def run(fn, *args):
     """Run fn(*args) as a greenlet until it ends; then kill the greenlets it left running."""
     if getattr(_state, "tasks", None) is not None:
         raise RuntimeError("run() called inside a running task: spawn() the function instead")
-    _check_function(fn, "run")
+    check_function(fn, "run")
     _state.tasks = tasks = set()
     try:
         main = _spawn(tasks, fn, args)
@@ -93,7 +78,7 @@ def _spawn(tasks: set, fn, args) -> gevent.Greenlet:
 
 def spawn(fn, *args) -> gevent.Greenlet:
     tasks = _tasks()
-    _check_function(fn, "spawn")
+    check_function(fn, "spawn")
     return _spawn(tasks, fn, args)
 
 
@@ -118,12 +103,12 @@ def cancel(task) -> None:
 
 
 def sleep(seconds: float) -> None:
-    gevent.sleep(max(_check_seconds(seconds), 0))
+    gevent.sleep(max(check_seconds(seconds), 0))
 
 
 def timeout_after(seconds: float, fn, *args):
-    _check_function(fn, "timeout_after")
-    if _check_seconds(seconds) == math.inf:
+    check_function(fn, "timeout_after")
+    if check_seconds(seconds) == math.inf:
         return fn(*args)
     expired = Expired(f"timed out after {seconds} s")
     timeout = gevent.Timeout(max(seconds, 0), expired)
@@ -139,7 +124,7 @@ def timeout_after(seconds: float, fn, *args):
 
 
 def run_in_thread(fn, *args):
-    _check_function(fn, "run_in_thread")
+    check_function(fn, "run_in_thread")
     return gevent.get_hub().threadpool.apply(fn, args)
 
 

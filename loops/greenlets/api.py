@@ -8,9 +8,7 @@ it wraps), so a program may hand in sockets in either mode. Names are the corout
 from __future__ import annotations
 
 import collections
-import inspect
 import math
-import numbers
 import os
 import socket
 import time
@@ -19,6 +17,7 @@ from typing import Any
 
 import greenlet
 
+from loops.contract import check_function, check_seconds
 from loops.greenlets.hub import READ, WRITE, CancelledError, Expired, Hub, Task
 
 now = time.monotonic
@@ -32,19 +31,6 @@ def _current() -> Task:
     return task
 
 
-def _check_function(fn: Any, caller: str) -> None:
-    if not callable(fn) or inspect.iscoroutinefunction(fn):
-        raise TypeError(f"{caller}() takes a plain function and its arguments, not {fn!r}")
-
-
-def _check_seconds(seconds: Any) -> float:
-    if not isinstance(seconds, numbers.Real):
-        raise TypeError(f"seconds must be a number, not {seconds!r}")
-    if math.isnan(seconds):
-        raise ValueError("seconds must not be NaN")
-    return seconds
-
-
 # ---------------------------------------------------------------------- tasks
 
 
@@ -52,7 +38,7 @@ def run(fn: Callable[..., Any], *args: Any) -> Any:
     """Run fn(*args) as the first task on a new hub; its result, or its error raised."""
     if getattr(greenlet.getcurrent(), "lab_task", None) is not None:
         raise RuntimeError("run() called inside a running task: spawn() the function instead")
-    _check_function(fn, "run")
+    check_function(fn, "run")
     hub = Hub()
     hub.main = _new_task(hub, fn, args)
     try:
@@ -75,7 +61,7 @@ def _new_task(hub: Hub, fn: Callable[..., Any], args: tuple) -> Task:
 def spawn(fn: Callable[..., Any], *args: Any) -> Task:
     """Start fn(*args) as a new greenlet; it first runs in the hub's next batch."""
     hub = _current().hub
-    _check_function(fn, "spawn")
+    check_function(fn, "spawn")
     return _new_task(hub, fn, args)
 
 
@@ -118,7 +104,7 @@ def sleep(seconds: float) -> None:
     """Suspend the task on a timer; sleep(0) goes to the back of the ready queue."""
     task = _current()
     hub = task.hub
-    if _check_seconds(seconds) <= 0:
+    if check_seconds(seconds) <= 0:
         hub.ready.append(task)
         hub.suspend(task, lambda: hub.ready.remove(task))
         return
@@ -136,8 +122,8 @@ def _nothing() -> None:
 def timeout_after(seconds: float, fn: Callable[..., Any], *args: Any) -> Any:
     """Call fn(*args) with a timer that raises Expired where the task waits at the deadline."""
     task = _current()
-    _check_function(fn, "timeout_after")
-    if _check_seconds(seconds) == math.inf:
+    check_function(fn, "timeout_after")
+    if check_seconds(seconds) == math.inf:
         return fn(*args)
     expired = Expired(f"timed out after {seconds} s")
     seq = task.hub.call_at(time.monotonic() + seconds, task, expired)
@@ -156,7 +142,7 @@ def timeout_after(seconds: float, fn: Callable[..., Any], *args: Any) -> Any:
 def run_in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """Run fn(*args) in a worker thread; the task waits, the hub runs the others."""
     task = _current()
-    _check_function(fn, "run_in_thread")
+    check_function(fn, "run_in_thread")
     return task.hub.wait_thread(task, fn, args)
 
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
-import inspect
 import math
-import numbers
 import socket
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+from loops.contract import check_function, check_seconds
 
 now = time.monotonic
 
@@ -77,19 +77,6 @@ class Task:
         self.waiting_on: threading.Condition | None = None  # set while in a Condition wait
         # While in a blocking socket call: the socket, and the direction a cancel shuts down.
         self.in_call: tuple[socket.socket, int] | None = None
-
-
-def _check_function(fn: Any, caller: str) -> None:
-    if not callable(fn) or inspect.iscoroutinefunction(fn):
-        raise TypeError(f"{caller}() takes a plain function and its arguments, not {fn!r}")
-
-
-def _check_seconds(seconds: Any) -> float:
-    if not isinstance(seconds, numbers.Real):
-        raise TypeError(f"seconds must be a number, not {seconds!r}")
-    if math.isnan(seconds):
-        raise ValueError("seconds must not be NaN")
-    return seconds
 
 
 def _current() -> Task:
@@ -146,7 +133,7 @@ def run(fn: Callable[..., Any], *args: Any) -> Any:
     """Run fn(*args) in this thread as the first task; then cancel and wait for the rest."""
     if getattr(_local, "task", None) is not None:
         raise RuntimeError("run() called inside a running task: spawn() the function instead")
-    _check_function(fn, "run")
+    check_function(fn, "run")
     this = Run()
     _local.task = Task(this)
     try:
@@ -181,7 +168,7 @@ def _task_main(task: Task, fn: Callable[..., Any], args: tuple) -> None:
 def spawn(fn: Callable[..., Any], *args: Any) -> Task:
     """Start fn(*args) in a new thread."""
     parent = _current()
-    _check_function(fn, "spawn")
+    check_function(fn, "spawn")
     task = Task(parent.run)
     task.thread = threading.Thread(target=_task_main, args=(task, fn, args), daemon=True)
     with parent.run.lock:
@@ -217,7 +204,7 @@ def cancel(task: Task) -> None:
 def sleep(seconds: float) -> None:
     """Wait on the task's own condition: only a cancel notifies it."""
     task = _current()
-    if _check_seconds(seconds) <= 0:
+    if check_seconds(seconds) <= 0:
         _raise_pending(task)
         time.sleep(0)  # gives up the GIL: a task that sleeps 0 lets the others run
         return
@@ -231,8 +218,8 @@ def _never() -> bool:
 def timeout_after(seconds: float, fn: Callable[..., Any], *args: Any) -> Any:
     """Call fn(*args); a timer thread interrupts this task at the deadline."""
     task = _current()
-    _check_function(fn, "timeout_after")
-    if _check_seconds(seconds) == math.inf:
+    check_function(fn, "timeout_after")
+    if check_seconds(seconds) == math.inf:
         return fn(*args)
     expired = Expired(f"timed out after {seconds} s")
     timer = threading.Timer(max(seconds, 0), _interrupt, (task, expired))
@@ -254,7 +241,7 @@ def timeout_after(seconds: float, fn: Callable[..., Any], *args: Any) -> Any:
 def run_in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """Run fn(*args) on the run's worker pool; wait for it on the task's own condition."""
     task = _current()
-    _check_function(fn, "run_in_thread")
+    check_function(fn, "run_in_thread")
     with task.run.lock:
         if task.run.pool is None:
             task.run.pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="lab")
