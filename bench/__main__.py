@@ -94,7 +94,8 @@ def parser() -> argparse.ArgumentParser:
     counts = commands.add_parser(
         "instructions",
         help="count instructions per echo request for every echo row under callgrind, "
-        "closed loop and fixed load (blind to other processes; about a minute a row)",
+        "closed loop and fixed load (no other process's work in the count; about half a "
+        "minute a row)",
     )
     counts.add_argument("--loop", action="append", metavar="NAME", help="only this loop")
     counts.add_argument("--regime", action="append", choices=("closed", "paced"))

@@ -1,5 +1,6 @@
 """Instructions per echo request under callgrind (bench/measure/instructions.py): a count is
-exact, so the same row counted twice agrees within 1%, whatever else the machine runs."""
+exact for the run counted, so a row whose turns serve few requests (the selectors floor)
+counts the same twice within 1%."""
 
 import json
 import shutil

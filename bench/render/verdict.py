@@ -111,8 +111,8 @@ def least_work(results: Path, link: str) -> str | None:
         f"×{mine / entry['closed']['per_request']:.2f} {name}'s" for name, entry in bases.items()
     )
     return (
-        f"**Least work per echo request** (instructions, exact whatever else the machine "
-        f"runs): `{_label(home)}`, {mine:,.0f} per request in the closed loop, {against} "
+        f"**Least work per echo request** (instructions, exact for the run counted): "
+        f"`{_label(home)}`, {mine:,.0f} per request in the closed loop, {against} "
         f"([every row ranked]({link}bench.md#work-per-request-counted))."
     )
 

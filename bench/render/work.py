@@ -1,10 +1,11 @@
 """Work per echo request, counted: every row ranked by the instructions its server executes per
 request (``python -m bench instructions``), beside its syscalls and its server CPU.
 
-Instructions are exact and blind to the neighbours, so this ranking does not move between
-sessions; CPU time sees everything (the kernel's work, caches, the neighbours) and moves with
-them. Rendered from ``reports/results/instructions.json``, the anatomy and the quick run's echo
-store alone.
+Instructions are exact for the run counted and no other process's work is in them; CPU time sees
+everything (the kernel's work, caches, the neighbours). How many requests share a turn still
+depends on timing, so a row whose turn serves many can count differently in another run.
+Rendered from ``reports/results/instructions.json``, the anatomy and the quick run's echo store
+alone.
 """
 
 from __future__ import annotations
@@ -96,10 +97,12 @@ def section(results: Path) -> list[str]:
         "connections, ranked by the instructions its server executes per request, counted "
         "under callgrind by `python -m bench instructions` "
         f"({dates[0]}{'' if dates[0] == dates[-1] else ' to ' + dates[-1]}). *Instructions* "
-        "are exact and blind to the other processes (a row counted twice agrees within 1%), "
-        "but see no kernel work and no cache miss; *server CPU* sees everything, the "
-        "neighbours included, and moves with them. Closed loop: each connection sends again "
-        f"as soon as its echo is back; at {rate:,} requests/s a turn serves one request or a few "
+        "are exact for the run counted and hold no other process's work, but see no kernel "
+        "work and no cache miss, and how many requests share a turn still depends on timing "
+        "(a row whose turn serves many can count differently in another run); *server CPU* "
+        "sees everything, the neighbours included, and moves with them. Closed loop: each "
+        f"connection sends again as soon as its echo is back; at {rate:,} requests/s a turn "
+        "serves one request or a few "
         "(the bench's 8,000 is more than a server fifty times slower under callgrind keeps). "
         "Syscalls: the cost anatomy's, at the bench's fixed load; server CPU: the quick run's, "
         f"at its fixed load (measured {', '.join(cpu_dates) or 'not yet'})."
