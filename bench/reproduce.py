@@ -42,6 +42,7 @@ def ratios(store: ResultStore) -> dict[str, tuple[float, float, float]]:
     """'point · row × base' -> (ratio, low, high) at the headline points, as the tables give."""
     workload = registry.get("echo")
     current = current_points(workload, "quick")
+    keys = key_loops()
     found = {}
     for key, point in store.data["points"].items():
         params = point["params"]
@@ -51,7 +52,7 @@ def ratios(store: ResultStore) -> dict[str, tuple[float, float, float]]:
         regime = "fixed load" if params.get("measure") == echo.PACED else "closed loop"
         for row in rendered_rows(workload, point, current[key]):
             for base in (USER_BASE, YARDSTICK):
-                if row.row.variant == base or row.row.variant not in key_loops():
+                if row.row.variant == base or row.row.variant not in keys:
                     continue
                 interval = row.ratio_interval(metric, base)
                 if interval is not None:

@@ -184,6 +184,16 @@ def describe(env: dict) -> str:
     )
 
 
+def by_machine(named: list[tuple[str, dict]]) -> dict[str, list[str]]:
+    """Names of figures grouped by the machine their environments describe, in first-seen
+    order (a name once per machine; an empty environment is left out)."""
+    where: dict[str, list[str]] = {}
+    for name, env in named:
+        if env and name not in (found := where.setdefault(describe(env), [])):
+            found.append(name)
+    return where
+
+
 def machine_key(env: dict) -> tuple:
     """What must match for two sessions to count as the same machine (and interpreter): the
     host's name is no help where every machine is called "vm", so its fingerprint counts."""

@@ -39,7 +39,7 @@ from bench.render.tables import table, what_this_shows
 from bench.store import ResultStore, load_anatomy, load_instructions, load_mode
 from bench.summary import SATURATION, SPREAD_TOLERANCE, summarize
 from bench.workload import Workload
-from machine.environment import ROOT, describe
+from machine.environment import ROOT, by_machine
 from machine.interpreters import PYTHONS, REFERENCE, RUNNING
 
 MODES = {"quick": "bench.md", "full": "bench-full.md"}
@@ -225,15 +225,13 @@ def machines_line(
     """Where the page's figures were measured, when that is more than one machine: which
     workloads (and which of the anatomy and the instruction counts) ran on each. A table holds
     one workload's store, and a store one machine (the runner starts afresh on another)."""
-    where: dict[str, list[str]] = {}
-    for name, kept in stores.items():
-        for session in kept.sessions.values() if kept else ():
-            found = where.setdefault(describe(session["environment"]), [])
-            if name not in found:
-                found.append(name)
-    for name, data in others.items():
-        if data and data.get("environment"):
-            where.setdefault(describe(data["environment"]), []).append(name)
+    where = by_machine(
+        [
+            *((name, s["environment"]) for name, kept in stores.items() if kept
+              for s in kept.sessions.values()),
+            *((name, (data or {}).get("environment", {})) for name, data in others.items()),
+        ]
+    )  # fmt: skip
     if len(where) < 2:
         return []
     return [

@@ -20,18 +20,18 @@ from bench.store import (
     load_anatomy,
     load_instructions,
     results_path,
-    stored_points,
 )
 from bench.summary import valid_values
-from machine.environment import describe
+from machine.environment import by_machine
 
 TITLE = "Work per request, counted"
 
 
-def _cpu_at_fixed_load(results: Path) -> tuple[dict[str, float], list[str]]:
+def _cpu_at_fixed_load(results: Path) -> tuple[dict[str, float], dict]:
     """Row key -> median server CPU µs per request at the declared fixed load (quick run),
-    and the dates of the sessions those figures come from."""
-    for point in stored_points(results, "quick", "echo").values():
+    and the environment of the newest session those figures come from."""
+    store = ResultStore.load(results_path(results, "quick", "echo"), "echo", "quick")
+    for point in store.data["points"].values():
         params = point["params"]
         if all(params.get(k) == v for k, v in echo.HEADLINE_PACED):
             found = {
@@ -39,9 +39,9 @@ def _cpu_at_fixed_load(results: Path) -> tuple[dict[str, float], list[str]]:
                 for key, entry in point["rows"].items()
                 if (values := valid_values(entry["reps"], "server_cpu_us"))
             }
-            sessions = {point["rows"][key]["session"] for key in found}
-            return found, sorted(sessions)
-    return {}, []
+            newest = max((point["rows"][key]["session"] for key in found), default=None)
+            return found, store.sessions[newest]["environment"] if newest else {}
+    return {}, {}
 
 
 def _syscalls(results: Path) -> tuple[dict[str, float], dict]:
@@ -53,11 +53,9 @@ def _syscalls(results: Path) -> tuple[dict[str, float], dict]:
 
 def _machines(counted: dict, anatomy: dict, quick: dict) -> str:
     """Which machine each column comes from, where they are not all one."""
-    named = {"the instructions": counted, "the syscalls": anatomy, "the server CPU": quick}
-    where: dict[str, list[str]] = {}
-    for column, env in named.items():
-        if env:
-            where.setdefault(describe(env), []).append(column)
+    where = by_machine(
+        [("the instructions", counted), ("the syscalls", anatomy), ("the server CPU", quick)]
+    )
     if len(where) < 2:
         return ""
     return (
@@ -83,10 +81,7 @@ def section(results: Path) -> list[str]:
     ranked = ranking(results)
     if not data or not ranked:
         return []
-    (cpu, cpu_sessions), (syscalls, anatomy_env) = _cpu_at_fixed_load(results), _syscalls(results)
-    quick = ResultStore.load(results_path(results, "quick", "echo"), "echo", "quick").sessions
-    quick_env = quick[cpu_sessions[-1]]["environment"] if cpu_sessions else {}
-    cpu_dates = sorted({f"{s[:4]}-{s[4:6]}-{s[6:8]}" for s in cpu_sessions})
+    (cpu, quick_env), (syscalls, anatomy_env) = _cpu_at_fixed_load(results), _syscalls(results)
     base = next((e["closed"]["per_request"] for k, e in ranked if k.startswith(USER_BASE)), None)
     rate = data["rates"]["paced"]
     dates = sorted(e[r]["date"][:10] for _, e in ranked for r in ("closed", "paced") if r in e)
@@ -105,7 +100,7 @@ def section(results: Path) -> list[str]:
         "serves one request or a few "
         "(the bench's 8,000 is more than a server fifty times slower under callgrind keeps). "
         "Syscalls: the cost anatomy's, at the bench's fixed load; server CPU: the quick run's, "
-        f"at its fixed load (measured {', '.join(cpu_dates) or 'not yet'})."
+        f"at its fixed load (its newest session: {str(quick_env.get('date', 'none yet'))[:10]})."
         + _machines(data.get("environment", {}), anatomy_env, quick_env),
         "",
         f"| # | row | instructions / request, closed loop | × {USER_BASE} "
