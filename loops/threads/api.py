@@ -44,7 +44,8 @@ class Run:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()  # held to set or take a task's pending error
-        self.tasks: set[Task] = set()  # spawned tasks not yet ended
+        self.tasks: set[Task] = set()  # tasks whose thread began and has not ended
+        self.closing = False  # run()'s main task ended: a thread that begins now runs nothing
         self.pool: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
 
 
@@ -96,12 +97,15 @@ def _raise_pending(task: Task) -> None:
 
 
 def _interrupt(task: Task, error: BaseException) -> bool:
-    """Make `error` pending in task and wake it where it waits; False if it ended or is
-    already being interrupted."""
+    """Make `error` pending in task, unless another is, and wake it where it waits; False if
+    it has ended or another error was pending (it is woken all the same, so a wake-up cut
+    short by a KeyboardInterrupt is made good by the next)."""
     with task.run.lock:
-        if task.done or task.pending is not None:
+        if task.done:
             return False
-        task.pending = error
+        fresh = task.pending is None
+        if fresh:
+            task.pending = error
         condition, call = task.waiting_on, task.in_call
     if condition is not None:
         with condition:
@@ -110,7 +114,7 @@ def _interrupt(task: Task, error: BaseException) -> bool:
         sock, direction = call
         with contextlib.suppress(OSError):  # an unconnected UDP socket says ENOTCONN, yet wakes
             sock.shutdown(direction)
-    return True
+    return fresh
 
 
 def _wait(condition: threading.Condition, ready: Callable[[], Any], timeout: float | None = None):
@@ -140,16 +144,46 @@ def run(fn: Callable[..., Any], *args: Any) -> Any:
         return fn(*args)
     finally:
         try:
-            while this.tasks:  # tasks still running when the main task ends are cancelled
-                for task in list(this.tasks):
-                    cancel(task)
+            _end_tasks(this)
         finally:
             _local.task = None
             if this.pool is not None:
                 this.pool.shutdown(wait=True)
 
 
+def _end_tasks(this: Run) -> None:
+    """Cancel the tasks still running when run()'s main task has ended, and wait for them.
+
+    A KeyboardInterrupt can have cut the main task short anywhere in this module's own
+    bookkeeping (a cancel made pending and its task not yet woken, a timer left armed), so
+    every task is woken here whatever its state says, and these waits take no cancel."""
+    with this.lock:
+        this.closing = True
+    while this.tasks:
+        # Every cancel first, then every wait: the threads end side by side, where a
+        # cancel-and-wait each would hand the GIL to and fro once per thread.
+        ending = list(this.tasks)
+        for task in ending:
+            _interrupt(task, CancelledError("cancelled"))
+        for task in ending:
+            with task.ended:
+                task.ended.wait_for(lambda task=task: task.done)
+
+
 def _task_main(task: Task, fn: Callable[..., Any], args: tuple) -> None:
+    # The thread enters its task in the run's books itself: spawn's caller may be the main
+    # thread, where a KeyboardInterrupt can land between any two lines, and a task entered
+    # before its thread started could then be one that never starts.
+    with task.run.lock:
+        if task.run.closing:
+            task.done = True
+            task.error = CancelledError("run() ended before the task's thread began")
+        else:
+            task.run.tasks.add(task)
+    if task.done:
+        with task.ended:
+            task.ended.notify_all()
+        return
     _local.task = task
     try:
         task.result = fn(*args)
@@ -171,8 +205,6 @@ def spawn(fn: Callable[..., Any], *args: Any) -> Task:
     check_function(fn, "spawn")
     task = Task(parent.run)
     task.thread = threading.Thread(target=_task_main, args=(task, fn, args), daemon=True)
-    with parent.run.lock:
-        parent.run.tasks.add(task)
     task.thread.start()
     return task
 
