@@ -1,4 +1,5 @@
-"""What Linux's ``/proc`` says of a process: time on a CPU, peak memory, the open-file limit.
+"""What Linux's ``/proc`` says of a process: time on a CPU, context switches, memory, the
+open-file limit.
 
 One reader each, for every room that measures a process: the scheduler's exact on-CPU time
 (``/proc/PID/task/*/schedstat``, nanoseconds, where psutil's ``cpu_times`` counts 10 ms ticks)
@@ -29,6 +30,25 @@ def schedstat(pid: int | str = "self") -> tuple[float, float] | None:
             on_cpu += int(fields[0])
             waiting += int(fields[1])
     return on_cpu / 1e9, waiting / 1e9
+
+
+def context_switches(pid: int | str = "self") -> tuple[int, int] | None:
+    """(voluntary, involuntary) context switches so far, summed over the process's live
+    threads (a thread that has ended takes its counts with it); None where there is no such
+    process. Voluntary: the thread blocked (a wait, a lock); involuntary: it was preempted."""
+    counts = [0, 0]
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for task in tasks:
+        with contextlib.suppress(OSError, ValueError, IndexError):  # a thread that just ended
+            for line in Path(f"/proc/{pid}/task/{task}/status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    counts[0] += int(line.split()[1])
+                elif line.startswith("nonvoluntary_ctxt_switches:"):
+                    counts[1] += int(line.split()[1])
+    return counts[0], counts[1]
 
 
 def on_cpu(pid: int | str = "self") -> float | None:

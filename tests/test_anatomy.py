@@ -195,6 +195,42 @@ def test_section_writes_the_table_and_what_each_loops_figures_say():
     assert "†" not in text
 
 
+def test_context_switches_per_request_show_in_all_then_blocked_and_preempted():
+    data = _stored()
+    data["rows"]["traps/coroutines"]["switches"] = {"voluntary": 0.04, "involuntary": 0.01}
+    text = "\n".join(section(data))
+    assert "| context switches/req (blocked + preempted) |" in text
+    assert re.search(r"\| traps · coroutines \|.*\| 0\.05 \(0\.04 \+ 0\.01\) \|$", text, re.M)
+    # A record counted before switches were read says so, not zero.
+    assert re.search(r"\| roundrobin · coroutines \|.*\| – \|$", text, re.M)
+
+
+def test_context_switches_are_every_threads_blocks_and_preemptions():
+    import threading
+
+    from machine.proc import context_switches
+
+    before = context_switches()
+    handoff = [threading.Event(), threading.Event()]
+
+    def other():
+        for _ in range(50):
+            handoff[0].wait()
+            handoff[0].clear()
+            handoff[1].set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    for _ in range(50):  # each handoff blocks one thread until the other wakes it
+        handoff[0].set()
+        handoff[1].wait()
+        handoff[1].clear()
+    thread.join()
+    after = context_switches()
+    assert after[0] - before[0] >= 50 and after[1] >= before[1] >= 0
+    assert context_switches(2**22 + 1) is None  # above pid_max: no such process
+
+
 def test_the_cpu_column_shows_three_repetitions_with_their_range_or_nothing():
     data = _stored()
     for entry, base in zip(data["rows"].values(), (8.0, 13.0, 10.0), strict=True):
@@ -527,8 +563,25 @@ def test_bench_anatomy_stores_a_row_and_the_report_renders_it(tmp_path: Path):
     assert entry["syscalls"]["send"] > 0.9 and entry["user_us"] + entry["system_us"] > 0
     text = "\n".join(section(data))
     assert re.search(r"\| handlers · callbacks( †)? \|", text)  # † on a machine too busy
+    assert set(entry["switches"]) == {"voluntary", "involuntary"}
     # What the line says first depends on the figures (failed reads, churn, waits, or the total).
     assert re.search(r"- \*\*handlers · callbacks\*\*: \d+\.\d\d [a-zA-Z_ ]+ per request", text)
+
+
+@pytest.mark.timeout(180)
+def test_a_thread_per_connection_is_counted_while_its_threads_live(tmp_path: Path):
+    # Its connection threads end when the load closes its connections, taking their CPU and
+    # context switches with them: read after the window, the server looked almost idle.
+    usable, why = anatomy.available_counter()
+    if usable is None:
+        pytest.skip(why)
+    assert anatomy.run(["threads"], tmp_path) == 0
+    entry = store.load_anatomy(tmp_path)["rows"]["threads/blocking"]
+    assert "error" not in entry, entry
+    # Every request wakes the connection's thread from its blocking recv: a switch or more.
+    assert entry["switches"]["voluntary"] >= 0.9
+    # Served by 100 threads in Python: not a fraction of a microsecond per request.
+    assert min(entry["cpu_us_reps"]) > 2
 
 
 @pytest.mark.timeout(180)
@@ -553,8 +606,8 @@ def test_bench_anatomy_in_the_closed_loop_stores_a_row_apart_and_the_report_rend
 
 
 def test_cpu_is_the_schedulers_exact_total_split_by_the_tick_ratio():
-    user, system = anatomy.user_system((1.0, 100, 50), (1.9, 160, 80))
+    user, system = anatomy.user_system((100, 50), (160, 80), 0.9)
     assert (user, system) == pytest.approx((0.6, 0.3))  # 0.9 s on CPU; 60 of 90 ticks user
-    assert anatomy.user_system((1.0, 7, 7), (1.0, 7, 7)) == (0.0, 0.0)
-    seconds, user_ticks, system_ticks = anatomy.cpu_times(os.getpid())
-    assert seconds > 0 and user_ticks >= 0 and system_ticks >= 0
+    assert anatomy.user_system((7, 7), (7, 7), 0.0) == (0.0, 0.0)
+    user_ticks, system_ticks = anatomy.ticks(os.getpid())
+    assert user_ticks >= 0 and system_ticks >= 0

@@ -2,9 +2,10 @@
 
 For every echo row at 1 KiB x 100 connections, one extra repetition (never mixed with the timed
 ones) records per request served its syscalls by kind, for a server that enters io_uring its
-entries per enter, and the server's CPU, at the fixed offered load (``python -m bench anatomy``,
-:func:`load_params`) or in the closed loop (``--closed-loop``, :func:`closed_params`), each
-point stored in a file of its own through :mod:`bench.store` and rendered by
+entries per enter, its context switches and its CPU, at the fixed offered load
+(``python -m bench anatomy``, :func:`load_params`) or in the closed loop (``--closed-loop``,
+:func:`closed_params`), each point stored in a file of its own through :mod:`bench.store` and
+rendered by
 :mod:`bench.render.anatomy`. The two points, what is counted, the two counters (perf, strace)
 and why no function-level profile: ``bench/README.md``, "The cost anatomy".
 """
@@ -31,7 +32,6 @@ from bench.procs import ChildFailed, Cores
 from bench.registry.echo import HEADLINE_POINT, PACED, offered_rate
 from bench.registry.echo import rows as echo_rows
 from machine import environment
-from machine.proc import on_cpu
 
 SIZE, CONNECTIONS = HEADLINE_POINT["size"], HEADLINE_POINT["connections"]  # echo's headline point
 # Seconds of warm-up load, of the plain window (long: the kernel splits CPU time into user and
@@ -323,21 +323,19 @@ class Counting:
         self.counts.ring = ring_counts(self.rings, rings)
 
 
-def cpu_times(pid: int) -> tuple[float, int, int]:
-    """A live process's CPU seconds so far (exact, from the scheduler), and its user and system
-    ticks (the kernel samples which of the two a tick lands in: a ratio, not a clock).
-
-    Threads included: ``/proc/PID/stat`` sums them; the scheduler's figure is summed over
-    ``/proc/PID/task/*/schedstat``.
-    """
+def ticks(pid: int) -> tuple[int, int]:
+    """A live process's user and system ticks so far, ended threads included (the kernel
+    samples which of the two a tick lands in: a ratio, not a clock)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return on_cpu(pid) or 0.0, int(fields[11]), int(fields[12])
+    return int(fields[11]), int(fields[12])
 
 
-def user_system(before: tuple, after: tuple) -> tuple[float, float]:
-    """User and system CPU seconds between two cpu_times() readings."""
-    seconds = after[0] - before[0]
-    user, system = after[1] - before[1], after[2] - before[2]
+def user_system(before: tuple, after: tuple, seconds: float) -> tuple[float, float]:
+    """`seconds` of CPU split into user and system by the ticks between two ticks() readings.
+
+    The seconds are the load generator's exact reading of the server over its window (every
+    connection open, so a thread per connection is still there to be read)."""
+    user, system = after[0] - before[0], after[1] - before[1]
     share = user / (user + system) if user + system else 0.0
     return seconds * share, seconds * (1 - share)
 
@@ -370,9 +368,9 @@ def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict
     """One untimed repetition: fresh server, warm-up, a plain window, then a counted window."""
     with Serving(row, params, cores, workdir) as server:
         server.load("warm-up", WARMUP_S)
-        before = cpu_times(server.pid)
+        before = ticks(server.pid)
         plain = server.load("plain", PLAIN_S)
-        user, system = user_system(before, cpu_times(server.pid))
+        user, system = user_system(before, ticks(server.pid), plain["server_cpu_s"])
         with Counting(tool, server.pid, workdir) as counting:
             counted = server.load("counted", COUNTED_S)
     served = plain["requests"]
@@ -382,6 +380,10 @@ def measure_row(row: Row, tool: str, cores, workdir: Path, params: dict) -> dict
         "requests_plain": served,
         "user_us": user / served * 1e6,
         "system_us": system / served * 1e6,
+        # Over the plain window, where no tracer stops the threads (ptrace would add its own).
+        "switches": {
+            kind: plain[f"server_switches_{kind}"] / served for kind in ("voluntary", "involuntary")
+        },
         "requests_counted": counted["requests"],
         "syscalls": counting.counts.per_request(counted["requests"]),
         **({"uring": uring} if (uring := counting.counts.per_enter()) else {}),
@@ -400,10 +402,8 @@ def cpu_only(row: Row, cores, workdir: Path, params: dict) -> float:
     first from measure_row), with their range: one repetition was noise read as a finding."""
     with Serving(row, params, cores, workdir) as server:
         server.load("warm-up", WARMUP_S)
-        before = cpu_times(server.pid)
         plain = server.load("plain", PLAIN_S)
-        user, system = user_system(before, cpu_times(server.pid))
-    return (user + system) / plain["requests"] * 1e6
+    return plain["server_cpu_s"] / plain["requests"] * 1e6
 
 
 CPU_REPETITIONS = 3  # the CPU column's repetitions per row, interleaved across rows

@@ -154,8 +154,9 @@ def body(data: dict, closed: bool = False) -> list[str]:
     lines += [
         COUNTERS[tool],
         "",
-        f"| row {cpu_head}| syscalls/req | waits | recv | EAGAIN recv | send | epoll_ctl |",
-        "|---" + "|--:" * (6 + with_cpu) + "|",
+        f"| row {cpu_head}| syscalls/req | waits | recv | EAGAIN recv | send | epoll_ctl "
+        "| context switches/req (blocked + preempted) |",
+        "|---" + "|--:" * (7 + with_cpu) + "|",
     ]
     table, notes = table_rows(rows, with_cpu)
     lines += table
@@ -190,7 +191,9 @@ def introduction(data: dict) -> str:
         f"({point.get('rate', 0):,} requests/s), measured by {COMMAND} on {data['date']} in an "
         "untimed repetition per row: the server's CPU per request over a "
         f"{point['window_s']:g} s load window with nothing attached (the scheduler's exact "
-        "figure), then syscalls per request by kind over a second window. The CPU column is "
+        "figure) and its context switches, every thread's (a thread that blocked, or one "
+        "the kernel preempted), then syscalls per request by kind over a second window. The "
+        "CPU column is "
         f"shown only where every row has at least {MIN_CPU_REPS} repetitions (fresh servers, "
         "interleaved across rows), as median [min–max]; otherwise CPU per request is read in "
         f"{CPU_ELSEWHERE[False]} and this section reads the syscall counts alone. "
@@ -226,7 +229,7 @@ def table_rows(rows: dict, with_cpu: bool = False) -> tuple[list[str], list[str]
     lines, notes = [], []
     for entry in rows.values():
         if "error" in entry:
-            lines.append(f"| {entry['label']} | failed: {entry['error'][:80]} |" + " |" * 5)
+            lines.append(f"| {entry['label']} | failed: {entry['error'][:80]} |" + " |" * 6)
             continue
         s = entry["syscalls"]
         mark = " †" if entry.get("kept_rate") is False else ""
@@ -234,11 +237,21 @@ def table_rows(rows: dict, with_cpu: bool = False) -> tuple[list[str], list[str]
         lines.append(
             f"| {entry['label']}{mark} {cpu}| {s['total']:.2f} | {s['wait']:.3f} "
             f"| {s['recv']:.2f} | {s['recv_eagain']:.2f} | {s['send']:.2f} "
-            f"| {s['epoll_ctl']:.3f} |"
+            f"| {s['epoll_ctl']:.3f} | {_switches_cell(entry)} |"
         )
         if entry["kind"] == "home-made":
             notes.append(f"- **{entry['label']}**: {explain(entry, reference, floor)}")
     return lines, notes
+
+
+def _switches_cell(entry: dict) -> str:
+    """Context switches per request, in all, then blocked + preempted; "–" for a record
+    counted before the anatomy read them."""
+    switches = entry.get("switches")
+    if switches is None:
+        return "–"
+    blocked, preempted = switches["voluntary"], switches["involuntary"]
+    return f"{blocked + preempted:.2f} ({blocked:.2f} + {preempted:.2f})"
 
 
 def _uring_cells(entry: dict) -> str:

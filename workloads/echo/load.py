@@ -28,7 +28,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from machine.proc import on_cpu, raise_open_file_limit
+from machine.proc import context_switches, on_cpu, raise_open_file_limit
 from workloads.common import finish, port_number, positive
 
 # Round trips from 1 µs to 60 s, 3 significant digits.
@@ -366,11 +366,15 @@ def _child(config: dict, indices: list[int], barriers, results) -> None:
 
 
 class ServerCpu:
-    """The server process's CPU seconds over the load, if we were given its pid.
+    """The server process's CPU seconds and context switches over the load, if we were given
+    its pid.
 
-    On Linux it is the scheduler's exact figure (:func:`machine.proc.on_cpu`): the
+    On Linux the CPU is the scheduler's exact figure (:func:`machine.proc.on_cpu`): the
     ``cpu_times`` psutil reads count 10 ms ticks, which at a fixed offered load (a server
-    busy a fifth of the time over two seconds) would leave a few percent of error.
+    busy a fifth of the time over two seconds) would leave a few percent of error. Both are
+    summed over the server's live threads, read while every connection is open: a server with
+    a thread per connection ends those threads when the load closes, and they take their
+    counts with them.
     """
 
     def __init__(self, pid: int | None) -> None:
@@ -381,6 +385,8 @@ class ServerCpu:
 
             self.process = psutil.Process(pid)
         self.start = self.end = 0.0
+        self.switched: tuple[int, int] | None = None
+        self.switches: dict[str, int] | None = None
 
     def _sample(self) -> float:
         if self.process is None:
@@ -393,9 +399,14 @@ class ServerCpu:
 
     def begin(self) -> None:
         self.start = self._sample()
+        self.switched = None if self.process is None else context_switches(self.pid)
 
     def finish(self) -> None:
         self.end = self._sample()
+        after = None if self.process is None else context_switches(self.pid)
+        if self.switched is not None and after is not None:
+            voluntary, involuntary = (a - b for a, b in zip(after, self.switched, strict=True))
+            self.switches = {"voluntary": voluntary, "involuntary": involuntary}
 
     @property
     def seconds(self) -> float | None:
@@ -467,7 +478,7 @@ def run_load(config: dict) -> dict:
         outcomes = [asdict(generate(config, shares[0], server.begin, lambda _: server.finish()))]
     else:
         outcomes = _run_processes(config, shares, server)
-    return summarize(config, outcomes, server.seconds, generator, note)
+    return summarize(config, outcomes, server.seconds, generator, note, server.switches)
 
 
 def _run_processes(config: dict, shares: list[list[int]], server: ServerCpu) -> list[dict]:
@@ -500,6 +511,7 @@ def summarize(
     server_cpu_s: float | None,
     generator: str = "python",
     note: str = "",
+    server_switches: dict[str, int] | None = None,
 ) -> dict:
     """Merge the processes' outcomes into the flat record documented above."""
     histogram = HdrHistogram(*LATENCY_RANGE_US)
@@ -551,6 +563,11 @@ def summarize(
         "server_cpu_s": None if server_cpu_s is None else round(server_cpu_s, 4),
         "server_cpu_share": None if server_cpu_s is None else round(server_cpu_s / wall, 3),
         "server_cpu_us_per_request": per_request_us(server_cpu_s),
+        # The server's context switches over the window (None without its pid).
+        **{
+            f"server_switches_{kind}": (server_switches or {}).get(kind)
+            for kind in ("voluntary", "involuntary")
+        },
         "generator": generator,
         "generator_note": note,
         "load_loop": "epoll (C)" if generator == "native" else "uvloop",
