@@ -65,6 +65,31 @@ def test_sleepers_never_wake_early_and_cancelled_ones_never_wake(variant, style,
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(("variant", "style"), CASES)
+def test_the_resident_mode_reads_memory_with_every_sleeper_asleep(variant, style, tmp_path):
+    result = run_sleep(variant, style, tmp_path, "--resident", "--tasks", "5000")
+    assert result["returncode"] == 0, result["output"]
+    assert result["ok"] and result["asleep"] == result["tasks"] == 5000
+    assert result["rss_asleep_bytes"] > result["rss_start_bytes"]
+    # A task is at least its record (an object, a timer entry): tens of bytes, never none;
+    # and at most a thread's touched stack, tens of kilobytes.
+    assert 50 < result["bytes_per_sleeper"] < 200_000
+
+
+def test_threads_name_the_machines_limit_when_it_stops_them(tmp_path, monkeypatch):
+    import threading
+
+    from loops.threads import api
+
+    def refused(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    with pytest.raises(RuntimeError, match=r"spawn: can't start new thread: 0 tasks .* pid_max"):
+        api.run(api.spawn, lambda: None)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("variant", "style"), CASES)
 def test_an_idle_wait_on_a_thousand_sockets_does_not_burn_cpu(variant, style, tmp_path):
     result = run_sleep(variant, style, tmp_path, "--idle", "0.3")
     assert result["returncode"] == 0, result["output"]
@@ -206,6 +231,11 @@ def test_the_same_seed_gives_every_loop_the_same_plan():
             "--idle",
         ),
         (["--loop", "asyncio", "--idle", "1", "--idle-sockets", "-1"], "outside"),
+        (["--loop", "asyncio", "--resident"], "--resident takes --tasks alone"),
+        (
+            ["--loop", "asyncio", "--resident", "--tasks", "9", "--max-delay", "1"],
+            "--resident takes --tasks alone",
+        ),
     ],
 )
 def test_bad_arguments_are_a_clear_error(args, message, capsys):

@@ -46,6 +46,9 @@ def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
         argv += ["--idle", str(params["idle"])]
         argv += ["--idle-sockets", str(params.get("sockets", 1000))]
         timeout = params["idle"] + 60
+    elif params["mode"] == "resident":
+        argv += ["--resident", "--tasks", str(params["tasks"])]
+        timeout = 600  # it ends once every sleeper is asleep
     else:
         argv += ["--tasks", str(params["tasks"]), "--max-delay", str(params["max_delay"])]
         argv += ["--cancel", str(params.get("cancel", 0))]
@@ -66,13 +69,22 @@ def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
     record = json.loads(out.read_text()) if out.exists() else None
     if usage.returncode != 0 or record is None or not record.get("ok"):
         faults = (
-            {k: record[k] for k in ("woke_after_cancel", "early_beyond_tick", "unexpected_reads")}
+            {
+                k: record[k]
+                for k in ("woke_after_cancel", "early_beyond_tick", "unexpected_reads", "asleep")
+                if k in record
+            }
             if record
             else {}
         )
         raise ChildFailed(
             f"sleep exited {usage.returncode} {faults or ''}{child.stderr_tail(300)}".strip()
         )
+    if params["mode"] == "resident":
+        return {
+            "bytes_per_sleeper": record["bytes_per_sleeper"],
+            "peak_rss_mib": record["peak_rss_mib"],
+        }
     ideal = params.get("max_delay") or params.get("idle")
     return {
         "cpu_per_sleeper_us": record["cpu_per_task_us"] if params["mode"] != "idle" else None,

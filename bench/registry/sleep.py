@@ -23,6 +23,8 @@ IDLE = {False: 0.5, True: 3.0}
 IDLE_SOCKETS = {False: (1_000,), True: (100, 1_000, 10_000)}
 CANCEL = {"tasks": 10_000, "fraction": 0.9}  # the cancel-heavy run
 CANCEL_TASKS = {False: (10_000,), True: (10_000, 100_000)}
+# The resident run: memory per sleeping task, N sleepers asleep at once.
+RESIDENT_TASKS = {False: (100_000,), True: (100_000, 1_000_000)}
 HEADLINE_POINT = {"mode": "sleepers", "tasks": 10_000}  # the point the glance reads
 GLANCE = (
     Glance(
@@ -56,6 +58,7 @@ METRICS = (
     Metric("lateness_p99_ms", "lateness p99 (ms)", higher_is_better=False, digits=3),
     Metric("peak_rss_mib", "peak RSS (MiB)", higher_is_better=False, digits=1),
     Metric("idle_cpu_pct", "idle CPU (% of wall)", higher_is_better=False, digits=2),
+    Metric("bytes_per_sleeper", "memory per sleeper (bytes)", higher_is_better=False),
 )
 HEADLINE = "cpu_per_sleeper_us"
 CHARTS = (
@@ -76,7 +79,12 @@ over the whole run divided by N (creating, sleeping and waking one); **wall / id
 run's wall time over the longest delay (1.000 would be free); **lateness** is each wake-up's
 delay past its deadline on the loop's own clock. The cancel-heavy run cancels
 {CANCEL["fraction"]:.0%} of {CANCEL["tasks"]:,} sleepers (and of 100 000 in the full run) right
-after they start (none may wake); the idle run waits {IDLE[False]:g} s ({IDLE[True]:g} s in the
+after they start (none may wake); the resident run puts {RESIDENT_TASKS[False][0]:,} sleepers
+(and a million in the full run) to sleep for an hour each and, once all are asleep, reads the
+process's resident memory: **memory per sleeper** is its growth over the memory before the
+first sleeper, divided by N (a frame or a stack per task, whatever the design keeps; memory
+the kernel holds, such as a thread's kernel stack, is not resident memory and not in it); the
+idle run waits {IDLE[False]:g} s ({IDLE[True]:g} s in the
 full run) on one sleep while 1 000 idle sockets are watched (100, 1 000 and 10 000 in the full
 run): a loop that never busy-waits uses next to no CPU. One fresh process per repetition; a run
 with an early or cancelled wake-up fails. In the full run a repetition that uses more than
@@ -116,6 +124,7 @@ def points(full: bool) -> list[Point]:
         )
         for n in CANCEL_TASKS[full]
     ]
+    found += [point((("mode", "resident"), ("tasks", n)), n) for n in RESIDENT_TASKS[full]]
     found += [
         point((("mode", "idle"), ("idle", IDLE[full]), ("sockets", n))) for n in IDLE_SOCKETS[full]
     ]
@@ -126,12 +135,16 @@ def columns(params: dict) -> list[Metric]:
     by_name = {m.name: m for m in METRICS}
     if params["mode"] == "idle":
         return [by_name["idle_cpu_pct"], by_name["peak_rss_mib"]]
-    return [m for m in METRICS if m.name != "idle_cpu_pct"]
+    if params["mode"] == "resident":
+        return [by_name["bytes_per_sleeper"], by_name["peak_rss_mib"]]
+    return [m for m in METRICS if m.name not in ("idle_cpu_pct", "bytes_per_sleeper")]
 
 
 def point_title(params: dict) -> str:
     if params["mode"] == "idle":
         return f"Idle: one {params['idle']:g} s sleep, {params.get('sockets', 1000):,} idle sockets"
+    if params["mode"] == "resident":
+        return f"Resident: {params['tasks']:,} sleepers asleep at once, memory per sleeper"
     if params["mode"] == "cancel":
         return (
             f"Cancel-heavy: {params['tasks']:,} sleepers, "

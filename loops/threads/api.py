@@ -17,10 +17,12 @@ import collections
 import concurrent.futures
 import contextlib
 import math
+import resource
 import socket
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from loops.contract import check_function, check_seconds
@@ -205,8 +207,28 @@ def spawn(fn: Callable[..., Any], *args: Any) -> Task:
     check_function(fn, "spawn")
     task = Task(parent.run)
     task.thread = threading.Thread(target=_task_main, args=(task, fn, args), daemon=True)
-    task.thread.start()
+    try:
+        task.thread.start()
+    except RuntimeError as error:  # "can't start new thread": a limit of the machine's
+        raise RuntimeError(f"spawn: {error}: {_thread_limits(parent.run)}") from error
     return task
+
+
+def _thread_limits(this: Run) -> str:
+    """Where the kernel stopped this process's threads: how many run, and its limits."""
+    limits = []
+    for name in ("kernel/threads-max", "kernel/pid_max", "vm/max_map_count"):
+        with contextlib.suppress(OSError):
+            limits.append(f"{name.split('/')[1]} {int(Path('/proc/sys', name).read_text()):,}")
+    soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    limits.append(
+        "RLIMIT_NPROC " + ("unlimited" if soft == resource.RLIM_INFINITY else f"{soft:,}")
+    )
+    return (
+        f"{len(this.tasks):,} tasks of this run are running, {threading.active_count():,} "
+        f"threads in the process; the machine's limits: {', '.join(limits)} (a thread holds "
+        "a pid, and its stack two memory maps)"
+    )
 
 
 def _check_task(task: Any) -> Task:

@@ -8,10 +8,11 @@ run, the summary line and the record.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
-from machine.proc import raise_open_file_limit
+from machine.proc import raise_open_file_limit, resident
 from workloads.common import (
     add_loop_arguments,
     finish,
@@ -24,6 +25,9 @@ from workloads.common import (
 from workloads.sleep.common import Plan, Tally, cpu_seconds, idle_sockets, record
 
 IDLE_SOCKETS = 1000
+# The resident mode's one delay: far longer than any loop takes to put a million sleepers to
+# sleep, so that when the last falls asleep none has woken.
+RESIDENT_DELAY = 3600.0
 
 
 def _milliseconds(seconds: float) -> str:
@@ -92,6 +96,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help=f"with --idle: how many idle sockets are watched (default {IDLE_SOCKETS})",
     )
+    parser.add_argument(
+        "--resident",
+        action="store_true",
+        help="with --tasks: memory per sleeping task; every sleeper sleeps an hour, and once "
+        "all are asleep the process reads its resident memory, writes its record and ends",
+    )
     parser.add_argument("--seed", type=int, default=1, help="delay seed (default 1)")
     parser.add_argument("--json", metavar="FILE", help="write the result record ('-': stdout)")
     args = parser.parse_args(argv)
@@ -111,16 +121,23 @@ def main(argv: list[str] | None = None) -> int:
         sockets = idle_sockets(args.idle_sockets)
     elif args.idle_sockets != IDLE_SOCKETS:
         parser.error("--idle-sockets goes with --idle")
+    elif args.resident:
+        if args.tasks is None or args.max_delay is not None or args.cancel:
+            parser.error("--resident takes --tasks alone (every sleeper sleeps an hour)")
+        plan, sockets = Plan(delays=[RESIDENT_DELAY] * args.tasks, cancels=[False] * args.tasks), []
     elif args.tasks is None or args.max_delay is None:
         parser.error("--tasks and --max-delay are required (or --idle S)")
     else:
         plan, sockets = Plan.make(args.tasks, args.max_delay, args.cancel, args.seed), []
 
     tally = Tally(len(plan))
+    api, running = variant.api(style), style_module("workloads.sleep", style)
+    if args.resident:
+        tally.all_asleep = _report_resident(variant.name, style, len(plan), tally, args.json)
     cpu, wall = cpu_seconds(), time.perf_counter()
     try:
         try:
-            style_module("workloads.sleep", style).run(variant.api(style), plan, tally, sockets)
+            running.run(api, plan, tally, sockets)
         finally:
             for sock in sockets:
                 sock.close()
@@ -148,6 +165,42 @@ def main(argv: list[str] | None = None) -> int:
         and result["unexpected_reads"] == 0
     )
     return finish(result, args.json, summary_line(result))
+
+
+def _report_resident(loop: str, style: str, tasks: int, tally: Tally, json_path: str | None):
+    """The resident mode's end, called once every sleeper is asleep: the memory they hold,
+    the record, and the process's end, at once (os._exit: unwinding a million sleepers is not
+    what this mode measures, and would take longer than putting them to sleep)."""
+    start = resident()  # the loop imported and its API in hand; no sleeper yet
+
+    def report() -> None:
+        asleep = resident()
+        awake = sum(tally.woke) + tally.cancels  # none, with an hour's delay; said if not
+        result = {
+            "workload": "sleep",
+            "mode": "resident",
+            "loop": loop,
+            "style": style,
+            "tasks": tasks,
+            "asleep": tasks - awake,
+            "rss_start_bytes": start,
+            "rss_asleep_bytes": asleep,
+            "bytes_per_sleeper": round((asleep - start) / max(tasks - awake, 1), 1),
+            "cpu_s": round(cpu_seconds(), 6),
+            "peak_rss_mib": round(peak_rss_mib(), 1),
+        }
+        result["ok"] = awake == 0
+        line = (
+            f"sleep {loop}/{style}: {tasks} sleepers asleep at once hold "
+            f"{result['bytes_per_sleeper']:,.0f} bytes each (resident memory "
+            f"{start / 2**20:.1f} MiB before, {asleep / 2**20:.1f} MiB with them)"
+        )
+        code = finish(result, json_path, line + ("" if result["ok"] else "; FAILED"))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    return report
 
 
 if __name__ == "__main__":

@@ -81,6 +81,8 @@ class Tally:
         self.last_deadline = -math.inf  # the latest deadline any sleeper asked for
         self.clock_tick = 0.0  # the loop clock's smallest observed step
         self.marks: list[tuple[float, float]] = []  # (CPU, wall) when all slept, all woke
+        # Called once every sleeper is asleep, if set (the resident mode ends the run there).
+        self.all_asleep: Callable[[], None] | None = None
 
     def asleep(self, index: int, deadline: float) -> None:
         self.deadlines[index] = deadline
@@ -113,6 +115,8 @@ class Tally:
     def mark(self) -> None:
         """Note CPU and wall time: once when every sleeper is asleep, once when all woke."""
         self.marks.append((cpu_seconds(), time.perf_counter()))
+        if len(self.marks) == 1 and self.all_asleep is not None:
+            self.all_asleep()
 
 
 def measure_tick(clock: Callable[[], float], budget: float = 0.05) -> float:
