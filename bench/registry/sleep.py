@@ -79,11 +79,11 @@ over the whole run divided by N (creating, sleeping and waking one); **wall / id
 run's wall time over the longest delay (1.000 would be free); **lateness** is each wake-up's
 delay past its deadline on the loop's own clock. The cancel-heavy run cancels
 {CANCEL["fraction"]:.0%} of {CANCEL["tasks"]:,} sleepers (and of 100 000 in the full run) right
-after they start (none may wake); the resident run puts {RESIDENT_TASKS[False][0]:,} sleepers
+after they start (none may wake). The resident run puts {RESIDENT_TASKS[False][0]:,} sleepers
 (and a million in the full run) to sleep for an hour each and, once all are asleep, reads the
 process's resident memory: **memory per sleeper** is its growth over the memory before the
 first sleeper, divided by N (a frame or a stack per task, whatever the design keeps; memory
-the kernel holds, such as a thread's kernel stack, is not resident memory and not in it); the
+the kernel holds, such as a thread's kernel stack, is not resident memory and not in it). The
 idle run waits {IDLE[False]:g} s ({IDLE[True]:g} s in the
 full run) on one sleep while 1 000 idle sockets are watched (100, 1 000 and 10 000 in the full
 run): a loop that never busy-waits uses next to no CPU. One fresh process per repetition; a run
