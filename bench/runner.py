@@ -39,7 +39,7 @@ from bench import interpreter_figures, registry
 from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
 from bench.procs import ChildFailed, Cores, DidNotFinish, subject_on
 from bench.store import RESULTS, ResultStore, results_path
-from bench.summary import complete, counted, redo_reason, summarize
+from bench.summary import complete, counted, known_limit, redo_reason, summarize
 from bench.venvs import Interpreter, NoInterpreter, interpreter
 from bench.workload import Measuring, Workload
 from machine import activity
@@ -170,6 +170,12 @@ def measure_point(group: list[Job], session: str, cores: Cores, full: bool, prog
             kept = reps[id(job), row]
             if len(counted(kept)) > rep or done(job, row):
                 continue  # resumed past this round, or complete (failed, capped, steady)
+            if (stop := stopped_below(job, row)) is not None:
+                kept.append({**stop, "session": session})
+                job.store.put(point, row, session, job.workload.fingerprint(row), kept)
+                job.store.save()
+                progress.advance(task, total - rep)
+                continue
             for attempt in range(REDOS + 1):
                 progress.update(
                     task,
@@ -189,6 +195,37 @@ def measure_point(group: list[Job], session: str, cores: Cores, full: bool, prog
             progress.advance(task)
             if done(job, row):  # steady after its minimum, or failed: its last rounds not run
                 progress.advance(task, total - len(counted(kept)))
+
+
+# A point's size: a row that did not finish, or met a stated limit, at a smaller size of a point
+# otherwise the same is not run at a larger one (threads past the kernel's thread limit, say).
+SIZES = ("tasks", "connections")
+
+
+def stopped_below(job: Job, row: Row) -> dict | None:
+    """The record that stopped the row at a smaller size of this point (its current code, this
+    store's sessions), marked with where it stopped; None if nothing stopped it."""
+    args, code = job.point.args, job.workload.fingerprint(row)
+    for name in SIZES:
+        if name not in args:
+            continue
+        for entry in job.store.data["points"].values():
+            other = entry["params"]
+            if (
+                other.keys() != args.keys()
+                or other[name] >= args[name]
+                or any(other[k] != args[k] for k in args if k != name)
+            ):
+                continue
+            stored = entry["rows"].get(row.key)
+            if not stored or stored["code"] != code or not stored["reps"]:
+                continue
+            first = stored["reps"][0]
+            if "error" in first and (
+                first.get("did_not_finish_s") is not None or known_limit(first["error"])
+            ):
+                return {**first, "stopped_at": [name, other[name]]}
+    return None
 
 
 def on(job: Job) -> str:

@@ -29,6 +29,8 @@ SPREAD_TOLERANCE = 0.10  # (max - min) / median under which the minimum repetiti
 KNOWN_LIMITS = (
     ("out of range in select()", "select() cannot watch a descriptor numbered 1 024 or more"),
     ("beyond select()'s ceiling", "select() cannot watch a descriptor numbered 1 024 or more"),
+    # The threads variant's spawn names the kernel's limits when it refuses a thread.
+    ("can't start new thread", "the kernel refused another thread (its thread, pid or map limit)"),
 )
 
 
@@ -145,13 +147,13 @@ def _summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
             kind = "s of CPU" if first.get("did_not_finish_kind") == "cpu" else "s"
             return RowSummary(
                 "did not finish",
-                f"in {first['did_not_finish_s']:g} {kind} (its cap; stopped)",
+                f"in {first['did_not_finish_s']:g} {kind} (its cap; stopped)" + beyond(first),
                 total=total,
                 peer_share=peer_share,
             )
         limit = known_limit(first["error"])
         if limit:
-            return RowSummary("limit", limit, total=total, peer_share=peer_share)
+            return RowSummary("limit", limit + beyond(first), total=total, peer_share=peer_share)
         return RowSummary("failed", first["error"], total=total, peer_share=peer_share)
     valid = [rep for rep in reps if not invalid(rep)]
     if len(valid) * 2 < total:
@@ -187,6 +189,12 @@ def ratio(value: float, baseline: float | None) -> float | None:
     if baseline is None or baseline == 0:
         return None
     return value / baseline
+
+
+def beyond(rep: dict) -> str:
+    """For a row not run at a point because it stopped at a smaller one: where it stopped."""
+    found = rep.get("stopped_at")
+    return "" if found is None else f", at {found[1]:,} {found[0]}: not run at more"
 
 
 def known_limit(error: str) -> str | None:

@@ -1575,3 +1575,36 @@ def test_a_ratio_has_one_interval_whoever_computes_it_and_its_word_follows_the_p
     # An interval that prints as [0.83–1.00] holds 1 as a reader sees it: level, no ranking.
     assert intervals.word((0.9, 0.83, 0.9999), higher_is_better=False) == "level"
     assert intervals.word((0.9, 0.83, 0.994), higher_is_better=False) == "cheaper"
+
+
+def test_a_row_stopped_at_a_smaller_size_is_not_run_at_a_larger_one(tmp_path):
+    from bench.registry import sleep
+    from bench.runner import Job, stopped_below
+    from bench.store import ResultStore
+
+    workload = sleep.WORKLOAD
+    points = {p.key: p for p in workload.points(True) if p.args["mode"] == "sleepers"}
+    small, large = (
+        next(p for p in points.values() if p.args["tasks"] == n) for n in (100_000, 1_000_000)
+    )
+    row = Row("threads", "blocking")
+    store = ResultStore.empty(tmp_path / "sleep.json", "sleep", "full")
+    job = Job(workload, None, store, large, [row])
+    assert stopped_below(job, row) is None  # nothing stored: measure it
+    capped = {"error": "over", "did_not_finish_s": 600.0, "did_not_finish_kind": "cpu"}
+    store.put(small, row, "s1", workload.fingerprint(row), [capped])
+    stop = stopped_below(job, row)
+    assert stop["stopped_at"] == ["tasks", 100_000] and stop["did_not_finish_s"] == 600.0
+    summary = summarize([stop], workload.metrics)
+    assert summary.status == "did not finish"
+    assert summary.reason.endswith("at 100,000 tasks: not run at more")
+    # Another mode at a smaller size stops nothing; nor does a result of other code.
+    other = next(p for p in workload.points(True) if p.args["mode"] == "resident")
+    assert stopped_below(Job(workload, None, store, other, [row]), row) is None
+    store.put(small, row, "s1", "older code", [capped])
+    assert stopped_below(job, row) is None
+    # A stated limit stops it too, and says which.
+    limit = {"error": "spawn: can't start new thread: 22,057 tasks ... pid_max 32,768"}
+    store.put(small, row, "s1", workload.fingerprint(row), [limit])
+    summary = summarize([stopped_below(job, row)], workload.metrics)
+    assert summary.status == "limit" and "kernel refused another thread" in summary.reason
