@@ -36,7 +36,7 @@ def _echo_store(reports: Path, anchor_session: str) -> None:
 
 def test_the_verdict_takes_no_ratio_across_sessions(tmp_path):
     _echo_store(tmp_path, anchor_session="B")
-    (line, *_) = verdict.lines(tmp_path)
+    (_, line, *_) = verdict.lines(tmp_path)  # after the production answer
     assert "`traps · coroutines`, 20.0 µs" in line and "5,000 requests/s" in line
     assert "no ratio to uvloop-protocol: it was measured in another session (B)" in line
     assert not re.search(r"×\d", line)  # no ratio printed
@@ -44,7 +44,7 @@ def test_the_verdict_takes_no_ratio_across_sessions(tmp_path):
 
 def test_the_verdict_words_a_same_session_ratio_from_its_interval(tmp_path):
     _echo_store(tmp_path, anchor_session="A")
-    (line, *_) = verdict.lines(tmp_path)
+    (_, line, *_) = verdict.lines(tmp_path)
     assert "against uvloop-protocol ×0.80 [" in line and "], cheaper" in line
     assert verdict.worded((1.02, 0.95, 1.08)) == "×1.02 [0.95–1.08], level (the interval holds 1)"
     assert verdict.worded((1.2, 1.1, 1.3)).endswith("dearer")
@@ -58,9 +58,37 @@ def test_a_row_measured_at_two_rates_is_two_candidates_never_one_median(tmp_path
     row = data["points"]["p"]["rows"]["traps/coroutines"]
     row["reps"] += [{"server_cpu_us": 40.0, "rate": 9000.0} for _ in range(3)]
     path.write_text(json.dumps(data))
-    (line, *_) = verdict.lines(tmp_path)
+    (_, line, *_) = verdict.lines(tmp_path)
     assert "20.0 µs of server CPU per request (median of 3) at a fixed 5,000 requests/s" in line
     assert "against uvloop-protocol ×0.80 [" in line  # the anchor at the same rate only
+
+
+def test_the_production_answer_comes_first_cheapest_first_against_uvloop_protocol(tmp_path):
+    _echo_store(tmp_path, anchor_session="A")
+    path = tmp_path / "results" / "quick" / "echo.json"
+    data = json.loads(path.read_text())
+    rows = data["points"]["p"]["rows"]
+
+    def row(kind, value, session="A"):
+        reps = [{"server_cpu_us": value * f, "rate": 5000.0} for f in (0.98, 1.0, 1.02)]
+        return {"kind": kind, "session": session, "reps": reps}
+
+    rows["asyncio-protocol/native"] = row("anchor", 30.0)
+    rows["trio-streams/native"] = row("anchor", 50.0, session="B")
+    rows["selectors-floor/native"] = row("anchor", 26.0)  # no production loop: left out
+    rows["asyncio/coroutines"] = row("reference", 40.0)
+    rows["trio/coroutines"] = row("reference", 45.0)
+    path.write_text(json.dumps(data))
+    (line, second, *_) = verdict.lines(tmp_path)
+    assert line.startswith(
+        "**For a network service** (server CPU per echo request at a fixed 5,000"
+    )
+    assert line.index("`uvloop-protocol` 25.0 µs") < line.index("`asyncio-protocol` ×1.20 [")
+    assert "`trio-streams` (another session: no ratio)" in line
+    assert "selectors-floor" not in line and "traps" not in line
+    adapters = line.split("Through the lab's adapters: ")[1]
+    assert adapters.index("`asyncio · coroutines` ×1.60") < adapters.index("`trio · coroutines`")
+    assert second.startswith("**Cheapest home-made design per echo request**")
 
 
 def test_bench_md_opens_with_the_verdict_and_the_data_loss_finding(tmp_path):
@@ -72,6 +100,7 @@ def test_bench_md_opens_with_the_verdict_and_the_data_loss_finding(tmp_path):
     out = tmp_path / "bench.md"
     render("quick", stores, out, load_anatomy(results), results, python)
     first = "\n".join(out.read_text().splitlines()[:15])
+    assert "**For a network service**" in first
     assert "Cheapest home-made design per echo request" in first
     assert "uvloop-protocol" in first and "asyncio-protocol" in first
     if (results / "conformance").is_dir():  # stored by `nox -s conformance`

@@ -1,6 +1,8 @@
 """The answer first: at most eight lines, read off the stored data, that a chooser needs.
 
-The cheapest home-made design per echo request at the fixed offered load, against
+The production servers (the native servers of asyncio, uvloop, trio and curio, then the lab's
+adapters of those loops) by server CPU per echo request against uvloop-protocol; the cheapest
+home-made design per echo request at the fixed offered load, against
 uvloop-protocol and asyncio-protocol, each ratio with its interval and only within one session;
 the fastest home-made switch; the cheapest home-made sleeper; the worst finding of the
 conformance suite; where to read next. Every figure comes from ``reports/results/`` (the
@@ -98,6 +100,56 @@ def _sessions_note(point: dict) -> str:
     )
 
 
+def production(point: dict | None, metric: str = "server_cpu_us") -> str | None:
+    """The servers users can install, cheapest first, each against uvloop-protocol in its own
+    session: the native servers written in each production loop's API (an anchor whose name
+    starts with a reference loop's), then the lab's adapters of those loops."""
+    if not point:
+        return None
+    rows = point["rows"]
+    reference = {key.split("/")[0] for key, row in rows.items() if row.get("kind") == "reference"}
+    base = rows.get(f"{YARDSTICK}/native")
+    if base is None:
+        return None
+
+    def figure(key: str) -> tuple[float, str] | None:
+        row = rows[key]
+        values = _values(row["reps"], metric)
+        if not values:
+            return None
+        if key == f"{YARDSTICK}/native":
+            return statistics.median(values), f"`{YARDSTICK}` {statistics.median(values):.1f} µs"
+        name = _label(key).removesuffix(" · native")
+        if row["session"] != base["session"]:
+            return statistics.median(values), f"`{name}` (another session: no ratio)"
+        ratio = ratio_interval(values, _values(base["reps"], metric))
+        said = worded(ratio).replace(" (the interval holds 1)", "") if ratio else "one repetition"
+        return statistics.median(values), f"`{name}` {said}"
+
+    native = [
+        k
+        for k, r in rows.items()
+        if r.get("kind") == "anchor"
+        and (k.split("-")[0] in reference or k == f"{YARDSTICK}/native")
+    ]
+    adapters = [k for k, r in rows.items() if r.get("kind") == "reference"]
+    said = [sorted(filter(None, map(figure, keys))) for keys in (native, adapters)]
+    if not said[0]:
+        return None
+    params = point["params"]
+    # Older stores keep the offered rate on each repetition, not on the point.
+    rate = params.get("rate") or next((r["rate"] for r in base["reps"] if r.get("rate")), 0)
+    text = (
+        f"**For a network service** (server CPU per echo request at a fixed "
+        f"{rate:,.0f} requests/s, {params['size']:,} B × "
+        f"{params['connections']} connections; the servers users install, against "
+        f"{YARDSTICK}): " + "; ".join(t for _, t in said[0])
+    )
+    if said[1]:
+        text += ". Through the lab's adapters: " + "; ".join(t for _, t in said[1])
+    return text + "."
+
+
 def least_work(results: Path, link: str) -> str | None:
     """The home-made row that does the least work per echo request, in exact instructions,
     against the two servers users write (bench/render/work.py ranks every row)."""
@@ -127,6 +179,9 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     point = _point(stored, dict(echo.HEADLINE_PACED)) or _point(
         stored, {"measure": echo.PACED, **echo.HEADLINE_POINT}
     )
+    chosen = production(point)
+    if chosen:
+        out.append(chosen)
     best = _cheapest(point, "server_cpu_us")
     if point is not None and best is not None:
         key, _, values, rate = best
