@@ -184,7 +184,7 @@ def measure_point(group: list[Job], session: str, cores: Cores, full: bool, prog
                     + (", again: it stalled)" if attempt else ")"),
                 )
                 record = measure_once(job, row, cores, full, session)
-                why = redo_reason(record)
+                why = redo_reason(record, job.workload.timed(point.args))
                 if why and attempt < REDOS:  # kept, with its reason, and never counted
                     record["redone"] = why
                 kept.append(record)

@@ -84,10 +84,33 @@ def counted(reps: Sequence[dict]) -> list[dict]:
     return [rep for rep in reps if not rep.get("redone")]
 
 
-def redo_reason(rep: dict) -> str | None:
+# A repetition is disturbed when, during its window, the machine's other processes used at
+# least half a CPU or the hypervisor took a tenth of one (machine/activity.py reads both).
+# Chosen from the windows the quick store records on the lab's 2-core AMD EPYC: alone (the
+# session of 2026-11-27 16:07, 653 repetitions) others' CPU never passed 0.42 and steal 0.009;
+# with a test suite running beside the bench (the sessions of 18:27 that day, 118
+# repetitions) others' CPU had a median of 1.0 to 1.4 and steal reached 0.035.
+DISTURBED_OTHERS_CPUS = 0.5
+DISTURBED_STEAL_CPUS = 0.1
+
+
+def disturbed(rep: dict) -> str | None:
+    """Why the machine was not the repetition's own during its window, or None."""
+    others, steal = rep.get("others_cpus"), rep.get("steal_cpus")
+    if others is not None and others >= DISTURBED_OTHERS_CPUS:
+        return f"disturbed: other processes used {others:.2f} CPUs during it"
+    if steal is not None and steal >= DISTURBED_STEAL_CPUS:
+        return f"disturbed: the hypervisor took {steal:.2f} CPUs during it"
+    return None
+
+
+def redo_reason(rep: dict, timed: bool = True) -> str | None:
     """Why a repetition must be measured again, or None: its workload found it stalled (the
-    server waited for a CPU something else held)."""
-    return rep.get("invalid") if rep.get("stalled") else None
+    server waited for a CPU something else held), or, for a figure that is a time, the
+    machine was disturbed during it (a count or a size is not moved by the neighbours)."""
+    if rep.get("stalled"):
+        return rep.get("invalid")
+    return disturbed(rep) if timed and not rep.get("error") else None
 
 
 def valid_reps(reps: Sequence[dict]) -> list[dict]:

@@ -46,6 +46,10 @@ def _no_detail(reps: list[dict]) -> str:
     return ""
 
 
+def _always(params: dict) -> bool:
+    return True
+
+
 def _panel_title(parameter: str, value: object) -> str:
     return f"{parameter} {value}"
 
@@ -116,6 +120,10 @@ class Workload:
     # figure's relative standard error, from the point's parameters and that repetition
     # (harness_spread(params, rep)), so that its ratio still carries an interval.
     harness_spread: Callable[[dict, dict], dict[str, float]] = _no_spread
+    # Whether a point's figures are times, which the machine's neighbours move (a repetition
+    # measured while the machine was disturbed is then measured again), or counts and sizes,
+    # which they do not: timed(params). Default: times.
+    timed: Callable[[dict], bool] = _always
     # How a table names a row, where its plain label would mislead, by row key.
     row_names: tuple[tuple[str, str], ...] = ()
 

@@ -504,6 +504,8 @@ class FakeWorkload:
             points=self.points,
             point_title=str,
             running=self.RUNNING,
+            # Its figures are made up, not timed: a busy machine must not change its calls.
+            timed=lambda params: False,
         )
 
     def running_side(self) -> ModuleType:
@@ -1608,3 +1610,24 @@ def test_a_row_stopped_at_a_smaller_size_is_not_run_at_a_larger_one(tmp_path):
     store.put(small, row, "s1", workload.fingerprint(row), [limit])
     summary = summarize([stopped_below(job, row)], workload.metrics)
     assert summary.status == "limit" and "kernel refused another thread" in summary.reason
+
+
+def test_a_repetition_run_while_the_machine_was_disturbed_is_measured_again():
+    from bench.registry import connections, sleep
+    from bench.summary import redo_reason
+
+    quiet = {"others_cpus": 0.42, "steal_cpus": 0.009}  # the most a session alone showed
+    assert redo_reason(quiet) is None
+    busy = {"others_cpus": 1.02, "steal_cpus": 0.0}  # a test suite beside the bench
+    assert redo_reason(busy) == "disturbed: other processes used 1.02 CPUs during it"
+    stolen = {"others_cpus": 0.1, "steal_cpus": 0.25}
+    assert redo_reason(stolen) == "disturbed: the hypervisor took 0.25 CPUs during it"
+    stalled = {**busy, "stalled": True, "invalid": "the server waited"}
+    assert redo_reason(stalled) == "the server waited"  # its workload's own reason first
+    assert redo_reason({}) is None  # a record from before windows were read
+    assert redo_reason({**busy, "error": "failed"}) is None  # a failure is a result
+    # A size is not moved by the neighbours: those points are not measured again.
+    assert not connections.WORKLOAD.timed({"connections": 1000})
+    assert not sleep.WORKLOAD.timed({"mode": "resident", "tasks": 100_000})
+    assert sleep.WORKLOAD.timed({"mode": "sleepers", "tasks": 100_000})
+    assert redo_reason(busy, timed=False) is None
