@@ -276,7 +276,7 @@ def test_the_designs_tables_are_rendered_from_the_declarations(table):
 
 
 def test_every_figure_block_holds_what_the_committed_results_render():
-    rendering = reading.blocks(load_anatomy(RESULTS))
+    rendering = reading.blocks(load_anatomy(RESULTS), RESULTS)
     for page in reading.readmes():
         for name, old in reading.BLOCK.findall(page.read_text()):
             assert name in rendering, f"{page}: unknown block {name}"
@@ -372,3 +372,41 @@ def test_no_sentence_speaks_for_loops_it_does_not_name(path):
             continue
         named = set(LOOP_NAMES.findall(sentence))
         assert len(named) >= 2, f"{path.relative_to(ROOT)}: names no loops: {sentence!r}"
+
+
+def test_a_memory_block_gives_the_figures_or_what_stopped_the_loop(tmp_path):
+    import json
+
+    from bench.render.reading import memory
+
+    def rep(value):
+        return [{"bytes_per_sleeper": value}, {"bytes_per_sleeper": value + 2}]
+
+    limit = [{"error": "spawn: can't start new thread: 22,057 tasks of this run are running"}]
+    sleep = {
+        "points": {
+            "r": {
+                "params": {"mode": "resident", "tasks": 100_000},
+                "rows": {
+                    "asyncio/coroutines": {"reps": rep(1_600)},
+                    "greenlets/blocking": {"reps": rep(8_000)},
+                    "threads/blocking": {"reps": limit},
+                },
+            }
+        },
+    }
+    folder = tmp_path / "quick"
+    folder.mkdir()
+    from bench.store import FORMAT
+
+    (folder / "sleep.json").write_text(
+        json.dumps(
+            {"format": FORMAT, "workload": "sleep", "mode": "quick", "sessions": {}, **sleep}
+        )
+    )
+    assert memory(tmp_path, "greenlets").startswith(
+        "8,001 bytes per sleeping task at 100,000 (asyncio · coroutines: 1,601 bytes)"
+    )
+    said = memory(tmp_path, "threads")
+    assert said.startswith("per sleeping task at 100,000, no figure: stopped, the kernel refused")
+    assert memory(tmp_path, "traps").startswith("(not measured yet")

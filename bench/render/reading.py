@@ -16,11 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import loops
-from bench.plan import FLOOR, USER_BASE, YARDSTICK
+from bench.plan import FLOOR, USER_BASE, YARDSTICK, Metric
 from bench.render.anatomy import cpu_us
 from bench.render.codesize import asyncio_api_files, loop_and_asyncio_api, loop_files
 from bench.render.plan_text import plan
-from bench.store import load_anatomy
+from bench.store import load_anatomy, stored_points
+from bench.summary import summarize
 from loops.contract import DECLARED_KEYS
 from machine.environment import ROOT
 
@@ -249,13 +250,62 @@ def designs(existing: str = "", root: Path = ROOT) -> str:
 # -- the blocks, and the pages they sit in ---------------------------------------------------
 
 
-def blocks(data: dict | None) -> dict[str, Callable[[str], str]]:
-    """Every block name, with what renders it from the block's current text."""
+def memory(results: Path, name: str) -> str:
+    """What one loop holds per sleeping task and per open connection, from the quick run's
+    resident and connections points, beside asyncio's; or where the machine stopped it."""
+    said = []
+    for workload, mode, metric, what in (
+        ("sleep", "resident", "bytes_per_sleeper", "per sleeping task"),
+        ("connections", None, "active_bytes_per_connection", "per connection after a request"),
+    ):
+        for point in stored_points(results, "quick", workload).values():
+            params = point["params"]
+            if params.get("mode") != mode:
+                continue
+            at = f"{params.get('tasks') or params.get('connections'):,}"
+            mine = _memory_of(point, name, metric)
+            if mine is None:
+                continue
+            if mine.startswith("stopped"):
+                said.append(f"{what} at {at}, no figure: {mine}")
+                continue
+            base = next(
+                (
+                    f" ({key.removesuffix('/native').replace('/', ' · ')}: {found})"
+                    for key in (f"{USER_BASE}/native", "asyncio/coroutines")
+                    if (found := _memory_of(point, key, metric)) and found[0].isdigit()
+                ),
+                "",
+            )
+            said.append(f"{mine} {what} at {at}{base}")
+    if not said:
+        return f"(not measured yet: `python -m bench run --workload connections --loop {name}`)"
+    return "; ".join(said) + " (resident memory, `python -m bench run`, quick run)"
+
+
+def _memory_of(point: dict, name: str, metric: str) -> str | None:
+    """A row's median of metric in bytes, or what stopped it; None if the row is not there."""
+    rows = point["rows"]
+    key = name if "/" in name else next((k for k in rows if k.split("/")[0] == name), None)
+    if key not in rows:
+        return None
+    summary = summarize(rows[key]["reps"], (Metric(metric, metric, higher_is_better=False),))
+    if summary.status != "ok":
+        return f"stopped, {summary.reason.splitlines()[0]}"
+    return f"{summary.stats[metric].median:,.0f} bytes"
+
+
+def blocks(data: dict | None, results: Path | None = None) -> dict[str, Callable[[str], str]]:
+    """Every block name, with what renders it from the block's current text (the memory
+    blocks from the stores under `results`, where given)."""
     rendering: dict[str, Callable[[str], str]] = {
         name: lambda old, name=name: table(name, old) for name in TABLES
     }
     rendering["plan"] = lambda _old: plan()
     rendering["codesize"] = lambda _old: codesize()
+    if results is not None:
+        for name in loops.discover():
+            rendering[f"memory:{name}"] = lambda _old, name=name: memory(results, name)
     if data is None:  # no anatomy stored: the figure blocks keep what they hold
         return rendering
     rendering["protocols"] = lambda _old: protocols(data)
@@ -273,7 +323,7 @@ def render_text(text: str, rendering: dict[str, Callable[[str], str]]) -> str:
     def one(match: re.Match) -> str:
         name, old = match[1], match[2]
         if name not in rendering:
-            if name.startswith(("cost:", "drained:", "protocols", "floor")):
+            if name.startswith(("cost:", "drained:", "protocols", "floor", "memory:")):
                 return match[0]  # a figure block with no anatomy stored: keep it
             raise KeyError(f"unknown block <!-- figures:{name} -->; known: {sorted(rendering)}")
         return f"<!-- figures:{name} -->{rendering[name](old)}<!-- /figures -->"
@@ -288,7 +338,7 @@ def render_reading(results: Path) -> list[Path]:
     root = results.resolve().parent.parent
     if not (root / "loops" / "README.md").is_file():
         return []
-    rendering = blocks(load_anatomy(results))
+    rendering = blocks(load_anatomy(results), results)
     for name in TABLES:
         rendering[name] = lambda old, name=name: table(name, old, root)
     rendering["codesize"] = lambda _old: codesize(root)
