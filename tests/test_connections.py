@@ -1,4 +1,4 @@
-"""Memory per connection, measured: a real echo server, real connections from this process."""
+"""Memory per connection, measured: a real echo server, and the memory peer in its own process."""
 
 from __future__ import annotations
 
@@ -37,3 +37,12 @@ def test_a_server_the_machine_stops_fails_its_row_saying_why(tmp_path):
         _measure(Row("handlers", "callbacks"), 1_100, tmp_path)
     assert "the server ended" in str(failed.value)
     assert "beyond select()'s ceiling of 1024" in str(failed.value)  # the server's own words
+
+
+def test_the_memory_peer_says_clearly_when_its_server_is_not_there(capsys):
+    from workloads.echo import memory
+
+    with pytest.raises(SystemExit) as exit_info:
+        memory.main(["--port", "9", "--server-pid", str(2**22 + 1), "--connections", "1"])
+    assert exit_info.value.code == 2
+    assert "no such process" in capsys.readouterr().err

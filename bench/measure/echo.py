@@ -62,8 +62,11 @@ def load_argv(port: int, params: dict, duration: float, out: Path, server_pid: i
     )
 
 
-def run_load(argv: list[str], core, workdir: Path, name: str, timeout: float) -> dict:
-    """One load generator process; its JSON record, or ChildFailed with its first error."""
+def run_load(
+    argv: list[str], core, workdir: Path, name: str, timeout: float, peer: str = "load generator"
+) -> dict:
+    """One peer process (the load generator, or another peer of the echo server's); its JSON
+    record, or ChildFailed with its first error."""
     out = Path(argv[argv.index("--json") + 1])
     child = Child(argv, core, stderr_path=workdir / f"{name}.err")
     try:
@@ -74,7 +77,7 @@ def run_load(argv: list[str], core, workdir: Path, name: str, timeout: float) ->
     if usage.returncode != 0 or record is None or not record.get("ok"):
         detail = record.get("first_error") if record else ""
         raise ChildFailed(
-            f"load generator ({name}) exited {usage.returncode}: {detail}{child.stderr_tail(300)}"
+            f"{peer} ({name}) exited {usage.returncode}: {detail}{child.stderr_tail(300)}"
         )
     return record
 

@@ -1,10 +1,11 @@
 """Connections: the memory an echo server holds per open connection, idle and after a request.
 
 One repetition: a fresh server on the subject core (any echo row: a variant in a style, or an
-anchor), one connection's round trip to warm it, then N connections from the bench's own
-process, accepted and left idle, then one 1 KiB request echoed on each. The server's resident
-memory (``VmRSS``) is read before the N, with them idle, and after their request: memory per
-connection is the growth over the memory before, divided by N.
+anchor) and the memory peer, ``python -m workloads.echo.memory``, on the peer core: one
+connection's round trip to warm the server, then N connections, accepted and left idle, then
+one 1 KiB request echoed on each. The peer reads the server's resident memory (``VmRSS``)
+before the N, with them idle, and after their request: memory per connection is the growth
+over the memory before, divided by N.
 """
 
 from __future__ import annotations
