@@ -541,7 +541,10 @@ def test_a_real_count_on_the_completion_loop_sees_its_enters_and_their_entries(
     uring = counts.per_enter()
     assert uring["enters"] == counts.calls["io_uring_enter"]
     assert uring["submitted_per_enter"] > 0
-    assert 0 < uring["waiting"] <= uring["enters"]  # an idle turn asks for a completion
+    # An idle turn asks for a completion; on a loaded machine every request can be there
+    # before the loop looks (the tries take them all), and then no enter waits.
+    assert 0 <= uring["waiting"] <= uring["enters"]
+    assert uring["waiting"] > 0 or found > 0
     # One client in lockstep: a recv SQE per request the tries did not take, completing once.
     assert 200 <= uring["submitted"] + found <= 200 + 5
     assert uring["sq_consumed"] == uring["submitted"]  # the ring agrees with the returns
