@@ -383,3 +383,18 @@ def test_sendfile_sends_the_file_after_what_was_written_before(tmp_path):
             assert b.recv(200) == path.read_bytes()[10:110]
 
     run(main())
+
+
+@pytest.mark.parametrize("value", ["1", ""])
+def test_a_new_loop_takes_its_debug_mode_from_pythonasynciodebug_as_asyncios_does(
+    monkeypatch, value
+):
+    # anyio's suite runs asyncio.run under PYTHONASYNCIODEBUG=1 and expects a loop in debug.
+    monkeypatch.setenv("PYTHONASYNCIODEBUG", value)
+    stock = asyncio.new_event_loop()
+    loop = new_event_loop()
+    try:
+        assert loop.get_debug() is stock.get_debug() is (bool(value) or sys.flags.dev_mode)
+    finally:
+        loop.close()
+        stock.close()

@@ -22,6 +22,7 @@ import contextlib
 import errno
 import inspect
 import logging
+import os
 import signal
 import socket
 import sys
@@ -51,7 +52,11 @@ class AsyncioLoop(Loop, SocketCalls, Connections, Servers, Datagrams, asyncio.Ab
 
     def __init__(self) -> None:
         super().__init__()
-        self._debug = False
+        # asyncio's rule for a new loop's debug mode: on under -X dev or PYTHONASYNCIODEBUG
+        # (unless -E), so a program debugging its loop that way sees this one in debug too.
+        self._debug = sys.flags.dev_mode or (
+            not sys.flags.ignore_environment and bool(os.environ.get("PYTHONASYNCIODEBUG"))
+        )
         self.slow_callback_duration = 0.1  # read by asyncio's debug tools; kept for them
         self._task_factory: Callable[..., Any] | None = None
         # run_in_executor(None, ...)'s pool, made on first use (asyncio's name for it, which
