@@ -104,6 +104,35 @@ def _aiohttp(items: list[pytest.Item], config: pytest.Config) -> None:
 HOOKS = {"anyio": _anyio, "aiohttp": _aiohttp}  # the suites that need more than install()
 
 
+# --- blockbuster, the blocking-call detector anyio's and aiohttp's suites run ----------------
+# It fails a test whose loop thread makes a blocking call, except where the call sits in one
+# of asyncio's own functions that must make it (spawning a child reads its error pipe,
+# create_unix_server stats the path), which it names by asyncio's file path. The drop-in
+# makes the same calls in the same places of its own files; each of its counterparts is
+# exempted here, so the detector judges it as it judges asyncio, no more and no less.
+COUNTERPARTS = {
+    "callbacks": [
+        ("os.read", "callbacks/asyncio_loop.py", {"subprocess_exec", "subprocess_shell"}),
+        ("os.stat", "callbacks/servers.py", {"create_unix_server", "_remove_on_close"}),
+        ("os.stat", "callbacks/servers.py", {"_unlink_socket_file"}),
+        ("os.unlink", "callbacks/servers.py", {"_unlink_socket_file"}),
+        ("os.sendfile", "callbacks/connections.py", {"sendfile"}),
+        ("os.sendfile", "callbacks/sockets.py", {"_sock_sendfile_native"}),
+        ("threading.Lock.acquire", "callbacks/asyncio_loop.py", {"shutdown_default_executor"}),
+    ]
+}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    detector = yield
+    if fixturedef.argname == "blockbuster" and detector is not None:
+        for name, filename, functions in COUNTERPARTS.get(LOOP, []):
+            if name in detector.functions:
+                detector.functions[name].can_block_in(filename, functions)
+    return detector
+
+
 # --- pytest hooks ---------------------------------------------------------------------------
 
 
@@ -138,7 +167,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item], config: pytest.Confi
                 if entry["class"] in SKIPPED_CLASSES:
                     item.add_marker(pytest.mark.skip(reason=reason))
                 else:
-                    item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+                    # strict = false only for a test that fails now and then on every loop.
+                    strict = entry.get("strict", True)
+                    item.add_marker(pytest.mark.xfail(reason=reason, strict=strict))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
