@@ -398,3 +398,33 @@ def test_a_new_loop_takes_its_debug_mode_from_pythonasynciodebug_as_asyncios_doe
     finally:
         loop.close()
         stock.close()
+
+
+def test_a_batchs_last_callback_and_its_arguments_go_once_run_though_a_traceback_lives_on():
+    # anyio's suite found it: an exception kept by the handler holds the loop's frame in its
+    # traceback, and that frame held the batch's last handle, so the finished task (and the
+    # exception group) it was called with outlived everything else; asyncio's loop lets go.
+    import gc
+    import weakref
+
+    class Payload:
+        pass
+
+    kept = []
+    loop = new_event_loop()
+    loop.set_exception_handler(lambda loop, context: kept.append(context["exception"]))
+    payload = Payload()
+    gone = weakref.ref(payload)
+
+    def fail():
+        raise RuntimeError("kept by the handler, traceback and all")
+
+    loop.call_soon(fail)
+    loop.call_soon(lambda payload: loop.stop(), payload)  # the batch's last handle
+    del payload
+    try:
+        loop.run_forever()
+        gc.collect()
+        assert kept and gone() is None
+    finally:
+        loop.close()
