@@ -13,9 +13,10 @@ real-suites``; configured by environment variables, so that nothing in the suite
   options). A policy is set too, but only where the interpreter has one that is not
   deprecated (before 3.14), for the code that asks the policy directly.
 - ``LAB_EXPECTED``: a TOML file of expected failures (``[[expected]]`` with ``test``, an
-  fnmatch pattern of node ids, ``loops``, ``class`` and ``reason``), each a strict xfail on
-  the loops it names, so the run is green and a test that starts passing says so; an entry
-  of class ``machine`` (a need of the test this machine lacks) is a skip instead.
+  fnmatch pattern of node ids, ``loops``, ``class``, ``reason``, optionally ``pythons``),
+  each a strict xfail on the loops it names, so the run is green and a test that starts
+  passing says so; an entry of class ``machine`` (a need of the test this machine lacks) is
+  a skip instead.
 - ``LAB_RESULTS``: a JSON file the counts are written to (passed, failed, xfailed, ...,
   and the loops the factory made, so a run that silently fell back to asyncio's own loop
   shows zero).
@@ -30,6 +31,7 @@ import json
 import os
 import platform
 import sys
+import time
 import tomllib
 import unittest
 from pathlib import Path
@@ -123,14 +125,22 @@ COUNTERPARTS = {
 }
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_fixture_setup(fixturedef, request):
-    detector = yield
-    if fixturedef.argname == "blockbuster" and detector is not None:
+def exempt_counterparts() -> None:
+    """Every BlockBuster the suite makes learns the counterparts before it is switched on
+    (the suites' fixtures make theirs with blockbuster_ctx, and aiohttp's does not yield it)."""
+    try:
+        from blockbuster import blockbuster as detector_module
+    except ImportError:
+        return  # the suite does not run it
+    activate = detector_module.BlockBuster.activate
+
+    def activate_with_counterparts(detector) -> None:
         for name, filename, functions in COUNTERPARTS.get(LOOP, []):
             if name in detector.functions:
                 detector.functions[name].can_block_in(filename, functions)
-    return detector
+        activate(detector)
+
+    detector_module.BlockBuster.activate = activate_with_counterparts
 
 
 # --- pytest hooks ---------------------------------------------------------------------------
@@ -147,13 +157,24 @@ def _expected() -> list[dict]:
                 f"{path}: an expected failure needs a reason and a class in {sorted(CLASSES)}:"
                 f" {entry}"
             )
-    return [e for e in entries if LOOP in e["loops"]]
+    # "pythons" (optional): the versions an entry holds on ("3.13" is every 3.13.x).
+    here = platform.python_version()
+    return [
+        e
+        for e in entries
+        if LOOP in e["loops"]
+        and any(here == v or here.startswith(v + ".") for v in e.get("pythons", [here]))
+    ]
+
+
+_started = time.monotonic()  # the run's wall time goes in the results (CI's budget reads it)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if loops.get(LOOP).asyncio_loop is None:
         raise pytest.UsageError(f"LAB_LOOP={LOOP!r} has no asyncio loop")
     install()
+    exempt_counterparts()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item], config: pytest.Config) -> None:
@@ -192,5 +213,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             "failed": failed,
             "loops_made": len(_made),
             "loop_types": sorted(set(_made)),
+            "seconds": round(time.monotonic() - _started),
         }
         Path(path).write_text(json.dumps(record, indent=1) + "\n")
