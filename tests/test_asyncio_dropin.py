@@ -428,3 +428,20 @@ def test_a_batchs_last_callback_and_its_arguments_go_once_run_though_a_traceback
         assert kept and gone() is None
     finally:
         loop.close()
+
+
+def test_a_replaced_asyncio_task_name_changes_the_drop_ins_tasks_as_little_as_asyncios(
+    monkeypatch,
+):
+    # anyio's suite puts the pure-Python Task at asyncio.Task; asyncio's loop reads
+    # asyncio.tasks.Task, so its tasks stay what current_task() knows (3.14 found it).
+    monkeypatch.setattr(asyncio, "Task", type("Replaced", (asyncio.tasks.Task,), {}))
+
+    async def kind() -> tuple[type, bool]:
+        return type(asyncio.current_task()), asyncio.current_task() is not None
+
+    def run(factory):
+        with asyncio.Runner(loop_factory=factory) as runner:
+            return runner.run(kind())
+
+    assert run(new_event_loop) == run(asyncio.SelectorEventLoop) == (asyncio.tasks.Task, True)

@@ -110,13 +110,16 @@ class AsyncioLoop(Loop, SocketCalls, Connections, Servers, Datagrams, asyncio.Ab
             raise RuntimeError("Event loop stopped before Future completed.")
         return future.result()
 
+    # asyncio.futures.Future and asyncio.tasks.Task, not the package's names, as asyncio's
+    # loop reads them: a program that replaces asyncio.Task (anyio's suite puts the pure-
+    # Python Task there) gets from this loop the tasks asyncio's own loop would make.
     def create_future(self) -> asyncio.Future:
-        return asyncio.Future(loop=self)
+        return asyncio.futures.Future(loop=self)
 
     def create_task(self, coro: Any, *, name: str | None = None, context: Any = None) -> Any:
         self._check_closed()
         if self._task_factory is None:
-            task = asyncio.Task(coro, loop=self, name=name, context=context)
+            task = asyncio.tasks.Task(coro, loop=self, name=name, context=context)
         else:
             kwargs = {} if context is None else {"context": context}
             task = self._task_factory(self, coro, **kwargs)
