@@ -383,3 +383,65 @@ def test_sendfile_sends_the_file_after_what_was_written_before(tmp_path):
             assert b.recv(200) == path.read_bytes()[10:110]
 
     run(main())
+
+
+@pytest.mark.parametrize("value", ["1", ""])
+def test_a_new_loop_takes_its_debug_mode_from_pythonasynciodebug_as_asyncios_does(
+    monkeypatch, value
+):
+    # anyio's suite runs asyncio.run under PYTHONASYNCIODEBUG=1 and expects a loop in debug.
+    monkeypatch.setenv("PYTHONASYNCIODEBUG", value)
+    stock = asyncio.new_event_loop()
+    loop = new_event_loop()
+    try:
+        assert loop.get_debug() is stock.get_debug() is (bool(value) or sys.flags.dev_mode)
+    finally:
+        loop.close()
+        stock.close()
+
+
+def test_a_batchs_last_callback_and_its_arguments_go_once_run_though_a_traceback_lives_on():
+    # anyio's suite found it: an exception kept by the handler holds the loop's frame in its
+    # traceback, and that frame held the batch's last handle, so the finished task (and the
+    # exception group) it was called with outlived everything else; asyncio's loop lets go.
+    import gc
+    import weakref
+
+    class Payload:
+        pass
+
+    kept = []
+    loop = new_event_loop()
+    loop.set_exception_handler(lambda loop, context: kept.append(context["exception"]))
+    payload = Payload()
+    gone = weakref.ref(payload)
+
+    def fail():
+        raise RuntimeError("kept by the handler, traceback and all")
+
+    loop.call_soon(fail)
+    loop.call_soon(lambda payload: loop.stop(), payload)  # the batch's last handle
+    del payload
+    try:
+        loop.run_forever()
+        gc.collect()
+        assert kept and gone() is None
+    finally:
+        loop.close()
+
+
+def test_a_replaced_asyncio_task_name_changes_the_drop_ins_tasks_as_little_as_asyncios(
+    monkeypatch,
+):
+    # anyio's suite puts the pure-Python Task at asyncio.Task; asyncio's loop reads
+    # asyncio.tasks.Task, so its tasks stay what current_task() knows (3.14 found it).
+    monkeypatch.setattr(asyncio, "Task", type("Replaced", (asyncio.tasks.Task,), {}))
+
+    async def kind() -> tuple[type, bool]:
+        return type(asyncio.current_task()), asyncio.current_task() is not None
+
+    def run(factory):
+        with asyncio.Runner(loop_factory=factory) as runner:
+            return runner.run(kind())
+
+    assert run(new_event_loop) == run(asyncio.SelectorEventLoop) == (asyncio.tasks.Task, True)

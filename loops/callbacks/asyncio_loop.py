@@ -22,6 +22,7 @@ import contextlib
 import errno
 import inspect
 import logging
+import os
 import signal
 import socket
 import sys
@@ -51,7 +52,11 @@ class AsyncioLoop(Loop, SocketCalls, Connections, Servers, Datagrams, asyncio.Ab
 
     def __init__(self) -> None:
         super().__init__()
-        self._debug = False
+        # asyncio's rule for a new loop's debug mode: on under -X dev or PYTHONASYNCIODEBUG
+        # (unless -E), so a program debugging its loop that way sees this one in debug too.
+        self._debug = sys.flags.dev_mode or (
+            not sys.flags.ignore_environment and bool(os.environ.get("PYTHONASYNCIODEBUG"))
+        )
         self.slow_callback_duration = 0.1  # read by asyncio's debug tools; kept for them
         self._task_factory: Callable[..., Any] | None = None
         # run_in_executor(None, ...)'s pool, made on first use (asyncio's name for it, which
@@ -105,13 +110,16 @@ class AsyncioLoop(Loop, SocketCalls, Connections, Servers, Datagrams, asyncio.Ab
             raise RuntimeError("Event loop stopped before Future completed.")
         return future.result()
 
+    # asyncio.futures.Future and asyncio.tasks.Task, not the package's names, as asyncio's
+    # loop reads them: a program that replaces asyncio.Task (anyio's suite puts the pure-
+    # Python Task there) gets from this loop the tasks asyncio's own loop would make.
     def create_future(self) -> asyncio.Future:
-        return asyncio.Future(loop=self)
+        return asyncio.futures.Future(loop=self)
 
     def create_task(self, coro: Any, *, name: str | None = None, context: Any = None) -> Any:
         self._check_closed()
         if self._task_factory is None:
-            task = asyncio.Task(coro, loop=self, name=name, context=context)
+            task = asyncio.tasks.Task(coro, loop=self, name=name, context=context)
         else:
             kwargs = {} if context is None else {"context": context}
             task = self._task_factory(self, coro, **kwargs)

@@ -150,6 +150,11 @@ class Loop:
                 raise
             except BaseException as exc:
                 self._callback_failed(handle, exc)
+        # A traceback that passed through this frame keeps its locals: without this, the
+        # batch's last handle (and the finished task and exception its arguments hold) lived
+        # as long as that traceback did, where asyncio's loop lets them go (asyncio's
+        # _run_once drops its handle the same way).
+        handle = None
 
     def stop(self) -> None:
         """Stop run_forever after the callbacks of the current iteration."""

@@ -1,67 +1,196 @@
 """A pytest plugin: another project's test suite, unmodified, on one of the lab's asyncio loops.
 
 Loaded with ``-p lab_loop`` (``tests/real_suites`` on ``PYTHONPATH``) by ``nox -s
-uvicorn-suite``; configured by environment variables, so that nothing in the suite changes:
+real-suites``; configured by environment variables, so that nothing in the suite changes:
 
+- ``LAB_SUITE``: the suite's name in ``suites.py`` (its own hook for taking a loop, below).
 - ``LAB_LOOP``: the variant whose ``VARIANT.asyncio_loop`` factory makes every event loop the
-  suite asks asyncio for (``asyncio.new_event_loop()``, ``asyncio.Runner()`` without a
-  factory, anyio's pytest runner): an event loop policy, set at configure time, as uvloop's
-  ``install()`` does. A test that builds its own loop by name (uvicorn's ``loop="uvloop"``)
-  gets that one; the count of loops the policy made is in the results.
+  suite asks asyncio for. It is installed through what Python 3.14 and later keep, not the
+  event loop policy system they deprecate and remove: ``asyncio.new_event_loop`` is replaced
+  (which is also what ``asyncio.run`` and ``asyncio.Runner`` without a ``loop_factory`` and
+  ``IsolatedAsyncioTestCase`` call), ``IsolatedAsyncioTestCase.loop_factory`` is set where it
+  exists (3.13+), and each suite's own hook hands the factory over (anyio's ``anyio_backend``
+  options). A policy is set too, but only where the interpreter has one that is not
+  deprecated (before 3.14), for the code that asks the policy directly.
 - ``LAB_EXPECTED``: a TOML file of expected failures (``[[expected]]`` with ``test``, an
-  fnmatch pattern of node ids, ``loops`` and ``reason``), each a strict xfail on the loops it
-  names, so the run is green and a test that starts passing says so.
-- ``LAB_RESULTS``: a JSON file the counts are written to (passed, failed, xfailed, ...).
+  fnmatch pattern of node ids, ``loops``, ``class``, ``reason``, optionally ``pythons``),
+  each a strict xfail on the loops it names, so the run is green and a test that starts
+  passing says so; an entry of class ``machine`` (a need of the test this machine lacks) is
+  a skip instead.
+- ``LAB_RESULTS``: a JSON file the counts are written to (passed, failed, xfailed, ...,
+  and the loops the factory made, so a run that silently fell back to asyncio's own loop
+  shows zero).
 """
 
 from __future__ import annotations
 
 import asyncio
+import asyncio.events
 import fnmatch
 import json
 import os
 import platform
+import sys
+import time
 import tomllib
+import unittest
 from pathlib import Path
 
 import pytest
+from suites import CLASSES, SKIPPED_CLASSES
 
 import loops
 
 LOOP = os.environ.get("LAB_LOOP", "asyncio")
-_made = []  # the loops the policy made, by type name
+SUITE = os.environ.get("LAB_SUITE", "")
+_made = []  # the loops the factory made, by type name
+# Before 3.14 the policy system is the documented way, and nothing warns about it.
+HAS_POLICIES = sys.version_info < (3, 14)
 
 
-class _LabPolicy(asyncio.DefaultEventLoopPolicy):
-    def new_event_loop(self) -> asyncio.AbstractEventLoop:
-        loop = loops.get(LOOP).asyncio_loop()
-        _made.append(type(loop).__name__)
-        return loop
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """The loop under test, counted: what every route below hands to the suite."""
+    loop = loops.get(LOOP).asyncio_loop()
+    _made.append(type(loop).__name__)
+    return loop
+
+
+def install() -> None:
+    """Make the loop under test what asyncio hands out, by every route a suite may take."""
+    # asyncio.Runner and asyncio.run look the name up in asyncio.events when they run.
+    asyncio.new_event_loop = asyncio.events.new_event_loop = new_event_loop
+    if hasattr(unittest.IsolatedAsyncioTestCase, "loop_factory"):
+        # A plain function would be bound as a method on the test case.
+        unittest.IsolatedAsyncioTestCase.loop_factory = staticmethod(new_event_loop)
+    if HAS_POLICIES:
+
+        class Policy(asyncio.DefaultEventLoopPolicy):
+            def new_event_loop(self) -> asyncio.AbstractEventLoop:
+                return new_event_loop()
+
+        asyncio.set_event_loop_policy(Policy())
+
+
+# --- each suite's own way of taking a loop ------------------------------------------------
+
+
+def _anyio(items: list[pytest.Item], config: pytest.Config) -> None:
+    """anyio: its ``anyio_backend`` fixture's asyncio parameter gets the loop as its
+    ``loop_factory``; the parameters that bring their own loop (trio, uvloop's, the eager
+    factory) are deselected: they would not run on the loop under test."""
+    kept, dropped = [], []
+    for item in items:
+        backend = getattr(getattr(item, "callspec", None), "params", {}).get("anyio_backend")
+        if backend is None or backend == "asyncio":
+            kept.append(item)  # no backend, or asyncio's without options: new_event_loop
+        elif backend[0] == "asyncio" and backend[1].get("loop_factory", new_event_loop) is (
+            new_event_loop
+        ):
+            backend[1]["loop_factory"] = new_event_loop  # one dict, shared by its tests
+            kept.append(item)
+        else:
+            dropped.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+def _aiohttp(items: list[pytest.Item], config: pytest.Config) -> None:
+    """aiohttp: its plugin's ``pyloop`` factory is ``asyncio.new_event_loop``, looked up when
+    tests are generated, so it is the loop under test already; only ``--aiohttp-loop=pyloop``
+    (its default) must hold, or the suite would also run uvloop by name."""
+    if config.getoption("aiohttp_loop", "pyloop") != "pyloop":
+        raise pytest.UsageError("the lab runs aiohttp's suite with --aiohttp-loop=pyloop only")
+
+
+HOOKS = {"anyio": _anyio, "aiohttp": _aiohttp}  # the suites that need more than install()
+
+
+# --- blockbuster, the blocking-call detector anyio's and aiohttp's suites run ----------------
+# It fails a test whose loop thread makes a blocking call, except where the call sits in one
+# of asyncio's own functions that must make it (spawning a child reads its error pipe,
+# create_unix_server stats the path), which it names by asyncio's file path. The drop-in
+# makes the same calls in the same places of its own files; each of its counterparts is
+# exempted here, so the detector judges it as it judges asyncio, no more and no less.
+COUNTERPARTS = {
+    "callbacks": [
+        ("os.read", "callbacks/asyncio_loop.py", {"subprocess_exec", "subprocess_shell"}),
+        ("os.stat", "callbacks/servers.py", {"create_unix_server", "_remove_on_close"}),
+        ("os.stat", "callbacks/servers.py", {"_unlink_socket_file"}),
+        ("os.unlink", "callbacks/servers.py", {"_unlink_socket_file"}),
+        ("os.sendfile", "callbacks/connections.py", {"sendfile"}),
+        ("os.sendfile", "callbacks/sockets.py", {"_sock_sendfile_native"}),
+        ("threading.Lock.acquire", "callbacks/asyncio_loop.py", {"shutdown_default_executor"}),
+    ]
+}
+
+
+def exempt_counterparts() -> None:
+    """Every BlockBuster the suite makes learns the counterparts before it is switched on
+    (the suites' fixtures make theirs with blockbuster_ctx, and aiohttp's does not yield it)."""
+    try:
+        from blockbuster import blockbuster as detector_module
+    except ImportError:
+        return  # the suite does not run it
+    activate = detector_module.BlockBuster.activate
+
+    def activate_with_counterparts(detector) -> None:
+        for name, filename, functions in COUNTERPARTS.get(LOOP, []):
+            if name in detector.functions:
+                detector.functions[name].can_block_in(filename, functions)
+        activate(detector)
+
+    detector_module.BlockBuster.activate = activate_with_counterparts
+
+
+# --- pytest hooks ---------------------------------------------------------------------------
 
 
 def _expected() -> list[dict]:
     path = os.environ.get("LAB_EXPECTED")
-    if not path:
+    if not path or not Path(path).exists():
         return []
     entries = tomllib.loads(Path(path).read_text()).get("expected", [])
     for entry in entries:
-        if not entry.get("reason"):
-            raise pytest.UsageError(f"{path}: an expected failure without a reason: {entry}")
-    return [e for e in entries if LOOP in e["loops"]]
+        if not entry.get("reason") or entry.get("class") not in CLASSES:
+            raise pytest.UsageError(
+                f"{path}: an expected failure needs a reason and a class in {sorted(CLASSES)}:"
+                f" {entry}"
+            )
+    # "pythons" (optional): the versions an entry holds on ("3.13" is every 3.13.x).
+    here = platform.python_version()
+    return [
+        e
+        for e in entries
+        if LOOP in e["loops"]
+        and any(here == v or here.startswith(v + ".") for v in e.get("pythons", [here]))
+    ]
+
+
+_started = time.monotonic()  # the run's wall time goes in the results (CI's budget reads it)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if loops.get(LOOP).asyncio_loop is None:
         raise pytest.UsageError(f"LAB_LOOP={LOOP!r} has no asyncio loop")
-    asyncio.set_event_loop_policy(_LabPolicy())
+    install()
+    exempt_counterparts()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item], config: pytest.Config) -> None:
+    if SUITE in HOOKS:
+        HOOKS[SUITE](items, config)
     entries = _expected()
     for item in items:
         for entry in entries:
             if fnmatch.fnmatchcase(item.nodeid, entry["test"]):
-                item.add_marker(pytest.mark.xfail(reason=entry["reason"], strict=True))
+                reason = f"{entry['class']}: {entry['reason']}"
+                if entry["class"] in SKIPPED_CLASSES:
+                    item.add_marker(pytest.mark.skip(reason=reason))
+                else:
+                    # strict = false only for a test that fails now and then on every loop.
+                    strict = entry.get("strict", True)
+                    item.add_marker(pytest.mark.xfail(reason=reason, strict=strict))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -71,15 +200,19 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         kind: len([r for r in stats.get(kind, []) if getattr(r, "when", "call") != "teardown"])
         for kind in ("passed", "failed", "xfailed", "xpassed", "skipped", "error")
     }
+    counts["deselected"] = len(stats.get("deselected", []))
     failed = sorted({r.nodeid for kind in ("failed", "error") for r in stats.get(kind, [])})
     terminalreporter.write_line(f"lab loop {LOOP}: {counts}; loops made: {len(_made)}")
     if path:
         record = {
+            "suite": SUITE,
             "loop": LOOP,
             "python": platform.python_version(),
+            "installed_by": "loop_factory" + (" and policy" if HAS_POLICIES else ""),
             "counts": counts,
             "failed": failed,
             "loops_made": len(_made),
             "loop_types": sorted(set(_made)),
+            "seconds": round(time.monotonic() - _started),
         }
         Path(path).write_text(json.dumps(record, indent=1) + "\n")

@@ -1,0 +1,117 @@
+"""The real projects whose own test suites run on the lab's asyncio loops, declared once.
+
+Read by ``noxfile.py`` (what to download, install and run) and by ``lab_loop.py`` (each suite's
+own way of taking a loop), so a suite is one entry here plus its TOML of expected failures.
+Pure data and the standard library: the noxfile imports it before any venv exists.
+
+A suite's tests come from its released sdist on the package registry, at the pinned version,
+downloaded when the session runs and never committed (the lab carries no copy of anyone's
+tests). websockets is not here: its sdist ships no tests (``src/`` only), and the lab takes
+suites only from released sdists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LOOPS = ("asyncio", "uvloop", "callbacks")  # the references first, then the drop-in
+# The classes of an expected failure, each a sentence a user can act on.
+CLASSES = {
+    "internals": "the test reads or patches a loop's private internals or concrete classes",
+    "asyncio-too": "the test fails on stock asyncio as well",
+    "gap": "a real gap in the loop under test",
+    # Not a failure of any loop: skipped with the reason rather than expected to fail, so the
+    # same TOML holds on a machine that has what the test needs.
+    "machine": "the test needs what this machine lacks (IPv6 localhost, the outside network)",
+}
+SKIPPED_CLASSES = {"machine"}  # entries of these classes are skips, not strict xfails
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str  # the distribution on the package registry, and the key of everything else
+    version: str  # pinned: a new release is a deliberate change with its own run
+    install: list[str]  # pip's arguments: the sdist ({sdist} is its path) and the test needs
+    args: tuple[str, ...]  # pytest arguments after the test folder, run from the sdist's root
+    tests: str = "tests"
+
+    @property
+    def expected(self) -> Path:
+        """The suite's TOML of expected failures, each with its class and reason."""
+        return HERE / f"{self.name}.toml"
+
+
+SUITES = {
+    s.name: s
+    for s in (
+        Suite(
+            name="uvicorn",
+            version="0.54.0",  # the uvicorn the lab's http workload runs on too
+            install=[
+                "{sdist}[standard]",
+                "pytest",
+                "pytest-mock",
+                "pytest-xdist",
+                "pytest-codspeed",
+                "trustme",
+                "cryptography",
+                "httpx2",
+                "a2wsgi",
+                "wsproto",
+                "anyio",
+                "zttp",
+            ],
+            # -n 0: one process, so the plugin sees every loop made (the addopts ask for 8).
+            args=("-n", "0"),
+        ),
+        Suite(
+            name="anyio",
+            version="4.16.0",
+            # Its `test` dependency group, less coverage; trio is left out, since the lab runs
+            # only the asyncio backend (the plugin deselects the others).
+            install=[
+                "{sdist}",
+                "blockbuster>=1.5.29",
+                "hypothesis>=4.18.2",
+                "psutil>=5.9",
+                "pytest>=9.0",
+                "pytest-mock>=3.14",
+                "pytest-timeout>=2.4.0",
+                "trustme>=1.0.0",
+                "truststore>=0.9.1",
+                "uvloop>=0.22.1; python_version < '3.15'",  # 3.15: not tried, run without it
+            ],
+            args=(),
+        ),
+        Suite(
+            name="aiohttp",
+            version="3.14.5",
+            # requirements/test-common.in, less coverage, mypy and the autobahn runner.
+            install=[
+                "{sdist}[speedups]",
+                "uvloop",
+                "gunicorn",
+                "pytest",
+                "pytest-mock",
+                "pytest-xdist",
+                "pytest-codspeed",
+                "blockbuster",
+                "freezegun",
+                "isal",
+                "zlib_ng",
+                "trustme",
+                "re-assert",
+                "proxy.py",
+                "setuptools-git",
+                "wait-for-it",
+                "pytest-cov",
+                "pytest-timeout",
+            ],
+            # One process (loops counted in it); no coverage; a hung test fails after 120 s
+            # rather than stopping the run (uvloop is reported to hang in this suite).
+            args=("-n", "0", "--no-cov", "--timeout", "120"),
+        ),
+    )
+}
