@@ -1,25 +1,12 @@
 """A pytest plugin: another project's test suite, unmodified, on one of the lab's asyncio loops.
 
 Loaded with ``-p lab_loop`` (``tests/real_suites`` on ``PYTHONPATH``) by ``nox -s
-real-suites``; configured by environment variables, so that nothing in the suite changes:
-
-- ``LAB_SUITE``: the suite's name in ``suites.py`` (its own hook for taking a loop, below).
-- ``LAB_LOOP``: the variant whose ``VARIANT.asyncio_loop`` factory makes every event loop the
-  suite asks asyncio for. It is installed through what Python 3.14 and later keep, not the
-  event loop policy system they deprecate and remove: ``asyncio.new_event_loop`` is replaced
-  (which is also what ``asyncio.run`` and ``asyncio.Runner`` without a ``loop_factory`` and
-  ``IsolatedAsyncioTestCase`` call), ``IsolatedAsyncioTestCase.loop_factory`` is set where it
-  exists (3.13+), and each suite's own hook hands the factory over (anyio's ``anyio_backend``
-  options). A policy is set too, but only where the interpreter has one that is not
-  deprecated (before 3.14), for the code that asks the policy directly.
-- ``LAB_EXPECTED``: a TOML file of expected failures (``[[expected]]`` with ``test``, an
-  fnmatch pattern of node ids, ``loops``, ``class``, ``reason``, optionally ``pythons``),
-  each a strict xfail on the loops it names, so the run is green and a test that starts
-  passing says so; an entry of class ``machine`` (a need of the test this machine lacks) is
-  a skip instead.
-- ``LAB_RESULTS``: a JSON file the counts are written to (passed, failed, xfailed, ...,
-  and the loops the factory made, so a run that silently fell back to asyncio's own loop
-  shows zero).
+real-suites`` and configured by environment variables, so that nothing in the suite changes:
+``LAB_SUITE`` (its name in ``suites.py``), ``LAB_LOOP`` (the variant whose
+``VARIANT.asyncio_loop`` makes every loop the suite asks asyncio for), ``LAB_EXPECTED`` (the
+suite's TOML of expected failures) and ``LAB_RESULTS`` (the JSON the counts go to, with the
+loops made, so a run that fell back to asyncio's own loop shows zero). How the loop is
+installed without the policy system, and the TOML's entries and classes: the folder's README.
 """
 
 from __future__ import annotations
