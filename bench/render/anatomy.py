@@ -154,12 +154,19 @@ def body(data: dict, closed: bool = False) -> list[str]:
     lines += [
         COUNTERS[tool],
         "",
-        f"| row {cpu_head}| syscalls/req | waits | recv | EAGAIN recv | send | epoll_ctl "
-        "| context switches/req (blocked + preempted) |",
-        "|---" + "|--:" * (7 + with_cpu) + "|",
+        f"| row {cpu_head}| syscalls/req | waits | recv | EAGAIN recv | send | epoll_ctl |",
+        "|---" + "|--:" * (6 + with_cpu) + "|",
     ]
     table, notes = table_rows(rows, with_cpu)
     lines += table
+    switched = [e for e in measured if e.get("switches")]
+    if switched:
+        lines += [
+            "",
+            "| row | context switches/req: blocked + preempted |",
+            "|---|--:|",
+            *(f"| {e['label']} | {_switches_cell(e)} |" for e in switched),
+        ]
     rings = [e for e in measured if e.get("uring") or e["syscalls"].get("io_uring_enter")]
     if rings:
         lines += [
@@ -229,7 +236,7 @@ def table_rows(rows: dict, with_cpu: bool = False) -> tuple[list[str], list[str]
     lines, notes = [], []
     for entry in rows.values():
         if "error" in entry:
-            lines.append(f"| {entry['label']} | failed: {entry['error'][:80]} |" + " |" * 6)
+            lines.append(f"| {entry['label']} | failed: {entry['error'][:80]} |" + " |" * 5)
             continue
         s = entry["syscalls"]
         mark = " †" if entry.get("kept_rate") is False else ""
@@ -237,7 +244,7 @@ def table_rows(rows: dict, with_cpu: bool = False) -> tuple[list[str], list[str]
         lines.append(
             f"| {entry['label']}{mark} {cpu}| {s['total']:.2f} | {s['wait']:.3f} "
             f"| {s['recv']:.2f} | {s['recv_eagain']:.2f} | {s['send']:.2f} "
-            f"| {s['epoll_ctl']:.3f} | {_switches_cell(entry)} |"
+            f"| {s['epoll_ctl']:.3f} |"
         )
         if entry["kind"] == "home-made":
             notes.append(f"- **{entry['label']}**: {explain(entry, reference, floor)}")
@@ -245,12 +252,8 @@ def table_rows(rows: dict, with_cpu: bool = False) -> tuple[list[str], list[str]
 
 
 def _switches_cell(entry: dict) -> str:
-    """Context switches per request, in all, then blocked + preempted; "–" for a record
-    counted before the anatomy read them."""
-    switches = entry.get("switches")
-    if switches is None:
-        return "–"
-    blocked, preempted = switches["voluntary"], switches["involuntary"]
+    """Context switches per request, in all, then blocked + preempted."""
+    blocked, preempted = entry["switches"]["voluntary"], entry["switches"]["involuntary"]
     return f"{blocked + preempted:.2f} ({blocked:.2f} + {preempted:.2f})"
 
 
