@@ -32,6 +32,9 @@ def schedstat(pid: int | str = "self") -> tuple[float, float] | None:
     return on_cpu / 1e9, waiting / 1e9
 
 
+SWITCHES = ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")
+
+
 def context_switches(pid: int | str = "self") -> tuple[int, int] | None:
     """(voluntary, involuntary) context switches so far, summed over the process's live
     threads (a thread that has ended takes its counts with it); None where there is no such
@@ -42,12 +45,10 @@ def context_switches(pid: int | str = "self") -> tuple[int, int] | None:
     except OSError:
         return None
     for task in tasks:
-        with contextlib.suppress(OSError, ValueError, IndexError):  # a thread that just ended
-            for line in Path(f"/proc/{pid}/task/{task}/status").read_text().splitlines():
-                if line.startswith("voluntary_ctxt_switches:"):
-                    counts[0] += int(line.split()[1])
-                elif line.startswith("nonvoluntary_ctxt_switches:"):
-                    counts[1] += int(line.split()[1])
+        found = _status(f"{pid}/task/{task}", *SWITCHES)  # None: a thread that just ended
+        if found:
+            counts[0] += found[SWITCHES[0]]
+            counts[1] += found[SWITCHES[1]]
     return counts[0], counts[1]
 
 
@@ -59,13 +60,9 @@ def on_cpu(pid: int | str = "self") -> float | None:
 
 def peak_rss(pid: int | str = "self") -> int | None:
     """A process's peak resident memory since its exec, bytes (None: gone, or not Linux)."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    found = _status(pid, "VmHWM")
+    if found:
+        return found["VmHWM"] * 1024
     if pid == "self":  # no /proc: the rusage figure, the best this system offers
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak if sys.platform == "darwin" else peak * 1024
@@ -75,14 +72,23 @@ def peak_rss(pid: int | str = "self") -> int | None:
 def resident(pid: int | str = "self") -> int | None:
     """A process's resident memory now, bytes (``VmRSS``; None: gone, or not Linux). Memory
     the kernel holds for it (socket buffers, each thread's kernel stack) is not in it."""
+    found = _status(pid, "VmRSS")
+    return found["VmRSS"] * 1024 if found else None
+
+
+def _status(task: int | str, *fields: str) -> dict[str, int] | None:
+    """The numbers of `fields` in ``/proc/TASK/status`` (kB for the memory lines); None where
+    there is no such process or thread, or a field is missing."""
+    found = {}
     try:
-        with open(f"/proc/{pid}/status") as status:
+        with open(f"/proc/{task}/status") as status:
             for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+                name, _, value = line.partition(":")
+                if name in fields:
+                    found[name] = int(value.split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return found if len(found) == len(fields) else None
 
 
 def raise_open_file_limit(wanted: int | None = None) -> int:
