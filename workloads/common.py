@@ -89,7 +89,9 @@ class StopSignals:
     socket (``add_reader``, ``await recv``, ``yield from recv``), so a server stops the same way
     on every loop without the contract needing a signal API. The handler writes the byte
     itself, rather than relying on ``signal.set_wakeup_fd``, because some loops (uvloop) claim
-    the wake-up fd for themselves while they run.
+    the wake-up fd for themselves while they run. The handler runs in the main thread only, so
+    a loop whose main thread waits for good while other threads run must wait in slices (the
+    threads variant does: ``loops/threads/README.md``, "A signal's handler, on time").
     """
 
     def __init__(self, signals: Iterable[int] = (signal.SIGINT, signal.SIGTERM)) -> None:

@@ -18,6 +18,7 @@ import concurrent.futures
 import contextlib
 import math
 import resource
+import select
 import socket
 import threading
 import time
@@ -28,6 +29,11 @@ from typing import Any
 from loops.contract import check_function, check_seconds
 
 now = time.monotonic
+# The longest the main thread waits at once. CPython runs a signal's handler only in the main
+# thread, between two bytecodes; a signal that lands in the instant before a wait begins (the
+# main thread queued for the GIL there, behind the other threads) leaves the handler pending
+# until that wait ends. A Ctrl-C or a stop signal is then answered within one slice, not never.
+SIGNAL_SLICE = 0.05
 
 
 class CancelledError(BaseException):
@@ -64,6 +70,7 @@ class Task:
         "pending",
         "result",
         "run",
+        "sliced",
         "thread",
         "waiting_on",
     )
@@ -80,6 +87,7 @@ class Task:
         self.waiting_on: threading.Condition | None = None  # set while in a Condition wait
         # While in a blocking socket call: the socket, and the direction a cancel shuts down.
         self.in_call: tuple[socket.socket, int] | None = None
+        self.sliced = False  # on the main thread: its waits come back to Python every slice
 
 
 def _current() -> Task:
@@ -122,13 +130,30 @@ def _interrupt(task: Task, error: BaseException) -> bool:
 def _wait(condition: threading.Condition, ready: Callable[[], Any], timeout: float | None = None):
     """Wait on condition until ready() or a cancel; raise the cancel. ready()'s last value."""
     task = _current()
+
+    def woken() -> Any:
+        return ready() or task.pending is not None
+
     with condition:
         task.waiting_on = condition
         try:
-            outcome = condition.wait_for(lambda: ready() or task.pending is not None, timeout)
+            outcome = _wait_for(task, condition, woken, timeout)
         finally:
             task.waiting_on = None
     _raise_pending(task)
+    return outcome
+
+
+def _wait_for(task: Task, condition: threading.Condition, ready: Callable[[], Any], timeout=None):
+    """condition.wait_for(ready, timeout), held by condition; in slices on the main thread."""
+    if not task.sliced:
+        return condition.wait_for(ready, timeout)
+    deadline = None if timeout is None else now() + timeout
+    while not (outcome := ready()):
+        left = SIGNAL_SLICE if deadline is None else min(SIGNAL_SLICE, deadline - now())
+        if left <= 0:
+            break
+        condition.wait(left)  # back in Python after it: a pending handler runs here
     return outcome
 
 
@@ -141,7 +166,8 @@ def run(fn: Callable[..., Any], *args: Any) -> Any:
         raise RuntimeError("run() called inside a running task: spawn() the function instead")
     check_function(fn, "run")
     this = Run()
-    _local.task = Task(this)
+    main = _local.task = Task(this)
+    main.sliced = threading.current_thread() is threading.main_thread()
     try:
         return fn(*args)
     finally:
@@ -161,6 +187,7 @@ def _end_tasks(this: Run) -> None:
     every task is woken here whatever its state says, and these waits take no cancel."""
     with this.lock:
         this.closing = True
+    main = _current()
     while this.tasks:
         # Every cancel first, then every wait: the threads end side by side, where a
         # cancel-and-wait each would hand the GIL to and fro once per thread.
@@ -169,7 +196,7 @@ def _end_tasks(this: Run) -> None:
             _interrupt(task, CancelledError("cancelled"))
         for task in ending:
             with task.ended:
-                task.ended.wait_for(lambda task=task: task.done)
+                _wait_for(main, task.ended, lambda task=task: task.done)
 
 
 def _task_main(task: Task, fn: Callable[..., Any], args: tuple) -> None:
@@ -324,6 +351,8 @@ def _call(sock: socket.socket, direction: int, method: Callable[..., Any], *args
     task.in_call = (sock, direction)
     try:
         _raise_pending(task)
+        if task.sliced and direction != socket.SHUT_RDWR:
+            _until_ready(task, sock, direction)
         result = method(*args)
     except OSError:
         task.in_call = None
@@ -337,12 +366,29 @@ def _call(sock: socket.socket, direction: int, method: Callable[..., Any], *args
     return result
 
 
+def _until_ready(task: Task, sock: socket.socket, direction: int) -> None:
+    """Poll sock in slices until the call would not block, or a cancel: the main thread's socket
+    call then blocks in the kernel only as long as the peer takes to send or read the rest."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN if direction == socket.SHUT_RD else select.POLLOUT)
+    while not poller.poll(SIGNAL_SLICE * 1000):
+        _raise_pending(task)  # a pending handler ran on the way back here; then the cancel
+
+
 def recv(sock: socket.socket, n: int) -> bytes:
     return _call(sock, socket.SHUT_RD, sock.recv, n)
 
 
 def sendall(sock: socket.socket, data: bytes) -> None:
-    _call(sock, socket.SHUT_WR, sock.sendall, data)
+    if not _current().sliced:
+        _call(sock, socket.SHUT_WR, sock.sendall, data)
+        return
+    # The main thread sends what fits, then polls again: a blocking sendall would wait in the
+    # kernel for as long as the peer does not read, with a signal's handler left pending.
+    with memoryview(data) as view, view.cast("B") as left:
+        while left:
+            with contextlib.suppress(BlockingIOError):
+                left = left[_call(sock, socket.SHUT_WR, sock.send, left, socket.MSG_DONTWAIT) :]
 
 
 def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
@@ -388,7 +434,7 @@ class Queue:
         with self._lock:
             task.waiting_on = self._nonempty
             try:
-                self._nonempty.wait_for(lambda: self._items or task.pending is not None)
+                _wait_for(task, self._nonempty, lambda: self._items or task.pending is not None)
             finally:
                 task.waiting_on = None
             if task.pending is None:
