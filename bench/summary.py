@@ -58,6 +58,8 @@ class RowSummary:
     redone: int = 0  # repetitions measured again because they stalled (bench.summary.counted)
     # figure -> its valid repetitions' values (what a ratio's bootstrap interval resamples)
     values: dict[str, list[float]] = field(default_factory=dict)
+    # figure -> the same values under their rounds (bench.summary.by_round): a ratio pairs them
+    rounds: dict[str, dict[int, float]] = field(default_factory=dict)
     # figure -> its relative standard error where one repetition holds a harness's own
     # repeats (pyperf's): what a ratio's interval is drawn from when there is nothing to resample
     relative_error: dict[str, float] = field(default_factory=dict)
@@ -124,6 +126,22 @@ def valid_values(reps: Sequence[dict], metric: str) -> list[float]:
     return [rep[metric] for rep in valid_reps(reps) if isinstance(rep.get(metric), int | float)]
 
 
+def by_round(reps: Sequence[dict], metric: str, rate: float | None = None) -> dict[int, float]:
+    """metric over the valid repetitions, each under its round (at one offered rate if given).
+
+    The runner interleaves a point's rows: the i-th counted repetition of a row is the one of
+    its session's i-th round, measured beside the i-th of every other row, so two rows' figures
+    of one round share whatever the machine did then (bench.render.intervals pairs them)."""
+    return {
+        i: rep[metric]
+        for i, rep in enumerate(counted(reps))
+        if not invalid(rep)
+        and not rep.get("error")
+        and isinstance(rep.get(metric), int | float)
+        and (rate is None or rep.get("rate") == rate)
+    }
+
+
 def _median_of(reps: Sequence[dict], key: str) -> float | None:
     values = [rep[key] for rep in reps if rep.get(key) is not None]
     return statistics.median(values) if values else None
@@ -181,7 +199,7 @@ def _summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
     valid = [rep for rep in reps if not invalid(rep)]
     if len(valid) * 2 < total:
         return invalid_summary(reps, peer_share, len(valid))
-    stats, errors, kept = {}, {}, {}
+    stats, errors, kept, rounds = {}, {}, {}, {}
     for metric in metrics:
         values = [rep[metric.name] for rep in valid if rep.get(metric.name) is not None]
         reasons = [
@@ -194,6 +212,7 @@ def _summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
         elif values:
             stats[metric.name] = Stat(statistics.median(values), min(values), max(values))
             kept[metric.name] = values
+            rounds[metric.name] = by_round(reps, metric.name)
     warned = {name for rep in valid for name in rep.get("pyperf_warnings") or {}}
     return RowSummary(
         "ok",
@@ -204,6 +223,7 @@ def _summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
         errors=errors,
         warned=warned,
         values=kept,
+        rounds=rounds,
     )
 
 

@@ -26,7 +26,7 @@ from bench.plan import (  # the workloads' declarations (their running side is n
 )
 from bench.render import intervals as stats  # one method for intervals and their words
 from bench.render import verdict
-from bench.summary import summarize, valid_reps  # the bench's rules for a row's figures
+from bench.summary import by_round, summarize, valid_reps  # the bench's rules for a row's figures
 from conformance import findings as found
 from htmlreport import timelines as timeline_pages
 from htmlreport.markup import chart, esc, fmt, markdown_code
@@ -79,18 +79,19 @@ def _row_label(key: str, row: dict) -> str:
     return key.split("/")[0] if row.get("style") == "native" else key.replace("/", " · ")
 
 
-def _baseline_values(point: dict, metric: Any) -> dict[str, dict[str, list[float]]]:
-    """baseline key -> session -> the baseline's valid repetitions of metric in that session."""
-    found: dict[str, dict[str, list[float]]] = {}
+def _baseline_values(point: dict, metric: Any) -> dict[str, dict[str, dict[int, float]]]:
+    """baseline key -> session -> the baseline's valid repetitions of metric in that session,
+    under their rounds (bench.summary.by_round: a ratio pairs them with the row's)."""
+    found: dict[str, dict[str, dict[int, float]]] = {}
     for key, _, row_key in BASELINES:
-        by_session: dict[str, list[float]] = {}
+        by_session: dict[str, dict[int, float]] = {}
         row = point["rows"].get(row_key)
         # A baseline has a figure where the bench's table gives it one (its summary is "ok").
         summary = summarize(row["reps"], [metric]) if row else None
-        if summary and summary.status == "ok" and (values := summary.values.get(metric.name)):
+        if summary and summary.status == "ok" and (values := summary.rounds.get(metric.name)):
             by_session[row["session"]] = values
         for session, rows in sorted(point.get("baselines", {}).items()):
-            values = _values(rows.get(row_key, []), metric.name)
+            values = by_round(rows.get(row_key, []), metric.name)
             if values and session not in by_session:
                 by_session[session] = values
         found[key] = by_session
@@ -98,13 +99,13 @@ def _baseline_values(point: dict, metric: Any) -> dict[str, dict[str, list[float
 
 
 def _ratio_attributes(
-    values: list[float] | None, key: str, session: str, bases: dict, metric: Any
+    values: dict[int, float] | None, key: str, session: str, bases: dict, metric: Any
 ) -> str:
-    """Each baseline's ratio of this row's figure, its word, or why there is none."""
+    """Each baseline's ratio of this row's figure (values by round), its word, or why none."""
     attributes = []
     for name, _, _ in BASELINES:
         base = bases[name].get(session)
-        if not values or not base or statistics.median(base) == 0:
+        if not values or not base or statistics.median(base.values()) == 0:
             why = (
                 "this row has no valid figure"
                 if not values
@@ -116,7 +117,7 @@ def _ratio_attributes(
             continue
         ratio = stats.ratio_interval(values, base)
         if ratio is None:  # one repetition a side (pyperf's micro rows): no interval, no word
-            share = statistics.median(values) / statistics.median(base)
+            share = statistics.median(values.values()) / statistics.median(base.values())
             attributes.append(
                 f'data-ratio-{name}="{share:.3f}" data-verdict-{name}="" '
                 f'data-interval-{name}="one repetition: no interval"'
@@ -171,7 +172,7 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
             cells.append(
                 f'<td class="num" data-sort="{value:.6g}" title="{esc(title)}">{shown}</td>'
             )
-        head_values = _values(reps, headline.name) if head_stat else None
+        head_values = by_round(row["reps"], headline.name) if head_stat else None
         attributes = _ratio_attributes(head_values, key, row["session"], bases, headline)
         cells.append(f'<td class="ratio num" data-sort="" {attributes}>—</td>')
         cells.append(f"<td>{esc(row['session'][:15])}</td>")

@@ -1631,3 +1631,38 @@ def test_a_repetition_run_while_the_machine_was_disturbed_is_measured_again():
     assert not sleep.WORKLOAD.timed({"mode": "resident", "tasks": 100_000})
     assert sleep.WORKLOAD.timed({"mode": "sleepers", "tasks": 100_000})
     assert redo_reason(busy, timed=False) is None
+
+
+def test_rows_measured_side_by_side_are_paired_by_round_so_a_slow_round_cancels():
+    """Two rows whose every round moved together (the machine slow in round 2, fast in 3):
+    paired, their ratio is the same in each round and its interval is that ratio; two medians
+    resampled apart would call the same data uncertain."""
+    slowness = [1.0, 1.6, 0.8, 1.1]
+    base = {i: 10.0 * s for i, s in enumerate(slowness)}
+    row = {i: 12.0 * s for i, s in enumerate(slowness)}
+    paired = intervals.ratio_interval(row, base)
+    assert all(abs(v - 1.2) < 1e-9 for v in paired)
+    apart = intervals.ratio_interval(list(row.values()), list(base.values()))
+    assert apart[2] - apart[1] > 0.5  # the same data, unpaired: from well under to well over 1
+    # Rounds in common are what pairs: fewer than two, and the medians are compared instead.
+    assert intervals.ratio_interval({0: 12.0, 1: 13.0}, {2: 10.0, 3: 10.5}) == (
+        intervals.ratio_interval([12.0, 13.0], [10.0, 10.5])
+    )
+
+
+def test_a_repetitions_round_is_its_place_among_the_counted_ones():
+    """A stalled repetition measured again keeps no round of its own (its redo is that
+    round's); an invalid or failed one leaves its round out, so no pair is formed from it."""
+    from bench.summary import by_round
+
+    reps = [
+        {"cost": 1.0},
+        {"cost": 9.0, "redone": "stalled"},
+        {"cost": 2.0},
+        {"cost": 3.0, "peer_cpu_share": 0.999},  # the peer saturated: invalid
+        {"cost": 4.0, "rate": 200},
+    ]
+    assert by_round(reps, "cost") == {0: 1.0, 1: 2.0, 3: 4.0}
+    assert by_round(reps, "cost", rate=200) == {3: 4.0}
+    summary = summarize(reps, [Metric("cost", "cost (µs)", higher_is_better=False)])
+    assert summary.rounds["cost"] == {0: 1.0, 1: 2.0, 3: 4.0}

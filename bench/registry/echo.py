@@ -56,6 +56,9 @@ PACED_TIMING = {False: (0.2, 2.0), True: (0.5, 2.0)}
 PACED = "paced"
 # The point every summary of echo reads (the glance, the cost anatomy): 1 KiB × 100 connections.
 HEADLINE_POINT = {"size": 1024, "connections": 100}
+# Its rounds, in both regimes: the first screen's ratios are read from them, paired by round
+# (bench.render.intervals), and three pairs make an interval no narrower than their range.
+HEADLINE_REPETITIONS = 6
 # The declared offered load, requests/s (bench/README.md, "Echo, two measures"): about half
 # what the slowest row (asyncio · coroutines) serves closed-loop on a quiet machine, ~10 000
 # requests/s over one connection and ~15 500 over 100 at 1 KiB; bigger messages cost the kernel
@@ -252,6 +255,8 @@ def points(full: bool) -> list[Point]:
 
     def point(size: int, connections: int, paced: tuple, timing: tuple) -> Point:
         warmup, duration = timing
+        at = {"size": size, "connections": connections}
+        headline = at == HEADLINE_POINT and CURVE not in paced  # the curve's rates: its own
         return Point(
             NAME,
             (
@@ -263,8 +268,8 @@ def points(full: bool) -> list[Point]:
                 ("duration_s", duration),
             ),
             every_row,
-            repetitions,
-            least,
+            HEADLINE_REPETITIONS if headline else repetitions,
+            None if headline else least,
         )
 
     # no "measure" parameter: the closed-loop keys stay as they were

@@ -11,7 +11,8 @@ dimension" and "Every Python", says how the interpreters are measured and stored
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tabulate import tabulate
@@ -45,6 +46,13 @@ class Cell:
     error: float | None = None
     control_errors: tuple[float | None, ...] = ()
     stale: bool = False  # measured on code that has changed since (‡): no change is read
+    # The same values under their rounds (bench.summary.by_round): a same-session ratio pairs them
+    rounds: Mapping[int, float] | None = field(default=None, compare=False)
+
+    @property
+    def paired(self) -> Mapping[int, float] | list[float]:
+        """What a ratio takes: values by round where known, else the values."""
+        return self.rounds or list(self.values)
 
     @property
     def median(self) -> float | None:
@@ -102,6 +110,7 @@ def cell(rendered: RenderedRow, metric: str) -> Cell:
         summary.relative_error.get(metric),
         tuple(control.relative_error.get(metric) for control in measured),
         rendered.stale,
+        summary.rounds.get(metric) if values else None,
     )
 
 
@@ -337,7 +346,7 @@ def build_sentence(data: dict[str, Figures], envs: dict[str, dict]) -> str | Non
     changes = {
         row: found
         for row in both
-        if (found := ratio_interval(list(theirs[row].values), list(mine[row].values)))
+        if (found := ratio_interval(theirs[row].paired, mine[row].paired))
     }
     if not changes:
         return f"{lead}: one repetition a row, so no interval and no figure."
@@ -379,7 +388,7 @@ def uvloop_sentence(data: dict[str, Figures], names: dict[str, str] | None = Non
         mine, theirs = cost.get(aio, MISSING), cost.get(uv, MISSING)
         if len(mine.values) < 2 or len(theirs.values) < 2 or mine.session != theirs.session:
             continue
-        ratio = ratio_interval(list(mine.values), list(theirs.values))
+        ratio = ratio_interval(mine.paired, theirs.paired)
         verdict = {
             "dearer": "uvloop pays",
             "cheaper": "uvloop costs more",

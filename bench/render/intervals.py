@@ -1,17 +1,13 @@
 """Intervals from repetitions: a median's, a ratio's, and how a comparison is worded from it.
 
 One method for every page that shows one (bench.md's verdict, the HTML site's tables): a
-percentile bootstrap over the stored repetitions, seeded by the values themselves, so that a re-
-render writes the same bytes and a ratio prints one interval on every page. A comparison is
-worded from the ratio's interval as printed: "level" when it holds 1.00, otherwise better or
-worse in the figure's own direction (cheaper/dearer for a cost, faster/slower for a rate). With
-three repetitions a side the interval is close to the repetitions' range: wide, and honest about
-it.
-
-A row stored as one repetition has nothing to resample. Where that repetition holds a harness's
-own repeats (pyperf's worker processes), the workload gives each figure's relative standard
-error (``Workload.harness_spread``) and the ratio's interval is a normal approximation from it;
-otherwise a single value gets no interval and no word.
+percentile bootstrap, seeded by the values themselves, so a re-render writes the same bytes and
+a ratio prints one interval on every page. Two rows measured side by side are paired by round:
+the ratio is the median of the per-round ratios, resampled by round, so what the machine did to
+both rows in a round cancels; rows without rounds in common get the ratio of two medians, each
+side resampled. A comparison is worded from the interval as printed: "level" when it holds
+1.00, otherwise better or worse in the figure's own direction. A single repetition a side gets
+a normal interval from a harness's own spread (pyperf's, ``Workload.harness_spread``) or none.
 """
 
 from __future__ import annotations
@@ -19,6 +15,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from collections.abc import Mapping, Sequence
 
 RESAMPLES = 400
 CONFIDENCE = 0.95
@@ -45,10 +42,19 @@ def median_interval(values: list[float]) -> tuple[float, float]:
     return bounds([statistics.median(rng.choices(values, k=len(values))) for _ in range(RESAMPLES)])
 
 
-def ratio_interval(row: list[float], base: list[float]) -> tuple[float, float, float] | None:
-    """The ratio of two medians and its bootstrap interval (each side resampled); None where
-    a side has a single value (pyperf's micro rows store one mean per row), whose bootstrap
-    would be a zero-width interval that calls any difference certain."""
+def ratio_interval(
+    row: Sequence[float] | Mapping[int, float], base: Sequence[float] | Mapping[int, float]
+) -> tuple[float, float, float] | None:
+    """(ratio, low, high) of row over base. Given values by round (bench.summary.by_round) with
+    two rounds or more in common, paired: the median of the per-round ratios, the rounds
+    resampled. Otherwise the ratio of two medians, each side resampled. None where a side has
+    a single value, whose bootstrap would be a zero-width interval that calls any difference
+    certain."""
+    if isinstance(row, Mapping) and isinstance(base, Mapping):
+        common = [r for r in sorted(row.keys() & base.keys()) if base[r]]
+        if len(common) >= 2:
+            return _paired([row[r] / base[r] for r in common])
+        row, base = list(row.values()), list(base.values())
     if len(row) < 2 or len(base) < 2:
         return None
     rng, (row, base) = _seeded(row, base)
@@ -60,6 +66,12 @@ def ratio_interval(row: list[float], base: list[float]) -> tuple[float, float, f
         ]
     )
     return statistics.median(row) / statistics.median(base), low, high
+
+
+def _paired(ratios: list[float]) -> tuple[float, float, float]:
+    rng, (ratios,) = _seeded(ratios)
+    resampled = [statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(RESAMPLES)]
+    return (statistics.median(ratios), *bounds(resampled))
 
 
 def normal_interval(ratio: float, relative_errors) -> tuple[float, float, float]:

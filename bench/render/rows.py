@@ -61,8 +61,11 @@ class RenderedRow:
         return self.bases.get(which)
 
     def ratio(self, metric: Metric, which: str | None = None) -> float | None:
+        """The ratio its interval is around (paired by round where it can be), or of medians."""
         if not metric.ratio:
             return None
+        if (found := self.ratio_interval(metric, which)) is not None:
+            return found[0]
         stat = self.summary.stats.get(metric.name)
         base = self.base(which)
         base_stat = base.stats.get(metric.name) if base else None
@@ -71,13 +74,15 @@ class RenderedRow:
         return ratio(stat.median, base_stat.median)
 
     def ratio_interval(self, metric: Metric, which: str | None = None):
-        """(ratio, low, high) by a bootstrap over both sides' repetitions, or None."""
+        """(ratio, low, high) by a bootstrap over both sides' repetitions (paired by round
+        where they share rounds: bench.render.intervals), or None."""
         base = self.base(which)
         row = self.summary.values.get(metric.name)
         other = base.values.get(metric.name) if base else None
         if not metric.ratio or not row or not other:
             return None
-        found = ratio_interval(row, other)
+        found = ratio_interval(self.summary.rounds.get(metric.name) or row,
+                               base.rounds.get(metric.name) or other)  # fmt: skip
         errors = (self.summary.relative_error.get(metric.name),
                   base.relative_error.get(metric.name))  # fmt: skip
         if found is None and len(row) == len(other) == 1 and None not in errors:

@@ -23,7 +23,7 @@ from bench.plan import USER_BASE, YARDSTICK
 from bench.registry import echo, micro, sleep  # the headline points, declared there
 from bench.render import work
 from bench.render.intervals import ratio_interval, worded
-from bench.summary import valid_values
+from bench.summary import by_round, valid_values
 from conformance import findings as found
 from machine.interpreters import REFERENCE
 
@@ -82,7 +82,8 @@ def _against(point: dict, best: tuple, anchor: str, metric: str) -> str:
     base_values = _values(base["reps"], metric, rate)
     if not base_values:
         return f"no ratio to {anchor}: it has no valid repetition at this rate"
-    ratio = ratio_interval(values, base_values)
+    paired = (by_round(row["reps"], metric, rate), by_round(base["reps"], metric, rate))
+    ratio = ratio_interval(*paired)
     if ratio is None:
         share = statistics.median(values) / statistics.median(base_values)
         return f"against {anchor} ×{share:.2f} (one repetition a side: no interval)"
@@ -122,7 +123,7 @@ def production(point: dict | None, metric: str = "server_cpu_us") -> str | None:
         name = _label(key).removesuffix(" · native")
         if row["session"] != base["session"]:
             return statistics.median(values), f"`{name}` (another session: no ratio)"
-        ratio = ratio_interval(values, _values(base["reps"], metric))
+        ratio = ratio_interval(by_round(row["reps"], metric), by_round(base["reps"], metric))
         said = worded(ratio).replace(" (the interval holds 1)", "") if ratio else "one repetition"
         return statistics.median(values), f"`{name}` {said}"
 
