@@ -307,10 +307,11 @@ def a_loop_drives_coroutines():
     >>> log
     ['a0', 'b0', 'a1', 'b1', 'b2']
 
-    The loops of loops/ that run tasks are this, plus a clock (timers), a way to wait for
-    sockets (the designs table of loops/README.md says which call each one sleeps in), a way to
-    wait for another task, and a way to cancel one. loops/README.md says where each of those
-    lives.
+    The home-made loops whose tasks are coroutines or generators (futures, roundrobin, traps,
+    completions) are this, plus a clock (timers), a way to wait for sockets (the designs table
+    of loops/README.md says which call each one sleeps in), a way to wait for another task, and
+    a way to cancel one; greenlets switches stacks instead of sending into generators.
+    loops/README.md says where each of those lives.
     """
 
 
