@@ -46,10 +46,11 @@ CAPABILITIES: dict[str, str] = {
     "tasks-scale": "10 000 concurrent tasks, 1 000-level await/yield-from chains",
     "timeouts": "timeout_after raises the builtin TimeoutError and cancels the inner work",
     "queue": "Queue with put/get/task_done/join",
-    "io": "TCP on non-blocking sockets: readiness callbacks, or socket calls (the designs table "
-    "says how each loop waits)",
+    "io": "TCP: readiness callbacks, or socket calls that wait until the socket can be used "
+    "(the designs table says how each loop waits and which socket modes it takes)",
     "udp": "recvfrom/sendto on datagram sockets",
-    "threads": "run_in_thread, and call_soon_threadsafe where offered, wake a blocked loop",
+    "threads": "run_in_thread runs a blocking call on a worker thread without blocking the other "
+    "tasks; call_soon_threadsafe, where offered, wakes a blocked loop",
     "hygiene": "no fd, handle or task leaks; close() is idempotent; calls after close fail",
 }
 EVERY_CAPABILITY = frozenset(CAPABILITIES)  # a variant claims this minus what it cannot pass
