@@ -107,6 +107,12 @@ def parser() -> argparse.ArgumentParser:
         "each ratio lands inside the committed interval (appends reproductions.json)",
     )
     again.add_argument("--results", type=Path, default=RESULTS)
+    again.add_argument(
+        "--spread-only",
+        action="store_true",
+        help="measure nothing: store on the committed headline points how far the stored "
+        "reproductions moved (what a re-measured headline point's intervals then hold)",
+    )
 
     report = commands.add_parser("report", help="render reports/ from stored results only")
     report.add_argument("--results", type=Path, default=RESULTS)
@@ -158,8 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         return everything(command_line, args)
     if args.command == "reproduce":
         from bench.reproduce import run as reproduce
+        from bench.reproduce import store_spread
 
-        return reproduce(args.results)
+        return store_spread(args.results) if args.spread_only else reproduce(args.results)
     if args.command == "instructions":
         from bench.measure.instructions import run as count_instructions
 

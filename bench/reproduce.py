@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import tempfile
 from pathlib import Path
 
@@ -25,8 +26,8 @@ from bench import registry, runner
 from bench.plan import FLOOR, USER_BASE, YARDSTICK
 from bench.registry import echo
 from bench.render.rows import current_points, rendered_rows
+from bench.store import BETWEEN_SESSIONS, RESULTS, ResultStore, results_path
 from bench.store import REPRODUCTIONS as FILE
-from bench.store import RESULTS, ResultStore, results_path
 from machine import environment
 
 WHERE = {name: str(value) for name, value in echo.HEADLINE_POINT.items()}
@@ -49,14 +50,14 @@ def ratios(store: ResultStore) -> dict[str, tuple[float, float, float]]:
         if key not in current or any(str(params.get(k)) != v for k, v in WHERE.items()):
             continue
         metric = workload.columns_at(params)[0]
-        regime = "fixed load" if params.get("measure") == echo.PACED else "closed loop"
+        regime_name = echo.regime(params)
         for row in rendered_rows(workload, point, current[key]):
             for base in (USER_BASE, YARDSTICK):
                 if row.row.variant == base or row.row.variant not in keys:
                     continue
                 interval = row.ratio_interval(metric, base)
                 if interval is not None:
-                    found[f"{regime} · {row.label} × {base}"] = interval
+                    found[f"{regime_name} · {row.label} × {base}"] = interval
     return found
 
 
@@ -98,8 +99,54 @@ def run(results: Path = RESULTS) -> int:
             "machine": environment.describe(env),
             "same_machine": same,
             "committed_sessions": sorted(committed.sessions),
+            "paired": True,  # its ratios paired by round, as every page's since
             "ratios": outcome,
         }
     )
     file.write_text(json.dumps(stored, indent=1) + "\n")
+    store_spread(results)
     return status
+
+
+def store_spread(results: Path = RESULTS) -> int:
+    """Store on the committed headline points how far their ratios moved between sessions on
+    this machine (every page's interval there then holds it: bench.render.intervals.widened)."""
+    file, path = results / FILE, results_path(results, "quick", "echo")
+    if not file.exists() or not path.exists():
+        print(f"reproduce: nothing to take a spread from ({file}, {path})")
+        return 1
+    machine = environment.describe(environment.capture())
+    spreads = between_sessions(json.loads(file.read_text()), machine)
+    committed = ResultStore.load(path, "echo", "quick")
+    for point in committed.data["points"].values():
+        if all(str(point["params"].get(k)) == v for k, v in WHERE.items()):
+            point[BETWEEN_SESSIONS] = spreads.get(echo.regime(point["params"]))
+    committed.save()
+    for name, spread in sorted(spreads.items()):
+        print(f"between sessions, {name}: {spread['spread']:.1%} over {spread['ratios']} ratios "
+              f"of {spread['sessions']} session(s)")  # fmt: skip
+    return 0
+
+
+def between_sessions(stored: dict, machine: str) -> dict[str, dict]:
+    """Regime -> how far a headline ratio moves from one session to another on `machine`: the
+    root mean square of ln(new / committed) over every ratio every reproduction there measured
+    (a difference of two sessions, so it holds both sessions' moves), with the counts."""
+    moves: dict[str, list[float]] = {}
+    dates: dict[str, set[str]] = {}
+    here = [s for s in stored["sessions"] if s["machine"] == machine]
+    # Ratios of two medians over 3 repetitions moved more than paired ones over 6 do: once a
+    # session measured paired ratios, only such sessions say how far they move.
+    for session in [s for s in here if s.get("paired")] or here:
+        for entry in session["ratios"]:
+            name = entry["ratio"].split(" · ")[0]
+            moves.setdefault(name, []).append(math.log(entry["new"][0] / entry["committed"][0]))
+            dates.setdefault(name, set()).add(session["date"])
+    return {
+        name: {
+            "spread": math.sqrt(sum(m * m for m in found) / len(found)),
+            "sessions": len(dates[name]),
+            "ratios": len(found),
+        }
+        for name, found in moves.items()
+    }

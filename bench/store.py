@@ -75,6 +75,9 @@ class StoredRow:
     reps: list[dict]
 
 
+# A point's key for how far its ratios move between sessions (bench.reproduce writes it).
+BETWEEN_SESSIONS = "between_sessions"
+
 # Files no measurement runs: what conformance expects of a loop, and the reading path.
 NOT_MEASURED = {"deviations.toml", *READING_ONLY}
 

@@ -26,6 +26,7 @@ from bench.plan import (  # the workloads' declarations (their running side is n
 )
 from bench.render import intervals as stats  # one method for intervals and their words
 from bench.render import verdict
+from bench.store import BETWEEN_SESSIONS
 from bench.summary import by_round, summarize, valid_reps  # the bench's rules for a row's figures
 from conformance import findings as found
 from htmlreport import timelines as timeline_pages
@@ -99,7 +100,12 @@ def _baseline_values(point: dict, metric: Any) -> dict[str, dict[str, dict[int, 
 
 
 def _ratio_attributes(
-    values: dict[int, float] | None, key: str, session: str, bases: dict, metric: Any
+    values: dict[int, float] | None,
+    key: str,
+    session: str,
+    bases: dict,
+    metric: Any,
+    between: dict | None = None,
 ) -> str:
     """Each baseline's ratio of this row's figure (values by round), its word, or why none."""
     attributes = []
@@ -115,7 +121,7 @@ def _ratio_attributes(
             )
             attributes.append(f'data-ratio-{name}="" data-why-{name}="{esc(why)}"')
             continue
-        ratio = stats.ratio_interval(values, base)
+        ratio = stats.widened(stats.ratio_interval(values, base), between)
         if ratio is None:  # one repetition a side (pyperf's micro rows): no interval, no word
             share = statistics.median(values.values()) / statistics.median(base.values())
             attributes.append(
@@ -173,7 +179,8 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
                 f'<td class="num" data-sort="{value:.6g}" title="{esc(title)}">{shown}</td>'
             )
         head_values = by_round(row["reps"], headline.name) if head_stat else None
-        attributes = _ratio_attributes(head_values, key, row["session"], bases, headline)
+        between = point.get(BETWEEN_SESSIONS)  # how far ratios move between sessions
+        attributes = _ratio_attributes(head_values, key, row["session"], bases, headline, between)
         cells.append(f'<td class="ratio num" data-sort="" {attributes}>—</td>')
         cells.append(f"<td>{esc(row['session'][:15])}</td>")
         body.append(f'<tr class="{esc(kind)}">{"".join(cells)}</tr>')

@@ -48,3 +48,87 @@ def test_the_first_screen_counts_sessions_on_this_machine_only(tmp_path):
     said = reproduction.line(tmp_path)[0]
     assert "2026-11-27 16:00 UTC: 1 of 2 inside, moved at most 20%" in said
     assert "1 session(s) on another machine, not counted" in said
+
+
+def _reproduction(date: str, machine: str, moves: dict[str, float], paired: bool) -> dict:
+    return {
+        "date": date,
+        "machine": machine,
+        "same_machine": True,
+        "paired": paired,
+        "ratios": [
+            {
+                "ratio": f"{name} · x × y",
+                "committed": [1.0, 0.9, 1.1],
+                "new": [new, new, new],
+                "inside": abs(new - 1) < 0.1,
+            }
+            for name, new in moves.items()
+        ],
+    }
+
+
+def test_the_spread_between_sessions_is_the_root_mean_square_of_the_log_moves():
+    import math
+
+    stored = {
+        "sessions": [
+            _reproduction("d1", "here", {"fixed load": 1.5}, paired=False),
+            _reproduction("d2", "here", {"closed loop": 1.1, "fixed load": 1.2}, paired=True),
+            _reproduction("d3", "here", {"fixed load": 1 / 1.2}, paired=True),
+            _reproduction("d4", "elsewhere", {"fixed load": 3.0}, paired=True),
+        ]
+    }
+    found = reproduce.between_sessions(stored, "here")
+    # Paired sessions only, once there are any; another machine's never.
+    assert abs(found["fixed load"]["spread"] - math.log(1.2)) < 1e-12
+    assert found["fixed load"]["sessions"] == 2 and found["fixed load"]["ratios"] == 2
+    assert abs(found["closed loop"]["spread"] - math.log(1.1)) < 1e-12
+    unpaired = reproduce.between_sessions({"sessions": stored["sessions"][:1]}, "here")
+    assert abs(unpaired["fixed load"]["spread"] - math.log(1.5)) < 1e-12
+
+
+def test_an_interval_holds_the_spread_between_sessions_on_every_page(tmp_path):
+    """The spread stored on a point widens every ratio's interval there, on each side, in
+    quadrature on the log scale; the ratio itself does not move."""
+    import math
+    import shutil
+
+    from bench.render import intervals, verdict
+    from bench.store import BETWEEN_SESSIONS
+
+    ratio = (1.2, 1.1, 1.3)
+    assert intervals.widened(ratio, None) == ratio
+    value, low, high = intervals.widened(ratio, {"spread": 0.1})
+    assert value == 1.2
+    assert abs(math.log(high / 1.2) - math.hypot(math.log(1.3 / 1.2), 0.196)) < 1e-12
+    assert abs(math.log(1.2 / low) - math.hypot(math.log(1.2 / 1.1), 0.196)) < 1e-12
+
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS / "quick", results / "quick")
+    sessions = [_reproduction("2026-11-27T20:00:00+00:00", "m", {"fixed load": 1.3}, True)]
+    (results / "reproductions.json").write_text(json.dumps({"sessions": sessions}))
+    path = results_path(results, "quick", "echo")
+
+    def measured(spread: float | None) -> dict:
+        store = ResultStore.load(path, "echo", "quick")
+        for point in store.data["points"].values():
+            point[BETWEEN_SESSIONS] = (
+                {"spread": spread, "sessions": 1, "ratios": 1}
+                if spread and "rate" in point["params"]
+                else None
+            )
+        store.save()
+        return reproduce.ratios(ResultStore.load(path, "echo", "quick"))
+
+    before, after = measured(None), measured(0.2)
+    for name, (r, lo, hi) in after.items():
+        b = before[name]
+        assert r == b[0]
+        if name.startswith("fixed load"):
+            assert lo < b[1] and hi > b[2]
+        else:
+            assert (lo, hi) == b[1:]
+    bullet = verdict.lines(tmp_path)[2]
+    assert bullet.startswith("**How still these figures are**")
+    assert "20.0% at the fixed load" in bullet and "0 of 1 ratios inside" in bullet

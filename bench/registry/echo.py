@@ -92,6 +92,11 @@ HEADLINE_PACED = (
 )
 
 
+def regime(params: dict) -> str:
+    """A point's measure in words: "closed loop" or "fixed load"."""
+    return "fixed load" if params.get("measure") == PACED else "closed loop"
+
+
 def size_text(size: int) -> str:
     return f"{size // 1024} KiB" if size >= 1024 and size % 1024 == 0 else f"{size} B"
 

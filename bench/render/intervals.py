@@ -74,6 +74,27 @@ def _paired(ratios: list[float]) -> tuple[float, float, float]:
     return (statistics.median(ratios), *bounds(resampled))
 
 
+def widened(
+    ratio: tuple[float, float, float] | None, between: dict | None
+) -> tuple[float, float, float] | None:
+    """ratio's interval with the spread between sessions added, where a point stores one.
+
+    A session's interval holds what moved within it; a second session's ratio also moves by
+    what the machine does between sessions (bench.reproduce measures it: ``between`` holds the
+    root mean square of the log ratio's move from one session to another). Each side of the
+    interval grows, on the log scale, by 1.96 times that spread, in quadrature with its own
+    half-width."""
+    if ratio is None or not between or not between.get("spread"):
+        return ratio
+    value, low, high = ratio
+    z = 1.96 * between["spread"]
+    return (
+        value,
+        value * math.exp(-math.hypot(math.log(value / low), z)),
+        value * math.exp(math.hypot(math.log(high / value), z)),
+    )
+
+
 def normal_interval(ratio: float, relative_errors) -> tuple[float, float, float]:
     """A ratio of figures each known with a relative standard error (a harness's own repeats,
     as pyperf's), and its 95% interval under a normal approximation on the log scale, the

@@ -1,11 +1,14 @@
-"""How far the committed headline ratios moved when measured again: one line for the first
-screen, from ``reports/results/reproductions.json`` (``python -m bench reproduce``)."""
+"""How far the committed headline ratios moved when measured again: a bullet for the first
+screen and a line for the glance, from ``reports/results/reproductions.json`` and the spread
+``python -m bench reproduce`` stores on the headline points."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from bench.registry.echo import regime
+from bench.store import BETWEEN_SESSIONS
 from bench.store import REPRODUCTIONS as FILE
 
 
@@ -36,3 +39,36 @@ def line(results: Path, link: str = "") -> list[str]:
         + (f"; {elsewhere} session(s) on another machine, not counted." if elsewhere else "."),
         "",
     ]
+
+
+def bullet(results: Path, points: list[dict]) -> str | None:
+    """How still the headline ratios are: their spread between sessions, as the intervals
+    there hold it, and the newest reproduction's count inside (None: never reproduced)."""
+    path = results / FILE
+    same = (
+        [s for s in json.loads(path.read_text())["sessions"] if s["same_machine"]]
+        if (path.exists())
+        else []
+    )
+    spreads = {
+        name: point[BETWEEN_SESSIONS]
+        for point in points
+        if (name := regime(point["params"])) and point.get(BETWEEN_SESSIONS)
+    }
+    if not same or not spreads:
+        return None
+    last = same[-1]
+    inside = sum(r["inside"] for r in last["ratios"])
+    moved = " and ".join(
+        f"{spread['spread']:.1%} at the {name}" if name == "fixed load"
+        else f"{spread['spread']:.1%} in the {name}"
+        for name, spread in sorted(spreads.items())
+    )  # fmt: skip
+    counted = max(spread["sessions"] for spread in spreads.values())
+    return (
+        "**How still these figures are** (`python -m bench reproduce`): measured again in "
+        f"another session, a headline ratio moves by {moved} (root mean square, {counted} "
+        "session(s) on this machine), and every interval at the headline point holds that "
+        f"spread; the newest session, {last['date'][:16].replace('T', ' ')} UTC, landed {inside} "
+        f"of {len(last['ratios'])} ratios inside the intervals then committed."
+    )

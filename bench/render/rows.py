@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from bench import registry
 from bench.plan import BASELINE, Metric, Row, baseline_key, unavailable_variants
 from bench.registry import echo
-from bench.render.intervals import normal_interval, ratio_interval
-from bench.store import ResultStore
+from bench.render.intervals import normal_interval, ratio_interval, widened
+from bench.store import BETWEEN_SESSIONS, ResultStore
 from bench.summary import RowSummary, invalid, ratio, summarize
 from bench.workload import Workload
 
@@ -42,6 +42,9 @@ class RenderedRow:
     # there): the workload's declared controls, else the asyncio baseline in this row's style.
     # The Interpreters section reads each row against them (bench.render.drift).
     controls: dict[str, RowSummary | None] = field(default_factory=dict)
+    # How far this point's ratios moved between sessions on this machine, where measured
+    # (bench.reproduce stores it on the point): every ratio's interval holds it too.
+    between: dict | None = None
 
     @property
     def label(self) -> str:
@@ -81,8 +84,11 @@ class RenderedRow:
         other = base.values.get(metric.name) if base else None
         if not metric.ratio or not row or not other:
             return None
-        found = ratio_interval(self.summary.rounds.get(metric.name) or row,
-                               base.rounds.get(metric.name) or other)  # fmt: skip
+        paired = (
+            self.summary.rounds.get(metric.name) or row,
+            base.rounds.get(metric.name) or other,
+        )
+        found = widened(ratio_interval(*paired), self.between)
         errors = (self.summary.relative_error.get(metric.name),
                   base.relative_error.get(metric.name))  # fmt: skip
         if found is None and len(row) == len(other) == 1 and None not in errors:
@@ -146,6 +152,7 @@ def rendered_rows(
                 bases=bases,
                 name=dict(workload.row_names).get(row.key, ""),
                 controls=controls,
+                between=point.get(BETWEEN_SESSIONS),
             )
         )
     stored = {r.row for r in rows}

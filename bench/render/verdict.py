@@ -21,8 +21,9 @@ from pathlib import Path
 
 from bench.plan import USER_BASE, YARDSTICK
 from bench.registry import echo, micro, sleep  # the headline points, declared there
-from bench.render import work
-from bench.render.intervals import ratio_interval, worded
+from bench.render import reproduction, work
+from bench.render.intervals import ratio_interval, widened, worded
+from bench.store import BETWEEN_SESSIONS
 from bench.summary import by_round, valid_values
 from conformance import findings as found
 from machine.interpreters import REFERENCE
@@ -83,7 +84,7 @@ def _against(point: dict, best: tuple, anchor: str, metric: str) -> str:
     if not base_values:
         return f"no ratio to {anchor}: it has no valid repetition at this rate"
     paired = (by_round(row["reps"], metric, rate), by_round(base["reps"], metric, rate))
-    ratio = ratio_interval(*paired)
+    ratio = widened(ratio_interval(*paired), point.get(BETWEEN_SESSIONS))
     if ratio is None:
         share = statistics.median(values) / statistics.median(base_values)
         return f"against {anchor} ×{share:.2f} (one repetition a side: no interval)"
@@ -123,7 +124,8 @@ def production(point: dict | None, metric: str = "server_cpu_us") -> str | None:
         name = _label(key).removesuffix(" · native")
         if row["session"] != base["session"]:
             return statistics.median(values), f"`{name}` (another session: no ratio)"
-        ratio = ratio_interval(by_round(row["reps"], metric), by_round(base["reps"], metric))
+        paired = (by_round(row["reps"], metric), by_round(base["reps"], metric))
+        ratio = widened(ratio_interval(*paired), point.get(BETWEEN_SESSIONS))
         said = worded(ratio).replace(" (the interval holds 1)", "") if ratio else "one repetition"
         return statistics.median(values), f"`{name}` {said}"
 
@@ -198,6 +200,15 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
             + "."
             + _sessions_note(point)
         )
+    headline = [
+        p
+        for p in (stored or {}).get("points", {}).values()
+        if all(p["params"].get(k) == v for k, v in echo.HEADLINE_POINT.items())
+        and not p["params"].get(echo.CURVE[0])
+    ]
+    still = reproduction.bullet(reports / "results", headline) if mode == "quick" else None
+    if still:
+        out.append(still)
     least = least_work(reports / "results", link) if mode == "quick" else None
     if least:
         out.append(least)
