@@ -414,9 +414,9 @@ def against_sentence(rows: list | None) -> str:
     if not designs or user[USER_BASE] is None or user[YARDSTICK] is None:
         return f"{head}: not measured in this run."
     sessions = {r.row: r.session for r in rows or ()}
-    anchors = {sessions[row] for row in USER_ROWS if row in sessions}
-    designs = {row: v for row, v in designs.items() if sessions[row] in anchors}
-    if len(anchors) != 1 or not designs:  # a comparison is made within one session only
+    user_sessions = {sessions[row] for row in USER_ROWS if row in sessions}
+    designs = {row: v for row, v in designs.items() if sessions[row] in user_sessions}
+    if len(user_sessions) != 1 or not designs:  # a comparison is made within one session only
         return f"{head}: the servers and the designs were not measured in one session."
     cheaper = [row for row, v in designs.items() if v < user[USER_BASE]]
     kinds = {r.row: r.kind for r in rows or ()}
