@@ -456,6 +456,7 @@ def draw_cost_chart(rows: list, path: Path) -> bool:
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
+    # Here, as matplotlib above: charts loads matplotlib at its top, and the text needs neither.
     from bench.render.charts import LABEL_STYLE
 
     wanted = [r for r in rows if _valid(r) and (not r.row.anchor or r.row in USER_ROWS)]
@@ -564,6 +565,7 @@ def draw_latency_chart(rows: list, path: Path) -> bool:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # Here, as matplotlib above: charts loads matplotlib at its top, and the text needs neither.
     from bench.render.charts import LABEL_STYLE
 
     wanted = [r for r in rows if _valid(r) and all(m in r.summary.stats for m, _ in LATENCIES)]
