@@ -20,7 +20,7 @@ SLEEPERS = 100_000  # sleep CPU per sleeper is read at this many sleepers
 class Figure:
     """One figure at one point of one workload."""
 
-    name: str  # the anchor of its table and chart
+    name: str  # the id its table and chart are linked by
     title: str
     workload: str
     where: tuple[tuple[str, object], ...]  # the point: these parameter values (None: absent)

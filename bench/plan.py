@@ -6,9 +6,10 @@ every style it speaks, plus, for echo, the anchor servers a user would pick inst
 never listed by hand: they come from :func:`loops.discover`, so a new variant folder shows up
 in the bench and its report without an edit here.
 
-Every figure is also given as a ratio to asyncio measured in the same session at the same
-point: the asyncio row in the same style where asyncio speaks it (the same program on another
-loop), otherwise asyncio's coroutines row.
+Every figure is also given as a ratio to rows measured in the same session at the same point:
+to the workload's bases where it declares them (echo's: asyncio-protocol, then
+uvloop-protocol), otherwise to the baseline, asyncio: its row in the same style where asyncio
+speaks it (the same program on another loop), else its coroutines row.
 """
 
 from __future__ import annotations

@@ -145,10 +145,6 @@ class Finding:
     affected: dict[str, list[str]]  # variant -> styles
     elsewhere: dict[str, str]  # 'X.Y' -> what that interpreter's stored run says
 
-    @property
-    def anchor(self) -> str:
-        return "finding-" + self.pid.replace(".", "-").replace("_", "-")
-
     def command(self) -> str:
         """The command that plays this property again on the loops affected."""
         topic, name = self.pid.split(".", 1)

@@ -178,7 +178,7 @@ def summary_rows(results: Results, severities: Severities) -> list[list]:
     return rows + [[name, why, "", "", "", "", ""] for name, why in results.unavailable.items()]
 
 
-def deviation_anchor(variant: str, pid: str) -> str:
+def deviation_id(variant: str, pid: str) -> str:
     """The id of one variant's reason for one property in the Known deviations list."""
     return f"deviation-{variant}-{pid}".replace(".", "-").replace("_", "-")
 
@@ -191,7 +191,7 @@ def _cell(results: Results, pid: str, variant: loops.Variant) -> str:
             continue
         text = f"{STYLE_ABBREV[style]} {SYMBOL[outcome]}"
         if outcome == "deviation":  # the whole "co ⚠️" is the link, so the cell still reads so
-            text = f"[{text}](#{deviation_anchor(variant.name, pid)})"
+            text = f"[{text}](#{deviation_id(variant.name, pid)})"
         cells.append(text)
     return " ".join(cells) or "—"  # no scenario in a style this variant speaks
 
@@ -212,7 +212,7 @@ def _findings_lines(findings: list[found.Finding], others: list[str]) -> list[st
     rows = []
     for f in findings:
         affected = ", ".join(
-            f"[{variant}](#{deviation_anchor(variant, f.pid)}) "
+            f"[{variant}](#{deviation_id(variant, f.pid)}) "
             + "/".join(STYLE_ABBREV[s] for s in styles)
             for variant, styles in sorted(f.affected.items())
         )
@@ -290,7 +290,7 @@ def _soak_lines(soak: dict, variants: list[loops.Variant], size: str) -> list[st
 
 
 def _deviation_lines(results: Results, severities: Severities) -> list[str]:
-    """Each variant's reason for each property it deviates from, with an anchor to link."""
+    """Each variant's reason for each property it deviates from, with an id to link to."""
     if not results.reasons:
         return []
     grouped: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
@@ -302,7 +302,7 @@ def _deviation_lines(results: Results, severities: Severities) -> list[str]:
         for reason, styles in reasons.items():
             marked = "/".join(STYLE_ABBREV[s] for s in styles)
             lines.append(
-                f'- <a id="{deviation_anchor(variant, pid)}"></a>**{variant}** `{pid}` '
+                f'- <a id="{deviation_id(variant, pid)}"></a>**{variant}** `{pid}` '
                 f"({marked}; *{severity}*): {reason}"
             )
     return [*lines, ""]

@@ -1,6 +1,6 @@
 """Exceptions: where errors go, and that the loop survives them.
 
-What the anchors check: asyncio's test_base_events (default and custom exception handlers, a
+What the upstream tests check: asyncio's test_base_events (default and custom exception handlers, a
 handler that raises, KeyboardInterrupt/SystemExit propagating out of run_forever and the loop
 running again afterwards, run_until_complete inside a running loop), trio's test_run.py
 (test_initial_task_error, test_run_nesting), curio's test_kernel.py (errors reach the joiner).

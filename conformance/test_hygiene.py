@@ -2,9 +2,10 @@
 
 Measured from outside, as a user could: open fds from /proc/self/fd, which fds an epoll
 instance still watches from /proc/self/fdinfo, liveness by weakref after gc.collect().
-What the anchors check: asyncio's and uvloop's test_close (close twice, then every call raises
-RuntimeError), trio's test_run.py (tasks and the runner are collected: gc_collect_harder),
-asyncio's test_base_events (handles drop their callbacks once run or cancelled).
+What the upstream tests check: asyncio's and uvloop's test_close (close twice, then every call
+raises RuntimeError), trio's test_run.py (tasks and the runner are collected:
+gc_collect_harder), asyncio's test_base_events (handles drop their callbacks once run or
+cancelled).
 """
 
 import contextlib

@@ -1,6 +1,6 @@
 """Scheduling: the order in which ready work runs, and what must never starve it.
 
-What the anchors check: asyncio's test_base_events (call_soon order, cancelled handles,
+What the upstream tests check: asyncio's test_base_events (call_soon order, cancelled handles,
 _run_once running only the batch present at its start, stop()), uvloop's tests/test_base.py
 (call_soon_threadsafe from many threads), trio's test_run.py (checkpoints let other tasks run).
 """

@@ -1,6 +1,6 @@
 """Tasks: spawning, joining, cancelling, timeouts and queues.
 
-What the anchors check: curio's test_kernel.py (join results and errors, cancel at the
+What the upstream tests check: curio's test_kernel.py (join results and errors, cancel at the
 blocking call, a task that survives its cancellation, timeout_after), trio's test_run.py
 (cancellation at checkpoints, deep call chains), asyncio's test_tasks.py and test_queues.py
 (cancel a done task, Queue.join and task_done accounting).

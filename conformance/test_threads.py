@@ -1,6 +1,6 @@
 """Threads: blocking work offloaded to a worker thread while the loop keeps serving.
 
-What the anchors check: asyncio's test_base_events (run_in_executor results and errors),
+What the upstream tests check: asyncio's test_base_events (run_in_executor results and errors),
 trio's test_threads.py (to_thread.run_sync results, errors, the loop running meanwhile),
 curio's test_thread.py; the idea is the Python Cookbook's ThreadPoolHandler: a worker thread
 finishes, a wake-up fd tells the blocked loop.

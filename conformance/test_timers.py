@@ -1,10 +1,11 @@
 """Timers: when scheduled work fires, what cancelling costs, and what waiting costs.
 
-What the anchors check: asyncio's test_base_events (call_later/call_at order, negative delays,
-the heap compaction of cancelled timers, _run_once's timeout), uvloop's tests/test_base.py
-(call_later rounding to its millisecond clock), trio's test_run.py (deadlines, the pruned
-deadline heap), curio's test_kernel.py (sleep never returns early). "Never early" compares the
-loop's own clock; lateness is the sleep benchmark's business, not a test's.
+What the upstream tests check: asyncio's test_base_events (call_later/call_at order, negative
+delays, the heap compaction of cancelled timers, _run_once's timeout), uvloop's
+tests/test_base.py (call_later rounding to its millisecond clock), trio's test_run.py
+(deadlines, the pruned deadline heap), curio's test_kernel.py (sleep never returns early).
+"Never early" compares the loop's own clock; lateness is the sleep benchmark's business, not a
+test's.
 """
 
 import math
@@ -337,12 +338,12 @@ def _(loop):
         loop.call_soon(cancel_timers, count)
         loop.run_forever()
 
-    anchor = loop.call_later(1800, noop)  # a live timer due first: cancelled ones queue behind
+    first_due = loop.call_later(1800, noop)  # a live timer due first: cancelled ones queue behind
     run(WARM_UP)
     with heap_growth() as growth:
         for _ in range(CANCELLED_TIMERS // 100):
             run(100)
-    anchor.cancel()
+    first_due.cancel()
     return growth[0]
 
 
@@ -359,13 +360,13 @@ def _(co):
         for task in tasks:
             yield from co.cancel(task)
 
-    anchor = yield from co.spawn(co.sleep(1800))  # due first: cancelled timers queue behind it
+    first_due = yield from co.spawn(co.sleep(1800))  # due first: cancelled timers queue behind it
     yield from cancel_sleepers(WARM_UP)
     with heap_growth() as growth:
         for _ in range(CANCELLED_TIMERS // 500):
             yield from cancel_sleepers(500)
         yield from co.sleep(0.001)
-    yield from co.cancel(anchor)
+    yield from co.cancel(first_due)
     return growth[0]
 
 
@@ -380,13 +381,13 @@ async def _(co):
         for task in tasks:
             await co.cancel(task)
 
-    anchor = await co.spawn(co.sleep(1800))  # due first: cancelled timers queue behind it
+    first_due = await co.spawn(co.sleep(1800))  # due first: cancelled timers queue behind it
     await cancel_sleepers(WARM_UP)
     with heap_growth() as growth:
         for _ in range(CANCELLED_TIMERS // 500):
             await cancel_sleepers(500)
         await co.sleep(0.001)
-    await co.cancel(anchor)
+    await co.cancel(first_due)
     return growth[0]
 
 
@@ -401,13 +402,13 @@ def _(co):
         for task in tasks:
             co.cancel(task)
 
-    anchor = co.spawn(co.sleep, 1800)  # due first: cancelled timers queue behind it
+    first_due = co.spawn(co.sleep, 1800)  # due first: cancelled timers queue behind it
     cancel_sleepers(WARM_UP)
     with heap_growth() as growth:
         for _ in range(CANCELLED_TIMERS // 500):
             cancel_sleepers(500)
         co.sleep(0.001)
-    co.cancel(anchor)
+    co.cancel(first_due)
     return growth[0]
 
 

@@ -10,7 +10,7 @@ the code that runs loops, so it re-renders without measuring anything.
 
 The site opens from ``file://`` with no network: the one JavaScript library, plotly.js, comes
 from PyPI's ``plotly`` package (the bench dependency group) and is copied into the site;
-tables sort on a header click, a baseline selector changes every ratio on a bench page,
+tables sort on a header click, a selector of the base changes every ratio on a bench page,
 charts show values on hover and toggle rows from their legend, and timelines zoom.
 ``tests/test_site.py`` checks all of that in headless Chromium.
 """

@@ -3,7 +3,7 @@
 One function per page (:data:`PAGES`), each returning its HTML body from what is stored; the
 frame (navigation, the vendored script, the stylesheet) is the same on every page. Figures are
 computed here, not in the browser: the medians and intervals, and every ratio against each
-selectable baseline, are written into the page as data attributes, and the script only shows
+selectable base, are written into the page as data attributes, and the script only shows
 the one the selector names. Output is deterministic (sorted, seeded), so re-rendering the same
 data writes the same bytes.
 """
@@ -36,9 +36,10 @@ from machine.interpreters import PYTHONS, REFERENCE
 ASSETS = Path(__file__).resolve().parent / "assets"
 PLOTLY = "plotly.min.js"
 
-# The baselines a bench page's selector offers: (key, label, the row it reads). The default is
+# The bases a bench page's selector offers (bench/README.md, "Words": a base is a row a ratio
+# divides by; the baseline is asyncio alone): (key, label, the row it reads). The default is
 # the first: the server an asyncio user writes, what a ratio should be read against.
-BASELINES = (
+BASES = (
     (USER_BASE, f"{USER_BASE} (what asyncio users write)", f"{USER_BASE}/native"),
     (YARDSTICK, f"{YARDSTICK} (the C anchor)", f"{YARDSTICK}/native"),
     ("floor", "the selectors floor (no design at all)", f"{FLOOR}/native"),
@@ -80,14 +81,14 @@ def _row_label(key: str, row: dict) -> str:
     return key.split("/")[0] if row.get("style") == "native" else key.replace("/", " · ")
 
 
-def _baseline_values(point: dict, metric: Any) -> dict[str, dict[str, dict[int, float]]]:
-    """baseline key -> session -> the baseline's valid repetitions of metric in that session,
-    under their rounds (bench.summary.by_round: a ratio pairs them with the row's)."""
+def _base_values(point: dict, metric: Any) -> dict[str, dict[str, dict[int, float]]]:
+    """base key -> session -> the base's valid repetitions of metric in that session, under
+    their rounds (bench.summary.by_round: a ratio pairs them with the row's)."""
     found: dict[str, dict[str, dict[int, float]]] = {}
-    for key, _, row_key in BASELINES:
+    for key, _, row_key in BASES:
         by_session: dict[str, dict[int, float]] = {}
         row = point["rows"].get(row_key)
-        # A baseline has a figure where the bench's table gives it one (its summary is "ok").
+        # A base has a figure where the bench's table gives it one (its summary is "ok").
         summary = summarize(row["reps"], [metric]) if row else None
         if summary and summary.status == "ok" and (values := summary.rounds.get(metric.name)):
             by_session[row["session"]] = values
@@ -107,9 +108,9 @@ def _ratio_attributes(
     metric: Any,
     between: dict | None = None,
 ) -> str:
-    """Each baseline's ratio of this row's figure (values by round), its word, or why none."""
+    """Each base's ratio of this row's figure (values by round), its word, or why none."""
     attributes = []
-    for name, _, _ in BASELINES:
+    for name, _, _ in BASES:
         base = bases[name].get(session)
         if not values or not base or statistics.median(base.values()) == 0:
             why = (
@@ -141,7 +142,7 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
     params = point["params"]
     columns = workload.columns_at(params)[:4]  # at most 8 columns in all
     headline = columns[0]
-    bases = _baseline_values(point, headline)
+    bases = _base_values(point, headline)
     rows = sorted(
         point["rows"].items(),
         key=lambda item: (KIND_ORDER.get(item[1].get("kind"), 3), item[0]),
@@ -196,7 +197,7 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
         "loop · style",
         "kind",
         *[esc(m.label) for m in columns],
-        f"{esc(headline.short)} × <span class=baseline-name>baseline</span>",
+        f"{esc(headline.short)} × <span class=base-name>base</span>",
         "session",
     ]
     figure = {
@@ -272,19 +273,17 @@ def _bench_page(mode: str) -> Callable[[Path], str]:
             sections.extend(points)
         if not sections:
             return f"<p>No {mode} results are stored yet: <code>nox -s bench</code>.</p>"
-        options = "".join(
-            f'<option value="{key}">{esc(label)}</option>' for key, label, _ in BASELINES
-        )
+        options = "".join(f'<option value="{key}">{esc(label)}</option>' for key, label, _ in BASES)
         intro = (
             "<p>Every figure is the median of a row's stored repetitions; hover a cell for its "
             f"{stats.CONFIDENCE:.0%} bootstrap interval. The ratio column divides the table's "
-            "first figure by the baseline's, <em>only where the baseline was measured in the "
-            "same session as the row</em> (otherwise it says why), and is worded from the "
+            "first figure by the base's, <em>only where the base was measured in the same "
+            "session as the row</em> (otherwise it says why), and is worded from the "
             "ratio's own bootstrap interval: <em>level</em> where it holds 1. A client-bound "
             "row (its peer, load generator or site server, saturated) shows ≥ its figure, with no "
             "ratio. Click a "
             "header to sort; click a legend entry to hide a row in the chart.</p>"
-            f'<p><label>Baseline: <select id="baseline">{options}</select></label></p>'
+            f'<p><label>Ratios to: <select id="base">{options}</select></label></p>'
             f"<p>Workloads: {' · '.join(index)}</p>"
         )
         return intro + "\n".join(sections)

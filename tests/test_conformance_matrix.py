@@ -218,8 +218,8 @@ def test_the_page_opens_with_the_findings_and_every_warning_links_to_its_reason(
     assert any("**loses data**" in line and "asyncio" in line for line in first_screen)
     assert any("**by design**" in line and "trio" in line for line in first_screen)
     links = set(re.findall(r"\[(?:cb|gen|co) ⚠️\]\(#([\w-]+)\)", page))
-    anchors = set(re.findall(r'<a id="([\w-]+)"></a>', page))
-    assert len(links) == 2 and links <= anchors
+    ids = set(re.findall(r'<a id="([\w-]+)"></a>', page))
+    assert len(links) == 2 and links <= ids
 
 
 def test_the_per_style_counts_on_the_page_are_the_ones_a_report_imports():

@@ -2,7 +2,7 @@
 
 The site is rendered from the committed data into a temporary folder, then each page is loaded
 from ``file://`` with no network. Checked: no page logs a console error, every chart renders,
-a table sorts on a header click, the baseline selector changes the ratios, a timeline zooms.
+a table sorts on a header click, the base selector changes the ratios, a timeline zooms.
 Chromium and its driver are Debian's (``.ci/run`` installs them); selenium drives them.
 """
 
@@ -114,17 +114,17 @@ def test_a_table_sorts_on_a_header_click(browser, site):
 
 
 @BROWSER
-def test_the_baseline_selector_changes_the_ratios(browser, site):
+def test_the_base_selector_changes_the_ratios(browser, site):
     from selenium.webdriver.support.ui import Select
 
     _open(browser, site, "bench.html")
     script = "return Array.from(document.querySelectorAll('td.ratio')).map(c => c.textContent)"
     before = browser.execute_script(script)
-    Select(browser.find_element("id", "baseline")).select_by_value("adapter")
+    Select(browser.find_element("id", "base")).select_by_value("adapter")
     after = browser.execute_script(script)
     assert before != after
     assert any(text.startswith("×") for text in after)
-    assert "asyncio · coroutines" in browser.find_element("css selector", ".baseline-name").text
+    assert "asyncio · coroutines" in browser.find_element("css selector", ".base-name").text
 
 
 @BROWSER

@@ -107,6 +107,7 @@ def pages_found(stored_points: dict) -> list[str]:
     (the seeded graph, drawn here as the site server draws it: no server is started)."""
     import re
 
+    # Only here: the site server's module loads uvloop and httptools, which no declaration needs.
     from workloads.crawler.site import SeededSite
 
     sizes = sorted({point["params"]["pages"] for point in stored_points.values()})

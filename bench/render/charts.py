@@ -10,7 +10,8 @@ rows down the side, best at the top (by the figure at the largest parameter valu
 figure along the bottom, one marker per value of the chart's parameter (connections,
 sleepers, workers) joined by a thin line, with a bar from min to max. Row labels say the kind:
 bold for home-made loops, plain for reference loops, italic grey for anchor servers; the
-asyncio rows, the baseline of every ratio, are underlined by a faint band.
+asyncio rows, the baseline (what a ratio divides by where a workload declares no bases), are
+underlined by a faint band.
 """
 
 from __future__ import annotations

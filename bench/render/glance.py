@@ -414,9 +414,9 @@ def against_sentence(rows: list | None) -> str:
     if not designs or user[USER_BASE] is None or user[YARDSTICK] is None:
         return f"{head}: not measured in this run."
     sessions = {r.row: r.session for r in rows or ()}
-    anchors = {sessions[row] for row in USER_ROWS if row in sessions}
-    designs = {row: v for row, v in designs.items() if sessions[row] in anchors}
-    if len(anchors) != 1 or not designs:  # a comparison is made within one session only
+    user_sessions = {sessions[row] for row in USER_ROWS if row in sessions}
+    designs = {row: v for row, v in designs.items() if sessions[row] in user_sessions}
+    if len(user_sessions) != 1 or not designs:  # a comparison is made within one session only
         return f"{head}: the servers and the designs were not measured in one session."
     cheaper = [row for row, v in designs.items() if v < user[USER_BASE]]
     kinds = {r.row: r.kind for r in rows or ()}
@@ -456,6 +456,7 @@ def draw_cost_chart(rows: list, path: Path) -> bool:
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
+    # Here, as matplotlib above: charts loads matplotlib at its top, and the text needs neither.
     from bench.render.charts import LABEL_STYLE
 
     wanted = [r for r in rows if _valid(r) and (not r.row.anchor or r.row in USER_ROWS)]
@@ -564,6 +565,7 @@ def draw_latency_chart(rows: list, path: Path) -> bool:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # Here, as matplotlib above: charts loads matplotlib at its top, and the text needs neither.
     from bench.render.charts import LABEL_STYLE
 
     wanted = [r for r in rows if _valid(r) and all(m in r.summary.stats for m, _ in LATENCIES)]

@@ -1,4 +1,4 @@
-// The site's behaviour: sortable tables, the baseline selector, and the charts (plotly.js,
+// The site's behaviour: sortable tables, the base selector, and the charts (plotly.js,
 // vendored beside this file). Every figure is computed when the page is rendered; this script
 // only chooses which one to show.
 "use strict";
@@ -29,10 +29,10 @@ function sortBy(header) {
   rows.forEach((row) => body.appendChild(row));
 }
 
-function showBaseline(key) {
-  const select = document.getElementById("baseline");
+function showBase(key) {
+  const select = document.getElementById("base");
   const label = select ? select.options[select.selectedIndex].text.split(" (")[0] : key;
-  document.querySelectorAll(".baseline-name").forEach((span) => (span.textContent = label));
+  document.querySelectorAll(".base-name").forEach((span) => (span.textContent = label));
   document.querySelectorAll("td.ratio").forEach((cell) => {
     const ratio = cell.getAttribute("data-ratio-" + key);
     if (ratio) {
@@ -67,10 +67,10 @@ document.addEventListener("DOMContentLoaded", () => {
     th.addEventListener("click", () => sortBy(th));
     th.title = "click to sort";
   });
-  const select = document.getElementById("baseline");
+  const select = document.getElementById("base");
   if (select) {
-    select.addEventListener("change", () => showBaseline(select.value));
-    showBaseline(select.value);
+    select.addEventListener("change", () => showBase(select.value));
+    showBase(select.value);
   }
   drawCharts();
 });

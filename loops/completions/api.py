@@ -1,14 +1,14 @@
 """The coroutines style of the completions loop: the namespace ``VARIANT.coroutines`` points at.
 
-Every socket call is an io_uring operation: the call prepares what the kernel needs (a buffer
-to fill, the bytes to send, an address in the kernel's ``sockaddr`` layout), awaits
+Every socket call is an io_uring operation: the call prepares what Linux needs (a buffer to
+fill, the bytes to send, an address in Linux's ``sockaddr`` layout), awaits
 ``operation(...)``, and its *completer* (``_complete_recv``, ``_complete_send``...) turns the
 completion's ``res`` into the answer (``Proactor.deliver``), or, called with
 ``interrupted=True`` by ``Proactor.give_back`` when the task will not take the answer, releases
 the buffer and keeps what came. ``recv`` and ``sendall`` try the syscall first (their
 docstrings say when and why). A recv's buffer comes from :mod:`loops.completions.buffers`,
-taken back only once its completion has arrived (the proactor's hazard); a send hands the
-kernel the caller's ``bytes`` itself (immutable, its address fixed), kept alive by the task
+taken back only once its completion has arrived (the proactor's hazard); a send hands
+Linux the caller's ``bytes`` itself (immutable, its address fixed), kept alive by the task
 until the completion. The task calls (run, timeout_after, run_in_thread) are twins of
 ``loops/traps/api.py``'s on purpose (``tests/test_twins.py`` holds them together).
 """

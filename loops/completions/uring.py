@@ -1,12 +1,12 @@
 """The ring: io_uring from the standard library (ctypes for two syscalls, mmap for the rings).
 
-io_uring is two queues in memory shared with the kernel. The *submission queue* (SQ) is an
+io_uring is two queues in memory shared with Linux. The *submission queue* (SQ) is an
 array of 64-byte entries (SQEs), each describing one operation (recv into this buffer from
 this fd, send these bytes, accept, cancel that other operation...), and a ring of indices
 into it; the program writes entries and moves the ring's tail. The *completion queue* (CQ) is
-a ring of 16-byte entries (CQEs), each ``(user_data, res, flags)``; the kernel writes them and
+a ring of 16-byte entries (CQEs), each ``(user_data, res, flags)``; Linux writes them and
 moves its tail, the program reads them and moves its head. One syscall, ``io_uring_enter``,
-tells the kernel how many new entries to consume and, optionally, waits until at least one
+tells Linux how many new entries to consume and, optionally, waits until at least one
 completion is there (or a timeout passes). Reading completions needs no syscall at all: they
 are in our memory. x86-64 Linux only: why, beside ``SYS_IO_URING_SETUP``.
 """
