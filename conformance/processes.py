@@ -35,7 +35,7 @@ import psutil
 
 from conformance.harness import Case, prop
 from loops import STYLES
-from machine.proc import peak_rss, schedstat
+from machine import proc
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -187,8 +187,8 @@ class Server:
         return psutil.Process(self.pid).num_fds()
 
     def rss(self) -> int:
-        """Resident memory, bytes."""
-        return psutil.Process(self.pid).memory_info().rss
+        """Resident memory, bytes (0 once it is gone)."""
+        return proc.resident(self.pid) or 0
 
 
 @contextlib.contextmanager
@@ -296,10 +296,10 @@ def cpu_demand(pid: int, seconds: float) -> dict[str, float]:
     """
     process = psutil.Process(pid)
     times = process.cpu_times()
-    cpu0, sched0, wall0 = times.user + times.system, schedstat(pid), time.monotonic()
+    cpu0, sched0, wall0 = times.user + times.system, proc.schedstat(pid), time.monotonic()
     time.sleep(seconds)  # the measuring interval itself, not a wait for anything
     times = process.cpu_times()
-    cpu1, sched1, wall1 = times.user + times.system, schedstat(pid), time.monotonic()
+    cpu1, sched1, wall1 = times.user + times.system, proc.schedstat(pid), time.monotonic()
     wall = wall1 - wall0
     demand = (sched1[0] - sched0[0]) + (sched1[1] - sched0[1])
     return {"cpu": (cpu1 - cpu0) / wall, "demand": demand / wall}
@@ -339,14 +339,8 @@ def settled_in_selector(pid: int, fds: int, quiet: float) -> Callable[[], bool]:
 
 def voluntary_switches(pid: int) -> int:
     """How many times process pid's main thread has gone to sleep (-1 once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("voluntary_ctxt_switches:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return -1
+    found = proc.voluntary_switches(pid)
+    return -1 if found is None else found
 
 
 def wait_watching_memory(process: subprocess.Popen, timeout: float) -> tuple[int, int]:
@@ -358,7 +352,7 @@ def wait_watching_memory(process: subprocess.Popen, timeout: float) -> tuple[int
     """
     deadline, peak = time.monotonic() + timeout, 0
     while process.poll() is None:
-        peak = max(peak, peak_rss(process.pid) or 0)
+        peak = max(peak, proc.peak_rss(process.pid) or 0)
         if time.monotonic() > deadline:
             process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -52,6 +52,13 @@ def context_switches(pid: int | str = "self") -> tuple[int, int] | None:
     return counts[0], counts[1]
 
 
+def voluntary_switches(task: int | str = "self") -> int | None:
+    """How many times one thread has gone to sleep so far (task: a PID for its main thread,
+    or PID/task/TID); None where it is gone."""
+    found = _status(task, SWITCHES[0])
+    return found[SWITCHES[0]] if found else None
+
+
 def on_cpu(pid: int | str = "self") -> float | None:
     """A process's seconds on a CPU so far, threads included (None: gone, or not Linux)."""
     found = schedstat(pid)
