@@ -6,8 +6,9 @@ Pure data and the standard library: the noxfile imports it before any venv exist
 
 A suite's tests come from its released sdist on the package registry, at the pinned version,
 downloaded when the session runs and never committed (the lab carries no copy of anyone's
-tests). websockets is not here: its sdist ships no tests (``src/`` only), and the lab takes
-suites only from released sdists.
+tests). Where the sdist leaves the tests that drive a loop out (websockets' has no
+``tests/asyncio``), the suite names the project's release tarball instead, as a distribution
+archives it (Debian's ``orig.tar.gz``, the GitHub release's archive), pinned by its SHA-256.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ class Suite:
     install: list[str]  # pip's arguments: the sdist ({sdist} is its path) and the test needs
     args: tuple[str, ...]  # pytest arguments after the test folder, run from the sdist's root
     tests: str = "tests"
+    # The release's source tarball and its SHA-256, where the registry's sdist lacks the tests.
+    source: str = ""
+    sha256: str = ""
+    env: tuple[tuple[str, str], ...] = ()  # set for the test run
 
     @property
     def expected(self) -> Path:
@@ -112,6 +117,20 @@ SUITES = {
             # One process (loops counted in it); no coverage; a hung test fails after 120 s
             # rather than stopping the run (uvloop is reported to hang in this suite).
             args=("-n", "0", "--no-cov", "--timeout", "120"),
+        ),
+        Suite(
+            name="websockets",
+            version="15.0.1",
+            # tests/requirements.txt; mitmproxy is the proxy the client's proxy tests run.
+            install=["{sdist}", "pytest", "pytest-timeout", "python-socks[asyncio]", "mitmproxy"],
+            args=("--timeout", "120"),
+            # The GitHub release's archive as Debian keeps it (the sdist has no tests/asyncio).
+            source="http://deb.debian.org/debian/pool/main/p/python-websockets/"
+            "python-websockets_15.0.1.orig.tar.gz",
+            sha256="8451495265af3e368f794c4dc15c99ce90c771d95560f542bff8c64b5455af3b",
+            # A release's tests default to 100 ms where a development tree's to 1 ms (its
+            # tests/utils.py, for build farms): 10 is the 2-core machine's room, not 100's wait.
+            env=(("WEBSOCKETS_TESTS_TIMEOUT_FACTOR", "10"),),
         ),
     )
 }
