@@ -93,6 +93,34 @@ def test_streams_echo_over_tls_and_a_refused_handshake_leaves_the_server_serving
     assert run(asyncio.wait_for(stranger_then_friend(), 20)) == b"still here"
 
 
+def test_tls_inside_tls_echoes_as_through_an_https_proxy():
+    """start_tls over a connection that already speaks TLS, on both sides: what a client does
+    through an HTTPS proxy (websockets' and aiohttp's proxy support); the drop-in took only
+    plain transports until websockets' suite found it."""
+    server_tls, client_tls = tls_contexts()
+
+    async def inner_echo(reader, writer):
+        await writer.start_tls(server_tls)  # a second handshake, inside the first
+        await echo(reader, writer)
+
+    async def main() -> bytes:
+        server = await asyncio.start_server(inner_echo, "127.0.0.1", 0, ssl=server_tls)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_tls)
+        outer = writer.transport
+        await writer.start_tls(client_tls)
+        assert writer.transport is not outer  # the inner TLS layer's transport
+        writer.write(b"twice sealed")
+        answer = await reader.readexactly(12)
+        writer.close()
+        await writer.wait_closed()
+        server.close()
+        await server.wait_closed()
+        return answer
+
+    assert run(asyncio.wait_for(main(), 20)) == b"twice sealed"
+
+
 def test_runner_runs_tasks_threads_timeouts_and_async_generators():
     async def ticks():
         for i in range(3):

@@ -276,7 +276,12 @@ class Connections:
             raise TypeError(
                 f"sslcontext is expected to be an instance of ssl.SSLContext, got {sslcontext!r}"
             )
-        if not isinstance(transport, StreamTransport):
+        # asyncio marks the transports start_tls takes with _start_tls_compatible; its TLS
+        # transport is one, so TLS runs inside TLS (a client through an HTTPS proxy).
+        if not (
+            isinstance(transport, StreamTransport)
+            or getattr(transport, "_start_tls_compatible", False)
+        ):
             raise TypeError(f"transport {transport!r} is not supported by start_tls()")
         handshake = self.create_future()
         over = tls.protocol(

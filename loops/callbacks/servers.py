@@ -191,7 +191,9 @@ class Server(asyncio.AbstractServer):
         self._sockets: list[socket.socket] | None = sockets  # None once closed
         self._protocol_factory = protocol_factory
         self._backlog = backlog
-        self._ssl = ssl  # an SSLContext: every accepted connection speaks TLS (tls.py)
+        # An SSLContext: every accepted connection speaks TLS (tls.py). Named as asyncio.Server
+        # names it, since code beyond asyncio reads it (websockets' test helpers do).
+        self._ssl_context = ssl
         self._ssl_handshake_timeout = ssl_handshake_timeout
         self._ssl_shutdown_timeout = ssl_shutdown_timeout
         self._serving = False
@@ -347,14 +349,14 @@ class Server(asyncio.AbstractServer):
                 )
                 continue
             extra = {"peername": address}
-            if self._ssl is None:
+            if self._ssl_context is None:
                 StreamTransport(loop, conn, protocol, extra=extra, server=self)
                 continue
             handshake = loop.create_future()
             over = tls.protocol(
                 loop,
                 protocol,
-                self._ssl,
+                self._ssl_context,
                 handshake,
                 server_side=True,
                 handshake_timeout=self._ssl_handshake_timeout,

@@ -122,8 +122,17 @@ SUITES = {
             name="websockets",
             version="15.0.1",
             # tests/requirements.txt; mitmproxy is the proxy the client's proxy tests run.
-            install=["{sdist}", "pytest", "pytest-timeout", "python-socks[asyncio]", "mitmproxy"],
-            args=("--timeout", "120"),
+            install=[
+                "{sdist}",
+                "pytest",
+                "pytest-timeout",
+                "python-socks[asyncio]",
+                "mitmproxy",
+                "uvloop; python_version < '3.15'",  # a loop under test, not a test need
+            ],
+            # It keeps no pytest configuration (it runs under unittest), so pytest would take
+            # the lab's, a folder up: an empty one, and node ids from the tarball's root.
+            args=("-c", "/dev/null", "--rootdir", ".", "--timeout", "120"),
             # The GitHub release's archive as Debian keeps it (the sdist has no tests/asyncio).
             source="http://deb.debian.org/debian/pool/main/p/python-websockets/"
             "python-websockets_15.0.1.orig.tar.gz",
