@@ -87,8 +87,17 @@ def _expected_section(suite: str) -> list[str]:
         loops = ", ".join(e["loops"]) + (
             f" (Python {', '.join(e['pythons'])})" if "pythons" in e else ""
         )
-        lines.append(f"| `{_shown(e['test'])}` | {loops} | {e['class']} | {reason} |")
+        hangs = " (hangs: not run)" if e.get("hangs") else ""
+        lines.append(f"| {_tests_of(e)} | {loops} | {e['class']}{hangs} | {reason} |")
     return [*lines, ""]
+
+
+def _tests_of(entry: dict) -> str:
+    """An entry's tests as a reader reads them: its pattern, or the first of its list and how
+    many more (one cause of many tests)."""
+    if "tests" in entry:
+        return f"`{_shown(entry['tests'][0])}` and {len(entry['tests']) - 1} more"
+    return f"`{_shown(entry['test'])}`"
 
 
 def _shown(pattern: str) -> str:
@@ -113,7 +122,7 @@ def _findings(records: list[dict]) -> list[str]:
         for g_loop, suite, e in gaps:
             if g_loop == loop:
                 on = f" (Python {', '.join(e['pythons'])})" if "pythons" in e else ""
-                lines.append(f"  - {suite}{on}, `{_shown(e['test'])}`: {e['reason']}")
+                lines.append(f"  - {suite}{on}, {_tests_of(e)}: {e['reason']}")
         if loop == "callbacks" and unlisted:
             suites = ", ".join(unlisted)
             lines.append(f"  - failures its suite's TOML does not class, in {suites}: listed"
