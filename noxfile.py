@@ -216,9 +216,10 @@ def _download(session: nox.Session, url: str, sha256: str, to: Path) -> None:
 def real_suites(session: nox.Session) -> None:
     """Real projects' own test suites, unmodified, on asyncio, uvloop and the callbacks drop-in.
 
-    `-- SUITE [LOOP ...]`: one suite of tests/real_suites/suites.py (uvicorn, anyio, aiohttp, websockets),
-    on the loops named (all three by default). Downloads the suite's pinned sdist (its tests
-    are never committed here), installs it with its test needs, and runs its tests once per
+    `-- SUITE [LOOP ...]`: one suite of tests/real_suites/suites.py (uvicorn, anyio, aiohttp,
+    websockets), on the loops named (all three by default). Downloads the suite's pinned sdist
+    or source tarball (its tests are never committed here), installs it with its test needs,
+    and runs its tests once per
     loop with tests/real_suites/lab_loop.py making the loops; expected failures:
     tests/real_suites/<suite>.toml. Counts go to reports/suites/<suite>-<python>-<loop>.json
     and reports/real-suites.md. Fails if the drop-in or uvloop made no loop.
