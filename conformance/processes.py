@@ -328,19 +328,14 @@ def settled_in_selector(pid: int, fds: int, quiet: float) -> Callable[[], bool]:
 
     def settled() -> bool:
         nonlocal wakeups, since
-        now_wakeups = voluntary_switches(pid) if waiting_in_selector(pid, fds) else None
+        # None: not in its selector, or gone (then it never settles)
+        now_wakeups = proc.voluntary_switches(pid) if waiting_in_selector(pid, fds) else None
         if now_wakeups is None or now_wakeups != wakeups:
             wakeups, since = now_wakeups, time.monotonic()
             return False
         return time.monotonic() - since >= quiet
 
     return settled
-
-
-def voluntary_switches(pid: int) -> int:
-    """How many times process pid's main thread has gone to sleep (-1 once it is gone)."""
-    found = proc.voluntary_switches(pid)
-    return -1 if found is None else found
 
 
 def wait_watching_memory(process: subprocess.Popen, timeout: float) -> tuple[int, int]:

@@ -143,6 +143,7 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
     columns = workload.columns_at(params)[:4]  # at most 8 columns in all
     headline = columns[0]
     bases = _base_values(point, headline)
+    between = point.get(BETWEEN_SESSIONS)  # how far its ratios move between sessions
     rows = sorted(
         point["rows"].items(),
         key=lambda item: (KIND_ORDER.get(item[1].get("kind"), 3), item[0]),
@@ -180,7 +181,6 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
                 f'<td class="num" data-sort="{value:.6g}" title="{esc(title)}">{shown}</td>'
             )
         head_values = by_round(row["reps"], headline.name) if head_stat else None
-        between = point.get(BETWEEN_SESSIONS)  # how far ratios move between sessions
         attributes = _ratio_attributes(head_values, key, row["session"], bases, headline, between)
         cells.append(f'<td class="ratio num" data-sort="" {attributes}>—</td>')
         cells.append(f"<td>{esc(row['session'][:15])}</td>")

@@ -50,11 +50,9 @@ def ratio_interval(
     resampled. Otherwise the ratio of two medians, each side resampled. None where a side has
     a single value, whose bootstrap would be a zero-width interval that calls any difference
     certain."""
-    if isinstance(row, Mapping) and isinstance(base, Mapping):
-        common = [r for r in sorted(row.keys() & base.keys()) if base[r]]
-        if len(common) >= 2:
-            return _paired([row[r] / base[r] for r in common])
-        row, base = list(row.values()), list(base.values())
+    if (ratios := per_round(row, base)) is not None:
+        return _paired(ratios)
+    row, base = list(_values(row)), list(_values(base))
     if len(row) < 2 or len(base) < 2:
         return None
     rng, (row, base) = _seeded(row, base)
@@ -66,6 +64,19 @@ def ratio_interval(
         ]
     )
     return statistics.median(row) / statistics.median(base), low, high
+
+
+def per_round(row: object, base: object) -> list[float] | None:
+    """Each shared round's ratio, where both sides are values by round and share two rounds
+    or more (what a paired ratio is the median of); else None."""
+    if not (isinstance(row, Mapping) and isinstance(base, Mapping)):
+        return None
+    common = [r for r in sorted(row.keys() & base.keys()) if base[r]]
+    return [row[r] / base[r] for r in common] if len(common) >= 2 else None
+
+
+def _values(side: Sequence[float] | Mapping[int, float]) -> Sequence[float]:
+    return side.values() if isinstance(side, Mapping) else side
 
 
 def _paired(ratios: list[float]) -> tuple[float, float, float]:

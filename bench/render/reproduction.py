@@ -45,15 +45,12 @@ def bullet(results: Path, points: list[dict]) -> str | None:
     """How still the headline ratios are: their spread between sessions, as the intervals
     there hold it, and the newest reproduction's count inside (None: never reproduced)."""
     path = results / FILE
-    same = (
-        [s for s in json.loads(path.read_text())["sessions"] if s["same_machine"]]
-        if (path.exists())
-        else []
-    )
+    sessions = json.loads(path.read_text())["sessions"] if path.exists() else []
+    same = [s for s in sessions if s["same_machine"]]
     spreads = {
-        name: point[BETWEEN_SESSIONS]
+        regime(point["params"]): point[BETWEEN_SESSIONS]
         for point in points
-        if (name := regime(point["params"])) and point.get(BETWEEN_SESSIONS)
+        if point.get(BETWEEN_SESSIONS)
     }
     if not same or not spreads:
         return None

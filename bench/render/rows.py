@@ -7,13 +7,14 @@ charts) reads it from a :class:`RenderedRow`, so none shows a figure the tables 
 from __future__ import annotations
 
 import functools
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench import registry
 from bench.plan import BASELINE, Metric, Row, baseline_key, unavailable_variants
 from bench.registry import echo
-from bench.render.intervals import normal_interval, ratio_interval, widened
+from bench.render.intervals import normal_interval, per_round, ratio_interval, widened
 from bench.store import BETWEEN_SESSIONS, ResultStore
 from bench.summary import RowSummary, invalid, ratio, summarize
 from bench.workload import Workload
@@ -67,10 +68,12 @@ class RenderedRow:
         """The ratio its interval is around (paired by round where it can be), or of medians."""
         if not metric.ratio:
             return None
-        if (found := self.ratio_interval(metric, which)) is not None:
-            return found[0]
-        stat = self.summary.stats.get(metric.name)
         base = self.base(which)
+        if base is not None and (
+            ratios := per_round(self.summary.rounds.get(metric.name), base.rounds.get(metric.name))
+        ):
+            return statistics.median(ratios)  # ratio_interval's centre, without its bootstrap
+        stat = self.summary.stats.get(metric.name)
         base_stat = base.stats.get(metric.name) if base else None
         if stat is None or base_stat is None:
             return None
