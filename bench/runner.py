@@ -250,7 +250,7 @@ def climbed_past(job: Job, row: Row) -> dict | None:
             continue
         why = job.workload.climb_ends(stored["reps"])
         if why is not None:
-            error = f"not measured: at {value:,} {name} {why}"
+            error = f"not measured: its climb ended at {value:,} {name} ({why})"
             return {"error": error, "stopped_at": [name, value]}
     return None
 
@@ -287,7 +287,9 @@ def console_line(job: Job, row: Row, reps: list[dict]) -> str:
     """One line per measured row: its headline figure, or why it has none."""
     summary = summarize(reps, job.workload.metrics)
     if summary.status != "ok":
-        return f"  {row.label:<34} {summary.status}: {summary.reason.splitlines()[0][:90]}"
+        climbed = summary.status == "failed" and reps and reps[0].get("stopped_at")
+        status = "past its climb" if climbed else summary.status  # a ladder's, not a failure
+        return f"  {row.label:<34} {status}: {summary.reason.splitlines()[0][:90]}"
     metric = job.workload.columns_at(job.point.args)[0]
     stat = summary.stats.get(metric.name)
     if stat is None:

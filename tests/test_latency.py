@@ -86,6 +86,13 @@ def test_the_ladder_is_registered_on_echos_rows_servers_and_rules():
     assert workload.fingerprint(row) != alone.fingerprint(row)
 
 
+def test_the_bench_cli_measures_the_ladder_alone():
+    from bench.__main__ import parser
+
+    args = parser().parse_args(["run", "--quick", "--workload", "latency"])
+    assert args.workload == ["latency"] and args.full is False
+
+
 def test_a_step_is_read_by_the_benchs_own_rules():
     assert latency.step_state([kept(2000)]) == latency.KEPT
     assert latency.step_state([fell_behind(2000)]) == latency.BROKE
@@ -193,6 +200,8 @@ def test_a_row_is_not_measured_past_the_step_that_ended_its_climb(tmp_path):
     assert stop["stopped_at"] == ["rate", 2800]
     assert "fell behind" in stop["error"]
     assert latency.step_state([stop]) == latency.PAST
+    line = runner.console_line(job, broke, [stop])
+    assert "past its climb: not measured: its climb ended at 2,800 rate (it fell behind" in line
     assert runner.stopped_below(job, steady) is None
 
 
