@@ -242,12 +242,19 @@ def test_the_section_draws_both_groups_and_tabulates_each_knee(tmp_path):
     assert {c.label for c in made} == set(by_row)
 
 
-def test_no_curve_stored_no_section_and_the_page_does_not_index_it(tmp_path):
+def test_the_page_indexes_the_section_only_where_a_ladder_is_stored(tmp_path):
     workload = registry.get("latency")
-    out = tmp_path / "bench.md"
-    assert report.section(workload, None, "quick", tmp_path / "charts", out) == []
-    titles = report.SECTIONS[0]  # the workloads' sections: indexed by what they wrote
-    assert titles.titles is None
+    assert report.section(workload, None, "quick", tmp_path / "charts", tmp_path / "x.md") == []
+    store = synthetic_store(tmp_path, {Row("asyncio", "callbacks"): [kept(r) for r in RATES]})
+    link = f"[{latency.TITLE}](#{latency.TITLE.lower().replace(' ', '-')})"
+    for stored, shown in ((None, False), (store, True)):
+        stores = {name: None for name in registry.names()} | {"latency": stored}
+        out = tmp_path / f"{shown}" / "bench.md"
+        report.render("quick", stores, out, None, tmp_path / "results")
+        text = out.read_text()
+        index = next(line for line in text.splitlines() if line.startswith("Sections: "))
+        assert (link in index) is shown
+        assert (f"## {latency.TITLE}" in text) is shown
 
 
 def test_the_site_shows_the_same_curves_and_knees(tmp_path):
