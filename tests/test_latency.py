@@ -290,11 +290,15 @@ def test_two_real_steps_then_no_third_past_the_end_of_the_climb(tmp_path, monkey
     )
     stored = json.loads(results_path(results, "quick", "latency", RUNNING).read_text())
     by_rate = {p["params"]["rate"]: p["rows"][row.key]["reps"] for p in stored["points"].values()}
-    first, second, third = (by_rate[r] for r in (2000, 400_000, 800_000))
-    assert all(
-        isinstance(first[-1][k], float)
-        for k in ("latency_p50_ms", "latency_p99_ms", "latency_p999_ms")
-    )
-    assert latency.step_state(first) in (latency.KEPT, latency.STALLED)
-    assert latency.step_state(second) in (latency.BROKE, latency.CEILING)
-    assert third[0]["stopped_at"] == ["rate", 400_000]
+    rates = sorted(by_rate)
+    states = [latency.step_state(by_rate[rate]) for rate in rates]
+    # 400,000/s ends the climb at the latest (a disturbed machine may end it at 2,000/s already)
+    ended = next(i for i, state in enumerate(states) if state in latency.ENDS)
+    assert ended <= 1, states
+    assert states[ended + 1 :] == [latency.PAST] * (len(rates) - ended - 1), states
+    assert by_rate[rates[-1]][0]["stopped_at"] == ["rate", rates[ended]]
+    for rate in rates[: ended + 1]:  # a measured step records what a curve draws
+        record = by_rate[rate][-1]
+        assert record["rate"] == rate and record["generator"] in ("native", "python"), record
+        for name in ("latency_p50_ms", "latency_p99_ms", "latency_p999_ms", "rate_achieved"):
+            assert isinstance(record[name], float), (name, record)
