@@ -198,7 +198,8 @@ def measure_point(group: list[Job], session: str, cores: Cores, full: bool, prog
 
 
 # A point's size: a row that did not finish, or met a stated limit, at a smaller size of a point
-# otherwise the same is not run at a larger one (threads past the kernel's thread limit, say).
+# otherwise the same is not run at a larger one (threads past the kernel's thread limit, say);
+# likewise a row whose climb ended at a lower step of a ladder (climbed_past).
 SIZES = ("tasks", "connections")
 
 
@@ -225,6 +226,32 @@ def stopped_below(job: Job, row: Row) -> dict | None:
                 first.get("did_not_finish_s") is not None or known_limit(first["error"])
             ):
                 return {**first, "stopped_at": [name, other[name]]}
+    return climbed_past(job, row)
+
+
+def climbed_past(job: Job, row: Row) -> dict | None:
+    """On a workload's ladder (``Workload.climbs``: latency's offered rate), the record of a
+    row whose climb ended at a lower step of this point (its current code, this store):
+    not measured, marked with the step and why; None if it goes on."""
+    name, args = job.workload.climbs, job.point.args
+    if name is None or name not in args:
+        return None
+    code = job.workload.fingerprint(row)
+    below = sorted(
+        (entry["params"][name], entry)
+        for entry in job.store.data["points"].values()
+        if entry["params"].keys() == args.keys()
+        and entry["params"][name] < args[name]
+        and all(entry["params"][k] == args[k] for k in args if k != name)
+    )
+    for value, entry in below:
+        stored = entry["rows"].get(row.key)
+        if not stored or stored["code"] != code or not stored["reps"]:
+            continue
+        why = job.workload.climb_ends(stored["reps"])
+        if why is not None:
+            error = f"not measured: its climb ended at {value:,} {name} ({why})"
+            return {"error": error, "stopped_at": [name, value]}
     return None
 
 
@@ -260,7 +287,9 @@ def console_line(job: Job, row: Row, reps: list[dict]) -> str:
     """One line per measured row: its headline figure, or why it has none."""
     summary = summarize(reps, job.workload.metrics)
     if summary.status != "ok":
-        return f"  {row.label:<34} {summary.status}: {summary.reason.splitlines()[0][:90]}"
+        climbed = summary.status == "failed" and reps and reps[0].get("stopped_at")
+        status = "past its climb" if climbed else summary.status  # a ladder's, not a failure
+        return f"  {row.label:<34} {status}: {summary.reason.splitlines()[0][:90]}"
     metric = job.workload.columns_at(job.point.args)[0]
     stat = summary.stats.get(metric.name)
     if stat is None:

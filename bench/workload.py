@@ -18,6 +18,7 @@ the process machinery, and the running module's code is part of every row's fing
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +127,18 @@ class Workload:
     timed: Callable[[dict], bool] = _always
     # How a table names a row, where its plain label would mislead, by row key.
     row_names: tuple[tuple[str, str], ...] = ()
+    # Another workload whose servers and peers its rows run, as (its workloads/ folder, its
+    # running module): their code is part of its rows' fingerprints too (latency runs echo's).
+    runs_on: tuple[str, str] | None = None
+    # A ladder: the parameter its rows climb point by point (latency: the offered rate), and
+    # why a stored step ends a row's climb (None: it goes on). A row is not measured at a
+    # larger value once its climb ended at a smaller one (bench.runner.stopped_below).
+    climbs: str | None = None
+    climb_ends: Callable[[list[dict]], str | None] = _nothing
+    # The rendering module whose section(workload, stored, mode, chart_dir, out) writes its
+    # report section instead of a table per point (None: a table per point). An empty
+    # section is left out of the page and its index (latency: only where curves are stored).
+    rendering: str | None = None
 
     def columns_at(self, params: dict) -> list[Metric]:
         """The figures shown at a point, its headline first."""
@@ -141,7 +154,11 @@ class Workload:
 
     def fingerprint(self, row: Row) -> str:
         """The code fingerprint of one of its rows: what marks a stored row stale."""
-        return row_fingerprint(self.name, self.running, row)
+        own = row_fingerprint(self.name, self.running, row)
+        if self.runs_on is None:
+            return own
+        theirs = row_fingerprint(*self.runs_on, row)
+        return hashlib.sha256(f"{own} {theirs}".encode()).hexdigest()[:16]
 
     def metric(self, name: str) -> Metric:
         """The declared figure of that name."""

@@ -29,6 +29,7 @@ from bench.render import verdict
 from bench.store import BETWEEN_SESSIONS
 from bench.summary import by_round, summarize, valid_reps  # the bench's rules for a row's figures
 from conformance import findings as found
+from htmlreport import latency as latency_section
 from htmlreport import timelines as timeline_pages
 from htmlreport.markup import chart, esc, fmt, markdown_code
 from machine.interpreters import PYTHONS, REFERENCE
@@ -45,6 +46,9 @@ BASES = (
     ("floor", "the selectors floor (no design at all)", f"{FLOOR}/native"),
     ("adapter", "asyncio · coroutines (the contract adapter)", "asyncio/coroutines"),
 )
+# The site's own rendering of a workload whose bench.md section is its own (Workload.rendering),
+# by that rendering module: the same figures, drawn for the browser.
+SECTIONS = {"bench.render.latency": latency_section.section}
 KIND_ORDER = {"home-made": 0, "reference": 1, "anchor": 2}
 KIND_COLOUR = {"home-made": "#1f77b4", "reference": "#7f7f7f", "anchor": "#ff7f0e"}
 
@@ -264,6 +268,12 @@ def _bench_page(mode: str) -> Callable[[Path], str]:
             if not path.exists():
                 continue
             stored = json.loads(path.read_text())
+            if workload.rendering is not None:  # a section of its own, as in bench.md
+                own = SECTIONS[workload.rendering](workload, stored, mode)
+                if own:
+                    index.append(f'<a href="#{esc(workload.name)}">{esc(workload.title)}</a>')
+                    sections.append(own)
+                continue
             points = []
             for number, (_, point) in enumerate(stored["points"].items()):
                 point_id = f"{workload.name}-{number}"

@@ -11,11 +11,12 @@ register a workload of its own for the length of the test).
 
 from __future__ import annotations
 
-from bench.registry import connections, crawler, echo, http, micro, sleep
+from bench.registry import connections, crawler, echo, http, latency, micro, sleep
 from bench.workload import Workload
 
 WORKLOADS: tuple[Workload, ...] = (
     echo.WORKLOAD,
+    latency.WORKLOAD,
     sleep.WORKLOAD,
     connections.WORKLOAD,
     crawler.WORKLOAD,

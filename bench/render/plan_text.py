@@ -7,7 +7,7 @@ stale the day a point was added, so ``python -m bench report`` renders it into t
 
 from __future__ import annotations
 
-from bench.registry import crawler, echo, http, sleep
+from bench.registry import crawler, echo, http, latency, sleep
 
 
 def _n(value: int) -> str:
@@ -21,6 +21,17 @@ def _and(items: list[str]) -> str:
 
 def _s(seconds: float) -> str:
     return f"{seconds:g} s"
+
+
+def ladder(full: bool) -> str:
+    """The latency ladder in words: its rates, a step's length, where a row stops."""
+    warm, measured = latency.TIMING[full]
+    return (
+        f"the latency ladder at {echo.HEADLINE_AT}: offered rates from "
+        f"{_n(latency.RATES[0])} requests/s × {latency.FACTOR:g} a step to "
+        f"{_n(latency.RATES[-1])} ({len(latency.RATES)} steps), {_s(measured)} a step after "
+        f"{_s(warm)} of warm-up, each row up to the step that ends its climb"
+    )
 
 
 def plan() -> str:
@@ -37,7 +48,7 @@ def plan() -> str:
     more_delays = [d for d in crawler.FULL["delays"] if d not in crawl_delays]
     more_workers = [w for w in crawler.FULL["concurrency"] if str(w) not in workers]
     sizes_full, conns_full = echo.FULL["sizes"], echo.FULL["connections"]
-    latency = (
+    answers = (
         "without latency" if more_delays == [0] else f"at {_and([f'{d} ms' for d in more_delays])}"
     )
     return (
@@ -51,7 +62,7 @@ def plan() -> str:
         f"answer and {_and(workers)} workers; http with "
         f"{_and([_n(c) for c in http.CONNECTIONS[False]])} keep-alive connections for "
         f"{_s(http.SECONDS[False])} after {_s(http.WARMUP_S)} of warm-up; the micro "
-        f"operations. The full run adds every size and connection count "
+        f"operations; {ladder(False)}. The full run adds every size and connection count "
         f"({echo.size_text(sizes_full[0])} to {echo.size_text(sizes_full[-1])} × "
         f"{_n(conns_full[0])} to {_n(conns_full[-1])} connections, "
         f"{len(sizes_full) * len(conns_full) * 2} echo points with both measures, each "
@@ -59,7 +70,9 @@ def plan() -> str:
         f"{_and([_n(n) for n in more_sleepers])} sleepers, cancel-heavy at "
         f"{_and([_n(n) for n in more_cancel])}, idle with "
         f"{_n(sleep.IDLE_SOCKETS[True][0])} to {_n(sleep.IDLE_SOCKETS[True][-1])} sockets, the "
-        f"crawler {latency} and with "
+        f"crawler {answers} and with "
         f"{_and([_n(w) for w in more_workers])} worker{'s' if more_workers != [1] else ''}, "
+        f"{latency.REPETITIONS[True]} rounds of the latency ladder at "
+        f"{_s(latency.TIMING[True][1])} a step after {_s(latency.TIMING[True][0])}, "
         f"and more repetitions where the spread asks for them."
     )

@@ -11,6 +11,7 @@ stored) to ``bench-full.md``.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import re
 import statistics
@@ -73,7 +74,11 @@ def ran_in(sessions: dict[str, dict], point: dict) -> str:
 def section(
     workload: Workload, stored: ResultStore | None, mode: str, chart_dir: Path, out: Path
 ) -> list[str]:
-    """The markdown lines of one workload's section."""
+    """The markdown lines of one workload's section (a section of its own where the workload
+    names its rendering module, as latency does: [] leaves it off the page)."""
+    if workload.rendering is not None:
+        own = importlib.import_module(workload.rendering)
+        return own.section(workload, stored, mode, chart_dir, out)
     lines = [f"## {workload.title}", "", workload.description.strip(), ""]
     if stored is None or not stored.data["points"]:
         command = "nox -s bench" + (" -- --full" if mode == "full" else "")
@@ -521,11 +526,15 @@ def render(
     chart_dir = out.parent / "charts"
     points_of = stored_points(stores, mode)
     page = Page(mode, stores, out, chart_dir, points_of, anatomy_data, results, python)
+    body = [entry.lines(page) for entry in SECTIONS]
     titles = [
         title
-        for entry in SECTIONS
+        for entry, written in zip(SECTIONS, body, strict=True)
         for title in (
-            entry.titles if entry.titles is not None else [w.title for w in registry.WORKLOADS]
+            entry.titles
+            if entry.titles is not None
+            # a workload whose section is empty (latency with no curve stored) is not indexed
+            else [w.title for w in registry.WORKLOADS if f"## {w.title}" in written]
         )
     ]
     lines = [
@@ -559,8 +568,8 @@ def render(
         + ".",
         "",
     ]
-    for entry in SECTIONS:
-        lines += entry.lines(page)
+    for written in body:
+        lines += written
     text = short_paragraphs("\n".join(lines).rstrip() + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)  # a workload without charts made no folder
     out.write_text(text)
