@@ -233,22 +233,35 @@ def _shown(path: str) -> str:
 
 def table(records: list[dict[str, Any]]) -> str:
     """The counts, a row per loop and style, as a Markdown table."""
-    head = [
-        "loop",
-        "style",
-        "moments",
-        "clean",
-        "cannot run again",
-        "another error",
-        "hangs",
-        "lost",
-    ]
-    rows = [
-        [r["loop"], r["style"], r["moments"], *(r["counts"][outcome] for outcome in OUTCOMES)]
-        for r in records
-    ]
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
+    head = ["loop (style)", "moments", "clean", "cannot run again", "another error", "hangs"]
+    head += ["lost", "not reached"]
+    out = ["| " + " | ".join(head) + " |", "|---|" + "--:|" * (len(head) - 1)]
+    for r in records:
+        counts = [r["counts"][outcome] for outcome in (*OUTCOMES, NOT_REACHED)]
+        out.append(
+            f"| {r['loop']} ({r['style']}) | {r['moments']} | "
+            + " | ".join(map(str, counts))
+            + " |"
+        )
+    return "\n".join(out)
+
+
+def faults(records: list[dict[str, Any]]) -> str:
+    """Where each loop went wrong: a line per file and ending, its lines listed (passes and
+    styles merged), with what the first of them said."""
+    places: dict[tuple[str, str, str], dict] = {}
+    for record in records:
+        for fault in record["faults"]:
+            place = places.setdefault(
+                (record["loop"], fault["file"], fault["outcome"]),
+                {"lines": set(), "said": fault["detail"].split("\n")[0][:80]},
+            )
+            place["lines"].add(fault["line"])
+    out = ["| loop | file: lines | ending | what it said |", "|---|---|---|---|"]
+    for (loop, file, outcome), place in places.items():
+        lines = ", ".join(map(str, sorted(place["lines"])))
+        said = place["said"].replace("|", "\\|")
+        out.append(f"| {loop} | `{file}`: {lines} | {outcome} | {said} |")
     return "\n".join(out)
 
 
@@ -262,7 +275,16 @@ def main(argv: list[str] | None = None) -> int:
         help="interrupt each moment at each of its first N passes, a run each (default 1)",
     )
     parser.add_argument("--json", metavar="FILE", help="write the records, one JSON per line")
+    parser.add_argument(
+        "--stored",
+        metavar="FILE",
+        help="print the tables of records a --json run wrote, and run nothing",
+    )
     args = parser.parse_args(argv)
+    if args.stored:
+        records = [json.loads(line) for line in Path(args.stored).read_text().splitlines()]
+        print(table(records) + "\n\n" + faults(records))
+        return 0
     known = loops.available()
     for name in args.loop or ():
         if name not in loops.discover():
@@ -284,14 +306,9 @@ def main(argv: list[str] | None = None) -> int:
                     )
 
             records.append(sweep(name, style, args.passes, progress))
-    print(table(records))
-    for record in records:
-        for fault in record["faults"]:
-            where = f"{fault['file']}:{fault['line']}"
-            print(f"{record['loop']} ({record['style']}) {where}: {fault['outcome']}", end="")
-            print(f" ({fault['detail']})" if fault["detail"] else "")
     if args.json:
         Path(args.json).write_text("".join(json.dumps(record) + "\n" for record in records))
+    print(table(records) + "\n\n" + faults(records))
     return 0
 
 

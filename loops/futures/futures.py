@@ -13,6 +13,7 @@ no contextvars, no eager tasks, no task groups.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 _PENDING = "pending"
@@ -20,6 +21,30 @@ _FINISHED = "finished"
 _CANCELLED = "cancelled"
 
 logger = logging.getLogger("loops.futures")
+
+
+OWN_CODE = os.path.dirname(os.path.abspath(__file__)) + os.sep  # this package's files
+
+
+# twin of loops/traps/kernel.py: left_half_done
+# twin of loops/completions/kernel.py: left_half_done
+def left_half_done(error: BaseException) -> bool:
+    """Whether error came up through this loop's own code that a task had called (a spawn, a
+    future's callbacks, a wait being registered), not just out of the task's code.
+
+    A signal's KeyboardInterrupt lands wherever the interpreter checks for signals, and in the
+    loop's code it may leave the work half done (a task counted and never scheduled), so the
+    loop must not run again to cancel the other tasks. The traceback says where it landed: a
+    frame of this package inside a frame of the task's."""
+    in_a_task = False
+    frames = error.__traceback__
+    while frames is not None:
+        ours = frames.tb_frame.f_code.co_filename.startswith(OWN_CODE)
+        if ours and in_a_task:
+            return True
+        in_a_task = in_a_task or not ours
+        frames = frames.tb_next
+    return False
 
 
 class CancelledError(BaseException):
@@ -280,9 +305,11 @@ class Task(Future):
             return
         self._finish(_FINISHED, None, error)
         if isinstance(error, KeyboardInterrupt | SystemExit):
-            # Out of run(), the loop whole (it came out of this step, not between two lines of
-            # the loop's bookkeeping): run() may still cancel the other tasks.
-            self._loop._raised_by_a_task = error
+            # Out of run(). Raised by the task's own code, it leaves the loop whole and run()
+            # may still cancel the other tasks; raised in the loop's code the task had called,
+            # it may not (left_half_done).
+            if not left_half_done(error):
+                self._loop._raised_by_a_task = error
             raise error
         self._reporter = _Unretrieved(self._loop, error, repr(self))
 

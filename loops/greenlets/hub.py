@@ -17,6 +17,7 @@ import concurrent.futures
 import contextlib
 import heapq
 import itertools
+import os
 import selectors
 import socket
 import time
@@ -29,6 +30,30 @@ READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 MAX_WAIT = 24 * 3600.0  # a poll's longest wait: epoll refuses one past time_t (asyncio's cap)
 COMPACT_MIN_TIMERS = 100  # compact the timer heap only past this many entries...
 COMPACT_CANCELLED_SHARE = 0.5  # ...when more than this share of them is cancelled (asyncio's)
+
+
+OWN_CODE = os.path.dirname(os.path.abspath(__file__)) + os.sep  # this package's files
+
+
+# twin of loops/traps/kernel.py: left_half_done
+# twin of loops/completions/kernel.py: left_half_done
+def left_half_done(error: BaseException) -> bool:
+    """Whether error came up through this loop's own code that a task had called (a spawn, a
+    future's callbacks, a wait being registered), not just out of the task's code.
+
+    A signal's KeyboardInterrupt lands wherever the interpreter checks for signals, and in the
+    loop's code it may leave the work half done (a task counted and never scheduled), so the
+    loop must not run again to cancel the other tasks. The traceback says where it landed: a
+    frame of this package inside a frame of the task's."""
+    in_a_task = False
+    frames = error.__traceback__
+    while frames is not None:
+        ours = frames.tb_frame.f_code.co_filename.startswith(OWN_CODE)
+        if ours and in_a_task:
+            return True
+        in_a_task = in_a_task or not ours
+        frames = frames.tb_next
+    return False
 
 
 class CancelledError(BaseException):
@@ -203,7 +228,9 @@ class Hub:
             task.result = fn(*args)
         except BaseException as error:  # the joiner's to see, cancellation included
             task.error = error
-            if isinstance(error, KeyboardInterrupt | SystemExit) and task is not self.main:
+            if isinstance(error, KeyboardInterrupt | SystemExit) and (
+                task is not self.main or left_half_done(error)
+            ):
                 raise  # on to the hub, and out of run()
         finally:
             task.done = True

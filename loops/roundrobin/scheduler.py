@@ -204,15 +204,16 @@ class Loop:
             raise RuntimeError("the loop is closed")
         if getattr(_running, "loop", None) is not None:
             raise RuntimeError("run() cannot be called while a roundrobin loop is running")
-        _running.loop = self
         # A signal caught by another thread must still wake a select() blocked here, so that
         # the main thread runs the Python handler (KeyboardInterrupt) at once, as asyncio does.
         in_main_thread = threading.current_thread() is threading.main_thread()
-        if in_main_thread:
-            previous_wakeup_fd = signal.set_wakeup_fd(
-                self._wake_writer.fileno(), warn_on_full_buffer=False
-            )
+        previous_wakeup_fd = -1  # none, if a signal comes before set_wakeup_fd has answered
+        _running.loop = self  # the last line before try: a signal cannot land between them
         try:
+            if in_main_thread:
+                previous_wakeup_fd = signal.set_wakeup_fd(
+                    self._wake_writer.fileno(), warn_on_full_buffer=False
+                )
             main = self.spawn(coro)
             main.joined = True  # its outcome is run()'s to return or raise
             self._run_until(lambda: main.done)

@@ -166,8 +166,9 @@ def run(fn: Callable[..., Any], *args: Any) -> Any:
         raise RuntimeError("run() called inside a running task: spawn() the function instead")
     check_function(fn, "run")
     this = Run()
-    main = _local.task = Task(this)
+    main = Task(this)
     main.sliced = threading.current_thread() is threading.main_thread()
+    _local.task = main  # the last line before try: a signal cannot land between them
     try:
         return fn(*args)
     finally:
@@ -237,6 +238,10 @@ def spawn(fn: Callable[..., Any], *args: Any) -> Task:
     try:
         task.thread.start()
     except RuntimeError as error:  # "can't start new thread": a limit of the machine's
+        if isinstance(error.__context__, KeyboardInterrupt):
+            # Ctrl-C in start()'s wait for the new thread: threading's Condition then fails to
+            # release its lock ("release unlocked lock"), an error that must not hide the signal
+            raise error.__context__ from None
         raise RuntimeError(f"spawn: {error}: {_thread_limits(parent.run)}") from error
     return task
 

@@ -31,6 +31,7 @@ import heapq
 import itertools
 import logging
 import math
+import os
 import threading
 import time
 from heapq import heappush
@@ -64,6 +65,30 @@ MAX_WAIT = 24 * 3600.0  # the longest single wait (asyncio's cap): epoll refuses
 
 
 logger = logging.getLogger(__name__)
+
+
+OWN_CODE = os.path.dirname(os.path.abspath(__file__)) + os.sep  # this package's files
+
+
+# twin of loops/futures/futures.py: left_half_done
+# twin of loops/greenlets/hub.py: left_half_done
+def left_half_done(error: BaseException) -> bool:
+    """Whether error came up through this loop's own code that a task had called (a spawn, a
+    future's callbacks, a wait being registered), not just out of the task's code.
+
+    A signal's KeyboardInterrupt lands wherever the interpreter checks for signals, and in the
+    loop's code it may leave the work half done (a task counted and never scheduled), so the
+    loop must not run again to cancel the other tasks. The traceback says where it landed: a
+    frame of this package inside a frame of the task's."""
+    in_a_task = False
+    frames = error.__traceback__
+    while frames is not None:
+        ours = frames.tb_frame.f_code.co_filename.startswith(OWN_CODE)
+        if ours and in_a_task:
+            return True
+        in_a_task = in_a_task or not ours
+        frames = frames.tb_next
+    return False
 
 
 class _Running(threading.local):
@@ -140,9 +165,9 @@ class Loop:
         if self._closed:
             raise RuntimeError("the traps kernel is closed")
         _check_not_running()
-        main = self._spawn(coro)
-        main.joined = True  # its outcome is run()'s to report
-        try:
+        try:  # the main task's spawn too: a signal may land in it
+            main = self._spawn(coro)
+            main.joined = True  # its outcome is run()'s to report
             self._run_until(main)
         except BaseException as error:
             if not isinstance(error, Exception) and error is not self._raised_by_a_task:
@@ -287,8 +312,10 @@ class Loop:
                     except BaseException as error:
                         finish(task, None, error)
                         if not isinstance(error, Exception | CancelledError):
-                            # KeyboardInterrupt, SystemExit: out of run(), the kernel whole
-                            self._raised_by_a_task = error
+                            # KeyboardInterrupt, SystemExit: out of run(); the kernel whole
+                            # unless it came through the kernel's code (left_half_done)
+                            if not left_half_done(error):
+                                self._raised_by_a_task = error
                             raise
                         break
                     try:
