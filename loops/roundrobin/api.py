@@ -123,6 +123,8 @@ def join(task: Task):
     if not task.done:
         yield ("join", task)
     task.joined = True
+    if task.reporter is not None:
+        task.reporter.error = None  # seen: nothing to report
     if task.error is not None:
         raise task.error
     return task.result

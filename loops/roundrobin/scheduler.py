@@ -108,6 +108,7 @@ class Task:
         "io",
         "joined",
         "joiners",
+        "reporter",
         "result",
         "send",
         "throw",
@@ -129,19 +130,31 @@ class Task:
         self.result = None
         self.error: BaseException | None = None
         self.joined = False  # someone saw the outcome; if not, a failure is reported on deletion
+        self.reporter: _Unjoined | None = None  # set while a failure is unjoined
 
     def __repr__(self) -> str:
         state = "done" if self.done else "blocked" if self.waiting else "runnable"
         return f"<Task {self.coro.__qualname__} {state}>"
 
+
+class _Unjoined:
+    """Says a task's failure that nobody joined once the task is garbage, like asyncio's "Task
+    exception was never retrieved". A little object of its own, not Task.__del__, so that only
+    failed tasks have a finalizer: CPython drops whatever a finalizer raises, a Ctrl-C handled
+    in one included, and every task's deletion was such a moment."""
+
+    __slots__ = ("error", "task")
+
+    def __init__(self, task: str, error: BaseException) -> None:
+        self.task = task  # its repr: the task itself would make a cycle
+        self.error: BaseException | None = error  # None once joined
+
     def __del__(self) -> None:
-        # Like asyncio's "Task exception was never retrieved": a failure nobody joined is said.
-        # getattr: a KeyboardInterrupt can cut __init__ short, and this still runs (an error
-        # is only ever set on a whole task).
+        # getattr: a KeyboardInterrupt can cut __init__ short, and this still runs.
         error = getattr(self, "error", None)
-        if error is not None and not self.joined and not isinstance(error, CancelledError):
+        if error is not None:
             report = "".join(traceback.format_exception(error))
-            sys.stderr.write(f"roundrobin: {self!r} failed and nobody joined it:\n{report}")
+            sys.stderr.write(f"roundrobin: {self.task} failed and nobody joined it:\n{report}")
 
 
 class IORecord:
@@ -465,6 +478,8 @@ class Loop:
         task.done = True
         task.result = result
         task.error = error
+        if error is not None and not task.joined and not isinstance(error, CancelledError):
+            task.reporter = _Unjoined(repr(task), error)
         del self._tasks[task]
         if task.io is not None:
             self._release_io(task)
