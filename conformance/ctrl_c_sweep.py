@@ -38,7 +38,8 @@ OUTCOMES = (CLEAN, STUCK, OTHER, HANGS, LOST)
 NOT_REACHED = "not reached"  # the run did not pass it this time (a race decided otherwise)
 
 PATIENCE = 5.0  # seconds a child may take; the workload runs in milliseconds
-WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS = ROOT / "workloads"
 
 
 def _plan() -> Plan:
@@ -225,7 +226,7 @@ def sweep(variant: str, style: str, passes: int = 1, progress=None) -> dict[str,
 def _shown(path: str) -> str:
     """A path as a reader finds it: from the checkout, or from the package directory."""
     here = Path(path)
-    for root in (WORKLOADS.parent, *map(Path, sys.path[1:])):
+    for root in (ROOT, *map(Path, sys.path[1:])):
         if root.is_dir() and here.is_relative_to(root):
             return str(here.relative_to(root))
     return path
