@@ -133,7 +133,8 @@ def run_options(run: argparse.ArgumentParser) -> None:
         "--where",
         action="append",
         metavar="PARAM=VALUE",
-        help="only points with this parameter value, e.g. connections=10000 (repeat: all hold)",
+        help="only points with this parameter value, e.g. connections=10000 (repeat: all hold; "
+        "VALUE None: the parameter absent, as tls=None for echo's plain points)",
     )
     run.add_argument("--redo", action="store_true", help="measure again what is stored")
     run.add_argument(

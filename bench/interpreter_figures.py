@@ -37,7 +37,7 @@ FIGURES = (
         "echo-closed",
         "echo server CPU per request, closed loop, 1 KiB × 100 connections (µs)",
         "echo",
-        (("measure", None), *echo.HEADLINE_POINT.items()),
+        echo.HEADLINE_CLOSED,
         "server_cpu_us",
         1,
         False,

@@ -30,7 +30,8 @@ from bench.store import BETWEEN_SESSIONS, RESULTS, ResultStore, results_path
 from bench.store import REPRODUCTIONS as FILE
 from machine import environment
 
-WHERE = {name: str(value) for name, value in echo.HEADLINE_POINT.items()}
+# The plain headline points ("None": the TLS parameter absent, bench.runner.matches).
+WHERE = {name: str(value) for name, value in (*echo.HEADLINE_POINT.items(), echo.PLAIN)}
 
 
 def key_loops() -> list[str]:

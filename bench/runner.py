@@ -145,9 +145,10 @@ def rows_on(rows: tuple[Row, ...], python: Interpreter | None) -> list[Row]:
 
 
 def matches(point: Point, where: dict[str, str] | None) -> bool:
-    """True if the point has every parameter value asked for (compared as text)."""
+    """True if the point has every parameter value asked for (compared as text; "None" asks
+    for the parameter absent, as ``tls=None`` selects echo's plain points)."""
     args = point.args
-    return all(name in args and str(args[name]) == value for name, value in (where or {}).items())
+    return all(str(args.get(name)) == value for name, value in (where or {}).items())
 
 
 def measure_point(group: list[Job], session: str, cores: Cores, full: bool, progress, task) -> None:

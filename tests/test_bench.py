@@ -238,7 +238,9 @@ def test_report_has_every_section_with_ratios_and_a_line_under_each_table(result
     tables = text.count("|---")
     workloads = text.split("\n## Scale\n")[0]  # the scale section has lines of its own
     lines = workloads.count("*What this shows:*")
-    assert lines == 4 + 3 + 2 + 1  # echo (closed and paced), sleep, crawler, micro points
+    # echo (closed and paced, plain and over TLS at the headline), sleep, crawler, micro points
+    assert lines == 4 + 2 + 3 + 2 + 1
+    assert "\n### TLS's cost per request\n" in text  # the TLS points have their plain twins
     assert tables >= lines
     assert text.count("*Ran in:* session 20250101T000000Z on testhost (Test CPU") == lines
     assert "](conformance.md)" in text
@@ -366,7 +368,9 @@ def test_the_offered_rate_is_declared_the_same_in_quick_and_full_runs():
     assert quick and all(
         args["rate"] == echo.offered_rate(1024, args["connections"]) for args in quick.values()
     )
-    headline = [a for a in full if (a["size"], a["connections"]) == (1024, 100)]
+    headline = [
+        a for a in full if (a["size"], a["connections"]) == (1024, 100) and not a.get(echo.TLS)
+    ]
     # the full run's curve: the declared rate plus the other declared curve rates
     assert sorted(a["rate"] for a in headline) == sorted(echo.CURVE_RATES)
     for args in quick.values():  # the same rate at the same size and connections in full

@@ -228,3 +228,39 @@ def test_the_yardstick_command_prints_both_costs(tmp_path):
     assert "generator (every byte verified)" in done.stdout
     assert "minimal C ping-pong client" in done.stdout
     assert " x" in done.stdout.splitlines()[-1]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_over_tls_every_byte_comes_back_verified(generator, tmp_path):
+    """``--tls`` against a stdlib TLS echo server with a self-signed certificate: the client
+    does not verify it, handshakes before the window, and the record says TLS."""
+    with served("tests.tls_echo") as (port, pid):
+        args = ("--connections", "10", "--size", "1024", "--duration", "0.5", "--tls")
+        record = load(port, tmp_path, *args, "--generator", generator, "--server-pid", str(pid))
+    assert record["returncode"] == 0 and record["ok"], record["stdout"] + record["stderr"]
+    assert record["generator"] == generator and record["tls"] is True
+    assert record["requests"] > 10 and record["server_cpu_s"] > 0
+    assert "tcp+tls" in record["stdout"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_over_tls_a_corrupt_echo_fails_the_run(generator, tmp_path):
+    """A bit flipped by the server inside TLS is caught as corrupt, the others served."""
+    with server("tests.tls_echo", "--flip-after", "5000") as port:
+        args = ("--connections", "4", "--size", "1000", "--duration", "0.5", "--tls")
+        record = load(port, tmp_path, *args, "--generator", generator)
+    assert record["generator"] == generator
+    assert record["returncode"] == 1 and record["corrupt"] == 1 and record["errors"] == 1, record
+    assert record["requests"] >= 5
+
+
+@pytest.mark.timeout(60)
+def test_over_tls_a_plain_server_fails_the_handshake(tmp_path):
+    """A server that does not speak TLS: every connection fails, and the record says why."""
+    with server("workloads.echo.native", "selectors-floor", "--port", "0") as port:
+        args = ("--connections", "2", "--size", "100", "--duration", "0.3", "--tls")
+        record = load(port, tmp_path, *args)
+    assert record["returncode"] == 1 and record["failed"] == 2, record
+    assert "TLS" in record["first_error"] or "SSL" in record["first_error"], record

@@ -2,8 +2,9 @@
 
 What a repetition is and why it is shaped so is the workload's own description
 (:mod:`bench.registry.echo`), which also declares each fixed-load point's offered rate (a
-parameter of the point). Here: the server and load generator command lines, and
-:func:`measure`, which turns the generator's record into the figures the declaration names.
+parameter of the point) and its TLS points (``tls``: both processes get ``--tls``). Here: the
+server and load generator command lines, and :func:`measure`, which turns the generator's
+record into the figures the declaration names.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from bench.plan import Point, Row
 from bench.procs import Child, ChildFailed, cpu_seconds, mib, peer_python, python
-from bench.registry.echo import PACED
+from bench.registry.echo import PACED, TLS
 from bench.summary import SATURATION, known_limit
 from bench.workload import Measuring
 
@@ -34,11 +35,13 @@ STALL_CONNECTIONS = 100
 STALL_BUSY = 0.90
 
 
-def server_argv(row: Row) -> list[str]:
+def server_argv(row: Row, params: dict | None = None) -> list[str]:
+    """The server's command line; a TLS point's server makes its certificate at start."""
+    tls = ("--tls",) if (params or {}).get(TLS) else ()
     if row.anchor:
-        return python("-m", "workloads.echo.native", row.variant, "--port", "0")
+        return python("-m", "workloads.echo.native", row.variant, "--port", "0", *tls)
     return python(
-        "-m", "workloads.echo", "--loop", row.variant, "--style", row.style, "--port", "0"
+        "-m", "workloads.echo", "--loop", row.variant, "--style", row.style, "--port", "0", *tls
     )
 
 
@@ -59,6 +62,7 @@ def load_argv(port: int, params: dict, duration: float, out: Path, server_pid: i
         "--server-pid",
         str(server_pid),
         *(("--rate", str(params["rate"])) if "rate" in params else ()),
+        *(("--tls",) if params.get(TLS) else ()),  # every handshake before the window
     )
 
 
@@ -127,7 +131,7 @@ class Serving:
     def __init__(self, row: Row, params: dict, cores, workdir: Path) -> None:
         self.params, self.cores, self.workdir = params, cores, workdir
         self.server = Child(
-            server_argv(row), cores.subject, stdout=subprocess.PIPE,
+            server_argv(row, params), cores.subject, stdout=subprocess.PIPE,
             stderr_path=workdir / "server.err",
         )  # fmt: skip
         self.pid = self.server.pid

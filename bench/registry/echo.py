@@ -80,6 +80,12 @@ def offered_rate(size: int, connections: int) -> int:
 
 # A curve point's extra parameter: the cost chart at declared rates leaves it out.
 CURVE = ("curve", True)
+# A TLS point's extra parameter (the server and the generator run with --tls). Plain points do
+# not carry it, so their keys, and the rows stored under them, stay as they were; everything
+# that reads a plain point asks for it absent (PLAIN). TLS is measured at the headline point
+# alone, in both measures, each at the same declared rate as its plain twin.
+TLS = "tls"
+PLAIN = (TLS, None)
 HEADLINE_RATE = offered_rate(HEADLINE_POINT["size"], HEADLINE_POINT["connections"])
 # The headline fixed-load point's parameters (the glance, the verdict, the anatomy read it):
 # the declared rate, and never an old point at a derived one.
@@ -89,7 +95,10 @@ HEADLINE_PACED = (
     ("rate", HEADLINE_RATE),
     (DERIVED, None),
     (CURVE[0], None),
+    PLAIN,
 )
+# The headline closed-loop point (plain).
+HEADLINE_CLOSED = (("measure", None), *HEADLINE_POINT.items(), PLAIN)
 
 
 def regime(params: dict) -> str:
@@ -115,7 +124,7 @@ COST_GLANCE = Glance(
 GLANCE = (
     Glance(
         "echo requests/s",
-        (("measure", None), *HEADLINE_POINT.items()),  # closed loop
+        HEADLINE_CLOSED,
         "requests_per_s",
         "requests/s",
         f"echo throughput (closed loop), {HEADLINE_AT}",
@@ -174,7 +183,7 @@ CHARTS = (
         metric="requests_per_s",
         x="connections",
         panels="size",
-        where=(("measure", None),),
+        where=(("measure", None), PLAIN),
         title="Echo: requests per second by connections (closed loop)",
         x_label="connections",
     ),
@@ -183,7 +192,7 @@ CHARTS = (
         metric="server_cpu_us",
         x="connections",
         panels="size",
-        where=(("measure", PACED), (DERIVED, None), (CURVE[0], None)),
+        where=(("measure", PACED), (DERIVED, None), (CURVE[0], None), PLAIN),
         title="Echo: server CPU per request by connections (fixed offered load, declared rates)",
         x_label="connections",
     ),
@@ -191,7 +200,7 @@ CHARTS = (
         name="cost-curve",
         metric="server_cpu_us",
         x="rate",
-        where=(("measure", PACED), *HEADLINE_POINT.items(), (DERIVED, None)),
+        where=(("measure", PACED), *HEADLINE_POINT.items(), (DERIVED, None), PLAIN),
         title=f"Echo: server CPU per request by offered rate, {HEADLINE_POINT['size']:,} B × "
         f"{HEADLINE_POINT['connections']} connections",
         x_label="offered load (requests/s)",
@@ -252,13 +261,14 @@ def rows() -> list[Row]:
 
 def points(full: bool) -> list[Point]:
     """Closed-loop points (their keys as before the paced measure existed), then paced ones at
-    their declared rates, then (full run) the cost-against-rate curve at the headline point."""
+    their declared rates, then (full run) the cost-against-rate curve at the headline point,
+    then the headline point over TLS in both measures."""
     pairs = [(s, c) for s in FULL["sizes"] for c in FULL["connections"]] if full else QUICK_POINTS
     every_row = tuple(rows())
     repetitions = 4 if full else 3
     least = 3 if full else None  # full: stop at 3 where the spread allows (bench.summary)
 
-    def point(size: int, connections: int, paced: tuple, timing: tuple) -> Point:
+    def point(size: int, connections: int, paced: tuple, timing: tuple, tls: tuple = ()) -> Point:
         warmup, duration = timing
         at = {"size": size, "connections": connections}
         headline = at == HEADLINE_POINT and CURVE not in paced  # the curve's rates: its own
@@ -269,6 +279,7 @@ def points(full: bool) -> list[Point]:
                 ("size", size),
                 ("connections", connections),
                 *paced[1:],
+                *tls,
                 ("warmup_s", warmup),
                 ("duration_s", duration),
             ),
@@ -289,7 +300,17 @@ def points(full: bool) -> list[Point]:
         for r in CURVE_RATES
         if full and r != HEADLINE_RATE
     ]
-    return closed + paced + curve
+    over_tls = [
+        point(size, connections, (), TIMING[full], ((TLS, True),)),
+        point(
+            size,
+            connections,
+            (("measure", PACED), ("rate", HEADLINE_RATE)),
+            PACED_TIMING[full],
+            ((TLS, True),),
+        ),
+    ]
+    return closed + paced + curve + over_tls
 
 
 def columns(params: dict) -> list[Metric]:
@@ -313,6 +334,7 @@ def detail(reps: list[dict]) -> str:
 def point_title(params: dict) -> str:
     count = params["connections"]
     title = f"{size_text(params['size'])} messages, {count:,} connection{'s' * (count != 1)}"
+    title += " over TLS" if params.get(TLS) else ""
     if params.get("measure") == PACED:
         rate = f", {params['rate']:,.0f} requests/s" if "rate" in params else ""
         old = " (old point: rate derived, not declared)" if params.get(DERIVED) else ""
@@ -432,6 +454,7 @@ def fixed_against_closed(stored_points: dict) -> list[str]:
                 and (not paced or params.get("rate") == HEADLINE_RATE)
                 and not params.get(DERIVED)
                 and not params.get(CURVE[0])
+                and not params.get(TLS)
             ):
                 return found
         return None
@@ -467,8 +490,15 @@ def fixed_against_closed(stored_points: dict) -> list[str]:
     ]
 
 
+def section_end(stored_points: dict) -> list[str]:
+    """After echo's tables: fixed load against closed loop, then TLS's cost per request."""
+    from bench.render import tls  # the rendering room; it reads this declaration
+
+    return fixed_against_closed(stored_points) + tls.lines(stored_points)
+
+
 WORKLOAD = Workload(
-    section_end=fixed_against_closed,
+    section_end=section_end,
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,

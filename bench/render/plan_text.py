@@ -54,7 +54,8 @@ def plan() -> str:
     return (
         f"The quick run: echo with {_and([echo.size_text(s) for s in sizes])} messages over "
         f"{_and(conns)} connections, both measures (closed loop: {_s(measured)} measured after "
-        f"{_s(warm)} of warm-up; fixed offered load: {_s(paced)}); sleep with "
+        f"{_s(warm)} of warm-up; fixed offered load: {_s(paced)}), and {echo.HEADLINE_AT} over "
+        f"TLS in both measures; sleep with "
         f"{_and([_n(n) for n in sleep.TASKS[False]])} sleepers, the cancel-heavy run at "
         f"{_and([_n(n) for n in sleep.CANCEL_TASKS[False]])} and the idle run with "
         f"{_and([_n(n) for n in sleep.IDLE_SOCKETS[False]])} idle sockets; the crawler on the "
@@ -65,7 +66,7 @@ def plan() -> str:
         f"operations; {ladder(False)}. The full run adds every size and connection count "
         f"({echo.size_text(sizes_full[0])} to {echo.size_text(sizes_full[-1])} × "
         f"{_n(conns_full[0])} to {_n(conns_full[-1])} connections, "
-        f"{len(sizes_full) * len(conns_full) * 2} echo points with both measures, each "
+        f"{len(sizes_full) * len(conns_full) * 2} plain echo points with both measures, each "
         f"{_s(full_measured)} measured after {_s(full_warm)} of warm-up), "
         f"{_and([_n(n) for n in more_sleepers])} sleepers, cancel-heavy at "
         f"{_and([_n(n) for n in more_cancel])}, idle with "

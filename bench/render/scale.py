@@ -85,6 +85,7 @@ SERIES = (
             ("size", echo.HEADLINE_POINT["size"]),
             (echo.DERIVED, None),  # declared rates only: never an old point's derived one
             (echo.CURVE[0], None),
+            echo.PLAIN,
         ),
     ),
     Series(

@@ -180,7 +180,7 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     # The declared rate's point; else (results stored before rates were declared) the old one.
     stored = _stored(reports, "echo", mode)
     point = _point(stored, dict(echo.HEADLINE_PACED)) or _point(
-        stored, {"measure": echo.PACED, **echo.HEADLINE_POINT}
+        stored, {"measure": echo.PACED, **echo.HEADLINE_POINT, echo.TLS: None}
     )
     chosen = production(point)
     if chosen:
@@ -205,6 +205,7 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
         for p in (stored or {}).get("points", {}).values()
         if all(p["params"].get(k) == v for k, v in echo.HEADLINE_POINT.items())
         and not p["params"].get(echo.CURVE[0])
+        and not p["params"].get(echo.TLS)
     ]
     still = reproduction.bullet(reports / "results", headline) if mode == "quick" else None
     if still:

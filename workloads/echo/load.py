@@ -1,12 +1,14 @@
 """The echo load generator: N connections, each a send-then-read-the-whole-echo loop.
 
     python -m workloads.echo.load --port P --connections N --size BYTES --duration S
-        [--rate R] [--generator auto|native|python] [--host H] [--udp] [--processes K]
-        [--timeout S] [--seed N] [--json FILE] [--server-pid PID]
+        [--rate R] [--generator auto|native|python] [--host H] [--udp | --tls]
+        [--processes K] [--timeout S] [--seed N] [--json FILE] [--server-pid PID]
 
 It runs in its own process(es), never on the loop under test, verifies every byte, and reads
 the server's CPU over the load window alone. The native generator is C on epoll
 (:mod:`workloads.echo.loadgen`); the Python one, on uvloop, is the fallback and speaks UDP.
+``--tls`` speaks TLS without verifying the server's certificate (the echo server makes a
+self-signed one at start); every handshake is done before the load window opens.
 Closed loop or ``--rate``, its exit status and its JSON record: ``workloads/README.md``.
 """
 
@@ -19,6 +21,7 @@ import contextlib
 import multiprocessing
 import random
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -276,6 +279,14 @@ class UdpClient(Client, asyncio.DatagramProtocol):
         self.fail("missing", f"socket {self.index}: datagram lost, no echo in {self.run.timeout} s")
 
 
+def client_context() -> ssl.SSLContext:
+    """TLS that does not verify: the echo server's certificate is self-signed, made at start."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
 async def _load(run: Run, config: dict, indices: list[int], ready, ended) -> None:
     """Connect and prime this process's share, wait for every process, load, then close.
 
@@ -284,6 +295,8 @@ async def _load(run: Run, config: dict, indices: list[int], ready, ended) -> Non
     """
     loop = asyncio.get_running_loop()
     address = (config["host"], config["port"])
+    # The handshake completes before connection_made: it stays out of the window.
+    tls = {"ssl": client_context()} if config.get("tls") else {}
     clients = []
     for index in indices:
         done = loop.create_future()
@@ -294,9 +307,9 @@ async def _load(run: Run, config: dict, indices: list[int], ready, ended) -> Non
                 )
             else:
                 _, client = await loop.create_connection(
-                    lambda i=index, d=done: TcpClient(run, i, d), *address
+                    lambda i=index, d=done: TcpClient(run, i, d), *address, **tls
                 )
-        except OSError as error:
+        except (OSError, ssl.SSLError) as error:
             run.outcome.error("failed", f"connection {index}: cannot connect: {error}")
             continue
         clients.append(client)
@@ -423,7 +436,7 @@ def choose_generator(config: dict) -> tuple[str, str, Any]:
     else:
         from workloads.echo import loadgen
 
-        binary, why = loadgen.build()
+        binary, why = loadgen.build(tls=bool(config.get("tls")))
     if binary is None and config["generator"] == "native":
         raise GeneratorUnavailable(f"--generator native: {why}")
     return ("native", "", binary) if binary is not None else ("python", why, None)
@@ -537,6 +550,9 @@ def summarize(
     return {
         "workload": "echo-load",
         "transport": "udp" if config["udp"] else "tcp",
+        # TLS on every connection, each handshake done before the window (the figures are
+        # steady-state requests)
+        "tls": bool(config.get("tls")),
         "host": config["host"],
         "port": config["port"],
         "connections": config["connections"],
@@ -600,7 +616,8 @@ def summary_line(record: dict) -> str:
     if record["ok"] is False and record["first_error"]:
         verdict += f" (first: {record['first_error']})"
     return (
-        f"echo load {record['transport']} {record['connections']}x{record['size']} B{paced}: "
+        f"echo load {record['transport']}{'+tls' * bool(record.get('tls'))} "
+        f"{record['connections']}x{record['size']} B{paced}: "
         f"{record['requests_per_s']:.0f} req/s, {record['mib_per_s']:.2f} MiB/s, "
         f"p50 {record['latency_us_p50']} µs p99 {record['latency_us_p99']} µs "
         f"p99.9 {record['latency_us_p999']} µs{server}, "
@@ -633,6 +650,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--udp", action="store_true", help="one datagram per request")
     parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="TLS on every connection; the server's certificate is NOT verified (the echo "
+        "server makes a self-signed one at start); handshakes happen before the measured window",
+    )
+    parser.add_argument(
         "--processes", type=positive(int), default=1, help="generator processes (default 1)"
     )
     parser.add_argument(
@@ -642,6 +665,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="FILE", help="write the result record ('-': stdout)")
     parser.add_argument("--server-pid", type=int, help="report this process's CPU seconds")
     args = parser.parse_args(argv)
+    if args.udp and args.tls:
+        parser.error("--tls is TCP only (no DTLS): drop --udp")
     if args.udp and args.size > UDP_MAX:
         parser.error(f"--size {args.size} does not fit in a UDP datagram (at most {UDP_MAX})")
     if args.server_pid is not None:
@@ -670,6 +695,7 @@ def main(argv: list[str] | None = None) -> int:
         "server_pid": args.server_pid,
         "rate": args.rate,
         "generator": args.generator,
+        "tls": args.tls,
     }
     if args.generator == "native" and args.udp:
         parser.error("--generator native speaks TCP only; use --generator python for --udp")

@@ -26,6 +26,12 @@
  * second line (or the end of stdin) before it closes its connections, so the wrapper reads
  * the server's CPU before the server's teardown work begins.
  * Exit status: 0 when the load ran (errors are counted in the record), 2 on bad arguments.
+ *
+ * --tls (only in the build with -DLOADGEN_TLS, linked with -lssl -lcrypto): each connection
+ * does its TLS handshake, blocking, right after connecting, so handshakes stay out of the
+ * measured window; then the same nonblocking loop runs through SSL_read/SSL_write, waiting on
+ * epoll for whichever direction OpenSSL asks for (SSL_ERROR_WANT_READ/WANT_WRITE). The server's
+ * certificate is not verified: the echo server makes a self-signed one at start.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -46,6 +52,10 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef LOADGEN_TLS
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#endif
 
 #define OFFSETS 256
 #define READ_MAX 65536
@@ -65,15 +75,18 @@ typedef struct {
     int64_t sent_ns;     /* when it actually went out (the --timeout counts from here) */
     int64_t next_ns;     /* paced: the scheduled time of the next message */
     int heap_pos;        /* paced: position in the timer heap, -1 when not waiting there */
+#ifdef LOADGEN_TLS
+    SSL *ssl;            /* --tls: this connection's session (NULL in plain TCP) */
+#endif
 } conn_t;
 
 static struct {
     const char *host;
-    int port, connections, first, stride, total, minimal;
+    int port, connections, first, stride, total, minimal, tls;
     size_t size;
     double duration, timeout, rate;
     uint64_t seed;
-} cfg = {"127.0.0.1", 0, 0, 0, 1, 0, 0, 0, 0, 10.0, 0.0, 1};
+} cfg = {"127.0.0.1", 0, 0, 0, 1, 0, 0, 0, 0, 0, 10.0, 0.0, 1};
 
 static unsigned char *payload;
 static conn_t *conns;
@@ -84,6 +97,59 @@ static uint32_t *low_counts, *high_counts;
 static int64_t start_ns, deadline_ns;
 static int64_t loop_now; /* the clock as this loop iteration began (--minimal reads no other) */
 static int active;
+
+/* The two calls that move bytes, plain or through TLS. Each returns what send()/recv() would:
+ * bytes moved, 0 at EOF, or -1 with errno set (EAGAIN when the socket must be waited on;
+ * under TLS, `*want_out` says that OpenSSL waits to write, whatever the call was). */
+#ifdef LOADGEN_TLS
+static SSL_CTX *tls_ctx;
+
+static ssize_t tls_result(conn_t *c, int n, int *want_out) {
+    if (n > 0) return n;
+    int err = SSL_get_error(c->ssl, n);
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+        if (want_out) *want_out = err == SSL_ERROR_WANT_WRITE;
+        errno = EAGAIN;
+        return -1;
+    }
+    if (err == SSL_ERROR_ZERO_RETURN) return 0;
+    if (err == SSL_ERROR_SYSCALL && errno == 0) return 0; /* EOF without close_notify */
+    if (err != SSL_ERROR_SYSCALL) errno = EPROTO;
+    ERR_clear_error();
+    return -1;
+}
+#endif
+
+static ssize_t send_bytes(conn_t *c, const void *buf, size_t len, int *want_out) {
+#ifdef LOADGEN_TLS
+    if (c->ssl) {
+        ERR_clear_error();
+        return tls_result(c, SSL_write(c->ssl, buf, (int)len), want_out);
+    }
+#endif
+    if (want_out) *want_out = 1;
+    return send(c->fd, buf, len, MSG_NOSIGNAL);
+}
+
+static ssize_t recv_bytes(conn_t *c, void *buf, size_t len, int *want_out) {
+#ifdef LOADGEN_TLS
+    if (c->ssl) {
+        ERR_clear_error();
+        return tls_result(c, SSL_read(c->ssl, buf, (int)len), want_out);
+    }
+#endif
+    if (want_out) *want_out = 0;
+    return recv(c->fd, buf, len, 0);
+}
+
+/* Bytes OpenSSL has decrypted and holds beyond what the last read took (epoll cannot see them). */
+static int pending(conn_t *c) {
+#ifdef LOADGEN_TLS
+    if (c->ssl) return SSL_pending(c->ssl);
+#endif
+    (void)c;
+    return 0;
+}
 
 static conn_t **heap; /* paced: idle connections by next_ns */
 static int heap_len;
@@ -173,6 +239,10 @@ static void finish(conn_t *c) {
 }
 
 static void close_now(conn_t *c) {
+#ifdef LOADGEN_TLS
+    if (c->ssl) SSL_free(c->ssl);
+    c->ssl = NULL;
+#endif
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
 }
@@ -203,13 +273,14 @@ static void set_out(conn_t *c, int want) {
 
 static void write_some(conn_t *c) {
     while (c->sent < cfg.size) {
-        ssize_t n = send(c->fd, payload + c->offset + c->sent, cfg.size - c->sent, MSG_NOSIGNAL);
+        int want_out = 1;
+        ssize_t n = send_bytes(c, payload + c->offset + c->sent, cfg.size - c->sent, &want_out);
         if (n > 0) {
             c->sent += (size_t)n;
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            set_out(c, 1);
+            set_out(c, want_out); /* TLS may wait to read first: EPOLLIN retries the write */
             return;
         } else {
             fail(c, &missing, "connection %d: lost while sending (%s)", c->index, strerror(errno));
@@ -252,10 +323,14 @@ static void next_message(conn_t *c, int64_t now) {
 
 static unsigned char readbuf[READ_MAX];
 
-static void readable(conn_t *c) {
-    ssize_t n = recv(c->fd, readbuf, READ_MAX, 0);
+static void read_once(conn_t *c) {
+    int want_out = 0;
+    ssize_t n = recv_bytes(c, readbuf, READ_MAX, &want_out);
     if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            if (want_out) set_out(c, 1);
+            return;
+        }
         if (c->in_flight)
             fail(c, &missing, "connection %d: lost with the echo incomplete (%s)", c->index,
                  strerror(errno));
@@ -286,6 +361,14 @@ static void readable(conn_t *c) {
     int64_t now = now_ns();
     record_latency(now - c->started_ns);
     next_message(c, now);
+}
+
+/* Plain TCP reads once (epoll is level-triggered: what is left wakes it again); TLS reads on
+ * while OpenSSL holds decrypted bytes epoll cannot see. */
+static void readable(conn_t *c) {
+    do {
+        read_once(c);
+    } while (!c->done && pending(c) > 0);
 }
 
 static int wait_events(struct epoll_event *events, int max, int64_t until_ns) {
@@ -335,6 +418,27 @@ static int connect_all(void) {
         }
         int one = 1;
         setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+#ifdef LOADGEN_TLS
+        if (cfg.tls) { /* the handshake, blocking, before the window (the socket still blocks) */
+            struct timeval tv = {(time_t)cfg.timeout, 0};
+            setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            c->ssl = SSL_new(tls_ctx);
+            if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1 || SSL_connect(c->ssl) != 1) {
+                failed++;
+                if (!first_error[0]) {
+                    unsigned long e = ERR_get_error();
+                    snprintf(first_error, sizeof first_error, "connection %d: TLS handshake "
+                             "failed: %s", c->index, e ? ERR_reason_error_string(e) : "EOF");
+                }
+                ERR_clear_error();
+                close_now(c);
+                c->done = 1;
+                continue;
+            }
+            struct timeval none = {0, 0};
+            setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+        }
+#endif
         fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
         epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev);
@@ -350,7 +454,7 @@ static void prime_all(void) {
     for (int i = 0; i < cfg.connections; i++) {
         conn_t *c = &conns[i];
         if (c->done) continue;
-        ssize_t n = send(c->fd, payload, 1, MSG_NOSIGNAL);
+        ssize_t n = send_bytes(c, payload, 1, NULL);
         if (n != 1) {
             fail(c, &failed, "connection %d: cannot send its first byte (%s)", c->index,
                  n < 0 ? strerror(errno) : "nothing sent");
@@ -378,7 +482,7 @@ static void prime_all(void) {
         for (int i = 0; i < n; i++) {
             conn_t *c = events[i].data.ptr;
             if (c->done || !c->in_flight) continue;
-            ssize_t got = recv(c->fd, readbuf, 2, 0);
+            ssize_t got = recv_bytes(c, readbuf, 2, NULL);
             if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
             waiting--;
             c->in_flight = 0;
@@ -402,7 +506,7 @@ static int usage(const char *why) {
     fprintf(stderr,
             "loadgen: %s\nusage: loadgen --port P --connections N --size BYTES --duration S "
             "[--host IPV4] [--first I --stride K --total T] [--rate R] [--timeout S] [--seed N] "
-            "[--minimal]\n",
+            "[--minimal] [--tls]\n",
             why);
     return 2;
 }
@@ -411,6 +515,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--minimal")) { cfg.minimal = 1; continue; }
+        if (!strcmp(a, "--tls")) { cfg.tls = 1; continue; }
         if (i + 1 >= argc) return usage("an option is missing its value");
         const char *v = argv[++i];
         if (!strcmp(a, "--host")) cfg.host = v;
@@ -432,6 +537,17 @@ int main(int argc, char **argv) {
     if (cfg.total < cfg.first + (cfg.connections - 1) * cfg.stride + 1)
         cfg.total = cfg.first + (cfg.connections - 1) * cfg.stride + 1;
     if (cfg.minimal && cfg.rate > 0) return usage("--minimal is closed loop only");
+#ifdef LOADGEN_TLS
+    if (cfg.tls) {
+        tls_ctx = SSL_CTX_new(TLS_client_method());
+        if (!tls_ctx) return usage("--tls: OpenSSL could not make a client context");
+        SSL_CTX_set_verify(tls_ctx, SSL_VERIFY_NONE, NULL); /* the server's cert is self-signed */
+        SSL_CTX_set_mode(tls_ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+                                      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    }
+#else
+    if (cfg.tls) return usage("--tls: this build has no OpenSSL (built without -DLOADGEN_TLS)");
+#endif
 
     signal(SIGPIPE, SIG_IGN);
     prctl(PR_SET_TIMERSLACK, 1UL); /* wake paced sends on time, not up to 50 µs late */
@@ -505,7 +621,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n; i++) {
             conn_t *c = events[i].data.ptr;
             if (c->done) continue;
-            if (events[i].events & EPOLLOUT) write_some(c);
+            /* a write TLS held back until it had read resumes on either event */
+            if ((events[i].events & EPOLLOUT) || (c->in_flight && c->sent < cfg.size))
+                write_some(c);
             if (!c->done && (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) readable(c);
         }
     }
@@ -526,6 +644,11 @@ int main(int argc, char **argv) {
     fflush(stdout);
     /* Close only once the wrapper has read the server's CPU (a line, or stdin's end). */
     if (!fgets(go, sizeof go, stdin)) go[0] = 0;
-    for (int i = 0; i < cfg.connections; i++) close_now(&conns[i]);
+    for (int i = 0; i < cfg.connections; i++) {
+#ifdef LOADGEN_TLS
+        if (conns[i].ssl) SSL_shutdown(conns[i].ssl); /* close_notify, not waited for */
+#endif
+        close_now(&conns[i]);
+    }
     return 0;
 }

@@ -25,6 +25,9 @@ from pathlib import Path
 
 SOURCE = Path(__file__).with_name("loadgen.c")
 FLAGS = ("-O2", "-std=c11", "-Wall")
+# The TLS build (``--tls``): the same source with OpenSSL compiled in and linked.
+TLS_FLAGS = ("-DLOADGEN_TLS",)
+TLS_LIBS = ("-lssl", "-lcrypto")
 COMPILER = "cc"
 
 
@@ -34,16 +37,19 @@ def cache_dir() -> Path:
     return Path(base) / "event-loop-lab"
 
 
-def build() -> tuple[Path | None, str]:
+def build(tls: bool = False) -> tuple[Path | None, str]:
     """The built generator (compiling it if needed), or None and why not, in one line.
+    With `tls`, the build that speaks TLS through OpenSSL (its headers and libssl needed).
 
     The binary is cached outside the source tree (:func:`cache_dir`), named by a hash of the
     source and the flags, so an edit rebuilds and concurrent runs share the result (it is
     written under a temporary name, then renamed into place). With None,
     ``workloads.echo.load`` falls back to its Python generator and the record says so."""
     source = SOURCE.read_bytes()
-    key = hashlib.sha256(source + " ".join(FLAGS).encode() + os.uname().machine.encode())
-    target = cache_dir() / f"loadgen-{key.hexdigest()[:16]}"
+    flags, libs = (FLAGS + TLS_FLAGS, TLS_LIBS) if tls else (FLAGS, ())
+    key = hashlib.sha256(source + " ".join(flags + libs).encode() + os.uname().machine.encode())
+    target = cache_dir() / f"loadgen-{'tls-' if tls else ''}{key.hexdigest()[:16]}"
+    what = f"{SOURCE.name} with OpenSSL" if tls else SOURCE.name
     if os.access(target, os.X_OK):
         return target, ""
     compiler = shutil.which(COMPILER)
@@ -57,17 +63,17 @@ def build() -> tuple[Path | None, str]:
         return None, f"cannot write the build cache {target.parent}: {error}"
     try:
         done = subprocess.run(
-            [compiler, *FLAGS, "-o", temporary, str(SOURCE)],
+            [compiler, *flags, "-o", temporary, str(SOURCE), *libs],
             capture_output=True,
             text=True,
             timeout=120,
         )
         if done.returncode != 0:
             first = (done.stderr.strip().splitlines() or ["(no message)"])[0]
-            return None, f"{COMPILER} failed on {SOURCE.name}: {first}"
+            return None, f"{COMPILER} failed on {what}: {first}"
         os.replace(temporary, target)
     except (OSError, subprocess.TimeoutExpired) as error:
-        return None, f"{COMPILER} could not build {SOURCE.name}: {error}"
+        return None, f"{COMPILER} could not build {what}: {error}"
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
@@ -84,6 +90,8 @@ def _argv(binary: Path, config: dict, share: list[int], minimal: bool) -> list[s
     argv += ["--timeout", repr(config["timeout"]), "--seed", str(config["seed"])]
     if config.get("rate"):
         argv += ["--rate", repr(config["rate"])]
+    if config.get("tls"):
+        argv.append("--tls")
     if minimal:
         argv.append("--minimal")
     return argv
