@@ -3,9 +3,10 @@ anchors' ``--tls``, as real processes on loopback, against a real TLS client (st
 
 Each case echoes 1 byte, 1 KiB and 1 MiB on one connection (every byte compared), half-closes
 with close_notify (the server echoes what it had, then closes), and stops on SIGINT with every
-socket closed. Bad input is played on one home-made loop per style and on the anchors: a
-client that stops mid-handshake, one that refuses the certificate, a reset mid-record, a raw
-TCP half-close; the server keeps serving and ends up holding the descriptors it held before.
+socket closed, an idle TLS connection's too. Bad input is played on one home-made loop per
+style and on the anchors: a client that stops mid-handshake, one that refuses the
+certificate, one that never reads, a reset mid-record, a raw TCP half-close; the server keeps
+serving and ends up holding the descriptors it held before.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from workloads.tls import client_context
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = (1, 1024, 2**20)
+STALL_BOUND = 64 * 2**20  # a server that buffered for a client that does not read: more
 CASES = [
     pytest.param(variant, style, id=f"{variant.name}-{style}")
     for variant in loops.discover().values()
@@ -216,6 +218,25 @@ def _closed_by_server(sock: socket.socket) -> None:
         pass
 
 
+def _fill_until_stalled(client: Client) -> int:
+    """Send without ever reading until the socket takes nothing for a while; bytes sent."""
+    client.sock.setblocking(False)
+    pending = memoryview(b"")
+    sent = 0
+    while sent < STALL_BOUND:
+        if not pending:
+            client.tls.write(_message(2**18))
+            pending = memoryview(client.outgoing.read())
+        _, writable, _ = select.select([], [client.sock], [], 0.2)
+        if not writable:
+            break
+        with contextlib.suppress(BlockingIOError):
+            count = client.sock.send(pending)
+            pending = pending[count:]
+            sent += count
+    return sent
+
+
 def _raw_half_close(server: Server, message: bytes) -> None:
     """A raw TCP half-close (a FIN, no close_notify) right behind a message: the echo comes
     back, then the server closes."""
@@ -255,6 +276,13 @@ def _bad_input(server: Server, last: bytes = _message(5000)) -> None:
 
     _raw_half_close(server, last)
 
+    # A client that never reads stalls its own connection at a bounded amount, not the others.
+    stalled = Client(server.port)
+    stalled.handshake()
+    assert _fill_until_stalled(stalled) < STALL_BOUND
+    _serve_and_half_close(server, last)
+    stalled.close()  # with bytes unread: a reset
+
     # A reset in the middle of a record.
     resetting = Client(server.port)
     resetting.handshake()
@@ -284,7 +312,12 @@ def test_tls_echo_every_size_then_half_close_then_sigint(variant, style):
     server = Server(["workloads.echo", "--loop", variant.name, "--style", style])
     try:
         assert _serve_and_half_close(server), "no close_notify after the peer's"
+        idle = Client(server.port)  # open at the stop: the server closes it too
+        idle.handshake()
+        assert idle.echo(b"ping") == b"ping"
         out, _ = server.stop()
+        assert idle.rest() == b""
+        idle.close()
     finally:
         server.kill()
     assert "every socket closed" in out, out
