@@ -29,7 +29,7 @@ from workloads.tls import Layer, server_context
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m workloads.echo",
-        description="Serve TCP (or UDP) echo on one loop and style until SIGINT or SIGTERM.",
+        description="Serve TCP, UDP or TLS echo on one loop and style until SIGINT or SIGTERM.",
     )
     add_loop_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tls",
         action="store_true",
-        help="echo over TLS, with a self-signed certificate made at start (workloads/tls/)",
+        help="echo over TLS, with a certificate made at start by a throwaway CA (workloads/tls/)",
     )
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="log per-connection events (resets, EOF)"
