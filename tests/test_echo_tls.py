@@ -27,7 +27,6 @@ import pytest
 import loops
 from bench.procs import LISTENING
 from bench.registry.echo import anchor_names
-from workloads.echo.native import NO_TLS
 from workloads.tls import client_context
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,7 +37,7 @@ CASES = [
     for variant in loops.discover().values()
     for style in variant.styles
 ]
-TLS_ANCHORS = [name for name in anchor_names() if name not in NO_TLS]
+TLS_ANCHORS = anchor_names()
 # Anchors whose library drops the echo of bytes that came just before the peer's close_notify
 # (always) or its raw FIN (when the FIN is read before the handler writes).
 DROPS_HALF_CLOSE = {
@@ -369,19 +368,6 @@ def test_tls_anchor_echoes_what_came_before_a_half_close(name):
         server.stop()
     finally:
         server.kill()
-
-
-@pytest.mark.parametrize("name", sorted(NO_TLS))
-def test_an_anchor_without_tls_refuses_it_saying_why(name):
-    result = subprocess.run(
-        [sys.executable, "-m", "workloads.echo.native", name, "--tls"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert result.returncode == 2
-    assert f"{name} does not take --tls" in result.stderr, result.stderr
 
 
 def test_tls_over_udp_is_a_usage_error():

@@ -27,22 +27,10 @@ SERVERS: dict[str, tuple[str, str]] = {
 
 READ_SIZE = 65536  # bytes asked for per read, as the libraries' own examples do
 
-# The anchors that refuse --tls, and why. The others take the server's ssl.SSLContext as
-# `tls` and serve TLS with their library's own (asyncio's and uvloop's ssl=, trio's SSLStream,
-# curio's wrapped sockets).
-NO_TLS: dict[str, str] = {
-    "selectors-floor": "the floor is plain sockets under one selectors loop, nothing above "
-    "them; TLS there is the lab's own layer (workloads/tls/), measured as "
-    "`python -m workloads.echo --loop callbacks --tls`",
-    "handlers-cookbook": "the Cookbook's handlers call the socket themselves; the handlers loop "
-    "serves TLS through the contract and the lab's layer: "
-    "`python -m workloads.echo --loop handlers --tls`",
-}
-
 
 def server(name: str) -> Callable[..., None]:
     """The serve(host, port, ready, tls=None) function of one anchor (tls: a server
-    ssl.SSLContext, for the anchors not in NO_TLS), or a clear error naming them
+    ssl.SSLContext, served with the anchor's library's own TLS), or a clear error naming them
     (an anchor whose library does not load here raises loops.Unavailable with the reason)."""
     if name not in SERVERS:
         raise LookupError(f"unknown anchor server {name!r}; known: {', '.join(SERVERS)}")

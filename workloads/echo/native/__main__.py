@@ -7,7 +7,7 @@ import sys
 
 from loops.contract import PYTHON, Unavailable
 from machine.proc import raise_open_file_limit
-from workloads.echo.native import NO_TLS, SERVERS, server
+from workloads.echo.native import SERVERS, server
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,8 +19,6 @@ def main(argv: list[str] | None = None) -> int:
         "--tls", action="store_true", help="serve TLS, with a certificate made at start"
     )
     args = parser.parse_args(argv)
-    if args.tls and args.name in NO_TLS:
-        parser.error(f"{args.name} does not take --tls: {NO_TLS[args.name]}")
     raise_open_file_limit()  # C10k: as many connections as the hard limit allows
     try:
         serve = server(args.name)
