@@ -1,4 +1,5 @@
-"""A workload's style files are one program in four styles: a reader can diff them.
+"""A workload's style files are one program in four styles: a reader can diff them (and so
+are the TLS layer's, ``workloads/tls/``).
 
 generators.py must be coroutines.py with ``yield from`` for ``await`` (docstrings aside, which
 name the style); blocking.py must be coroutines.py without ``await``, with a task or a timeout
@@ -80,7 +81,11 @@ def _shape(path: Path, transform: ast.NodeTransformer | None = None) -> str:
 @pytest.mark.parametrize(
     ("workload", "functions"),
     [
-        ("echo", ["serve", "main", "cancel_on_signal", "tcp_server", "echo", "udp_server"]),
+        (
+            "echo",
+            ["serve", "main", "cancel_on_signal", "tcp_server", "echo", "tls_echo", "udp_server"],
+        ),
+        ("tls", ["handshake", "recv", "sendall", "unwrap", "exchange", "flush"]),
         ("sleep", ["run", "main", "sleeper", "watch"]),
         ("crawler", ["crawl", "crawl_all", "work", "visit", "fetch", "exchange", "connect"]),
     ],

@@ -1,8 +1,8 @@
 """``python -m workloads.echo``: serve echo on the chosen loop and style until a stop signal.
 
 Usage is in ``workloads/README.md``. This module only does what is the
-same for every style: arguments, the listening socket, the stop signals, the ready line, and
-the final check that no socket is left open.
+same for every style: arguments, the listening socket, the TLS context (``--tls``), the stop
+signals, the ready line, and the final check that no socket is left open.
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ from workloads.common import (
     style_module,
 )
 from workloads.echo.common import open_listener
+from workloads.tls import Layer, server_context
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m workloads.echo",
-        description="Serve TCP (or UDP) echo on one loop and style until SIGINT or SIGTERM.",
+        description="Serve TCP, UDP or TLS echo on one loop and style until SIGINT or SIGTERM.",
     )
     add_loop_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
@@ -40,10 +41,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--udp", action="store_true", help="echo datagrams instead of TCP")
     parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="echo over TLS, with a certificate made at start by a throwaway CA (workloads/tls/)",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="store_true", help="log per-connection events (resets, EOF)"
     )
     args = parser.parse_args(argv)
     variant, style = resolve(parser, args)
+    if args.tls and args.udp:
+        parser.error("--tls is for TCP: TLS needs a byte stream; over UDP it is DTLS, not offered")
+    tls = Layer(style, server_context()) if args.tls else None
     raise_open_file_limit()  # C10k: as many connections as the hard limit allows
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -57,13 +66,14 @@ def main(argv: list[str] | None = None) -> int:
             parser.exit(1, f"cannot listen on {args.host}:{args.port}: {error}\n")
         with listener:
             host, port = listener.getsockname()[:2]
-            transport = "udp" if args.udp else "tcp"
+            transport = "udp" if args.udp else "tls" if args.tls else "tcp"
             print(
                 f"listening on {host}:{port} "
                 f"({transport}, loop {variant.name}, style {style}, pid {os.getpid()})",
                 flush=True,
             )
-            style_module("workloads.echo", style).serve(variant.api(style), listener, stop.reader)
+            echo = style_module("workloads.echo", style)
+            echo.serve(variant.api(style), listener, stop.reader, tls)
         received = stop.received
 
     left_open = open_sockets()

@@ -8,7 +8,9 @@ switch is the backpressure (a peer that does not read stalls only its own connec
 one chunk). A peer's EOF closes its connection; a reset is logged at debug and closes only that
 connection. Out of descriptors, it stops watching the listener for ACCEPT_RETRY_DELAY rather
 than be called again at once, and again (a spin at 100% CPU). On a stop signal the server
-stops accepting, closes every connection, then the listener, and stops the loop.
+stops accepting, closes every connection, then the listener, and stops the loop. With
+``--tls``, ``tls_echo`` is the same server through the style's TLS layer (``workloads/tls/``):
+each of its steps takes the callback to call next, so the connection's state is which one waits.
 """
 
 from __future__ import annotations
@@ -16,22 +18,32 @@ from __future__ import annotations
 import socket
 
 from workloads.common import run_until_stopped
-from workloads.echo.common import CHUNK, DATAGRAM_MAX, accept_pause, accepted, log
+from workloads.echo.common import (
+    CHUNK,
+    DATAGRAM_MAX,
+    accept_pause,
+    accepted,
+    log,
+    tls_failed,
+)
 
 
-def serve(new_loop, listener, stop):
-    """Echo on listener until stop is readable; return once every socket is closed."""
+def serve(new_loop, listener, stop, tls=None):
+    """Echo on listener until stop is readable; return once every socket is closed.
+
+    tls: None for plain TCP, or the style's TLS layer (a workloads.tls.Layer).
+    """
     loop = new_loop()
     try:
-        run_until_stopped(loop, main, loop, listener, stop)
+        run_until_stopped(loop, main, loop, listener, stop, tls)
     finally:
         loop.close()
 
 
-def main(loop, listener, stop):
+def main(loop, listener, stop, tls):
     connections = {}  # socket -> the function that cancels its echo, while it is open
     if listener.type == socket.SOCK_STREAM:
-        cancel_server = tcp_server(loop, listener, connections)
+        cancel_server = tcp_server(loop, listener, connections, tls)
     else:
         cancel_server = udp_server(loop, listener)
 
@@ -53,7 +65,7 @@ def cancel_on_signal(loop, stop, cancel):
     loop.add_reader(stop, on_signal)
 
 
-def tcp_server(loop, listener, connections):
+def tcp_server(loop, listener, connections, tls):
     paused = None  # the timer that resumes accepting, while accepts are paused
 
     def on_acceptable():
@@ -68,7 +80,10 @@ def tcp_server(loop, listener, connections):
                 loop.remove_reader(listener)
                 paused = loop.call_later(pause, resume)
             return
-        connections[conn] = echo(loop, accepted(conn), peer, connections)
+        if tls is None:
+            connections[conn] = echo(loop, accepted(conn), peer, connections)
+        else:
+            connections[conn] = tls_echo(loop, accepted(conn), peer, connections, tls)
 
     def resume():
         nonlocal paused
@@ -127,6 +142,31 @@ def echo(loop, conn, peer, connections):
         conn.close()
 
     loop.add_reader(conn, on_readable)
+    return close
+
+
+def tls_echo(loop, conn, peer, connections, tls):
+    session = tls.session(conn)  # a TLS object over two memory buffers, none of it I/O
+
+    def read():
+        tls.recv(loop, session, CHUNK, on_received, fail)
+
+    def on_received(data):
+        if not data:  # close_notify: the peer is done sending
+            return tls.unwrap(loop, session, close, fail)  # our close_notify; then close
+        tls.sendall(loop, session, data, read, fail)  # read again only once it is all written
+
+    def fail(error):
+        tls_failed(peer, session, error)
+        close()
+
+    def close():
+        loop.remove_reader(conn)
+        loop.remove_writer(conn)
+        connections.pop(conn, None)
+        conn.close()
+
+    tls.handshake(loop, session, read, fail)
     return close
 
 

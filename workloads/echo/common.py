@@ -64,3 +64,13 @@ def accept_pause(error: OSError) -> float:
         return ACCEPT_RETRY_DELAY
     log.warning("accept: %s", error)
     return 0.0
+
+
+def tls_failed(peer, session, error: OSError) -> None:
+    """Log how a TLS connection failed: one line for a failed handshake (a client that refused
+    the certificate, stopped halfway, or spoke something else); at debug, as a reset is, for a
+    connection that failed after it (a reset, an EOF without close_notify)."""
+    if session.established:
+        log.debug("%s: %s", peer, error)
+    else:
+        log.info("%s: TLS handshake failed: %s", peer, error)

@@ -28,8 +28,9 @@ SERVERS: dict[str, tuple[str, str]] = {
 READ_SIZE = 65536  # bytes asked for per read, as the libraries' own examples do
 
 
-def server(name: str) -> Callable[[str, int, Callable[[int], None]], None]:
-    """The serve(host, port, ready) function of one anchor, or a clear error naming them
+def server(name: str) -> Callable[..., None]:
+    """The serve(host, port, ready, tls=None) function of one anchor (tls: a server
+    ssl.SSLContext, served with the anchor's library's own TLS), or a clear error naming them
     (an anchor whose library does not load here raises loops.Unavailable with the reason)."""
     if name not in SERVERS:
         raise LookupError(f"unknown anchor server {name!r}; known: {', '.join(SERVERS)}")

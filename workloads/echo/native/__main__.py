@@ -1,4 +1,4 @@
-"""`python -m workloads.echo.native NAME [--host H] --port P`: run one anchor echo server."""
+"""`python -m workloads.echo.native NAME [--host H] --port P [--tls]`: run one anchor server."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", help=f"one of: {', '.join(SERVERS)}")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed)")
+    parser.add_argument(
+        "--tls", action="store_true", help="serve TLS, with a certificate made at start"
+    )
     args = parser.parse_args(argv)
     raise_open_file_limit()  # C10k: as many connections as the hard limit allows
     try:
@@ -25,9 +28,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"anchor {args.name!r} is unavailable on Python {PYTHON}: {why}")
 
     def ready(port: int) -> None:
-        print(f"listening on {args.host}:{port}", flush=True)
+        print(f"listening on {args.host}:{port}" + (" (tls)" if args.tls else ""), flush=True)
 
-    serve(args.host, args.port, ready)
+    if args.tls:
+        from workloads.tls import server_context
+
+        serve(args.host, args.port, ready, tls=server_context())
+    else:
+        serve(args.host, args.port, ready)
     return 0
 
 

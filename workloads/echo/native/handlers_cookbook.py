@@ -11,23 +11,36 @@ backpressure: a client that does not read stalls only itself). The names are tho
 The loop comes by discovery (``loops.get("handlers")``), as every workload gets its loops; its
 ``add_handler``/``remove_handler`` go beyond the lab's contract, which is why this is an anchor
 (a loop's own API) and not a style file. On SIGTERM or SIGINT it closes every socket and exits.
+With ``tls`` (a server SSLContext), ``TLSEchoConnection``'s outgoing buffer holds ciphertext
+from an ``ssl.SSLObject`` over two memory BIOs (the TLS layer's loop-free steps,
+``workloads/tls/common.py``): the same two answers, the same backpressure.
 """
 
 from __future__ import annotations
 
 import signal
 import socket
+import ssl
 from collections.abc import Callable
 
 import loops
 from workloads.echo.native import READ_SIZE
+from workloads.tls.common import (
+    Session,
+    close_notify,
+    encrypt,
+    handshaken,
+    plaintext,
+    received,
+)
 
 
 class EchoServer:
     """The listening socket's handler: every turn it wants to receive (connections)."""
 
-    def __init__(self, loop, sock: socket.socket, connections: set) -> None:
+    def __init__(self, loop, sock: socket.socket, connections: set, tls=None) -> None:
         self.loop, self.sock, self.connections = loop, sock, connections
+        self.tls = tls  # the server's SSLContext, or None for plain TCP
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -45,7 +58,10 @@ class EchoServer:
             return  # another client's readiness, or a client that gave up before the accept
         conn.setblocking(False)
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        connection = EchoConnection(self.loop, conn, self.connections)
+        if self.tls is None:
+            connection = EchoConnection(self.loop, conn, self.connections)
+        else:
+            connection = TLSEchoConnection(self.loop, conn, self.connections, self.tls)
         self.connections.add(connection)
         self.loop.add_handler(connection)
 
@@ -98,7 +114,48 @@ class EchoConnection:
         self.sock.close()
 
 
-def serve(host: str, port: int, ready: Callable[[int], None]) -> None:
+class TLSEchoConnection(EchoConnection):
+    """One TLS client: the outgoing buffer holds ciphertext, the rest is EchoConnection's."""
+
+    def __init__(self, loop, sock: socket.socket, connections: set, tls) -> None:
+        super().__init__(loop, sock, connections)
+        self.session = Session(sock, tls)
+
+    def handle_receive(self) -> None:
+        try:
+            data = self.sock.recv(READ_SIZE)
+        except BlockingIOError:
+            return
+        except ConnectionError:
+            data = b""
+        if not data:  # EOF (without close_notify), or a reset
+            self.close()
+            return
+        received(self.session, data)
+        try:
+            finished = self.session.established or handshaken(self.session)
+            peer_done = finished and self.echo_records()
+        except ssl.SSLError:  # a failed handshake, a broken record
+            self.close()
+            return
+        self.outgoing = self.session.outgoing.read()
+        if self.outgoing:
+            self.handle_send()
+        if peer_done:  # the peer's close_notify is answered: nothing more to say
+            self.close()
+
+    def echo_records(self) -> bool:
+        """Encrypt the plaintext of every record this read completed (plaintext left in the
+        TLS object would wait for a readiness that never comes); True at close_notify."""
+        while chunk := plaintext(self.session, READ_SIZE):
+            encrypt(self.session, chunk)
+        if chunk == b"":
+            close_notify(self.session)
+            return True
+        return False
+
+
+def serve(host: str, port: int, ready: Callable[[int], None], tls=None) -> None:
     loop = loops.get("handlers").callbacks()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     connections: set[EchoConnection] = set()
@@ -107,7 +164,7 @@ def serve(host: str, port: int, ready: Callable[[int], None]) -> None:
         listener.bind((host, port))
         listener.listen(1024)
         listener.setblocking(False)
-        server = EchoServer(loop, listener, connections)
+        server = EchoServer(loop, listener, connections, tls)
         loop.add_handler(server)
 
         def on_signal(signum, frame) -> None:
