@@ -10,8 +10,9 @@ re-measured asyncio.
 Reuse: a stored row is skipped by a later run when it was measured on the same machine (host,
 CPU, Python, library versions) and its code fingerprint is unchanged. Beyond its point's
 parameters (durations, counts: changing them makes new points), the fingerprint covers its
-loop's folder, the shared loop files, its workload's folder, the bench's process handling, the
-workload's running module (and the bench modules it runs as CLIs), and the value of every
+loop's folder, the shared loop files, its workload's folder and the other workload packages it
+imports (echo's TLS layers), the bench's process handling, the workload's running module (and
+the bench modules it runs as CLIs), and the value of every
 setting that module reads from the workload's declaration (http's ``SECONDS``, the crawler's
 ``SEED``, micro's ``PYPERF_CAP_S``); Python as syntax trees without docstrings, so reworded
 prose stales nothing. A point's time cap shapes one result, "did not finish": such a row,
@@ -93,6 +94,8 @@ def row_fingerprint(workload: str, running: str, row: Row, root: Path = ROOT) ->
     workload_dir = root / "workloads" / workload
     paths += [p for p in workload_dir.rglob("*") if p.is_file()]
     paths += [p for p in (root / "workloads").glob("*.py")]
+    for package in _workload_packages_used(workload_dir):  # echo's TLS layers: workloads/tls
+        paths += [p for p in package.rglob("*") if p.is_file()]
     paths.append(root / "bench" / "procs.py")
     digest = hashlib.sha256()
     for path in sorted(set(paths)):
@@ -109,6 +112,25 @@ def row_fingerprint(workload: str, running: str, row: Row, root: Path = ROOT) ->
             digest.update(_code_of(path))
     digest.update(running_code(running))
     return digest.hexdigest()[:16]
+
+
+WORKLOAD_IMPORT = re.compile(r"^\s*(?:from|import) workloads\.(\w+)", re.M)
+
+
+def _workload_packages_used(workload_dir: Path) -> list[Path]:
+    """The other packages of workloads/ that a workload's own files import: code its rows run
+    as surely as their own (the echo server's TLS layers live in workloads/tls/)."""
+    names = {
+        name
+        for path in workload_dir.rglob("*.py")
+        for name in WORKLOAD_IMPORT.findall(path.read_text(encoding="utf-8"))
+    }
+    root = workload_dir.parent
+    return [
+        root / name
+        for name in sorted(names)
+        if (root / name).is_dir() and root / name != workload_dir
+    ]
 
 
 # The package of the workloads' declarations: a value the running side reads from a module in

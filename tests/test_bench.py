@@ -1167,6 +1167,28 @@ def test_a_rows_fingerprint_follows_its_code_not_its_prose(tmp_path):
     assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) != before
 
 
+def test_a_rows_fingerprint_follows_the_workload_packages_its_workload_imports(tmp_path):
+    # echo's style files import workloads.tls (its TLS layers): an edit there stales echo's
+    # rows, not sleep's, whose files import no other package of workloads/.
+    for name in ("echo", "sleep", "tls"):
+        (tmp_path / "workloads" / name).mkdir(parents=True)
+    (tmp_path / "workloads" / "echo" / "callbacks.py").write_text("from workloads.tls import x\n")
+    (tmp_path / "workloads" / "sleep" / "callbacks.py").write_text(
+        "from workloads.common import y\n"
+    )
+    layer = tmp_path / "workloads" / "tls" / "callbacks.py"
+    layer.write_text("x = 1\n")
+    row = Row("zz", "callbacks")
+
+    def now(workload):
+        return row_fingerprint(workload, echo.WORKLOAD.running, row, tmp_path)
+
+    echo_before, sleep_before = now("echo"), now("sleep")
+    layer.write_text("x = 2\n")
+    assert now("echo") != echo_before
+    assert now("sleep") == sleep_before
+
+
 # -- the workload protocol: a registered workload is measured, stored and rendered -------------
 
 

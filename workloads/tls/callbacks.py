@@ -2,12 +2,12 @@
 
 Diff it with coroutines.py: the same functions in the same order, but where a task would wait,
 a function here takes ``then`` (called with the result once the step is done) and ``fail``
-(called with the error instead), and registers a readiness callback on the socket for as long
-as it waits. ``common.py`` runs the TLS state machine over two memory BIOs and never touches
-the socket. A step that finishes at once calls ``then`` before it returns; the depth this adds
-is bounded by one read's worth of records, because ``exchange`` always waits for readiness
-before it reads. A connection closed meanwhile is its owner's to unwatch (``remove_reader``,
-``remove_writer``): no continuation runs after that.
+(called with the error instead), and the socket stays watched for reading from one read to
+the next (see ``exchange``). ``common.py`` runs the TLS state machine over two memory BIOs
+and never touches the socket. A step that finishes at once calls ``then`` before it returns;
+the depth this adds is bounded by one read's worth of records, because ``exchange`` always
+waits for readiness before it reads. A connection closed meanwhile is its owner's to unwatch
+(``remove_reader``, ``remove_writer``): no continuation runs after that.
 """
 
 from __future__ import annotations
@@ -71,20 +71,36 @@ def unwrap(loop, session, then, fail):
 
 
 def exchange(loop, session, then, fail):
+    # The socket stays watched from one read to the next, as the plain callbacks server
+    # watches its connection for its life (a registration per record would be two epoll_ctl
+    # calls per request): on_readable hands each read to the step waiting for it, and once no
+    # step waits, the next readiness unwatches the socket (a level-triggered loop would call
+    # again at once). The first exchange's on_readable serves the connection's life: it reads
+    # the session, not this call's then and fail.
     def on_readable():
+        if session.reader is None:
+            loop.remove_reader(session.sock)
+            session.watched = False
+            return
+        then, fail = session.reader
         try:
             data = session.sock.recv(CIPHERTEXT_CHUNK)
         except BlockingIOError:
             return
         except OSError as error:
+            session.reader = None
             loop.remove_reader(session.sock)
+            session.watched = False
             return fail(error)
-        loop.remove_reader(session.sock)
+        session.reader = None
         received(session, data)
         then()
 
     def wait():
-        loop.add_reader(session.sock, on_readable)
+        session.reader = (then, fail)
+        if not session.watched:
+            loop.add_reader(session.sock, on_readable)
+            session.watched = True
 
     flush(loop, session, wait, fail)  # the peer may be waiting for this before it says more
 

@@ -26,6 +26,10 @@ class Session:
         self.outgoing = ssl.MemoryBIO()  # ciphertext for the peer, not yet sent
         self.tls = context.wrap_bio(self.incoming, self.outgoing, server_side=True)
         self.established = False  # the handshake is over
+        # The callbacks style's: the (then, fail) of the step waiting for a read, and whether
+        # the socket is watched for reading (it stays so between reads: callbacks.exchange).
+        self.reader = None
+        self.watched = False
 
 
 # An outgoing memory BIO takes every byte, so the TLS object never raises SSLWantWriteError
