@@ -169,15 +169,30 @@ def what_this_shows(made: list[Curve]) -> str:
     """The groups' highest knees, and which knees are the instrument's, in words."""
     said = []
     for _, title, kinds in GROUPS:
-        group = [c for c in made if c.kind in kinds and c.knee is not None]
+        # Only a climb the server ended has a knee to rank: where the generator saturated
+        # first, the knee is a lower bound (said below), not a place in the order.
+        group = [
+            c
+            for c in made
+            if c.kind in kinds
+            and c.knee is not None
+            and not (c.ended is not None and c.ended.state == CEILING)
+        ]
         if group:
             top = max(c.knee.rate for c in group)
             best = [c.label for c in group if c.knee.rate == top]
-            low = min(group, key=lambda c: c.knee.rate)
-            said.append(
-                f"among {title}, {', '.join(best)} kept the highest rate ({top:,} requests/s)"
-                f" and {low.label} the lowest ({low.knee.rate:,})"
+            lowest = min(c.knee.rate for c in group)
+            worst = [c.label for c in group if c.knee.rate == lowest]
+            kept = (
+                f"{len(best)} of {len(group)} rows kept"
+                if len(best) > 3
+                else f"{', '.join(best)} kept"
             )
+            line = f"among {title} whose climb the server ended, {kept} the highest rate"
+            line += f" ({top:,} requests/s)"
+            if lowest < top:
+                line += f" and {', '.join(worst)} the lowest ({lowest:,})"
+            said.append(line)
     sentence = "; ".join(said) + "." if said else ""
     sentence = sentence[:1].upper() + sentence[1:]
     bounded = [c.label for c in made if c.ended is not None and c.ended.state == CEILING]
