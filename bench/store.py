@@ -120,17 +120,23 @@ WORKLOAD_IMPORT = re.compile(r"^\s*(?:from|import) workloads\.(\w+)", re.M)
 def _workload_packages_used(workload_dir: Path) -> list[Path]:
     """The other packages of workloads/ that a workload's own files import: code its rows run
     as surely as their own (the echo server's TLS layers live in workloads/tls/)."""
-    names = {
-        name
-        for path in workload_dir.rglob("*.py")
-        for name in WORKLOAD_IMPORT.findall(path.read_text(encoding="utf-8"))
-    }
+    names = set()
+    for path in workload_dir.rglob("*.py"):
+        stat = path.stat()
+        names.update(_workload_imports(path, stat.st_mtime_ns, stat.st_size))
     root = workload_dir.parent
     return [
         root / name
         for name in sorted(names)
         if (root / name).is_dir() and root / name != workload_dir
     ]
+
+
+@functools.lru_cache(maxsize=256)
+def _workload_imports(path: Path, mtime_ns: int, size: int) -> tuple[str, ...]:
+    """The workloads packages one file imports, per version of the file (a report
+    fingerprints every stored row, and each would read the workload's files again)."""
+    return tuple(WORKLOAD_IMPORT.findall(path.read_text(encoding="utf-8")))
 
 
 # The package of the workloads' declarations: a value the running side reads from a module in
