@@ -252,17 +252,6 @@ def peer_python(*args: str) -> list[str]:
     return [sys.executable, *args]
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """A live process's CPU seconds so far (user + system), or None if it is gone."""
-    import psutil
-
-    try:
-        times = psutil.Process(pid).cpu_times()
-    except psutil.Error:
-        return None
-    return times.user + times.system
-
-
 def mib(size: int | None) -> float | None:
     """Bytes as MiB (None stays None)."""
     return None if size is None else size / 2**20

@@ -16,13 +16,17 @@ import signal
 import socket
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import psutil
+import pytest
 
+from conformance.ctrl_c_sweep import CLEAN, NOT_REACHED, Sweep, back_edge_in
 from conformance.harness import prop
 from conformance.processes import (
     ECHO_READY,
     PATIENCE,
+    ROOT,
     case_prop,
     connect,
     echo_command,
@@ -543,3 +547,18 @@ def test_ctrl_c_in_the_loops_own_bookkeeping_ends_it_cleanly(case):
     assert ctrl_c_while_busy(case) == [
         {"sleep exit status": INTERRUPTED, "sleep says": True, "sleep prints no traceback": True}
     ] * len(BUSY_MOMENTS)
+
+
+@case_prop("interrupts", timeout=120)
+def test_ctrl_c_at_each_back_edge_of_the_loops_own_code_ends_it_cleanly(case):
+    # A loop's back edge is a moment the interpreter takes a signal at, and on CPython 3.13 the
+    # back edge of `while cond:` inside a try lies outside that try (CPython gh-130279). The
+    # Ctrl-C sweep (reports/findings-ctrl-c.md) plays every moment; this plays the back edges of
+    # the variant's own folder, on the interpreter running the suite.
+    if case.style not in case.variant.styles:
+        pytest.skip(f"the sleep workload has no {case.style} style")
+    sweep = Sweep(case.variant.name, case.style)
+    edges = sweep.moments(where=back_edge_in(ROOT / "loops" / case.variant.name))
+    endings = {f"{Path(key[0]).name}:{key[3]}": sweep.interrupted_at(key)[0] for key, _ in edges}
+    faults = {at: ending for at, ending in endings.items() if ending not in {CLEAN, NOT_REACHED}}
+    assert faults == {}

@@ -47,7 +47,8 @@ CAPABILITIES: dict[str, str] = {
     "timeouts": "timeout_after raises the builtin TimeoutError and cancels the inner work",
     "queue": "Queue with put/get/task_done/join",
     "io": "TCP: readiness callbacks, or socket calls that wait until the socket can be used "
-    "(the designs table says how each loop waits and which socket modes it takes)",
+    "(the designs table says how each loop waits; the blocking style takes sockets in either "
+    "mode, see BlockingAPI)",
     "udp": "recvfrom/sendto on datagram sockets",
     "threads": "run_in_thread runs a blocking call on a worker thread without blocking the other "
     "tasks; call_soon_threadsafe, where offered, wakes a blocked loop",
@@ -383,7 +384,8 @@ class BlockingAPI(Protocol):
 
     A task is a function with its arguments (``spawn(fn, *args)``), not a coroutine object, and
     every call returns its result directly. Sockets may come in either mode: each variant puts a
-    socket in the mode its design needs before its first call on it (its README says which), so
+    socket in the mode its design needs before its first call on it (a home-made variant's README
+    says which, a reference adapter's module docstring says what its library does), so
     a program written for one blocking variant runs on another unchanged.
     """
 

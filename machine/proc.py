@@ -65,6 +65,18 @@ def on_cpu(pid: int | str = "self") -> float | None:
     return None if found is None else found[0]
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """A live process's CPU seconds so far, user + system as psutil reads them from
+    ``/proc/PID/stat`` (10 ms ticks: for spans of seconds), or None if it is gone."""
+    import psutil  # the bench's and the workloads' dependency, not conformance's
+
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return None
+    return times.user + times.system
+
+
 def peak_rss(pid: int | str = "self") -> int | None:
     """A process's peak resident memory since its exec, bytes (None: gone, or not Linux)."""
     found = _status(pid, "VmHWM")

@@ -90,9 +90,10 @@ def test_a_real_sweep_accounts_for_every_moment(tmp_path):
     assert len(record["faults"]) == unclean
 
 
-def test_the_findings_page_shows_the_stored_sweep():
-    stored = ctrl_c_sweep.ROOT / "reports" / "findings" / "ctrl-c.jsonl"
-    records = [json.loads(line) for line in stored.read_text().splitlines()]
+@pytest.mark.parametrize("stored", ["ctrl-c.jsonl", "ctrl-c-3.13.jsonl"])
+def test_the_findings_page_shows_the_stored_sweep(stored):
+    path = ctrl_c_sweep.ROOT / "reports" / "findings" / stored
+    records = [json.loads(line) for line in path.read_text().splitlines()]
     page = (ctrl_c_sweep.ROOT / "reports" / "findings-ctrl-c.md").read_text()
-    assert ctrl_c_sweep.table(records) in page, "run --stored and paste its tables"
-    assert ctrl_c_sweep.faults(records) in page, "run --stored and paste its tables"
+    assert ctrl_c_sweep.table(records) in page, f"run --stored on {stored}, paste its tables"
+    assert ctrl_c_sweep.faults(records) in page, f"run --stored on {stored}, paste its tables"

@@ -186,10 +186,8 @@ def test_registrations_are_kept_across_waits_on_the_same_fd():
     assert len(calls) <= 4
 
 
-def test_io_is_optimistic_no_trap_when_the_call_can_complete(monkeypatch):
-    monkeypatch.setattr(api, "_fast_calls", 0)  # a fresh turn: no yield owed
-
-    async def main():
+def test_io_is_optimistic_no_trap_when_the_call_can_complete():
+    async def main():  # a fresh kernel: its budget is full, no yield owed
         client, server = _pair()
         ran = []
 
@@ -204,6 +202,32 @@ def test_io_is_optimistic_no_trap_when_the_call_can_complete(monkeypatch):
             return data, ran
 
     assert co.run(main()) == (b"ready already", [])
+
+
+def test_the_budget_is_the_kernels_a_run_leaves_none_owed_to_the_next():
+    async def nearly_spend_it():
+        client, server = _pair()
+        with client, server:
+            client.send(b"x" * api.FAST_CALLS_PER_TURN)
+            for _ in range(api.FAST_CALLS_PER_TURN - 1):
+                await co.recv(server, 1)  # each completes at once: the count rises
+
+    async def fresh_turn():
+        client, server = _pair()
+        ran = []
+
+        async def bystander():
+            ran.append("bystander")
+
+        with client, server:
+            client.send(b"ready")
+            await co.spawn(bystander())
+            await co.recv(server, 100)
+            await co.sendall(server, b"fits")  # a count carried over would yield here
+            return ran
+
+    co.run(nearly_spend_it())
+    assert co.run(fresh_turn()) == []
 
 
 def test_a_connection_that_always_has_data_cannot_starve_the_others():

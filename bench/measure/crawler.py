@@ -12,9 +12,10 @@ import tempfile
 from pathlib import Path
 
 from bench.plan import Point, Row
-from bench.procs import Child, ChildFailed, cpu_seconds, mib, peer_python, python
+from bench.procs import Child, ChildFailed, mib, peer_python, python
 from bench.registry.crawler import SEED
 from bench.workload import Measuring
+from machine.proc import cpu_seconds
 
 PEER = "site server"
 SITE = re.compile(r"site http://[^\s/]+:(\d+)/")

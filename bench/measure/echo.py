@@ -15,10 +15,11 @@ import sys
 from pathlib import Path
 
 from bench.plan import Point, Row
-from bench.procs import Child, ChildFailed, cpu_seconds, mib, peer_python, python
+from bench.procs import Child, ChildFailed, mib, peer_python, python
 from bench.registry.echo import PACED, TLS
 from bench.summary import SATURATION, known_limit
 from bench.workload import Measuring
+from machine.proc import cpu_seconds
 
 PEER = "load generator"
 # A server that fell behind while using less than this share of its core was not too slow but

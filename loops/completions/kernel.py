@@ -191,7 +191,11 @@ class Loop:
         if _running.loop is self:
             raise RuntimeError("cannot close the completions loop from inside a task")
         try:
-            while self._tasks:
+            # Not `while self._tasks:`, which CPython 3.13 compiles with its back edge outside
+            # this try (CPython gh-130279): a Ctrl-C taken there would skip the finally.
+            while True:
+                if not self._tasks:
+                    break
                 leftovers = list(self._tasks)
                 for task in leftovers:  # before any of them runs again
                     if not _cancel_on_its_way(task):

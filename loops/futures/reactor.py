@@ -145,8 +145,13 @@ class Loop:
         main = Task(coro, self)
         _running.loop = self
         try:
-            while main._state is _PENDING:
+            # Not `while main._state is _PENDING:`, which CPython 3.13 compiles with its back
+            # edge outside this try (CPython gh-130279): a Ctrl-C taken there would skip the
+            # finally and leave the loop marked running.
+            while True:
                 self._run_once()
+                if main._state is not _PENDING:
+                    break
         except BaseException as error:
             if not isinstance(error, Exception) and error is not self._raised_by_a_task:
                 self._abandon_tasks()  # a signal's KeyboardInterrupt: see _abandon_tasks
@@ -414,7 +419,9 @@ class Loop:
         cancelled: set[Task] = set()
         _running.loop = self
         try:
-            while self._tasks:
+            while True:  # not `while self._tasks:`, for the reason in run_until_complete
+                if not self._tasks:
+                    break
                 # Each turn, so that a task spawned by another's clean-up is cancelled too.
                 for task in self._tasks.keys() - cancelled:
                     task.cancel()

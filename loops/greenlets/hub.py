@@ -353,7 +353,11 @@ class Hub:
         future.add_done_callback(lambda _: self._from_thread(task, unwait))
         self._in_threads += 1
         try:
-            while not future.done():
+            # Not `while not future.done():`, which CPython 3.13 compiles with its back edge
+            # outside this try (CPython gh-130279): a Ctrl-C there would skip the finally.
+            while True:
+                if future.done():
+                    break
                 self.suspend(task, unwait)
         finally:
             self._in_threads -= 1

@@ -440,7 +440,12 @@ class Loop:
             raise RuntimeError("this loop is already running")
         self._running = True
         try:
-            while not self._stopping:
+            # Not `while not self._stopping:`, which CPython 3.13 compiles with its back edge
+            # outside this try (CPython gh-130279): a Ctrl-C taken there would skip the finally
+            # and leave the loop marked running.
+            while True:
+                if self._stopping:
+                    break
                 self._run_once()
         finally:
             self._stopping = False

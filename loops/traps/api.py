@@ -11,8 +11,9 @@ call succeeding, and a task that never waits never lets the others run (an echo 
 serves one connection of a hundred). So calls are counted, as tokio counts its cooperative
 budget: after FAST_CALLS_PER_TURN calls in a row that completed without anyone waiting, the
 next call first yields its turn (sleep(0)). The yield comes before the call, so a task
-cancelled there loses no data. One counter per process, reset whenever a call waits: cheap,
-and exact enough, since only a task that never waits can run the count up.
+cancelled there loses no data. One counter per kernel (``Loop.fast_calls``, with the rest of its
+scheduling state), reset whenever a call waits: cheap, and exact enough, since only a task that
+never waits can run the count up.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loops.contract import check_nonblocking
-from loops.traps.kernel import Loop, now
+from loops.traps.kernel import Loop, now, running_loop
 from loops.traps.queues import Queue
 from loops.traps.task import CancelledError, Expired
 from loops.traps.traps import (
@@ -41,7 +42,6 @@ from loops.traps.traps import (
 )
 
 FAST_CALLS_PER_TURN = 16  # socket calls that may complete in a row before a forced yield
-_fast_calls = 0  # socket calls completed without waiting since a call last waited
 
 # twin of loops/roundrobin/api.py: _drained
 # twin of loops/futures/api.py: _drained
@@ -129,19 +129,19 @@ async def timeout_after(seconds: float, coro: Any) -> Any:
 
 async def recv(sock: socket.socket, n: int) -> bytes:
     """Receive up to n bytes; b'' at EOF."""
-    global _fast_calls
     if sock.gettimeout() != 0:  # blocking: would freeze the loop
         check_nonblocking(sock)
-    if _fast_calls >= FAST_CALLS_PER_TURN:
-        await _yield_turn()
+    kernel = running_loop()
+    if kernel.fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn(kernel)
     fd = sock.fileno()
     drained = _drained.get(fd)
     idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
     if drained is not None and drained() is sock:  # emptied last time: wait first (_drained)
-        _fast_calls = 0
+        kernel.fast_calls = 0
         await wait_readable(sock)
         idle = 0
-    data = await _try_first(sock, wait_readable, idle, sock.recv, n)
+    data = await _try_first(kernel, sock, wait_readable, idle, sock.recv, n)
     if len(data) < n:
         _drained[fd] = weakref.ref(sock)
     elif drained is not None:
@@ -151,11 +151,11 @@ async def recv(sock: socket.socket, n: int) -> bytes:
 
 async def sendall(sock: socket.socket, data: bytes) -> None:
     """Send all of data, waiting for the socket to drain as needed."""
-    global _fast_calls
     if sock.gettimeout() != 0:  # blocking: would freeze the loop
         check_nonblocking(sock)
-    if _fast_calls >= FAST_CALLS_PER_TURN:
-        await _yield_turn()
+    kernel = running_loop()
+    if kernel.fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn(kernel)
     try:
         sent = sock.send(data)
     except BlockingIOError:
@@ -163,9 +163,9 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
     # len() of bytes is its size; of a memoryview or array, its item count: ask the buffer.
     size = len(data) if type(data) is bytes else memoryview(data).nbytes
     if sent == size:  # the usual case: the socket buffer took it all
-        _fast_calls += 1
+        kernel.fast_calls += 1
         return
-    _fast_calls = 0
+    kernel.fast_calls = 0
     idle = 0  # wake-ups that found no room (see _woken_for_nothing)
     with memoryview(data) as view, view.cast("B") as remaining:
         while sent < len(remaining):
@@ -178,12 +178,12 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
 
 async def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
     """Accept a connection: (a non-blocking socket, the peer's address)."""
-    global _fast_calls
     if sock.gettimeout() != 0:  # blocking: would freeze the loop
         check_nonblocking(sock)
-    if _fast_calls >= FAST_CALLS_PER_TURN:
-        await _yield_turn()
-    conn, address = await _try_first(sock, wait_readable, -1, sock.accept)
+    kernel = running_loop()
+    if kernel.fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn(kernel)
+    conn, address = await _try_first(kernel, sock, wait_readable, -1, sock.accept)
     conn.setblocking(False)
     return conn, address
 
@@ -205,40 +205,44 @@ async def connect(sock: socket.socket, address: Any) -> None:
 
 async def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
     """Receive a datagram of up to n bytes: (data, sender's address)."""
-    global _fast_calls
     if sock.gettimeout() != 0:  # blocking: would freeze the loop
         check_nonblocking(sock)
-    if _fast_calls >= FAST_CALLS_PER_TURN:
-        await _yield_turn()
-    return await _try_first(sock, wait_readable, -1, sock.recvfrom, n)
+    kernel = running_loop()
+    if kernel.fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn(kernel)
+    return await _try_first(kernel, sock, wait_readable, -1, sock.recvfrom, n)
 
 
 async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
     """Send a datagram to address; returns the number of bytes sent."""
-    global _fast_calls
     if sock.gettimeout() != 0:  # blocking: would freeze the loop
         check_nonblocking(sock)
-    if _fast_calls >= FAST_CALLS_PER_TURN:
-        await _yield_turn()
-    return await _try_first(sock, wait_writable, -1, sock.sendto, data, address)
+    kernel = running_loop()
+    if kernel.fast_calls >= FAST_CALLS_PER_TURN:
+        await _yield_turn(kernel)
+    return await _try_first(kernel, sock, wait_writable, -1, sock.sendto, data, address)
 
 
 async def _try_first(
-    sock: socket.socket, wait: Callable[[socket.socket], Any], idle: int, call: Callable, *args: Any
+    kernel: Loop,
+    sock: socket.socket,
+    wait: Callable[[socket.socket], Any],
+    idle: int,
+    call: Callable,
+    *args: Any,
 ) -> Any:
     """The loop recv, accept, recvfrom and sendto share: make the call; only when it would block
     wait for readiness and make it again. `idle` counts wake-ups in this call that found
     nothing (-1: not woken yet; see _woken_for_nothing)."""
-    global _fast_calls
     while True:
         try:
             result = call(*args)
         except BlockingIOError:
-            _fast_calls = 0
+            kernel.fast_calls = 0
             idle = await _woken_for_nothing(idle) if idle >= 0 else 0
             await wait(sock)
         else:
-            _fast_calls += 1
+            kernel.fast_calls += 1
             return result
 
 
@@ -252,10 +256,9 @@ async def _woken_for_nothing(idle: int) -> int:
     return idle
 
 
-async def _yield_turn() -> None:
+async def _yield_turn(kernel: Loop) -> None:
     """Let the other ready tasks (and the I/O poll) run before this busy task goes on."""
-    global _fast_calls
-    _fast_calls = 0
+    kernel.fast_calls = 0
     await sleep(0)
 
 

@@ -132,6 +132,9 @@ class Loop:
         self._thread_results: collections.deque = collections.deque()  # (task, future) done
         self._closed = False
         self._raised_by_a_task: BaseException | None = None  # see run()
+        # The socket calls' budget (api.py's docstring): calls completed in a row without
+        # anyone waiting, since a call last waited or yielded its turn.
+        self.fast_calls = 0
         # The trap table: request name -> handler(task, request) -> answer or SUSPEND.
         self._traps = {
             "sleep": self._trap_sleep,
@@ -190,7 +193,11 @@ class Loop:
         if _running.loop is self:
             raise RuntimeError("cannot close the traps kernel from inside a task")
         try:
-            while self._tasks:
+            # Not `while self._tasks:`, which CPython 3.13 compiles with its back edge outside
+            # this try (CPython gh-130279): a Ctrl-C taken there would skip the finally.
+            while True:
+                if not self._tasks:
+                    break
                 leftovers = list(self._tasks)
                 for task in leftovers:  # before any of them runs again
                     if not _cancel_on_its_way(task):

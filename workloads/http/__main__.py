@@ -18,6 +18,7 @@ import sys
 import time
 import urllib.request
 
+from machine.proc import cpu_seconds
 from workloads.common import finish, number, positive
 from workloads.http import wrk
 from workloads.http.app import BODIES
@@ -117,13 +118,6 @@ def check_bodies(port: int) -> str:
     return ""
 
 
-def cpu_seconds(pid: int) -> float:
-    import psutil
-
-    times = psutil.Process(pid).cpu_times()
-    return times.user + times.system
-
-
 def run(args: argparse.Namespace) -> dict:
     """Serve, check, warm up, measure; the result record."""
     import uvicorn
@@ -150,7 +144,9 @@ def run(args: argparse.Namespace) -> dict:
         cpu_before = cpu_seconds(process.pid)
         argv = wrk.command(url, args.seconds, args.connections, args.threads, 5)
         result, wrk_cpu = wrk.run(argv, wrk_core)
-        server_cpu = cpu_seconds(process.pid) - cpu_before
+        cpu_after = cpu_seconds(process.pid)
+        # A server gone before its CPU was read has no figure; it is judged invalid below.
+        server_cpu = 0.0 if None in (cpu_before, cpu_after) else cpu_after - cpu_before
         record["server_alive"] = process.poll() is None
     return judge(record, result, server_cpu, wrk_cpu)
 
