@@ -559,6 +559,6 @@ def test_ctrl_c_at_each_back_edge_of_the_loops_own_code_ends_it_cleanly(case):
         pytest.skip(f"the sleep workload has no {case.style} style")
     sweep = Sweep(case.variant.name, case.style)
     edges = sweep.moments(where=back_edge_in(ROOT / "loops" / case.variant.name))
-    endings = {f"{Path(key[0]).name}:{key[3]}": sweep.interrupted_at(key)[0] for key, _ in edges}
-    faults = {at: ending for at, ending in endings.items() if ending not in {CLEAN, NOT_REACHED}}
+    endings = {f"{Path(key[0]).name}:{key[3]}": sweep.interrupted_at(key) for key, _ in edges}
+    faults = {at: ended for at, ended in endings.items() if ended[0] not in {CLEAN, NOT_REACHED}}
     assert faults == {}

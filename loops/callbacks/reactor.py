@@ -83,10 +83,13 @@ class Loop:
         _running.loop = self
         try:
             run_once = self._run_once
-            while True:  # at least one iteration, even if stop() came first (as asyncio)
-                run_once()
+            run_once()  # at least one iteration, even if stop() came first (as asyncio)
+            # The test first and a call last: CPython 3.13 and 3.14 put a back edge that follows
+            # a test outside this try (CPython gh-130279), where a Ctrl-C would skip the finally.
+            while True:
                 if self._stopping:
                     break
+                run_once()
         finally:
             # Also on KeyboardInterrupt/SystemExit: the loop stays usable for another run.
             self._stopping = False

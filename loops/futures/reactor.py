@@ -147,11 +147,12 @@ class Loop:
         try:
             # Not `while main._state is _PENDING:`, which CPython 3.13 compiles with its back
             # edge outside this try (CPython gh-130279): a Ctrl-C taken there would skip the
-            # finally and leave the loop marked running.
+            # finally and leave the loop marked running. The test comes first and the body
+            # ends in a call: 3.14 puts a back edge after a test outside the try too.
             while True:
-                self._run_once()
                 if main._state is not _PENDING:
                     break
+                self._run_once()
         except BaseException as error:
             if not isinstance(error, Exception) and error is not self._raised_by_a_task:
                 self._abandon_tasks()  # a signal's KeyboardInterrupt: see _abandon_tasks
