@@ -186,48 +186,43 @@ def test_registrations_are_kept_across_waits_on_the_same_fd():
     assert len(calls) <= 4
 
 
+async def _two_optimistic_calls():
+    """A recv with data waiting and a sendall that fits, beside a ready bystander: what they
+    received, and whether a switch ran the bystander."""
+    client, server = _pair()
+    ran = []
+
+    async def bystander():
+        ran.append("bystander")
+
+    with client, server:
+        client.send(b"ready already")
+        await co.spawn(bystander())  # a switch would run it
+        data = await co.recv(server, 100)
+        await co.sendall(server, b"fits in the buffer")  # a budget spent would yield here
+        return data, ran
+
+
 def test_io_is_optimistic_no_trap_when_the_call_can_complete():
-    async def main():  # a fresh kernel: its budget is full, no yield owed
-        client, server = _pair()
-        ran = []
-
-        async def bystander():
-            ran.append("bystander")
-
-        with client, server:
-            client.send(b"ready already")
-            await co.spawn(bystander())  # a switch would run it
-            data = await co.recv(server, 100)
-            await co.sendall(server, b"fits in the buffer")
-            return data, ran
-
-    assert co.run(main()) == (b"ready already", [])
+    # A fresh kernel: its budget is full, no yield owed.
+    assert co.run(_two_optimistic_calls()) == (b"ready already", [])
 
 
 def test_the_budget_is_the_kernels_a_run_leaves_none_owed_to_the_next():
     async def nearly_spend_it():
         client, server = _pair()
-        with client, server:
+
+        async def send_later():
             client.send(b"x" * api.FAST_CALLS_PER_TURN)
-            for _ in range(api.FAST_CALLS_PER_TURN - 1):
+
+        with client, server:
+            await co.spawn(send_later())
+            await co.recv(server, 1)  # it waits: the count starts again, at 1 for this call
+            for _ in range(api.FAST_CALLS_PER_TURN - 2):
                 await co.recv(server, 1)  # each completes at once: the count rises
 
-    async def fresh_turn():
-        client, server = _pair()
-        ran = []
-
-        async def bystander():
-            ran.append("bystander")
-
-        with client, server:
-            client.send(b"ready")
-            await co.spawn(bystander())
-            await co.recv(server, 100)
-            await co.sendall(server, b"fits")  # a count carried over would yield here
-            return ran
-
     co.run(nearly_spend_it())
-    assert co.run(fresh_turn()) == []
+    assert co.run(_two_optimistic_calls()) == (b"ready already", [])
 
 
 def test_a_connection_that_always_has_data_cannot_starve_the_others():
