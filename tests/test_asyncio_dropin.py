@@ -473,3 +473,41 @@ def test_a_replaced_asyncio_task_name_changes_the_drop_ins_tasks_as_little_as_as
             return runner.run(kind())
 
     assert run(new_event_loop) == run(asyncio.SelectorEventLoop) == (asyncio.tasks.Task, True)
+
+
+@pytest.mark.parametrize(
+    "factory", [new_event_loop, asyncio.SelectorEventLoop], ids=["drop-in", "asyncio"]
+)
+def test_a_replaced_clock_moves_when_timers_fire_as_on_asyncios_loop(factory):
+    # aiohttp's suite replaces loop.time to make a keep-alive deadline due at once: asyncio
+    # reads every deadline through self.time(), so the drop-in must too (call_later's start,
+    # the wait before the next timer, the test of which timers are due).
+    loop = factory()
+    try:
+        fired = []
+        loop.call_later(3600, fired.append, "later")
+        loop.call_at(loop.time() + 3600, fired.append, "at")
+        jumped = loop.time() + 7200  # an hour past both deadlines
+        loop.time = lambda: jumped
+        loop.call_later(1, fired.append, "a second after the jump")  # not due yet
+        loop.call_soon(loop.stop)
+        loop.run_forever()
+        assert fired == ["later", "at"]
+    finally:
+        loop.close()
+
+
+@pytest.mark.parametrize(
+    "factory", [new_event_loop, asyncio.SelectorEventLoop], ids=["drop-in", "asyncio"]
+)
+def test_call_at_keeps_the_deadline_it_was_given(factory):
+    # aiohttp rounds its timeouts up to whole seconds and reads back the int it scheduled.
+    loop = factory()
+    try:
+        deadline = int(loop.time()) + 10
+        handle = loop.call_at(deadline, lambda: None)
+        assert type(handle.when()) is int and handle.when() == deadline
+        later = loop.call_at(deadline + 0.5, lambda: None)
+        assert later.when() == deadline + 0.5
+    finally:
+        loop.close()

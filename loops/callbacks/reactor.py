@@ -110,7 +110,7 @@ class Loop:
         if ready or self._stopping:
             timeout = 0
         elif timers:
-            timeout = min(max(0.0, timers[0][0] - _monotonic()), MAX_WAIT)
+            timeout = min(max(0.0, timers[0][0] - self.time()), MAX_WAIT)
         else:
             timeout = -1
         records = self._readiness.records
@@ -130,7 +130,7 @@ class Loop:
         # Stage 2: expire timers: every timer due by now joins the ready queue, in deadline
         # order (sequence order for equal deadlines).
         if timers:
-            end = _monotonic() + _CLOCK_RESOLUTION
+            end = self.time() + _CLOCK_RESOLUTION
             while timers and timers[0][0] < end:
                 handle = _heappop(timers)[2]
                 handle._scheduled = False
@@ -192,7 +192,9 @@ class Loop:
         self._wake_writer.close()
 
     def time(self) -> float:
-        """The loop's clock: time.monotonic(), in seconds."""
+        """The loop's clock: time.monotonic(), in seconds. Every deadline is read through this
+        method, as asyncio's loop reads them, so a subclass or a test that replaces it moves
+        when timers fire, not only what the loop reports."""
         return _monotonic()
 
     # -- scheduling -----------------------------------------------------------------------
@@ -221,7 +223,7 @@ class Loop:
     ) -> TimerHandle:
         """Run callback(*args) no earlier than `delay` seconds from now."""
         try:
-            when = _monotonic() + delay
+            when = self.time() + delay
         except TypeError:
             raise TypeError(f"call_later() needs a delay in seconds, got {delay!r}") from None
         return self._schedule(when, callback, args, context, "call_later")
@@ -235,7 +237,7 @@ class Loop:
     ) -> TimerHandle:
         """Run callback(*args) no earlier than loop time `when`."""
         try:
-            when = when + 0.0
+            when + 0.0  # a number; kept as given, so when() returns it as asyncio's does
         except TypeError:
             raise TypeError(f"call_at() needs a loop time in seconds, got {when!r}") from None
         return self._schedule(when, callback, args, context, "call_at")
