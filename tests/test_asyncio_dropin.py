@@ -511,3 +511,25 @@ def test_call_at_keeps_the_deadline_it_was_given(factory):
         assert later.when() == deadline + 0.5
     finally:
         loop.close()
+
+
+@pytest.mark.parametrize(
+    "factory", [new_event_loop, asyncio.SelectorEventLoop], ids=["drop-in", "asyncio"]
+)
+def test_a_patch_on_asyncios_base_transport_reaches_the_loops_transports(factory, monkeypatch):
+    # websockets' suite patches asyncio.BaseTransport.get_extra_info to fake an address;
+    # asyncio's transports inherit the method, so the drop-in's must not define their own.
+    async def addresses():
+        server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+        _reader, writer = await asyncio.open_connection(*server.sockets[0].getsockname())
+        real = writer.get_extra_info("peername")
+        monkeypatch.setattr(asyncio.BaseTransport, "get_extra_info", lambda *a: ("faked", 1))
+        faked = writer.get_extra_info("peername")
+        monkeypatch.undo()
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return real, faked
+
+    real, faked = run(addresses(), factory)
+    assert real[0] == "127.0.0.1" and faked == ("faked", 1)

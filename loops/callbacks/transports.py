@@ -92,8 +92,8 @@ class _Transport(asyncio.BaseTransport):
 
     # -- what a protocol sees ----------------------------------------------------------------
 
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return self._extra.get(name, default)
+    # get_extra_info is asyncio.BaseTransport's, reading self._extra, as asyncio's own
+    # transports inherit it: a test that patches the base's method reaches these transports too.
 
     def get_protocol(self) -> Any:
         return self._protocol
