@@ -174,8 +174,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item], config: pytest.Confi
             patterns = entry.get("tests") or [entry["test"]]
             if any(fnmatch.fnmatchcase(item.nodeid, pattern) for pattern in patterns):
                 reason = f"{entry['class']}: {entry['reason']}"
-                # hangs = true: a test that never ends on that loop is not run, with the reason.
-                if entry["class"] in SKIPPED_CLASSES or entry.get("hangs"):
+                # fatal: a test that never ends or kills the process on that loop is not run,
+                # with the reason (one such test would end the run and every count with it).
+                if entry["class"] in SKIPPED_CLASSES or entry.get("fatal"):
                     item.add_marker(pytest.mark.skip(reason=reason))
                 else:
                     # strict = false only for a test that fails now and then on every loop.

@@ -87,8 +87,8 @@ def _expected_section(suite: str) -> list[str]:
         loops = ", ".join(e["loops"]) + (
             f" (Python {', '.join(e['pythons'])})" if "pythons" in e else ""
         )
-        hangs = " (hangs: not run)" if e.get("hangs") else ""
-        lines.append(f"| {_tests_of(e)} | {loops} | {e['class']}{hangs} | {reason} |")
+        fatal = f" ({e['fatal']}: not run)" if e.get("fatal") else ""
+        lines.append(f"| {_tests_of(e)} | {loops} | {e['class']}{fatal} | {reason} |")
     return [*lines, ""]
 
 
