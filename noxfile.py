@@ -177,11 +177,15 @@ def _real_suite(session: nox.Session, suite: str, loops: list[str]) -> None:
             # The system's, not nox's session folder: a Unix socket's path under the latter
             # is longer than AF_UNIX allows, which failed the suites' Unix-socket tests.
             "TMPDIR": tempfile.gettempdir(),
+            # The installed (built) package, not the sdist's source folder beside the tests:
+            # as -P, but inherited, so the Pythons a suite starts import the build too
+            # (aiohttp's import check starts one per module; from the source folder, its
+            # compiled modules were missing).
+            "PYTHONSAFEPATH": "1",
             **dict(spec.env),
         }
-        # -P: the installed (built) package, not the sdist's source folder beside the tests.
         session.run(
-            python_in, "-P", "-m", "pytest", spec.tests, "-p", "lab_loop", "-q",
+            python_in, "-m", "pytest", spec.tests, "-p", "lab_loop", "-q",
             "-p", "no:cacheprovider", *spec.args, env=env, success_codes=[0, 1], external=True,
         )  # fmt: skip
         result = json.loads(record.read_text())
