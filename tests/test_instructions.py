@@ -42,13 +42,19 @@ def test_bench_instructions_stores_both_regimes_of_a_row(tmp_path):
 def test_the_work_ranking_and_the_verdict_read_the_stored_counts(tmp_path):
     """bench.md's first table ranks every counted row by its closed-loop instructions, and the
     verdict names the home-made row with the least work against the two user servers."""
+    from bench import registry
     from bench.render import verdict, work
 
-    def entry(kind: str, closed: float, paced: float) -> dict:
+    def entry(kind: str, closed: float, paced: float, key: str = "", before=None) -> dict:
+        # Counted on today's code where a key is given; on unrecorded (changed) code otherwise.
+        variant, style = key.split("/") if key else ("", "")
+        code = registry.get("echo").fingerprint(Row(variant, style, style == "native"))
         counted = {"date": "2026-11-27T15:00:00+00:00", "commit": "abc"}
+        counted |= {"code": code} if key else {}
+        earlier = {"before": {"per_request": before, **counted}} if before else {}
         return {
             "kind": kind,
-            "closed": {"per_request": closed, **counted},
+            "closed": {"per_request": closed, **counted, **earlier},
             "paced": {"per_request": paced, **counted},
         }
 
@@ -57,9 +63,11 @@ def test_the_work_ranking_and_the_verdict_read_the_stored_counts(tmp_path):
         "rates": {"closed": None, "paced": 200},
         "rows": {
             "asyncio-protocol/native": entry("anchor", 20_000, 40_000),
-            "uvloop-protocol/native": entry("anchor", 10_000, 30_000),
-            "traps/coroutines": entry("home-made", 25_000, 50_000),
-            "callbacks/callbacks": entry("home-made", 15_000, 45_000),
+            "uvloop-protocol/native": entry("anchor", 10_000, 30_000, "uvloop-protocol/native"),
+            "traps/coroutines": entry("home-made", 25_000, 50_000, "traps/coroutines", 24_000),
+            "callbacks/callbacks": entry(
+                "home-made", 15_000, 45_000, "callbacks/callbacks", 15_030
+            ),
             "broken/coroutines": {"kind": "home-made", "closed": {"error": "no dumps"}},
         },
     }
@@ -71,8 +79,26 @@ def test_the_work_ranking_and_the_verdict_read_the_stored_counts(tmp_path):
         "traps/coroutines",
     ]
     text = "\n".join(work.section(tmp_path))
-    assert "| 2 | callbacks · callbacks | 15,000 | ×0.75 | 45,000 | — | — |" in text
-    assert "| 1 | **uvloop-protocol** | 10,000 | ×0.50 | 30,000 |" in text
+    assert "| 2 | callbacks · callbacks | 15,000 | -0.2% | ×0.75 | 45,000 | — | — |" in text
+    assert "| 1 | **uvloop-protocol** | 10,000 | — | ×0.50 | 30,000 |" in text
+    # asyncio-protocol's count recorded no code: marked as counted on changed code.
+    assert "| 3 | **asyncio-protocol**‡ | 20,000 | — |" in text
+    assert "1 of 2 rows agree within 1% in the closed loop" in text
+    assert "the largest change: traps · coroutines, +4.2%" in text
     said = verdict.least_work(tmp_path, "")
     assert "`callbacks · callbacks`, 15,000 per request" in said
     assert "×1.50 uvloop-protocol's; ×0.75 asyncio-protocol's" in said
+    assert "counted on code that has changed since: asyncio-protocol." in said
+
+
+def test_a_recount_keeps_the_count_it_replaces_and_a_failure_replaces_no_count():
+    first = {"per_request": 100.0, "date": "d1", "commit": "a", "code": "x"}
+    again = {"per_request": 100.5, "date": "d2", "commit": "b", "code": "x"}
+    kept = instructions._replace(first, again)
+    assert kept["per_request"] == 100.5
+    assert kept["before"] == {"per_request": 100.0, "date": "d1", "commit": "a"}
+    # Changed code: a first count, nothing to compare it with.
+    assert "before" not in instructions._replace(first, again | {"code": "y"})
+    failed = {"error": "valgrind died", "date": "d3", "commit": "c", "code": "x"}
+    assert instructions._replace(kept, failed) == kept | {"failed": failed}
+    assert instructions._replace(None, failed) == failed

@@ -23,6 +23,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from bench import registry
 from bench.measure.echo import server_argv
 from bench.measure.profile import _commit, callgrind_count, per_request, read_dump
 from bench.plan import Row
@@ -80,6 +81,7 @@ def run(
     failed = 0
     for number, row in enumerate(rows, 1):
         entry = stored["rows"].setdefault(row.key, {"label": row.label, "kind": row.kind})
+        code = registry.get("echo").fingerprint(row)
         for regime in regimes or list(REGIMES):
             print(f"instructions: [{number}/{len(rows)}] {row.label}, {regime}", flush=True)
             try:
@@ -90,10 +92,23 @@ def run(
             found |= {
                 "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                 "commit": _commit(environment.ROOT),
+                "code": code,
             }
-            entry[regime] = found
+            entry[regime] = _replace(entry.get(regime), found)
             if "per_request" in found:
                 print(f"  {found['per_request']:,.0f} instructions per request", flush=True)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
     return 1 if failed else 0
+
+
+def _replace(earlier: dict | None, found: dict) -> dict:
+    """A regime's stored count after a new one. The new count keeps the one it replaces as
+    ``before`` where both counted the same code, so the page shows how far a second count
+    moved (two counts of a row agree within 1%); a count of changed code is a first count. A
+    failed count replaces no good one: that stays, with the failure beside it."""
+    if "per_request" not in found:
+        return earlier | {"failed": found} if earlier and "per_request" in earlier else found
+    if earlier and "per_request" in earlier and earlier.get("code") == found["code"]:
+        return found | {"before": {k: earlier[k] for k in ("per_request", "date", "commit")}}
+    return found

@@ -165,10 +165,16 @@ def least_work(results: Path, link: str) -> str | None:
     against = "; ".join(
         f"×{mine / entry['closed']['per_request']:.2f} {name}'s" for name, entry in bases.items()
     )
+    changed = [k for k in (home, *(f"{n}/native" for n in bases)) if work.stale(k, ranked[k])]
     return (
         f"**Least work per echo request** (instructions, exact for the run counted): "
         f"`{_label(home)}`, {mine:,.0f} per request in the closed loop, {against} "
-        f"([every row ranked]({link}bench.md#work-per-request-counted))."
+        f"([every row ranked]({link}bench.md#work-per-request-counted))"
+        + (
+            f"; counted on code that has changed since: {', '.join(map(work.label, changed))}."
+            if changed
+            else "."
+        )
     )
 
 

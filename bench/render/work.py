@@ -13,7 +13,8 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from bench.plan import USER_BASE, YARDSTICK
+from bench import registry
+from bench.plan import USER_BASE, YARDSTICK, Row
 from bench.registry import echo
 from bench.store import (
     ResultStore,
@@ -65,6 +66,47 @@ def _machines(counted: dict, anatomy: dict, quick: dict) -> str:
     )
 
 
+def _row(key: str) -> Row:
+    variant, style = key.split("/")
+    return Row(variant, style, anchor=style == "native")
+
+
+def stale(key: str, entry: dict) -> bool:
+    """Counted on code that has changed since (or whose code the count did not record)."""
+    return entry["closed"].get("code") != registry.get("echo").fingerprint(_row(key))
+
+
+def second_counts(ranked: list[tuple[str, dict]]) -> list[tuple[str, float]]:
+    """(row, relative change) for each closed-loop count that replaced an earlier count of the
+    same code: how far a second count moved."""
+    return [
+        (key, e["closed"]["per_request"] / e["closed"]["before"]["per_request"] - 1)
+        for key, e in ranked
+        if "before" in e["closed"]
+    ]
+
+
+def agreement(ranked: list[tuple[str, dict]]) -> str:
+    """One sentence: how the rows counted twice agreed, or that none has been yet."""
+    moved = second_counts(ranked)
+    if not moved:
+        return (
+            "No row has been counted twice on the same code yet (`python -m bench "
+            "instructions` again, in another session, shows how far a second count moves)."
+        )
+    within = sum(abs(change) < 0.01 for _, change in moved)
+    key, largest = max(moved, key=lambda item: abs(item[1]))
+    return (
+        f"Counted twice on the same code, in two sessions: {within} of {len(moved)} rows "
+        f"agree within 1% in the closed loop (the largest change: {label(key)}, "
+        f"{largest:+.1%}; the *second count* column)."
+    )
+
+
+def label(key: str) -> str:
+    return key.removesuffix("/native").replace("/", " · ")
+
+
 def ranking(results: Path) -> list[tuple[str, dict]]:
     """The counted rows, least work first (closed loop), each with its stored entry."""
     data = load_instructions(results) or {}
@@ -101,19 +143,30 @@ def section(results: Path) -> list[str]:
         "(the bench's 8,000 is more than a server fifty times slower under callgrind keeps). "
         "Syscalls: the cost anatomy's, at the bench's fixed load; server CPU: the quick run's, "
         f"at its fixed load (its newest session: {str(quick_env.get('date', 'none yet'))[:10]})."
-        + _machines(data.get("environment", {}), anatomy_env, quick_env),
+        + _machines(data.get("environment", {}), anatomy_env, quick_env)
+        + " "
+        + agreement(ranked)
+        + (
+            " ‡ counted on code that has changed since: `python -m bench instructions "
+            "--loop NAME` counts it again."
+            if any(stale(key, entry) for key, entry in ranked)
+            else ""
+        ),
         "",
-        f"| # | row | instructions / request, closed loop | × {USER_BASE} "
+        f"| # | row | instructions / request, closed loop | second count | × {USER_BASE} "
         f"| at {rate:,} requests/s | syscalls / request | server CPU µs / request |",
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    moved = dict(second_counts(ranked))
     for number, (key, entry) in enumerate(ranked, 1):
         closed = entry["closed"]["per_request"]
-        label = key.removesuffix("/native").replace("/", " · ")
+        name = label(key)
+        shown = f"**{name}**" if name in (USER_BASE, YARDSTICK) else name
         cells = [
             str(number),
-            f"**{label}**" if label in (USER_BASE, YARDSTICK) else label,
+            shown + ("‡" if stale(key, entry) else ""),
             f"{closed:,.0f}",
+            _number(moved.get(key), "{:+.1%}"),
             _number(base and closed / base, "×{:.2f}"),
             _number(entry.get("paced", {}).get("per_request"), "{:,.0f}"),
             _number(syscalls.get(key), "{:.2f}"),
