@@ -161,19 +161,40 @@ def _entry(label, kind, user, system, eagain=0.0, epoll_ctl=0.0):
 
 
 def _stored(counter="perf"):
+    rows = {
+        "uvloop-protocol/native": _entry("uvloop-protocol", "anchor", 1.5, 6.5),
+        "traps/coroutines": _entry("traps · coroutines", "home-made", 5.0, 8.0, eagain=1.0),
+        "roundrobin/coroutines": _entry(
+            "roundrobin · coroutines", "home-made", 3.0, 7.0, epoll_ctl=0.4
+        ),
+    }
+    for key, entry in rows.items():  # measured on today's code
+        entry["code"] = _code(key)
     return {
         "counter": counter,
         "unavailable": "",
         "date": "2026-11-23T02:00:00+00:00",
         "point": {"size": 1024, "connections": 100, "window_s": 1.0},
-        "rows": {
-            "uvloop-protocol/native": _entry("uvloop-protocol", "anchor", 1.5, 6.5),
-            "traps/coroutines": _entry("traps · coroutines", "home-made", 5.0, 8.0, eagain=1.0),
-            "roundrobin/coroutines": _entry(
-                "roundrobin · coroutines", "home-made", 3.0, 7.0, epoll_ctl=0.4
-            ),
-        },
+        "rows": rows,
     }
+
+
+def _code(key: str) -> str:
+    from bench import registry
+    from bench.plan import Row
+
+    variant, style = key.split("/")
+    return registry.get("echo").fingerprint(Row(variant, style, style == "native"))
+
+
+def test_a_row_measured_on_code_changed_since_is_marked():
+    data = _stored()
+    data["rows"]["traps/coroutines"]["code"] = "0123456789abcdef"
+    del data["rows"]["uvloop-protocol/native"]["code"]  # stored before rows recorded it
+    text = "\n".join(section(data))
+    assert "| traps · coroutines‡ |" in text and "| uvloop-protocol‡ |" in text
+    assert "| roundrobin · coroutines |" in text
+    assert "‡ measured on code that has changed since" in text
 
 
 def test_section_writes_the_table_and_what_each_loops_figures_say():
@@ -563,6 +584,7 @@ def test_bench_anatomy_stores_a_row_and_the_report_renders_it(tmp_path: Path):
     data = store.load_anatomy(tmp_path)
     entry = data["rows"]["handlers/callbacks"]
     assert "error" not in entry, entry
+    assert entry["code"] == _code("handlers/callbacks")
     # The CPU is the scheduler's exact figure; its user/system split is the kernel's tick
     # sample, which can put a short window's whole CPU in either mode (not asserted).
     assert entry["syscalls"]["send"] > 0.9 and entry["user_us"] + entry["system_us"] > 0
@@ -602,6 +624,7 @@ def test_bench_anatomy_in_the_closed_loop_stores_a_row_apart_and_the_report_rend
     assert data["point"]["measure"] == anatomy.CLOSED_LOOP and "rate" not in data["point"]
     entry = data["rows"]["handlers/callbacks"]
     assert "error" not in entry, entry
+    assert entry["code"] == _code("handlers/callbacks")
     # Closed loop: no rate to keep, and as many requests as the server serves.
     assert entry["kept_rate"] is None and entry["requests_per_s"] > 0
     assert entry["syscalls"]["send"] > 0.9 and len(entry["cpu_us_reps"]) == anatomy.CPU_REPETITIONS

@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import store
+from bench import registry, store
 from bench.measure.echo import Serving
 from bench.plan import Row
 from bench.procs import ChildFailed, Cores
@@ -453,6 +453,8 @@ def run(
             with tempfile.TemporaryDirectory(prefix="anatomy-") as tmp:
                 try:
                     measured[row.key] = measure_row(row, tool, cores, Path(tmp), params)
+                    # The code counted, so the page can mark a row whose code changed since.
+                    measured[row.key]["code"] = registry.get("echo").fingerprint(row)
                 except (ChildFailed, RuntimeError, OSError) as error:
                     measured[row.key] = {"label": row.label, "kind": row.kind, "error": str(error)}
             print(f"anatomy: {measured[row.key].get('label')}: {_one_line(measured[row.key])}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import statistics
 
 from bench.plan import FLOOR, YARDSTICK, unavailable_variants
+from bench.render import work
 
 
 def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:
@@ -180,6 +181,12 @@ def body(data: dict, closed: bool = False) -> list[str]:
         ]
     if unavailable_variants() and not closed:  # said once, as on the rest of the page
         lines += ["", f"No row for {', '.join(unavailable_variants())}: unavailable here."]
+    if any(work.changed(k, e.get("code")) for k, e in rows.items() if "error" not in e):
+        lines += [
+            "",
+            "‡ measured on code that has changed since (or before the anatomy recorded its "
+            "code): `python -m bench anatomy --loop NAME` measures it again.",
+        ]
     if any(e.get("kept_rate") is False for e in rows.values()):
         lines += ["", "† the server did not keep the offered rate: its figures are at saturation."]
     if notes:
@@ -234,12 +241,14 @@ def table_rows(rows: dict, with_cpu: bool = False) -> tuple[list[str], list[str]
     reference = next((e for e in rows.values() if e.get("label") == YARDSTICK), None)
     floor = next((e for e in rows.values() if e.get("label") == FLOOR), None)
     lines, notes = [], []
-    for entry in rows.values():
+    for key, entry in rows.items():
         if "error" in entry:
             lines.append(f"| {entry['label']} | failed: {entry['error'][:80]} |" + " |" * 5)
             continue
         s = entry["syscalls"]
-        mark = " †" if entry.get("kept_rate") is False else ""
+        mark = ("‡" if work.changed(key, entry.get("code")) else "") + (
+            " †" if entry.get("kept_rate") is False else ""
+        )
         cpu = f"| {_cpu_text(cpu_stat(entry))} " if with_cpu else ""
         lines.append(
             f"| {entry['label']}{mark} {cpu}| {s['total']:.2f} | {s['wait']:.3f} "

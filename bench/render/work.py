@@ -71,9 +71,15 @@ def _row(key: str) -> Row:
     return Row(variant, style, anchor=style == "native")
 
 
+def changed(key: str, code: str | None) -> bool:
+    """An echo row's figure taken on code that has changed since, or whose code the figure
+    did not record (the instruction counts and the cost anatomy mark such rows ‡)."""
+    return code != registry.get("echo").fingerprint(_row(key))
+
+
 def stale(key: str, entry: dict) -> bool:
     """Counted on code that has changed since (or whose code the count did not record)."""
-    return entry["closed"].get("code") != registry.get("echo").fingerprint(_row(key))
+    return changed(key, entry["closed"].get("code"))
 
 
 def second_counts(ranked: list[tuple[str, dict]]) -> list[tuple[str, float]]:
