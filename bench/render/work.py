@@ -82,30 +82,39 @@ def stale(key: str, entry: dict) -> bool:
     return changed(key, entry["closed"].get("code"))
 
 
-def second_counts(ranked: list[tuple[str, dict]]) -> list[tuple[str, float]]:
-    """(row, relative change) for each closed-loop count that replaced an earlier count of the
+def second_counts(
+    ranked: list[tuple[str, dict]], regime: str = "closed"
+) -> list[tuple[str, float]]:
+    """(row, relative change) for each count in `regime` that replaced an earlier count of the
     same code: how far a second count moved."""
     return [
-        (key, e["closed"]["per_request"] / e["closed"]["before"]["per_request"] - 1)
+        (key, e[regime]["per_request"] / e[regime]["before"]["per_request"] - 1)
         for key, e in ranked
-        if "before" in e["closed"]
+        if "before" in e.get(regime, {})
     ]
 
 
-def agreement(ranked: list[tuple[str, dict]]) -> str:
-    """One sentence: how the rows counted twice agreed, or that none has been yet."""
-    moved = second_counts(ranked)
-    if not moved:
+def agreement(ranked: list[tuple[str, dict]], rate: int) -> str:
+    """One sentence: how the rows counted twice agreed, in each regime, or that none has been."""
+    said = []
+    for regime, where in (("closed", "in the closed loop"), ("paced", f"at {rate:,} requests/s")):
+        moved = second_counts(ranked, regime)
+        if moved:
+            within = sum(abs(change) < 0.01 for _, change in moved)
+            key, largest = max(moved, key=lambda item: abs(item[1]))
+            said.append(
+                f"{within} of {len(moved)} rows agree within 1% {where} (the largest change: "
+                f"{label(key)}, {largest:+.1%})"
+            )
+    if not said:
         return (
             "No row has been counted twice on the same code yet (`python -m bench "
             "instructions` again, in another session, shows how far a second count moves)."
         )
-    within = sum(abs(change) < 0.01 for _, change in moved)
-    key, largest = max(moved, key=lambda item: abs(item[1]))
     return (
-        f"Counted twice on the same code, in two sessions: {within} of {len(moved)} rows "
-        f"agree within 1% in the closed loop (the largest change: {label(key)}, "
-        f"{largest:+.1%}; the *second count* column)."
+        "Counted twice on the same code, in two sessions: "
+        + "; ".join(said)
+        + " (the *second count* column)."
     )
 
 
@@ -151,7 +160,7 @@ def section(results: Path) -> list[str]:
         f"at its fixed load (its newest session: {str(quick_env.get('date', 'none yet'))[:10]})."
         + _machines(data.get("environment", {}), anatomy_env, quick_env)
         + " "
-        + agreement(ranked)
+        + agreement(ranked, rate)
         + (
             " ‡ counted on code that has changed since: `python -m bench instructions "
             "--loop NAME` counts it again."
@@ -159,11 +168,12 @@ def section(results: Path) -> list[str]:
             else ""
         ),
         "",
-        f"| # | row | instructions / request, closed loop | second count | × {USER_BASE} "
+        f"| # | row | instructions / request, closed loop | second count, closed / at {rate:,}/s "
+        f"| × {USER_BASE} "
         f"| at {rate:,} requests/s | syscalls / request | server CPU µs / request |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    moved = dict(second_counts(ranked))
+    moved = {regime: dict(second_counts(ranked, regime)) for regime in ("closed", "paced")}
     for number, (key, entry) in enumerate(ranked, 1):
         closed = entry["closed"]["per_request"]
         name = label(key)
@@ -172,7 +182,7 @@ def section(results: Path) -> list[str]:
             str(number),
             shown + ("‡" if stale(key, entry) else ""),
             f"{closed:,.0f}",
-            _number(moved.get(key), "{:+.1%}"),
+            " / ".join(_number(moved[r].get(key), "{:+.1%}") for r in ("closed", "paced")),
             _number(base and closed / base, "×{:.2f}"),
             _number(entry.get("paced", {}).get("per_request"), "{:,.0f}"),
             _number(syscalls.get(key), "{:.2f}"),
