@@ -175,8 +175,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item], config: pytest.Confi
             if any(fnmatch.fnmatchcase(item.nodeid, pattern) for pattern in patterns):
                 reason = f"{entry['class']}: {entry['reason']}"
                 # fatal: a test that never ends or kills the process on that loop is not run,
-                # with the reason (one such test would end the run and every count with it).
-                if entry["class"] in SKIPPED_CLASSES or entry.get("fatal"):
+                # with the reason (one such test would end the run and every count with it);
+                # subtests: a failure inside subTest is reported on its own, outside an xfail.
+                if entry["class"] in SKIPPED_CLASSES or entry.get("fatal") or entry.get("subtests"):
                     item.add_marker(pytest.mark.skip(reason=reason))
                 else:
                     # strict = false only for a test that fails now and then on every loop.

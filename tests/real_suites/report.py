@@ -88,6 +88,7 @@ def _expected_section(suite: str) -> list[str]:
             f" (Python {', '.join(e['pythons'])})" if "pythons" in e else ""
         )
         fatal = f" ({e['fatal']}: not run)" if e.get("fatal") else ""
+        fatal += " (fails in subtests: not run)" if e.get("subtests") else ""
         lines.append(f"| {_tests_of(e)} | {loops} | {e['class']}{fatal} | {reason} |")
     return [*lines, ""]
 
