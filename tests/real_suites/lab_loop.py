@@ -180,7 +180,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item], config: pytest.Confi
                 if entry["class"] in SKIPPED_CLASSES or entry.get("fatal") or entry.get("subtests"):
                     item.add_marker(pytest.mark.skip(reason=reason))
                 else:
-                    # strict = false only for a test that fails now and then on every loop.
+                    # strict = false only for a test that fails now and then on the loops it names.
                     strict = entry.get("strict", True)
                     item.add_marker(pytest.mark.xfail(reason=reason, strict=strict))
 
