@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_suites.suites import CLASSES, LOOPS, SUITES
+from tests.real_suites.suites import CLASSES, LOOPS, NOT_RUN, SUITES
 
 ROOT = Path(__file__).resolve().parent.parent
-KEYS = {"test", "tests", "loops", "class", "reason", "pythons", "strict", "fatal", "subtests"}
+KEYS = {"test", "tests", "loops", "class", "reason", "pythons", "strict", "not_run"}
 
 SUITE = """
 import asyncio, time, unittest
@@ -54,14 +54,14 @@ reason = "a gap"
 test = "test_suite.py::test_never_ends"
 loops = ["callbacks"]
 class = "gap"
-fatal = "hangs"
+not_run = "hangs"
 reason = "never ends"
 
 [[expected]]
 test = "test_suite.py::Cases::test_fails_in_a_subtest"
 loops = ["callbacks"]
 class = "asyncio-too"
-subtests = true
+not_run = "subtests"
 reason = "fails in a subtest"
 """
 
@@ -101,5 +101,5 @@ def test_every_expected_failure_has_a_class_a_reason_and_only_known_keys(suite):
         assert entry["class"] in CLASSES and entry["reason"], entry
         assert ("test" in entry) != ("tests" in entry), entry
         assert entry["loops"] and set(entry["loops"]) <= set(LOOPS), entry
-        assert entry.get("fatal") in (None, "hangs", "crashes"), entry
+        assert entry.get("not_run", "hangs") in NOT_RUN, entry
         assert all(p.count(".") == 1 for p in entry.get("pythons", [])), entry

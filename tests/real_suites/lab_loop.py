@@ -174,10 +174,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item], config: pytest.Confi
             patterns = entry.get("tests") or [entry["test"]]
             if any(fnmatch.fnmatchcase(item.nodeid, pattern) for pattern in patterns):
                 reason = f"{entry['class']}: {entry['reason']}"
-                # fatal: a test that never ends or kills the process on that loop is not run,
-                # with the reason (one such test would end the run and every count with it);
-                # subtests: a failure inside subTest is reported on its own, outside an xfail.
-                if entry["class"] in SKIPPED_CLASSES or entry.get("fatal") or entry.get("subtests"):
+                # not_run: an xfail cannot hold the test (NOT_RUN in suites.py says why each).
+                if entry["class"] in SKIPPED_CLASSES or entry.get("not_run"):
                     item.add_marker(pytest.mark.skip(reason=reason))
                 else:
                     # strict = false only for a test that fails now and then on the loops it names.

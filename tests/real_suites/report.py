@@ -87,9 +87,8 @@ def _expected_section(suite: str) -> list[str]:
         loops = ", ".join(e["loops"]) + (
             f" (Python {', '.join(e['pythons'])})" if "pythons" in e else ""
         )
-        fatal = f" ({e['fatal']}: not run)" if e.get("fatal") else ""
-        fatal += " (fails in subtests: not run)" if e.get("subtests") else ""
-        lines.append(f"| {_tests_of(e)} | {loops} | {e['class']}{fatal} | {reason} |")
+        not_run = f" ({e['not_run']}: not run)" if e.get("not_run") else ""
+        lines.append(f"| {_tests_of(e)} | {loops} | {e['class']}{not_run} | {reason} |")
     return [*lines, ""]
 
 
