@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 import gc
+import signal
 
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a terminal delivers it, however the run was started.
+
+    A shell starts a background job (`cmd &`) with SIGINT ignored, and CPython then never
+    raises KeyboardInterrupt; an exec'd child inherits the ignored signal. Every property and
+    test that sends SIGINT (to this process, to a forked child, or to a workload it starts)
+    would then read a loop's clean stop as a fault. The terminal sends nothing to a background
+    job, so taking Ctrl-C back changes nothing else.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -152,6 +152,9 @@ class Sweep:
         pid = os.fork()
         if pid == 0:  # the child: play, report, and leave without running anything else
             os.close(reader)
+            # A sweep started as a background job inherits SIGINT ignored; the signal raised
+            # below must reach the loop as a user's Ctrl-C does.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             # What a dying loop prints (ignored errors in finalizers) is not the outcome.
             os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
             try:

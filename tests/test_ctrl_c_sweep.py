@@ -69,7 +69,8 @@ def swallow(case):
 def test_each_ending_is_named(monkeypatch, react, outcome):
     monkeypatch.setattr(ctrl_c_sweep, "PATIENCE", 1.0)
     monkeypatch.setattr(ctrl_c_sweep, "_traced", lambda frame: frame.f_code is marker.__code__)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Ignored here, as in a run started as a background job: the child takes Ctrl-C back.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         case = Scripted(react)
         ((start, passing),) = case.moments()  # marker's start, and nothing else
@@ -97,3 +98,21 @@ def test_the_findings_page_shows_the_stored_sweep(stored):
     page = (ctrl_c_sweep.ROOT / "reports" / "findings-ctrl-c.md").read_text()
     assert ctrl_c_sweep.table(records) in page, f"run --stored on {stored}, paste its tables"
     assert ctrl_c_sweep.faults(records) in page, f"run --stored on {stored}, paste its tables"
+
+
+def test_the_suite_started_as_a_background_job_still_plays_ctrl_c():
+    # A shell's `cmd &` starts the run with SIGINT ignored, which every child inherits through
+    # exec; the suite's Ctrl-C properties must still see the loop's own stop, not a lost signal.
+    test = (
+        "conformance/test_faults_loop.py::test_ctrl_c_ends_a_workload_cleanly[handlers-callbacks]"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test],
+        cwd=ctrl_c_sweep.ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "1 passed" in done.stdout
