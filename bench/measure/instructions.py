@@ -1,17 +1,17 @@
 """Instructions per echo request for every echo row, counted under callgrind: a ranking of the
 work each server does per request that no other process on the machine can move.
 
-    python -m bench instructions [--loop NAME ...] [--regime closed|paced] [--seconds A B]
+    python -m bench instructions [--loop NAME ...] [--regime closed|paced]
 
 Each row (every variant in every style echo speaks, and every native anchor: uvloop's C and
 libuv count like any other code) runs its echo server under ``valgrind --tool=callgrind``, at
 the headline point (1 KiB x 100 connections), in both regimes: the closed loop, and a fixed
 offered load of ``PACED_RATE`` requests/s (the bench's 8,000 would be far more than a server
 fifty times slower under callgrind can keep; this rate every row keeps). The count is
-``bench.measure.profile``'s (bench/README.md, "The cost anatomy"): two dumps, the difference
-over the requests between them. What it
-sees: every user-space instruction of the server process. What it cannot see: Linux's work in
-the syscalls (the anatomy's syscall counts are beside it on the page), cache misses and stalls.
+``bench.measure.profile``'s (bench/README.md, "The cost anatomy"): the instructions of the load
+window alone, every connection open and primed, over the requests it served. What it sees:
+every user-space instruction of the server process. What it cannot see: Linux's work in the
+syscalls (the anatomy's syscall counts are beside it on the page), cache misses and stalls.
 Stored in ``reports/results/instructions.json``; ``python -m bench report`` shows it.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from bench import registry
 from bench.measure.echo import server_argv
-from bench.measure.profile import _commit, callgrind_count, per_request, read_dump
+from bench.measure.profile import METHOD, _commit, callgrind_count, per_request, read_dump
 from bench.plan import Row
 from bench.registry.echo import HEADLINE_POINT
 from bench.registry.echo import rows as echo_rows
@@ -34,24 +34,25 @@ from machine import environment
 
 PACED_RATE = 200  # requests/s over the 100 connections: kept by every row under callgrind
 REGIMES = {"closed": None, "paced": PACED_RATE}  # regime -> offered rate (None: closed loop)
-SECONDS = (0.5, 4.0)  # loads A and B: B - A holds some hundreds of requests at the paced rate
+SECONDS = 3.5  # the counted window: 700 requests at the paced rate, thousands closed-loop
 
 
-def count(row: Row, regime: str, seconds: tuple[float, float] = SECONDS) -> dict:
+def count(row: Row, regime: str, seconds: float = SECONDS) -> dict:
     """One row's instructions per request in one regime, with what they were counted from."""
     server = server_argv(row)[1:]  # the module and its arguments, run under valgrind
-    requests, dumps, _, work = callgrind_count(
+    requests, window, _, work = callgrind_count(
         server, sys.executable, HEADLINE_POINT["connections"], seconds, REGIMES[regime]
     )
     try:
-        totals = [sum(read_dump(path)[0].values()) for path in dumps]
+        total = sum(read_dump(window)[0].values())
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {
-        "per_request": per_request(requests, totals),
+        "per_request": per_request(requests, total),
         "requests": requests,
-        "instructions": totals,
-        "seconds": list(seconds),
+        "instructions": total,
+        "seconds": seconds,
+        "method": METHOD,
     }
 
 
@@ -59,7 +60,7 @@ def run(
     loop_names: list[str] | None,
     results: Path = RESULTS,
     regimes: list[str] | None = None,
-    seconds: tuple[float, float] = SECONDS,
+    seconds: float = SECONDS,
 ) -> int:
     """Count every (selected) echo row in each regime, storing each row as it is counted."""
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
@@ -104,11 +105,13 @@ def run(
 
 def _replace(earlier: dict | None, found: dict) -> dict:
     """A regime's stored count after a new one. The new count keeps the one it replaces as
-    ``before`` where both counted the same code, so the page shows how far a second count
-    moved (two counts of a row agree within 1%); a count of changed code is a first count. A
-    failed count replaces no good one: that stays, with the failure beside it."""
+    ``before`` where both counted the same code the same way, so the page shows how far a
+    second count moved (two counts of a row agree within 1%); a count of changed code, or one
+    taken another way, is a first count. A failed count replaces no good one: that stays, with
+    the failure beside it."""
     if "per_request" not in found:
         return earlier | {"failed": found} if earlier and "per_request" in earlier else found
-    if earlier and "per_request" in earlier and earlier.get("code") == found["code"]:
+    same = ("code", "method", "seconds")
+    if earlier and "per_request" in earlier and all(earlier.get(k) == found[k] for k in same):
         return found | {"before": {k: earlier[k] for k in ("per_request", "date", "commit")}}
     return found

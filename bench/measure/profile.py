@@ -1,6 +1,6 @@
 """Instructions per echo request, by part of the server, counted under callgrind.
 
-    python -m bench.measure.profile [--loop NAME ...] [--connections N] [--seconds A B]
+    python -m bench.measure.profile [--loop NAME ...] [--connections N] [--seconds S]
         [--rate R] [--label TEXT] [--tree CHECKOUT] [--no-total] [--keep DIR] [--json FILE]
 
 An instruction count does not move with the load of a shared machine, as CPU time does. How
@@ -26,11 +26,15 @@ from pathlib import Path
 
 from bench.render.instructions import FILE
 from machine.interpreters import find
+from workloads.echo import loadgen
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "reports" / "results" / FILE  # bench.render.instructions renders it
 SPLIT_PYTHON = "3.12"  # -X perf is 3.12+: found as machine.interpreters.find finds it
 STOP_GRACE = 20.0  # seconds a server has to end after its dumps, then it is killed
+WARM_S = 1.0  # the uninstrumented warm-up load before the counted window
+# How a count was taken, stored with it: a count is compared only with counts taken the same way.
+METHOD = "window"  # the load window alone, every connection open and primed (``_window``)
 CALLERS = 12  # --separate-callers: deep enough that every instruction's chain reaches Python
 PARTS = (
     "ring",
@@ -213,17 +217,51 @@ def _interpreter(version: str) -> str:
     return path
 
 
-def _load(port: int, connections: int, seconds: float, out: Path, rate: int | None = None) -> int:
+def _load(port: int, connections: int, seconds: float, out: Path) -> None:
+    """The warm-up load, uninstrumented: the lab's load generator as a process, closed loop."""
     argv = [sys.executable, "-m", "workloads.echo.load", "--port", str(port)]
     argv += ["--connections", str(connections), "--size", "1024", "--duration", str(seconds)]
     argv += ["--json", str(out), "--timeout", "120"]
-    if rate:
-        argv += ["--rate", str(rate)]
     subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     record = json.loads(out.read_text())
     if not record.get("ok"):
         raise RuntimeError(f"load generator: {record.get('first_error')}")
-    return record["requests"]
+
+
+def _window(port: int, connections: int, seconds: float, rate: int | None, pid: int) -> int:
+    """The counted load: the C generator connects and primes every connection, a dump empties
+    the counters, the load runs, a second dump holds its window alone; the requests it served.
+
+    The window is the bench's own (workloads/echo/loadgen.c's protocol): no accept, no
+    connection's first byte and no close is in it, so nothing but the requests and the turns
+    that served them is counted. Counting the difference of two whole loads instead (each
+    opening and closing its connections) left the set-up's own variation in the figure: at
+    200 requests/s one row's count moved by a sixth from one run to the next."""
+    binary, why = loadgen.build()
+    if binary is None:
+        raise RuntimeError(f"instruction counts need the C load generator: {why}")
+    config = {
+        "host": "127.0.0.1",
+        "port": port,
+        "connections": connections,
+        "size": 1024,
+        "duration": seconds,
+        "timeout": 120.0,
+        "seed": 1,
+        "rate": rate,
+        "tls": False,
+    }
+    report = loadgen.generate(
+        binary,
+        config,
+        [list(range(connections))],
+        started=lambda: _control("-d", "before", str(pid)),
+        ended=lambda: _control("-d", "window", str(pid)),
+    )[0]
+    lost = {k: report[k] for k in ("corrupt", "missing", "failed") if report[k]}
+    if lost:
+        raise RuntimeError(f"load generator: {lost} {report.get('first_error', '')}")
+    return report["requests"]
 
 
 def _control(*args: str) -> None:
@@ -234,16 +272,16 @@ def callgrind_count(
     server: list[str],
     python: str,
     connections: int,
-    seconds: tuple[float, float],
+    seconds: float,
     rate: int | None = None,
     split: bool = False,
     tree: Path = ROOT,
     keep: tuple[Path, str] | None = None,
-) -> tuple[list[int], list[Path], dict[int, str], Path]:
+) -> tuple[int, Path, dict[int, str], Path]:
     """Count one echo server (``python -m ...`` with ``server`` as its arguments) under
-    callgrind (bench/README.md, "The cost anatomy"): the requests of loads A and B, their two
-    dumps, the Python functions' trampolines (with ``split``), and the folder holding the
-    dumps, which the caller removes once it has read them."""
+    callgrind (bench/README.md, "The cost anatomy"): the requests of the counted window, the
+    window's dump, the Python functions' trampolines (with ``split``), and the folder holding
+    the dump, which the caller removes once it has read it."""
     work = Path(tempfile.mkdtemp(prefix="profile-"))
     argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
     argv += [f"--callgrind-out-file={work}/cg.out"]
@@ -260,13 +298,11 @@ def callgrind_count(
             # valgrind runs the server in its own process: the pid it prints, where it does.
             port, said = int(match[1]), re.search(r"pid (\d+)", line)
             pid = int(said[1]) if said else process.pid
-            _load(port, connections, 1.0, work / "warm.json")
+            _load(port, connections, WARM_S, work / "warm.json")
+            # On from here, so callgrind follows every call the window's code makes; the
+            # dump at the window's start empties the counters.
             _control("-i", "on", str(pid))
-            requests = []
-            for name, duration in zip("AB", seconds, strict=True):
-                record = work / f"{name}.json"
-                requests.append(_load(port, connections, duration, record, rate))
-                _control("-d", name, str(pid))
+            requests = _window(port, connections, seconds, rate, pid)
             functions = read_perf_map(pid) if split else {}
             # The dumps are written: the server may go. Under valgrind a signal does not
             # interrupt a wait in io_uring_enter (the completions loop's would end only at
@@ -277,25 +313,23 @@ def callgrind_count(
         finally:
             if process.poll() is None:
                 process.kill()
-    dumps = sorted(work.glob("cg.out.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))[:2]
+    dumps = sorted(work.glob("cg.out.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
     if len(dumps) < 2:
         raise RuntimeError(f"callgrind wrote {len(dumps)} dumps: {_tail(work)}")
+    window = dumps[1]
     if keep is not None:
         folder, tag = keep
         folder.mkdir(parents=True, exist_ok=True)
-        for path in dumps:
-            shutil.copy(path, folder / f"{tag}.{path.name}")
+        shutil.copy(window, folder / f"{tag}.{window.name}")
         (folder / f"{tag}.perf.map").write_text(json.dumps(functions))
-    return requests, dumps, functions, work
+    return requests, window, functions, work
 
 
-def per_request(requests: list[int], totals: list[int]) -> float:
-    """A request's own instructions: the second dump's over the first's, over the requests
-    between them (both loads open and close the same connections, which cancel out)."""
-    served = requests[1] - requests[0]
-    if served <= 0:
-        raise RuntimeError(f"load B served no more requests than load A: {requests}")
-    return (totals[1] - totals[0]) / served
+def per_request(requests: int, total: float) -> float:
+    """A request's own instructions: the window's over the requests it served."""
+    if requests <= 0:
+        raise RuntimeError("the counted window served no request")
+    return total / requests
 
 
 def profile_loop(
@@ -303,7 +337,7 @@ def profile_loop(
     python: str,
     split: bool,
     connections: int,
-    seconds: tuple[float, float],
+    seconds: float,
     keep: Path | None = None,
     tree: Path = ROOT,
     rate: int | None = None,
@@ -312,36 +346,32 @@ def profile_loop(
     request."""
     server = ["-m", "workloads.echo", "--loop", loop, "--port", "0"]
     tag = f"{loop}.{'split' if split else 'total'}"
-    requests, dumps, functions, work = callgrind_count(
+    requests, window, functions, work = callgrind_count(
         server, python, connections, seconds, rate, split, tree, keep and (keep, tag)
     )
     try:
-        counted = [attribute(*read_dump(path), functions) for path in dumps]
-        called = [read_calls(path, functions) for path in dumps]
+        parts, by_function = attribute(*read_dump(window), functions)
+        calls = read_calls(window, functions)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    served = requests[1] - requests[0]
-    totals = [sum(parts.values()) for parts, _ in counted]
+    total = sum(parts.values())
     entry = {
         "python": python,
         "split": split,
         "connections": connections,
-        "seconds": list(seconds),
+        "seconds": seconds,
         "rate": rate,
+        "method": METHOD,
         "requests": requests,
-        "instructions": totals,
-        "per_request": per_request(requests, totals),
+        "instructions": total,
+        "per_request": per_request(requests, total),
     }
     if split:
-        (parts_a, fn_a), (parts_b, fn_b) = counted
-        entry["parts"] = {part: (parts_b[part] - parts_a[part]) / served for part in PARTS}
-        per_fn = {name: (fn_b[name] - fn_a.get(name, 0)) / served for name in fn_b}
+        entry["parts"] = {part: parts[part] / requests for part in PARTS}
+        per_fn = {name: count / requests for name, count in by_function.items()}
         entry["functions"] = dict(sorted(per_fn.items(), key=lambda kv: -kv[1])[:25])
-        calls_a, calls_b = called
         entry["calls"] = {
-            name: (calls_b[name] - calls_a.get(name, 0)) / served
-            for name in entry["functions"]
-            if calls_b.get(name)
+            name: calls[name] / requests for name in entry["functions"] if calls.get(name)
         }
     return entry
 
@@ -363,7 +393,9 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help="offered requests/s (open loop, the bench's paced measure); default: closed loop",
     )
-    parser.add_argument("--seconds", type=float, nargs=2, default=(0.3, 8.0), metavar=("A", "B"))
+    parser.add_argument(
+        "--seconds", type=float, default=8.0, help="the counted window's length (default 8)"
+    )
     parser.add_argument("--split-python", default=SPLIT_PYTHON, help="a version (3.12+)")
     parser.add_argument("--total-python", default=sys.executable, help="a path")
     parser.add_argument("--no-total", action="store_true", help="only the -X perf split")
@@ -386,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
             _interpreter(args.split_python),
             True,
             args.connections,
-            tuple(args.seconds),
+            args.seconds,
             args.keep,
             args.tree,
             args.rate,
@@ -398,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.total_python,
                 False,
                 args.connections,
-                tuple(args.seconds),
+                args.seconds,
                 None,
                 args.tree,
                 args.rate,

@@ -1,6 +1,6 @@
 """Instructions per echo request, by part of the server: rendered from the stored profile alone.
 
-The counting (callgrind on the echo server, two dumps subtracted, the parts told apart through
+The counting (callgrind on the echo server over the load window, the parts told apart through
 Python 3.12's ``-X perf`` trampolines) is :mod:`bench.measure.profile`, which stores
 ``reports/results/profile.json``; this module reads that file and writes a markdown section for
 the cost anatomy: one column per loop, one line per part, the totals with and without
@@ -70,8 +70,15 @@ def section(data: dict | None, echo: Any = None, closed: dict | None = None) -> 
     first = rows[columns[0]]["split"]
     lines += [
         f"Counted by `{COMMAND}`: user-space instructions (callgrind's `Ir`) the echo server "
-        f"executes per request, {first['connections']} connections × 1 KiB, the difference of "
-        "two dumps over the difference of their request counts. Linux's own work inside the "
+        f"executes per request, {first['connections']} connections × 1 KiB, "
+        + (
+            "over the load window alone (every connection open and primed). "
+            if first.get("method") == "window"
+            else "the difference of two whole loads over the difference of their request "
+            "counts (the way counts were taken before the window was counted alone, which "
+            f"holds the set-up's variation too: `{COMMAND}` counts it again). "
+        )
+        + "Linux's own work inside the "
         "syscalls is not counted. Parts are told apart on Python 3.12 with `-X perf` (which "
         "costs instructions itself); the plain interpreter's total is the first line.",
         "",

@@ -3,7 +3,7 @@ request (``python -m bench instructions``), beside its syscalls and its server C
 
 Instructions are exact for the run counted and no other process's work is in them; CPU time sees
 everything (the kernel's work, caches, the neighbours). How many requests share a turn still
-depends on timing, so a row whose turn serves many can count differently in another run.
+depends on timing; the second-count column shows how far that moves a row.
 Rendered from ``reports/results/instructions.json``, the anatomy and the quick run's echo store
 alone.
 """
@@ -147,11 +147,12 @@ def section(results: Path) -> list[str]:
         "",
         f"Every echo row at {data['point']['size'] // 1024} KiB × {data['point']['connections']} "
         "connections, ranked by the instructions its server executes per request, counted "
-        "under callgrind by `python -m bench instructions` "
+        "under callgrind by `python -m bench instructions` over the load window alone "
+        "(every connection open and primed, no accept and no close in it) "
         f"({dates[0]}{'' if dates[0] == dates[-1] else ' to ' + dates[-1]}). *Instructions* "
         "are exact for the run counted and hold no other process's work, but see no kernel "
         "work and no cache miss, and how many requests share a turn still depends on timing "
-        "(a row whose turn serves many can count differently in another run); *server CPU* "
+        "(the *second count* column shows how far that moves a row); *server CPU* "
         "sees everything, the neighbours included, and moves with them. Closed loop: each "
         f"connection sends again as soon as its echo is back; at {rate:,} requests/s a turn "
         "serves one request or a few "
