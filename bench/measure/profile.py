@@ -217,18 +217,7 @@ def _interpreter(version: str) -> str:
     return path
 
 
-def _load(port: int, connections: int, seconds: float, out: Path) -> None:
-    """The warm-up load, uninstrumented: the lab's load generator as a process, closed loop."""
-    argv = [sys.executable, "-m", "workloads.echo.load", "--port", str(port)]
-    argv += ["--connections", str(connections), "--size", "1024", "--duration", str(seconds)]
-    argv += ["--json", str(out), "--timeout", "120"]
-    subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-    record = json.loads(out.read_text())
-    if not record.get("ok"):
-        raise RuntimeError(f"load generator: {record.get('first_error')}")
-
-
-def _window(port: int, connections: int, seconds: float, rate: int | None, pid: int) -> int:
+def _window(port: int, connections: int, seconds: float, rate: int | None, pid: int | None) -> int:
     """The counted load: the C generator connects and primes every connection, a dump empties
     the counters, the load runs, a second dump holds its window alone; the requests it served.
 
@@ -251,12 +240,13 @@ def _window(port: int, connections: int, seconds: float, rate: int | None, pid: 
         "rate": rate,
         "tls": False,
     }
+    # pid None: a load that is not counted (the warm-up), with no dump at its edges.
+    started = ended = lambda: None
+    if pid is not None:
+        started = lambda: _control("-d", "before", str(pid))  # noqa: E731
+        ended = lambda: _control("-d", "window", str(pid))  # noqa: E731
     report = loadgen.generate(
-        binary,
-        config,
-        [list(range(connections))],
-        started=lambda: _control("-d", "before", str(pid)),
-        ended=lambda: _control("-d", "window", str(pid)),
+        binary, config, [list(range(connections))], started=started, ended=ended
     )[0]
     lost = {k: report[k] for k in ("corrupt", "missing", "failed") if report[k]}
     if lost:
@@ -298,7 +288,7 @@ def callgrind_count(
             # valgrind runs the server in its own process: the pid it prints, where it does.
             port, said = int(match[1]), re.search(r"pid (\d+)", line)
             pid = int(said[1]) if said else process.pid
-            _load(port, connections, WARM_S, work / "warm.json")
+            _window(port, connections, WARM_S, None, None)  # the warm-up, uninstrumented
             # On from here, so callgrind follows every call the window's code makes; the
             # dump at the window's start empties the counters.
             _control("-i", "on", str(pid))
