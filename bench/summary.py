@@ -116,9 +116,21 @@ def redo_reason(rep: dict, timed: bool = True) -> str | None:
 
 
 def valid_reps(reps: Sequence[dict]) -> list[dict]:
-    """The repetitions a figure is taken from: neither invalid (its peer saturated, or
-    declared so) nor failed."""
-    return [rep for rep in counted(reps) if not invalid(rep) and not rep.get("error")]
+    """The repetitions a figure is taken from, as the row's own table reads them: its counted
+    repetitions that are not invalid (its peer saturated, or declared so), where none failed
+    and at least half are valid; none otherwise, for the table then gives the row no figure
+    and says why (failed, a limit, invalid). Every reader of a figure goes through here, so no
+    page quotes a median the row's table refuses."""
+    kept = counted(reps)
+    if any(rep.get("error") for rep in kept):
+        return []
+    valid = [rep for rep in kept if not invalid(rep)]
+    return valid if has_figure(len(valid), len(kept)) else []
+
+
+def has_figure(valid: int, total: int) -> bool:
+    """A row has a figure where at least half its counted repetitions are valid."""
+    return valid * 2 >= total
 
 
 def valid_values(reps: Sequence[dict], metric: str) -> list[float]:
@@ -132,13 +144,11 @@ def by_round(reps: Sequence[dict], metric: str, rate: float | None = None) -> di
     The runner interleaves a point's rows: the i-th counted repetition of a row is the one of
     its session's i-th round, measured beside the i-th of every other row, so two rows' figures
     of one round share whatever the machine did then (bench.render.intervals pairs them)."""
+    figure = {id(rep) for rep in valid_reps([r for r in reps if rate in (None, r.get("rate"))])}
     return {
         i: rep[metric]
         for i, rep in enumerate(counted(reps))
-        if not invalid(rep)
-        and not rep.get("error")
-        and isinstance(rep.get(metric), int | float)
-        and (rate is None or rep.get("rate") == rate)
+        if id(rep) in figure and isinstance(rep.get(metric), int | float)
     }
 
 
@@ -197,7 +207,7 @@ def _summarize(reps: Sequence[dict], metrics: Iterable[Metric]) -> RowSummary:
             return RowSummary("limit", limit + beyond(first), total=total, peer_share=peer_share)
         return RowSummary("failed", first["error"], total=total, peer_share=peer_share)
     valid = [rep for rep in reps if not invalid(rep)]
-    if len(valid) * 2 < total:
+    if not has_figure(len(valid), total):
         return invalid_summary(reps, peer_share, len(valid))
     stats, errors, kept, rounds = {}, {}, {}, {}
     for metric in metrics:

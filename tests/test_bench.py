@@ -1692,3 +1692,39 @@ def test_a_repetitions_round_is_its_place_among_the_counted_ones():
     assert by_round(reps, "cost", rate=200) == {3: 4.0}
     summary = summarize(reps, [Metric("cost", "cost (µs)", higher_is_better=False)])
     assert summary.rounds["cost"] == {0: 1.0, 1: 2.0, 3: 4.0}
+
+
+def test_no_reader_takes_a_figure_the_rows_table_refuses():
+    """A median or a paired ratio is read only where the row's own table has a figure: never
+    from a row with a failed repetition or fewer than half valid, never from a redone one."""
+    from bench.summary import by_round, summarize, valid_values
+
+    ok = {"server_cpu_us": 10.0, "peer_cpu_share": 0.5}
+    saturated = {"server_cpu_us": 8.0, "peer_cpu_share": 0.99}
+    redone = {"server_cpu_us": 99.0, "peer_cpu_share": 0.5, "redone": "disturbed"}
+    metric = echo.WORKLOAD.metric("server_cpu_us")
+    for reps, figure in (
+        ([ok, ok, saturated], [10.0, 10.0]),
+        ([ok, saturated, saturated], []),
+        ([ok, ok, {"error": "server exited 1"}], []),
+        ([ok, redone, ok], [10.0, 10.0]),
+    ):
+        assert valid_values(reps, "server_cpu_us") == figure
+        assert list(by_round(reps, "server_cpu_us").values()) == figure
+        assert (summarize(reps, [metric]).status == "ok") == bool(figure)
+
+    def pt(paced: bool, reps: list[dict]) -> dict:
+        params = {"size": 1024, "connections": 100}
+        if paced:
+            params = {"measure": "paced", **params, "rate": echo.HEADLINE_RATE}
+        rows = {k: {"session": "S", "reps": reps} for k in ("a/callbacks", "b/callbacks")}
+        return {"params": params, "rows": rows, "baselines": {}}
+
+    closed = pt(False, [ok, ok, ok])
+    closed["rows"]["b/callbacks"] = {"session": "S", "reps": [saturated, saturated, ok]}
+    paced = pt(True, [{"server_cpu_us": 30.0}, {"server_cpu_us": 30.0}, redone])
+    paced["rows"]["c/callbacks"] = {"session": "S", "reps": [{"server_cpu_us": 20.0}] * 2}
+    closed["rows"]["c/callbacks"] = {"session": "S", "reps": [ok, ok]}
+    (said, _) = echo.fixed_against_closed({"closed": closed, "paced": paced})
+    assert "over 2 rows" in said, "b has no closed-loop figure, so it is not read"
+    assert "3.0× (a · callbacks: 30.0 against 10.0 µs)" in said, "the redone 99.0 is not in it"

@@ -136,3 +136,21 @@ def test_the_verdict_reads_the_plain_point_even_with_tls_stored_first(tmp_path):
         json.loads((folder / "echo.json").read_text()), dict(echo.HEADLINE_PACED)
     )
     assert chosen is not None and not chosen["params"].get(echo.TLS)
+
+
+def test_a_row_its_table_calls_invalid_has_no_figure_here_and_no_ratio():
+    """Five of six plain closed-loop repetitions with the load generator saturated: the closed
+    loop's table calls the row invalid, so this table quotes no median of the sixth either."""
+    points = _points()
+    closed = next(
+        p for p in points.values() if not p["params"].get(echo.TLS) and "rate" not in p["params"]
+    )
+    row = closed["rows"]["uvloop-protocol/native"]
+    row["reps"] = _reps([10, 11, 12, 13, 14], peer_cpu_share=0.99) + _reps([12])
+    text = "\n".join(tls.lines(points))
+    line = next(ln for ln in text.splitlines() if ln.startswith("| uvloop-protocol (anchor)"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1:4] == [tls.NO_FIGURE, "22.0", "—"]  # TLS side still has its figure
+    assert cells[6].startswith("×2.00"), "the fixed load's ratio is untouched"
+    assert f"*{tls.NO_FIGURE}*" in text
+    assert "closed loop: ×2.00 (median over 1 rows)" not in text

@@ -35,7 +35,7 @@ from bench.plan import (
     variant_rows,
 )
 from bench.store import DERIVED_RATE
-from bench.summary import invalid
+from bench.summary import valid_values
 from bench.workload import Workload
 
 NAME = "echo"
@@ -467,12 +467,11 @@ def fixed_against_closed(stored_points: dict) -> list[str]:
         other = closed["rows"].get(key)
         if other is None or other["session"] != entry["session"]:
             continue
-        fixed = [
-            r["server_cpu_us"] for r in entry["reps"] if r.get("server_cpu_us") and not invalid(r)
-        ]
-        # closed loop: every repetition's server cost, saturated generator or not (the server's
-        # own CPU per request is measured either way)
-        loop = [r["server_cpu_us"] for r in other["reps"] if r.get("server_cpu_us")]
+        # Each side as its own table reads it: a closed-loop row whose load generator saturated
+        # has no figure there, so it has none here (its server waited on the generator, and
+        # its cost per request is not the loaded cost of the rows beside it).
+        fixed = valid_values(entry["reps"], "server_cpu_us")
+        loop = valid_values(other["reps"], "server_cpu_us")
         if fixed and loop:
             a, b = statistics.median(fixed), statistics.median(loop)
             rises.append((a / b, a, b, key.replace("/native", " (anchor)").replace("/", " · ")))

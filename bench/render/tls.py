@@ -56,8 +56,16 @@ def ratio(plain: dict | None, tls: dict | None) -> tuple[tuple[float, float, flo
     return ratio_interval(values(tls["reps"], METRIC), values(plain["reps"], METRIC)), same
 
 
-def cell(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f}"
+# A stored row without a figure: its own table (closed loop or fixed load, plain or TLS) says why.
+NO_FIGURE = "no figure"
+
+
+def cell(entry: dict | None) -> str:
+    """The row's median, "—" where it is not stored, NO_FIGURE where its table gives none."""
+    if entry is None:
+        return "—"
+    value = median(entry)
+    return NO_FIGURE if value is None else f"{value:.1f}"
 
 
 def ratio_cell(found: tuple[float, float, float] | None, same: bool) -> str:
@@ -78,6 +86,7 @@ def lines(stored_points: dict[str, dict]) -> list[str]:
     for measure, _, _ in pairs:
         headers += [f"{measure}: plain (µs)", f"{measure}: TLS (µs)", f"{measure}: TLS ÷ plain"]
     table, ratios, other_session = [], {measure: [] for measure, _, _ in pairs}, False
+    no_figure = False
     for key in keys:
         line = [label(key)]
         for measure, plain, tls in pairs:
@@ -86,7 +95,8 @@ def lines(stored_points: dict[str, dict]) -> list[str]:
             other_session |= found is not None and not same
             if found is not None:
                 ratios[measure].append((found[0], label(key)))
-            line += [cell(median(a)), cell(median(b)), ratio_cell(found, same)]
+            line += [cell(a), cell(b), ratio_cell(found, same)]
+            no_figure |= NO_FIGURE in (cell(a), cell(b))
         table.append(line)
     out = [
         f"### {TITLE}",
@@ -103,6 +113,13 @@ def lines(stored_points: dict[str, dict]) -> list[str]:
     ]
     if other_session:
         out += ["† plain and TLS from different sessions: the ratio of two medians.", ""]
+    if no_figure:
+        out += [
+            f"*{NO_FIGURE}*: the row's own table at that point has none and says why (most "
+            "often the load generator saturated its core before the server did), so no ratio "
+            "is read from it.",
+            "",
+        ]
     said = []
     for measure, found in ratios.items():
         if len(found) >= 2:
