@@ -16,6 +16,7 @@ underlined by a faint band.
 
 from __future__ import annotations
 
+import hashlib
 import textwrap
 from collections import defaultdict
 from pathlib import Path
@@ -118,6 +119,32 @@ def _panel(axis, workload, spec, metric, panel, by_row, rows_by_label, xs_colour
         axis.set_title(workload.panel_title(spec.panels, panel), fontsize=10)
 
 
+def fingerprint(*inputs: object) -> str:
+    """A hash of what a picture plots and of the code and matplotlib that draw it: equal
+    fingerprints draw equal pictures, so a picture whose fingerprint is unchanged is not redrawn."""
+    code = Path(__file__).read_bytes()
+    return hashlib.sha256(repr((matplotlib.__version__, code, inputs)).encode()).hexdigest()
+
+
+def _stamp(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def current(path: Path, stamp: str) -> bool:
+    """Whether the picture at path was drawn from inputs with this fingerprint (stored beside
+    it), so drawing it again would write the same picture."""
+    stored = _stamp(path)
+    return path.exists() and stored.exists() and stored.read_text().strip() == stamp
+
+
+def save(figure, path: Path, stamp: str, dpi: int) -> None:
+    """Write the picture and, beside it, the fingerprint of what it plots."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=dpi)
+    plt.close(figure)
+    _stamp(path).write_text(stamp + "\n")
+
+
 def _count(value: int, noun: str) -> str:
     """'1 connection', '100 connections'."""
     if value == 1 and noun.endswith("s"):
@@ -133,13 +160,26 @@ def draw(workload: Workload, mode: str, points: list, chart_dir: Path) -> list[t
         series, rows_by_label, missing, bounds = _series(spec, metric, points)
         if not series:
             continue
+        path = chart_dir / f"{mode}-{workload.name}-{spec.name}.png"
+        caption = _caption(spec, missing)
+        panels = sorted(series, key=lambda v: (v is None, v))
+        styles = {
+            label: (r.kind, r.row.variant, r.row.anchor) for label, r in rows_by_label.items()
+        }
+        titles = [workload.panel_title(spec.panels, p) for p in panels] if spec.panels else None
+        stamp = fingerprint(
+            mode, workload.name, spec, metric, _plotted(series), sorted(missing), sorted(bounds),
+            sorted(styles.items()), titles,
+        )  # fmt: skip
+        drawn.append((path, caption))
+        if current(path, stamp):
+            continue
         xs = sorted({x for panel in series.values() for row in panel.values() for x in row})
         palette = plt.get_cmap("viridis")
         xs_colours = {
             x: (palette(0.85 * i / max(1, len(xs) - 1)), MARKERS[i % len(MARKERS)])
             for i, x in enumerate(xs)
         }
-        panels = sorted(series, key=lambda v: (v is None, v))
         height = max(3.5, 2.0 + 0.32 * max(len(series[p]) for p in panels))
         figure, axes = plt.subplots(
             1, len(panels), figsize=(3.0 + 5.0 * len(panels), height), squeeze=False
@@ -175,19 +215,27 @@ def draw(workload: Workload, mode: str, points: list, chart_dir: Path) -> list[t
         figure.text(0.01, 0.01, note, fontsize=8, color="#444444")
         footer = (0.25 + 0.15 * note.count("\n")) / height
         figure.tight_layout(rect=(0, footer, 1, 1 - (0.4 + 0.22 * legend_lines) / height))
-        chart_dir.mkdir(parents=True, exist_ok=True)
-        path = chart_dir / f"{mode}-{workload.name}-{spec.name}.png"
-        figure.savefig(path, dpi=110)
-        plt.close(figure)
-        caption = spec.title
-        if missing:
-            gaps = defaultdict(list)
-            for label, x in sorted(missing):
-                gaps[label].append(_count(x, spec.x_label))
-            caption += (
-                " (not drawn, no valid figure: "
-                + "; ".join(f"{label} at {', '.join(at)}" for label, at in gaps.items())
-                + ")"
-            )
-        drawn.append((path, caption))
+        save(figure, path, stamp, dpi=110)
     return drawn
+
+
+def _plotted(series: dict) -> list:
+    """The series as sorted plain lists, so equal data has one repr."""
+    return sorted(
+        (repr(panel), sorted((label, sorted(row.items())) for label, row in rows.items()))
+        for panel, rows in series.items()
+    )
+
+
+def _caption(spec, missing: set) -> str:
+    caption = spec.title
+    if missing:
+        gaps = defaultdict(list)
+        for label, x in sorted(missing):
+            gaps[label].append(_count(x, spec.x_label))
+        caption += (
+            " (not drawn, no valid figure: "
+            + "; ".join(f"{label} at {', '.join(at)}" for label, at in gaps.items())
+            + ")"
+        )
+    return caption
