@@ -42,7 +42,26 @@ def median_interval(values: list[float]) -> tuple[float, float]:
     return bounds([statistics.median(rng.choices(values, k=len(values))) for _ in range(RESAMPLES)])
 
 
+# A page set prints the same ratio on several pages (bench.md, the full page, the site): each is
+# resampled once, keyed by its inputs as given, so the cache cannot change a figure.
+_RATIOS: dict[str, tuple[float, float, float] | None] = {}
+
+
 def ratio_interval(
+    row: Sequence[float] | Mapping[int, float], base: Sequence[float] | Mapping[int, float]
+) -> tuple[float, float, float] | None:
+    """(ratio, low, high) of row over base, computed once per inputs (see _ratio_interval)."""
+    key = repr((_plain(row), _plain(base)))
+    if key not in _RATIOS:
+        _RATIOS[key] = _ratio_interval(row, base)
+    return _RATIOS[key]
+
+
+def _plain(side: object) -> object:
+    return ("by round", sorted(side.items())) if isinstance(side, Mapping) else list(side)
+
+
+def _ratio_interval(
     row: Sequence[float] | Mapping[int, float], base: Sequence[float] | Mapping[int, float]
 ) -> tuple[float, float, float] | None:
     """(ratio, low, high) of row over base. Given values by round (bench.summary.by_round) with
