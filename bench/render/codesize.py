@@ -55,6 +55,14 @@ def docstring_lines(source: str) -> set[int]:
 
 def count(path: Path) -> tuple[int, int]:
     """(all lines, code lines) of one Python file."""
+    stat = path.stat()
+    return _count(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _count(path: Path, mtime_ns: int, size: int) -> tuple[int, int]:
+    """count, kept per version of a file (the report counts a loop's files for several tables):
+    a file written since has another mtime or size, so it is counted again."""
     source = path.read_text()
     skip = docstring_lines(source)
     code: set[int] = set()
