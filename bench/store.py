@@ -23,6 +23,7 @@ not mixed with this one's: the run starts it afresh (the old one stays in git hi
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -33,6 +34,7 @@ import json
 import os
 import re
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,9 +85,35 @@ BETWEEN_SESSIONS = "between_sessions"
 NOT_MEASURED = {"deviations.toml", *READING_ONLY}
 
 
+# Fingerprints held while the code cannot change (one render reads them for every stored row of
+# every table); None while measuring, where a file may be edited between rows.
+_HELD: dict[tuple, str] | None = None
+
+
+@contextlib.contextmanager
+def fingerprints_held() -> Iterator[None]:
+    """Within the block, each row's fingerprint is computed once: for a render, which reads the
+    code's state once and writes pages from it."""
+    global _HELD
+    outer, _HELD = _HELD, {} if _HELD is None else _HELD
+    try:
+        yield
+    finally:
+        _HELD = outer
+
+
 def row_fingerprint(workload: str, running: str, row: Row, root: Path = ROOT) -> str:
     """A hash of the code and settings one row's measurement depends on: `workload` is the
     workload's name, `running` its running module (:attr:`bench.workload.Workload.running`)."""
+    if _HELD is None:
+        return _row_fingerprint(workload, running, row, root)
+    key = (workload, running, row.variant, row.anchor, root)
+    if key not in _HELD:
+        _HELD[key] = _row_fingerprint(workload, running, row, root)
+    return _HELD[key]
+
+
+def _row_fingerprint(workload: str, running: str, row: Row, root: Path) -> str:
     paths: list[Path] = []
     loops_dir = root / "loops"
     paths += [p for p in loops_dir.glob("*.py")]

@@ -37,7 +37,7 @@ from bench.render import (
 )
 from bench.render.rows import current_points, rendered_rows, stored_points
 from bench.render.tables import table, what_this_shows
-from bench.store import ResultStore, load_anatomy, load_instructions, load_mode
+from bench.store import ResultStore, fingerprints_held, load_anatomy, load_instructions, load_mode
 from bench.summary import SATURATION, SPREAD_TOLERANCE, summarize
 from bench.workload import Workload
 from machine.environment import ROOT, by_machine
@@ -585,6 +585,11 @@ def render(
 def render_all(results: Path, reports: Path | None = None) -> list[Path]:
     """Render every mode that has stored results; the files written."""
     reports = reports or results.parent
+    with fingerprints_held():
+        return _render_all(results, reports)
+
+
+def _render_all(results: Path, reports: Path) -> list[Path]:
     written = []
     for mode, filename in MODES.items():
         python, stores = main_tables(results, mode)
