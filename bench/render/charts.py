@@ -119,10 +119,13 @@ def _panel(axis, workload, spec, metric, panel, by_row, rows_by_label, xs_colour
         axis.set_title(workload.panel_title(spec.panels, panel), fontsize=10)
 
 
-def fingerprint(*inputs: object) -> str:
-    """A hash of what a picture plots and of the code and matplotlib that draw it: equal
-    fingerprints draw equal pictures, so a picture whose fingerprint is unchanged is not redrawn."""
+def fingerprint(*inputs: object, drawn_by: str | None = None) -> str:
+    """A hash of what a picture plots and of the code and matplotlib that draw it (this module
+    and drawn_by, the module that draws the picture where another does): equal fingerprints
+    draw equal pictures, so a picture whose fingerprint is unchanged is not redrawn."""
     code = Path(__file__).read_bytes()
+    if drawn_by is not None:
+        code += Path(drawn_by).read_bytes()
     return hashlib.sha256(repr((matplotlib.__version__, code, inputs)).encode()).hexdigest()
 
 

@@ -26,6 +26,7 @@ from tabulate import tabulate
 
 from bench.plan import FLOOR  # the echo anchor with no design: growth it shows, every row shares
 from bench.registry import echo
+from bench.render import charts
 
 FLAT = 0.15  # |k| below this reads as "flat": cost per unit does not depend on N there
 NOT_A_FIGURE = ("did not finish", "limit", "failed", "invalid")
@@ -253,6 +254,10 @@ def chart(series: Series, found: list[Curve], mode: str, chart_dir: Path) -> Pat
     drawable = [c for c in found if any(v > 0 for v in c.values.values())]
     if not drawable:
         return None
+    path = chart_dir / f"{mode}-scale-{series.name}.png"
+    stamp = charts.fingerprint(mode, series, drawable, drawn_by=__file__)
+    if charts.current(path, stamp):
+        return path
     import matplotlib
 
     matplotlib.use("Agg")
@@ -299,10 +304,7 @@ def chart(series: Series, found: list[Curve], mode: str, chart_dir: Path) -> Pat
         color="#444444",
     )
     figure.tight_layout(rect=(0, 0.05, 1, 0.96))
-    chart_dir.mkdir(parents=True, exist_ok=True)
-    path = chart_dir / f"{mode}-scale-{series.name}.png"
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    charts.save(figure, path, stamp, dpi=100)
     return path
 
 
