@@ -68,6 +68,11 @@ def run(coro):
         if len(group.exceptions) == 1:
             raise group.exceptions[0] from None
         raise
+    finally:
+        # trio.run takes a function, so a run it refuses (inside a running one) never starts
+        # main and nobody awaits coro: close it, or it warns "never awaited". A no-op once run.
+        if hasattr(coro, "close"):
+            coro.close()
 
 
 async def spawn(coro) -> Task:
