@@ -235,8 +235,9 @@ def test_call_soon_threadsafe_loses_no_call_under_load(play):
     assert play() == {t: list(range(CALLS)) for t in range(THREADS)}
 
 
-@test_call_soon_threadsafe_loses_no_call_under_load.callbacks
-def _(loop):
+def _hammer(loop, when_all_in):
+    """THREADS threads call loop.call_soon_threadsafe CALLS times each, all at once; the last
+    call to arrive calls when_all_in(). What arrived, by thread, and the threads."""
     received = {t: [] for t in range(THREADS)}
     count = 0
     start = threading.Barrier(THREADS)
@@ -246,7 +247,7 @@ def _(loop):
         received[t].append(i)
         count += 1
         if count == THREADS * CALLS:
-            loop.stop()
+            when_all_in()
 
     def hammer(t):
         start.wait()
@@ -256,6 +257,12 @@ def _(loop):
     threads = [threading.Thread(target=hammer, args=(t,)) for t in range(THREADS)]
     for thread in threads:
         thread.start()
+    return received, threads
+
+
+@test_call_soon_threadsafe_loses_no_call_under_load.callbacks
+def _(loop):
+    received, threads = _hammer(loop, loop.stop)
     guard = loop.call_later(SAFETY * 2, loop.stop)
     loop.run_forever()
     guard.cancel()
@@ -268,23 +275,8 @@ def _(loop):
 async def _():
     # rsloop's call_soon_threadsafe reordered one thread's calls under free threading.
     loop = asyncio.get_running_loop()
-    received = {t: [] for t in range(THREADS)}
     all_in = loop.create_future()
-    start = threading.Barrier(THREADS)
-
-    def record(t, i):
-        received[t].append(i)
-        if sum(map(len, received.values())) == THREADS * CALLS:
-            all_in.set_result(None)
-
-    def hammer(t):
-        start.wait()
-        for i in range(CALLS):
-            loop.call_soon_threadsafe(record, t, i)
-
-    threads = [threading.Thread(target=hammer, args=(t,)) for t in range(THREADS)]
-    for thread in threads:
-        thread.start()
+    received, threads = _hammer(loop, lambda: all_in.set_result(None))
     try:
         async with asyncio.timeout(SAFETY * 2):
             await all_in
