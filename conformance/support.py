@@ -8,6 +8,7 @@ so the same measurement is fair to asyncio, trio and a fifty-line home-made loop
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import os
@@ -29,6 +30,18 @@ CLOCK_RESOLUTION = 0.001
 # Interest bits of an epoll registration (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP). A
 # registration without them (e.g. trio's disarmed EPOLLONESHOT) watches nothing.
 _EPOLL_INTEREST = 0x1 | 0x2 | 0x4 | 0x2000
+
+
+# The task factories a property on asyncio's API is played under: asyncio's default (a new task
+# first runs on a later turn of the loop) and, from Python 3.12, eager (it runs inside
+# create_task until it first waits), as CPython's own TaskGroup tests play every case.
+FACTORIES = ("lazy", "eager") if hasattr(asyncio, "eager_task_factory") else ("lazy",)
+
+
+def use_factory(kind: str) -> None:
+    """Make the running asyncio loop's new tasks lazy or eager, whatever its default."""
+    factory = asyncio.eager_task_factory if kind == "eager" else None
+    asyncio.get_running_loop().set_task_factory(factory)
 
 
 def nonblocking_pair() -> tuple[socket.socket, socket.socket]:

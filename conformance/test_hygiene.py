@@ -10,8 +10,10 @@ cancelled).
 
 import contextlib
 import gc
+import inspect
 import socket
 import threading
+import warnings
 import weakref
 
 from conformance.harness import prop
@@ -389,3 +391,134 @@ def _(co):
     run_children()
     co.sleep(0.001)
     return _alive(refs)
+
+
+# -- what a loop refuses, it closes --------------------------------------------------------
+
+
+def _refusal(call, make):
+    """Hand call a fresh make(); how it refused, and what became of what it was handed.
+
+    'RuntimeError, closed, let go' is the only good answer: the refusal is an error a caller
+    can catch, a coroutine or generator handed in is closed (else Python warns that it "was
+    never awaited" when it is collected), and nothing (a half-made task, a loop) keeps it.
+    """
+    handed = make()
+    ref = weakref.ref(handed)
+    try:
+        call(handed)
+    except RuntimeError:
+        error = "RuntimeError"
+    except Exception as other:  # a refusal, but not the error the contract names
+        error = f"{type(other).__name__}: {other}"
+    else:
+        error = "accepted"
+    if inspect.iscoroutine(handed):
+        state = "closed" if inspect.getcoroutinestate(handed) == "CORO_CLOSED" else "left open"
+    elif inspect.isgenerator(handed):
+        state = "closed" if inspect.getgeneratorstate(handed) == "GEN_CLOSED" else "left open"
+    else:
+        state = "closed"  # a callback or a function: nothing to close
+    del handed
+    gc.collect()
+    return f"{error}, {state}, {'kept' if ref() is not None else 'let go'}"
+
+
+REFUSED = "RuntimeError, closed, let go"
+
+
+@prop("hygiene")
+def test_a_refused_run_closes_what_it_was_handed(play):
+    """run() inside a running loop, a call after close(), a second run of one coroutine.
+
+    curio's test_kernel.py (test_reentrant_kernel) runs a kernel inside a running one; asyncio's
+    test_base_events refuses run_until_complete inside a running loop and any call after
+    close. The suite records every warning, so "coroutine ... was never awaited" fails here.
+    """
+    play([])  # a first run may create process-wide singletons (worker threads, caches)
+    before = open_fds()
+    again = []  # what the scenario leaves to try once its loop has ended
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        refusals = play(again)
+        for name, attempt in again:
+            refusals[name] = attempt()
+        gc.collect()  # a coroutine left open warns as it is collected
+    never_awaited = [str(w.message) for w in caught if "never awaited" in str(w.message)]
+    assert (refusals, never_awaited, open_fds() - before) == (
+        dict.fromkeys(refusals, REFUSED),
+        [],
+        set(),
+    )
+
+
+class _Callback:
+    """A weakly referenceable callback, to see whether a refusing loop lets it go."""
+
+    def __call__(self, *args):
+        pass
+
+
+@test_a_refused_run_closes_what_it_was_handed.callbacks
+def _(loop, again):
+    refusals = {}
+
+    def nested():
+        refusals["run_forever inside run_forever"] = _refusal(
+            lambda callback: loop.run_forever(), _Callback
+        )
+        loop.stop()
+
+    loop.call_soon(nested)
+    loop.run_forever()
+    loop.close()
+    refusals["run_forever after close"] = _refusal(lambda callback: loop.run_forever(), _Callback)
+    refusals["call_soon after close"] = _refusal(loop.call_soon, _Callback)
+    refusals["call_later after close"] = _refusal(lambda cb: loop.call_later(0, cb), _Callback)
+    return refusals
+
+
+def _run_twice(run, make):
+    """A second run of one coroutine (or generator) that a first run finished."""
+
+    def attempt():
+        finished = [make()]
+        run(finished[0])
+        return _refusal(run, finished.pop)  # pop: only the refusing loop may keep it
+
+    return attempt
+
+
+@test_a_refused_run_closes_what_it_was_handed.generators
+def _(co, again):
+    def inner():
+        yield from co.sleep(0)
+        return "ran"
+
+    refused = _refusal(co.run, inner)
+    yield from co.sleep(0.001)  # the outer loop goes on
+    again.append(("a second run of one generator", _run_twice(co.run, inner)))
+    return {"run inside a running loop": refused}
+
+
+@test_a_refused_run_closes_what_it_was_handed.coroutines
+async def _(co, again):
+    async def inner():
+        await co.sleep(0)
+        return "ran"
+
+    refused = _refusal(co.run, inner)
+    await co.sleep(0.001)  # the outer loop goes on
+    again.append(("a second run of one coroutine", _run_twice(co.run, inner)))
+    return {"run inside a running loop": refused}
+
+
+@test_a_refused_run_closes_what_it_was_handed.blocking
+def _(co, again):
+    def inner():
+        co.sleep(0)
+        return "ran"
+
+    refused = _refusal(co.run, lambda: _Callback())
+    co.sleep(0.001)  # the outer loop goes on
+    return {"run inside a running loop": refused}

@@ -5,6 +5,7 @@ _run_once running only the batch present at its start, stop()), uvloop's tests/t
 (call_soon_threadsafe from many threads), trio's test_run.py (checkpoints let other tasks run).
 """
 
+import asyncio
 import threading
 import time
 
@@ -194,6 +195,37 @@ def _(loop):
     return verdict[0]
 
 
+# System calls a loop sleeps in (x86-64 numbers, as /proc/PID/task/TID/syscall names them):
+# epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6, io_uring_enter.
+SLEEPING_SYSCALLS = {"232", "281", "441", "7", "271", "23", "270", "426"}
+
+
+@test_call_soon_threadsafe_wakes_a_blocked_loop.asyncio
+async def _():
+    # No guard timer: the only one is hours away, so a loop that sleeps through the call hangs
+    # until the case's timeout fails it. The thread calls once it sees the loop's thread
+    # inside its poll, so the wake-up is what is tested, not a call that came first.
+    loop = asyncio.get_running_loop()
+    far = loop.call_later(6 * 3600, lambda: None)
+    woken = loop.create_future()
+    loop_thread = threading.get_native_id()
+
+    def caller():
+        with open(f"/proc/self/task/{loop_thread}/syscall") as status:
+            for _ in range(1_000_000):  # polled, not slept on: until the loop is seen asleep
+                status.seek(0)
+                if status.read().split(" ", 1)[0] in SLEEPING_SYSCALLS:
+                    break
+        loop.call_soon_threadsafe(woken.set_result, "the loop ran the call while blocked")
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    verdict = await woken
+    thread.join()
+    far.cancel()
+    return verdict
+
+
 THREADS, CALLS = 4, 2500
 
 
@@ -203,8 +235,9 @@ def test_call_soon_threadsafe_loses_no_call_under_load(play):
     assert play() == {t: list(range(CALLS)) for t in range(THREADS)}
 
 
-@test_call_soon_threadsafe_loses_no_call_under_load.callbacks
-def _(loop):
+def _hammer(loop, when_all_in):
+    """THREADS threads call loop.call_soon_threadsafe CALLS times each, all at once; the last
+    call to arrive calls when_all_in(). What arrived, by thread, and the threads."""
     received = {t: [] for t in range(THREADS)}
     count = 0
     start = threading.Barrier(THREADS)
@@ -214,7 +247,7 @@ def _(loop):
         received[t].append(i)
         count += 1
         if count == THREADS * CALLS:
-            loop.stop()
+            when_all_in()
 
     def hammer(t):
         start.wait()
@@ -224,9 +257,31 @@ def _(loop):
     threads = [threading.Thread(target=hammer, args=(t,)) for t in range(THREADS)]
     for thread in threads:
         thread.start()
+    return received, threads
+
+
+@test_call_soon_threadsafe_loses_no_call_under_load.callbacks
+def _(loop):
+    received, threads = _hammer(loop, loop.stop)
     guard = loop.call_later(SAFETY * 2, loop.stop)
     loop.run_forever()
     guard.cancel()
+    for thread in threads:
+        thread.join()
+    return received
+
+
+@test_call_soon_threadsafe_loses_no_call_under_load.asyncio
+async def _():
+    # rsloop's call_soon_threadsafe reordered one thread's calls under free threading.
+    loop = asyncio.get_running_loop()
+    all_in = loop.create_future()
+    received, threads = _hammer(loop, lambda: all_in.set_result(None))
+    try:
+        async with asyncio.timeout(SAFETY * 2):
+            await all_in
+    except TimeoutError:
+        pass  # the outcome shows what was lost
     for thread in threads:
         thread.join()
     return received

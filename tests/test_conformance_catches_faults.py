@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import selectors
+import socket
 from types import SimpleNamespace
 
 import pytest
 
 import loops
 from conformance import (
+    test_regressions,
     test_scheduling,
     test_tasks,
     test_threads,
@@ -103,6 +105,17 @@ class InlineThreadsLoop(BaseLoop):
         self.call_soon(callback, future)
 
 
+class DescriptorStealingLoop(BaseLoop):
+    """create_connection(sock=...) works on a second socket object over the same descriptor
+    number, as uvloop's libuv handle did (uvloop #645, #738): a cancel closes that number while
+    the caller's socket object still holds it, and its close() later hits whoever reused it."""
+
+    async def create_connection(self, *args, sock=None, **kwargs):
+        if sock is not None:
+            sock = socket.socket(fileno=sock.fileno())  # no dup: one number, two owners
+        return await super().create_connection(*args, sock=sock, **kwargs)
+
+
 def _tracebackless_join_namespace():
     """asyncio's coroutines style whose join re-raises a copy: the child's traceback is lost."""
     namespace = coroutines_namespace(BaseLoop)
@@ -139,6 +152,17 @@ FAULTS = {
         InlineThreadsLoop,
     ),
 }
+# A fault on asyncio's own API: the broken entry is an asyncio loop factory.
+ASYNCIO_FAULTS = {
+    "threadsafe-drops-calls-asyncio": (
+        test_scheduling.test_call_soon_threadsafe_loses_no_call_under_load,
+        MailboxLoop,
+    ),
+    "cancelled-connect-closes-a-reused-fd": (
+        test_regressions.test_a_cancelled_tls_create_connection_never_closes_a_reused_descriptor,
+        DescriptorStealingLoop,
+    ),
+}
 # A fault in the coroutines style: the broken entry is a coroutines namespace.
 COROUTINE_FAULTS = {
     "join-loses-traceback": (
@@ -151,16 +175,18 @@ COROUTINE_FAULTS = {
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     ("fault", "style"),
-    [(f, "callbacks") for f in FAULTS] + [(f, "coroutines") for f in COROUTINE_FAULTS],
+    [(f, "callbacks") for f in FAULTS]
+    + [(f, "coroutines") for f in COROUTINE_FAULTS]
+    + [(f, "asyncio") for f in ASYNCIO_FAULTS],
 )
 def test_the_property_passes_on_asyncio_and_catches_the_fault(fault, style):
-    prop, broken_entry = {**FAULTS, **COROUTINE_FAULTS}[fault]
+    prop, broken_entry = {**FAULTS, **COROUTINE_FAULTS, **ASYNCIO_FAULTS}[fault]
     broken = loops.Variant(
         name=fault,
         summary=f"deliberately broken: {fault}",
         lineage="asyncio with one fault put in, for tests/test_conformance_catches_faults.py",
         capabilities=frozenset(loops.CAPABILITIES),
-        **{style: broken_entry},
+        **{"asyncio_loop" if style == "asyncio" else style: broken_entry},
     )
     check_property(prop, CONTROL, style)  # the control: the property holds without the fault
     with pytest.raises(AssertionError):

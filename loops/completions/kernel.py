@@ -163,9 +163,14 @@ class Loop:
 
     def run(self, coro: Any) -> Any:
         """Run coro as the main task until it ends; return its result or raise its error."""
-        if self._closed:
-            raise RuntimeError("the completions loop is closed")
-        _check_not_running()
+        try:
+            if self._closed:
+                raise RuntimeError("the completions loop is closed")
+            _check_not_running()
+        except RuntimeError:
+            if hasattr(coro, "close"):
+                coro.close()  # refused, so it will never run: it must not warn "never awaited"
+            raise
         try:  # the main task's spawn too: a signal may land in it
             main = self._spawn(coro)
             main.joined = True  # its outcome is run()'s to report

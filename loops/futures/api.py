@@ -58,8 +58,13 @@ _COROUTINE_TYPES = (types.GeneratorType, types.CoroutineType)
 
 
 def _checked(coro: Any, caller: str) -> Any:
-    """coro if a task can drive it (a generator or coroutine object), else a clear TypeError."""
+    """coro if a task can drive it (a generator or coroutine object not yet finished), else a
+    clear TypeError (RuntimeError for a finished generator)."""
     if type(coro) in _COROUTINE_TYPES or isinstance(coro, Generator | Coroutine):
+        if getattr(coro, "gi_frame", coro) is None:  # a generator that already ran to its end
+            # Python refuses a finished coroutine with RuntimeError; a finished generator
+            # would stop at once, as if it returned None: refuse it the same way.
+            raise RuntimeError(f"{caller}(): cannot reuse {coro!r}, which already finished")
         return coro
     hint = " (did you forget to call it?)" if callable(coro) else ""
     raise TypeError(f"{caller}() needs a generator or coroutine object, got {coro!r}{hint}")

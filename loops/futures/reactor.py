@@ -138,9 +138,10 @@ class Loop:
 
     def run_until_complete(self, coro: Any) -> Any:
         """Run coro as the main task until it finishes; its result, or its exception raised."""
-        if self._closed:
-            raise RuntimeError("the loop is closed")
-        if _running.loop is not None:
+        if self._closed or _running.loop is not None:
+            coro.close()  # refused, so it will never run: it must not warn "never awaited"
+            if self._closed:
+                raise RuntimeError("the loop is closed")
             raise RuntimeError("run() cannot be called while a futures loop is running")
         main = Task(coro, self)
         _running.loop = self

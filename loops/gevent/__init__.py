@@ -52,9 +52,16 @@ def _tasks() -> set:
 
 def run(fn, *args):
     """Run fn(*args) as a greenlet until it ends; then kill the greenlets it left running."""
-    if getattr(_state, "tasks", None) is not None:
-        raise RuntimeError("run() called inside a running task: spawn() the function instead")
+    leftover = getattr(_state, "tasks", None)
+    if leftover is not None:
+        if getattr(_state, "caller", None) is not gevent.getcurrent():
+            raise RuntimeError("run() called inside a running task: spawn() the function instead")
+        # The greenlet that ran the last run calls again, so that run is over: a Ctrl-C as its
+        # finally began (before the inner try was set up) skipped the cleanup. Finish it here.
+        _state.tasks = None
+        gevent.killall(list(leftover), block=True)
     check_function(fn, "run")
+    _state.caller = gevent.getcurrent()  # before tasks: a run is active only once both are set
     _state.tasks = tasks = set()
     try:
         main = _spawn(tasks, fn, args)

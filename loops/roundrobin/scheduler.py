@@ -213,9 +213,10 @@ class Loop:
 
     def run(self, coro: types.CoroutineType):
         """Run coro as the main task; then cancel what is left and run it out. Its result."""
-        if self._closed:
-            raise RuntimeError("the loop is closed")
-        if getattr(_running, "loop", None) is not None:
+        if self._closed or getattr(_running, "loop", None) is not None:
+            coro.close()  # refused, so it will never run: it must not warn "never awaited"
+            if self._closed:
+                raise RuntimeError("the loop is closed")
             raise RuntimeError("run() cannot be called while a roundrobin loop is running")
         # A signal caught by another thread must still wake a select() blocked here, so that
         # the main thread runs the Python handler (KeyboardInterrupt) at once, as asyncio does.

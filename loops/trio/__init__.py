@@ -53,13 +53,22 @@ class Task:
 
 
 def run(coro):
+    # main opens the root nursery protected from KeyboardInterrupt, as trio's own code is: a
+    # Ctrl-C between the nursery's __aenter__ and the with block's setup would leave it never
+    # exited ("Nursery stack corrupted"); trio delivers such a signal at the next checkpoint.
+    # The program itself runs unprotected (user_code), so Ctrl-C reaches it at once as before.
+    @trio.lowlevel.enable_ki_protection
     async def main():
         async with trio.open_nursery() as nursery:
             _root_nursery.set(nursery)
             try:
-                return await coro
+                return await user_code()
             finally:
                 nursery.cancel_scope.cancel()
+
+    @trio.lowlevel.disable_ki_protection
+    async def user_code():
+        return await coro
 
     try:
         return trio.run(main)
@@ -68,6 +77,11 @@ def run(coro):
         if len(group.exceptions) == 1:
             raise group.exceptions[0] from None
         raise
+    finally:
+        # trio.run takes a function, so a run it refuses (inside a running one) never starts
+        # main and nobody awaits coro: close it, or it warns "never awaited". A no-op once run.
+        if hasattr(coro, "close"):
+            coro.close()
 
 
 async def spawn(coro) -> Task:
