@@ -51,7 +51,10 @@ PYPROJECT = nox.project.load_toml("pyproject.toml")
 
 
 def _install(session: nox.Session, *groups: str) -> None:
-    session.install(*nox.project.dependency_groups(PYPROJECT, *groups))
+    """The groups, and the project's own dependencies (greenlet), which no group repeats."""
+    session.install(
+        *PYPROJECT["project"]["dependencies"], *nox.project.dependency_groups(PYPROJECT, *groups)
+    )
 
 
 @nox.session(python=PYTHONS)
