@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.clones import fresh_clone
+
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
@@ -79,22 +81,6 @@ def test_pip_install_editable_in_a_fresh_venv_then_import_loops_from_elsewhere(t
         assert repr(name) in names
 
 
-def _clone(tmp_path: Path) -> Path:
-    """A fresh clone of this checkout, with the working tree's changes to tracked files."""
-    if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.skip("needs git and a git checkout to clone")
-    where = tmp_path / "lab"
-    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(where)], check=True)
-    changes = subprocess.run(
-        ["git", "diff", "HEAD", "--binary"], cwd=ROOT, capture_output=True, check=True
-    ).stdout
-    if changes:
-        subprocess.run(
-            ["git", "apply", "--whitespace=nowarn"], cwd=where, input=changes, check=True
-        )
-    return where
-
-
 @pytest.mark.timeout(900)  # a hang guard for the install (network) and every step, not a bound
 def test_every_reading_path_step_runs_after_the_documented_install(tmp_path):
     """The reading path's own commands, in a fresh clone, after exactly its install line, on a
@@ -102,7 +88,7 @@ def test_every_reading_path_step_runs_after_the_documented_install(tmp_path):
     greenlets' (which imports `greenlet`) included. Needs the package index."""
     from tests.test_documented_commands import documented_commands
 
-    clone = _clone(tmp_path)
+    clone = fresh_clone(tmp_path / "lab")
     steps = [c.text for c in documented_commands(clone) if c.document == "loops/README.md"]
     install = [s for s in steps if "pip install" in s]
     assert install == ["python3 -m venv .venv && .venv/bin/python -m pip install -e ."], steps

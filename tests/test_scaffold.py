@@ -13,6 +13,7 @@ import pytest
 
 from loops._template import scaffold
 from loops.contract import STYLES, CallbacksLoop, CoroutinesAPI
+from tests.clones import fresh_clone
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -153,23 +154,6 @@ def bare_nox(tmp_path_factory):
     return python, env
 
 
-def _fresh_clone(tmp_path: Path) -> Path:
-    """A fresh clone of this checkout, with the working tree's changes to tracked files."""
-    if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.skip("needs git and a git checkout to clone")
-    where = tmp_path / "lab"
-    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(where)], check=True)
-    changes = subprocess.run(
-        ["git", "diff", "HEAD", "--binary"], cwd=ROOT, capture_output=True, check=True
-    ).stdout
-    if changes:
-        subprocess.run(
-            ["git", "apply", "--whitespace=nowarn"], cwd=where, input=changes, check=True
-        )
-        subprocess.run(["git", "add", "-A"], cwd=where, check=True)  # "as found": staged
-    return where
-
-
 def _tree(clone: Path) -> str:
     """The clone's state as git sees it: what differs from its index, untracked files included."""
     return subprocess.run(
@@ -183,7 +167,7 @@ def test_nox_new_works_in_a_fresh_clone_whose_only_install_is_nox(tmp_path, bare
     """The documented verb on a fresh clone with nothing but nox: the scaffold and every
     listing that names it (the renderer's needs come from the session's own venv)."""
     python, env = bare_nox
-    clone = _fresh_clone(tmp_path)
+    clone = fresh_clone(tmp_path / "lab")
     done = subprocess.run(
         [python, "-m", "nox", "-s", "new", "--", "mine", "--style", "coroutines"],
         cwd=clone, env=env, capture_output=True, text=True, timeout=500,
@@ -199,7 +183,7 @@ def test_nox_new_that_fails_part_way_leaves_the_tree_as_it_found_it(tmp_path, ba
     """The scaffold written and the READMEs edited, then the last listing fails (its renderer
     broken in this clone): the run fails, says what it undid, and git sees the tree it had."""
     python, env = bare_nox
-    clone = _fresh_clone(tmp_path)
+    clone = fresh_clone(tmp_path / "lab")
     reading = clone / "bench" / "render" / "reading.py"
     reading.write_text(reading.read_text() + "\nraise SystemExit('a renderer that fails')\n")
     subprocess.run(["git", "add", "-A"], cwd=clone, check=True)
