@@ -252,3 +252,26 @@ def test_a_variant_whose_declarations_differ_fails_naming_each_sentence(monkeypa
     monkeypatch.setattr(sys.modules[__name__], "CLAIMS", [refusing, *CLAIMS[1:]])
     found = faults(ROOT / "loops" / "README.md")
     assert any("blocking sockets refused" in f and "'mine'" in f for f in found), found
+
+
+@pytest.mark.timeout(300)
+def test_a_new_variant_fails_the_sentences_it_makes_false(tmp_path):
+    """A real scaffold (coroutines style: it refuses a blocking socket) in a fresh clone: the
+    sentence that lists the loops refusing blocking sockets no longer names them all, and the
+    test there fails naming it."""
+    import subprocess
+
+    from tests.clones import fresh_clone
+
+    clone = fresh_clone(tmp_path / "lab")
+    subprocess.run(
+        [sys.executable, "-m", "loops._template", "demo", "--style", "coroutines"],
+        cwd=clone, check=True, capture_output=True,
+    )  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/test_prose.py", "-q", "-p", "no:cacheprovider",
+         "-k", "not new_variant"],
+        cwd=clone, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert done.returncode != 0, done.stdout[-2000:]
+    assert "'demo'" in done.stdout and "blocking sockets refused by" in done.stdout, done.stdout
