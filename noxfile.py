@@ -3,7 +3,7 @@
 Every session runs on each CPython the lab supports, the nox way: `nox -s conformance-3.13`
 or `nox -p 3.13 -s conformance`. Without either, a session runs on the interpreter nox itself
 runs on, so `python3 -m nox -s conformance` means what it always did. A session that needs no
-venv of its own (`new`, `pythons`) is declared with `@no_venv` and runs on that interpreter too.
+venv of its own (`pythons`) is declared with `@no_venv` and runs on that interpreter too.
 """
 
 import re
@@ -51,7 +51,10 @@ PYPROJECT = nox.project.load_toml("pyproject.toml")
 
 
 def _install(session: nox.Session, *groups: str) -> None:
-    session.install(*nox.project.dependency_groups(PYPROJECT, *groups))
+    """The groups, and the project's own dependencies (greenlet), which no group repeats."""
+    session.install(
+        *PYPROJECT["project"]["dependencies"], *nox.project.dependency_groups(PYPROJECT, *groups)
+    )
 
 
 @nox.session(python=PYTHONS)
@@ -74,18 +77,60 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "tests", *session.posargs)
 
 
-@no_venv
+@nox.session(python=PYTHONS)
 def new(session: nox.Session) -> None:
-    """Scaffold a variant folder from the contract: nox -s new -- NAME --style STYLE."""
-    # The scaffolder needs only the standard library: nox's own interpreter runs it (a bare
-    # `python` may not be on PATH where only `python3` is).
-    session.run(sys.executable, "-m", "loops._template", *session.posargs)
+    """Scaffold a variant folder from the contract: nox -s new -- NAME --style STYLE.
+
+    A run that fails part way puts the tree back as it found it (and says what it undid)."""
     if any(arg in ("-h", "--help", "--into") for arg in session.posargs):
-        return  # help, or a folder outside loops/: the lab's listings do not change
-    # The lab's listings of its variants (the README tables, the reading path's designs table),
-    # so that the house's tests hold of the new folder the day it is made.
-    session.run(sys.executable, "-m", "loops", "--readme")
-    session.run(sys.executable, "-m", "bench.render.reading")
+        # Help, or a folder outside loops/: the lab's listings do not change.
+        session.run("python", "-m", "loops._template", *session.posargs)
+        return
+    # The listings' renderer (bench.render.reading) needs the render group; nox's own
+    # interpreter has only nox, so the session has a venv of its own.
+    _install(session, "render")
+    root = Path(__file__).resolve().parent
+    before = _snapshot(root)
+    try:
+        session.run("python", "-m", "loops._template", *session.posargs)
+        # The lab's listings of its variants (the README tables, the reading path's designs
+        # table), so that the house's tests hold of the new folder the day it is made.
+        session.run("python", "-m", "loops", "--readme")
+        session.run("python", "-m", "bench.render.reading")
+    except nox.command.CommandFailed:
+        undone = _restore(root, before)
+        session.error(f"nox -s new failed; the tree is as it was ({undone or 'nothing changed'})")
+
+
+def _snapshot(root: Path) -> tuple[set[Path], dict[Path, bytes]]:
+    """What `new` may change: the paths under loops/, and every README's bytes."""
+    readmes = {
+        p: p.read_bytes()
+        for p in root.rglob("README.md")
+        if not any(part.startswith(".") for part in p.relative_to(root).parts)
+    }
+    return _paths(root), readmes
+
+
+def _paths(root: Path) -> set[Path]:
+    return {p for p in (root / "loops").rglob("*") if "__pycache__" not in p.parts}
+
+
+def _restore(root: Path, before: tuple[set[Path], dict[Path, bytes]]) -> str:
+    """Undo what happened since `before` was taken; what was undone, in words."""
+    import shutil
+
+    paths, readmes = before
+    undone = []
+    for path in sorted(_paths(root) - paths):
+        if path.parent in paths or path.parent == root / "loops":  # the top of what is new
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+            undone.append(f"removed {path.relative_to(root)}")
+    for path, text in readmes.items():
+        if path.read_bytes() != text:
+            path.write_bytes(text)
+            undone.append(f"restored {path.relative_to(root)}")
+    return "; ".join(undone)
 
 
 @nox.session(python=PYTHONS)

@@ -27,6 +27,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +39,11 @@ from machine.interpreters import DEBIAN, RUNNING, VERSION, family, find, rooted,
 
 VENVS = ROOT / ".venvs"
 GROUPS = ("http",)  # every workload's dependencies, references included
-EXTRA = ("pyperf>=2.6",)  # the micro benchmarks' harness
+# The micro benchmarks' harness, and the project's own dependencies (greenlet), no group's.
+EXTRA = (
+    "pyperf>=2.6",
+    *tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"],
+)
 
 
 @dataclass(frozen=True)

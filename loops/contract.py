@@ -383,10 +383,10 @@ class BlockingAPI(Protocol):
     """The blocking style: the coroutines style's names as plain calls that block the task.
 
     A task is a function with its arguments (``spawn(fn, *args)``), not a coroutine object, and
-    every call returns its result directly. Sockets may come in either mode: each variant puts a
-    socket in the mode its design needs before its first call on it (a home-made variant's README
-    says which, a reference adapter's module docstring says what its library does), so
-    a program written for one blocking variant runs on another unchanged.
+    every call returns its result directly. Sockets may come in either mode: the contract asks
+    that each variant put a socket in the mode its design needs before its first call on it (a
+    home-made variant's README says which, a reference adapter's module docstring says what its
+    library does), so a program written for one blocking variant runs on another unchanged.
     """
 
     CancelledError: type[BaseException]  # raised in a cancelled task where it waits

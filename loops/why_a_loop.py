@@ -15,8 +15,8 @@ client B connects a moment later and wants its echo at once.
    running the blocking loop above, and the kernel switches between threads as their sockets
    get bytes. Both clients are served; the price is a thread per connection: a stack, and a
    switch by the kernel for each thread that wakes. The demo then measures that price at a few
-   hundred clients against the selectors server of 4 (`thread_cost`: memory and context
-   switches per client, read from ``/proc``). The lab keeps this design as a variant,
+   hundred clients against the selectors server of 4 (`thread_cost`: memory per client
+   and context switches per echo, read from ``/proc``). The lab keeps this design as a variant,
    ``loops/threads/``: the conformance suite plays its properties and the bench runs the
    workloads on it (``python -m bench run --loop threads``) beside the loops that replace it.
 3. **Non-blocking, busy** (`serve_busy`): ``sock.setblocking(False)`` makes every call return
@@ -32,7 +32,8 @@ client B connects a moment later and wants its echo at once.
 The fourth is what a *readiness* loop is built on: wait for readiness, then run the code that
 was waiting for it. Everything after this step (timers; a queue of work ready to run; tasks,
 the functions a loop runs by turns) is built around such a wait; ``loops/README.md`` goes on
-from here, and its table of designs says which loops wait this way and which one does not.
+from here, and its table of designs says which loops wait this way and which two do not
+(completions, threads).
 """
 
 import os

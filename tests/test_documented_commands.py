@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.clones import fresh_clone
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = ("README.md", "loops/README.md", "bench/README.md")
 FENCE = re.compile(r"^```(sh|bash|shell|console)\s*$")
@@ -178,17 +180,7 @@ def clone(tmp_path_factory):
     """A fresh clone of this checkout, with the working tree's changes to tracked files."""
     if os.environ.get(INSIDE):
         pytest.skip("already inside a documented command (a test must not run itself)")
-    if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.skip("needs git and a git checkout to clone")
-    where = tmp_path_factory.mktemp("documented") / "lab"
-    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(where)], check=True)
-    changes = subprocess.run(
-        ["git", "diff", "HEAD", "--binary"], cwd=ROOT, capture_output=True, check=True
-    ).stdout
-    if changes:
-        subprocess.run(
-            ["git", "apply", "--whitespace=nowarn"], cwd=where, input=changes, check=True
-        )
+    where = fresh_clone(tmp_path_factory.mktemp("documented") / "lab")
     yield where
     shutil.rmtree(where, ignore_errors=True)
 

@@ -1,9 +1,10 @@
 """The reading path: every essence and the primer run, and stay what the README promises.
 
 An essence (``loops/<name>/essence.py``) is a home-made loop's idea alone: at most 80 non-blank
-lines, the standard library only, the same names as the full loop, ending in a demo that
-``python -m loops.<name>.essence`` runs. The primer (``loops/primer.py``) is a set of examples
-that must hold. These tests run them as a reader would, in a fresh interpreter.
+lines, the standard library only (but the one library a design is about, DESIGN_LIBRARY), the
+same names as the full loop, ending in a demo that ``python -m loops.<name>.essence`` runs.
+The primer (``loops/primer.py``) is a set of examples that must hold. These tests run them as
+a reader would, in a fresh interpreter.
 """
 
 import ast

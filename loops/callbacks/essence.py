@@ -33,7 +33,7 @@ class TimerHandle(Handle):
 
 class Loop:
     def __init__(self):
-        self._ready = collections.deque()  # handles to run at the next turn, FIFO
+        self._ready = collections.deque()  # handles for the next stage 3, FIFO
         self._timers = []  # heap of (when, seq, TimerHandle): the earliest on top
         self._timer_seq = itertools.count()  # breaks ties: equal deadlines fire FIFO
         self._selector = selectors.DefaultSelector()  # fd -> the reader Handle, as key.data

@@ -47,7 +47,7 @@ class Task(Future):
             self._waiting_on = yielded
             yielded._callbacks.append(self.step)  # step again once that future is done
 
-    def cancel(self):  # a waiting task stops waiting, and steps with the error next turn
+    def cancel(self):  # a waiting task stops waiting; steps with the error in stage 3
         self._waiting_on._callbacks.remove(self.step)
         self._loop._ready.append((self.step, CancelledError()))
 

@@ -1,0 +1,277 @@
+"""A claim about the lab's sets follows the sets, and a figure follows its data.
+
+Prose lives in READMEs, the template, module docstrings and code comments; a later variant makes
+an earlier sentence false where it speaks for a set it does not name. So every sentence of the
+texts below that quantifies over one of the lab's sets (loops, variants, styles, essences,
+entries, servers) names the members it means or points to the designs tables (rendered from the
+declarations); a count of a set ("four styles") is the set's size; and a sentence that says
+which loops share a varying property (CLAIMS: how a loop takes a blocking socket, whether it waits
+for readiness, what it needs beyond the standard library) names exactly the loops whose
+declarations have it. A figure typed in a README that estimates or measures (a duration, a
+percentage, a multiplier "about" or "roughly" so) carries the command and the date that gave it.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import sys
+import tokenize
+from pathlib import Path
+
+import pytest
+
+import loops
+from bench.render import reading
+from loops.contract import STYLES
+
+ROOT = Path(__file__).resolve().parent.parent
+VARIANTS = {name: v for name, v in loops.discover().items()}
+ESSENCES = sorted(p.parent.name for p in (ROOT / "loops").glob("*/essence.py"))
+HOME_MADE = sorted(n for n, v in VARIANTS.items() if not v.reference)
+
+
+def beyond_stdlib(name: str) -> set[str]:
+    """The top-level modules outside the standard library that loops/NAME's code imports."""
+    found = set()
+    for path in (ROOT / "loops" / name).glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    return found - set(sys.stdlib_module_names) - {"loops", "__future__"}
+
+
+# The declarations of what varies between variants, read from the variants themselves.
+def takes_blocking_sockets(name: str) -> bool:
+    return "blocking" in VARIANTS[name].styles
+
+
+def waits_for_readiness(name: str) -> bool:
+    return VARIANTS[name].io_model == "readiness"
+
+
+DECLARED = sorted(n for n, v in VARIANTS.items() if v.io_model)  # loaded here: declarations
+
+
+# A sentence matching a pattern names exactly the loops (among `among`) with the property.
+CLAIMS = [
+    (
+        re.compile(r"blocking sockets? (refused|rejected)|refuses? a blocking socket", re.I),
+        lambda n: not takes_blocking_sockets(n),
+        HOME_MADE,
+    ),
+    (
+        re.compile(
+            r"wait (this|that) way and which|(does|do) not wait for readiness|not on readiness",
+            re.I,
+        ),
+        lambda n: not waits_for_readiness(n),
+        DECLARED,
+    ),
+    (
+        re.compile(r"standard library only, but for", re.I),
+        lambda n: bool(beyond_stdlib(n)),
+        ESSENCES,
+    ),
+]
+
+SETS = r"(home-made |reference )?(loops?|variants?|styles?|essences?)"
+QUANTIFIED = re.compile(
+    rf"\b(every|each|all( the)?|any|no)( other| public)? {SETS}\b(?!'s own)|"
+    rf"\bthe (home-made|reference) (loops|variants)\b",
+    re.I,
+)
+NUMBERS = {
+    w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven"])
+}
+# A count of the whole set; "its two styles" counts one variant's, not the set.
+COUNTED = re.compile(
+    rf"(?<!its )(?<!their )\b({'|'.join(NUMBERS)}) (home-made )?(loops|variants|styles|essences)\b",
+    re.I,
+)
+# Machinery that runs on every member by construction (the suite, discovery, a listing, a
+# test): a sentence about it speaks for the set truly the day a member is added.
+CONSTRUCTED = re.compile(
+    r"\b(suite|matrix|discover(y|s)|lists?|listing|generated|parametri[sz]ation|plays?|traces?|"
+    r"by hand|variant folder|test_\w+\.py|holds? the two|the contract asks)\b",
+    re.I,
+)
+TABLE_LINK = re.compile(r"#each-loops-design|\btable of designs\b|\bdesigns tables?\b", re.I)
+NAMES = sorted({*VARIANTS, *STYLES}, key=len, reverse=True)
+NAMED = re.compile(rf"(?<![\w/.-])({'|'.join(map(re.escape, NAMES))})(?![\w/-])")
+
+
+def prose_of_python(path: Path) -> str:
+    """A module's docstrings and comments, one paragraph each."""
+    text = path.read_text()
+    parts = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            doc = ast.get_docstring(node)
+            if doc:
+                parts.append(doc)
+    comments = [
+        tok.string.lstrip("# ")
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+        if tok.type == tokenize.COMMENT
+    ]
+    return "\n\n".join([*parts, *comments])
+
+
+def texts() -> list[Path]:
+    """The reading path, the root and suite READMEs, the template, and the loops' code."""
+    return [
+        ROOT / "README.md",
+        ROOT / "conformance" / "README.md",
+        *reading.pages(),
+        *sorted((ROOT / "loops").glob("*/essence.py")),
+        *sorted((ROOT / "loops" / "_template").glob("*.py")),
+        *sorted((ROOT / "loops").glob("*.py")),
+    ]
+
+
+def sentences(path: Path) -> list[str]:
+    text = prose_of_python(path) if path.suffix == ".py" else path.read_text()
+    text = reading.BLOCK.sub("", text)
+    text = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)  # code, not prose
+    text = re.sub(r"^#+ .*$", "", text, flags=re.M)  # a heading names a section, claims nothing
+    text = re.sub(r"^\|.*\|$", "", text, flags=re.M)  # a table's row speaks for its own row
+    return re.split(r"(?<=[.!?;])\s+|\n\s*\n", re.sub(r"[ \t]*\n[ \t]*(?!\n)", " ", text))
+
+
+def faults(path: Path) -> list[str]:
+    """What is false or unchecked in the sentences of `path`."""
+    found = []
+    for sentence in sentences(path):
+        named = set(NAMED.findall(sentence))
+        for number, _, what in COUNTED.findall(sentence):
+            size = {
+                "loops": len(HOME_MADE),
+                "variants": len(VARIANTS),
+                "styles": len(STYLES),
+                "essences": len(ESSENCES),
+            }[what.lower()]
+            if NUMBERS[number.lower()] != size:
+                found.append(f"{number} {what}, but there are {size}: {sentence!r}")
+        for pattern, has, among in CLAIMS:
+            if pattern.search(sentence):
+                wanted = {n for n in among if has(n)}
+                if named & set(among) != wanted:
+                    found.append(
+                        f"names {sorted(named & set(among))}, not {sorted(wanted)}: {sentence!r}"
+                    )
+        if (
+            QUANTIFIED.search(sentence)
+            and not (TABLE_LINK.search(sentence) or CONSTRUCTED.search(sentence))
+            and len(named) < 2
+        ):
+            found.append(f"speaks for a set it does not name: {sentence!r}")
+    return found
+
+
+@pytest.mark.parametrize("path", texts(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_sentence_speaks_for_members_it_does_not_name(path):
+    assert not faults(path), "\n".join(faults(path))
+
+
+# A figure that estimates or measures: a duration, a percentage or a multiplier said to be
+# approximate, or a multiplier of speed. A threshold or a setting (a 95% interval, a 50 ms slice)
+# is a definition, not a measurement.
+MEASURED = re.compile(
+    r"\b(about|roughly|around|nearly|almost|some|took|takes|~)\s*\d[\d,.]*(\s*[–-]\s*\d[\d,.]*)?"
+    r"\s*(µs|ms|s|seconds?|minutes?|hours?|%|×|x|times)(?!\w)|"
+    r"\d[\d,.]*\s*(×|x|times) (faster|slower|as fast|ahead|behind)",
+    re.I,
+)
+DATED = (re.compile(r"`[^`]*(python3? -m|nox -s) [^`]+`"), re.compile(r"\b20\d\d-\d\d-\d\d\b"))
+# READMEs this change may not edit (another's work in flight), with the figure they still type.
+PENDING = {"bench/README.md": "roughly 30–45 minutes"}
+
+
+def typed_figures(text: str) -> list[str]:
+    """Each measured figure typed outside a rendered block without its command and date."""
+    found = []
+    for paragraph in re.split(r"\n\s*\n|\n\s*- ", reading.BLOCK.sub("", text)):
+        if all(p.search(paragraph) for p in DATED):
+            continue
+        found += [f"{m[0]!r} in {paragraph.strip()[:200]!r}" for m in MEASURED.finditer(paragraph)]
+    return found
+
+
+@pytest.mark.parametrize("path", reading.readmes(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_readme_types_a_measured_figure(path):
+    found = typed_figures(path.read_text())
+    pending = PENDING.get(str(path.relative_to(ROOT)))
+    if pending:
+        assert any(pending in f for f in found), f"{path}: no longer types {pending!r}: unlist it"
+        found = [f for f in found if pending not in f]
+    assert not found, "\n".join(found)
+
+
+# The guards catch what they are for: a false sentence planted where prose lives.
+def _planted(tmp_path: Path, source: Path, text: str) -> Path:
+    copy = tmp_path / source.name
+    copy.write_text(source.read_text() + text)
+    return copy
+
+
+def test_a_false_generalisation_planted_in_an_essence_comment_fails(tmp_path):
+    essence = ROOT / "loops" / "traps" / "essence.py"
+    assert not faults(essence)
+    planted = _planted(tmp_path, essence, "\n# Every loop waits for readiness before it reads.\n")
+    assert any("Every loop waits for readiness" in f for f in faults(planted))
+    planted = _planted(tmp_path, essence, "\n# Only completions does not wait for readiness.\n")
+    assert any("not ['completions', 'threads']" in f for f in faults(planted)), faults(planted)
+
+
+def test_a_false_generalisation_planted_in_the_template_fails(tmp_path):
+    template = ROOT / "loops" / "_template" / "README.md"
+    assert not faults(template)
+    planted = _planted(tmp_path, template, "\nThe scaffold takes any of the three styles.\n")
+    assert any("three styles, but there are 4" in f for f in faults(planted)), faults(planted)
+    planted = _planted(tmp_path, template, "\nEach home-made loop refuses a blocking socket.\n")
+    assert faults(planted)
+
+
+def test_a_typed_duration_planted_in_a_readme_fails():
+    readme = (ROOT / "conformance" / "README.md").read_text()
+    assert not typed_figures(readme)
+    assert typed_figures(readme + "\nThe suite runs in about 3 minutes here.\n")
+    assert typed_figures(readme + "\nA turn takes roughly 40 µs.\n")
+    dated = "\nIt ran in about 10 minutes (`python -m pytest conformance`, 2026-12-06).\n"
+    assert not typed_figures(readme + dated)
+
+
+def test_a_variant_whose_declarations_differ_fails_naming_each_sentence(monkeypatch):
+    """A new home-made loop that refuses blocking sockets: the sentence listing those that do
+    no longer names them all, and the test says which sentence."""
+    refusing = (CLAIMS[0][0], lambda n: n != "greenlets", [*HOME_MADE, "mine"])
+    monkeypatch.setattr(sys.modules[__name__], "CLAIMS", [refusing, *CLAIMS[1:]])
+    found = faults(ROOT / "loops" / "README.md")
+    assert any("blocking sockets refused" in f and "'mine'" in f for f in found), found
+
+
+@pytest.mark.timeout(300)
+def test_a_new_variant_fails_the_sentences_it_makes_false(tmp_path):
+    """A real scaffold (coroutines style: it refuses a blocking socket) in a fresh clone: the
+    sentence that lists the loops refusing blocking sockets no longer names them all, and the
+    test there fails naming it."""
+    import subprocess
+
+    from tests.clones import fresh_clone
+
+    clone = fresh_clone(tmp_path / "lab")
+    subprocess.run(
+        [sys.executable, "-m", "loops._template", "demo", "--style", "coroutines"],
+        cwd=clone, check=True, capture_output=True,
+    )  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/test_prose.py", "-q", "-p", "no:cacheprovider",
+         "-k", "not new_variant"],
+        cwd=clone, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert done.returncode != 0, done.stdout[-2000:]
+    assert "'demo'" in done.stdout and "blocking sockets refused by" in done.stdout, done.stdout
