@@ -25,7 +25,7 @@ from typing import Any
 from loops.contract import check_nonblocking
 from loops.futures.futures import _PENDING, CancelledError, Future, InvalidStateError, Task
 from loops.futures.queues import Queue, QueueEmpty, QueueFull
-from loops.futures.reactor import Loop, get_running_loop, loop_is_running
+from loops.futures.reactor import Loop, _running, get_running_loop, loop_is_running
 
 # twin of loops/traps/api.py: __all__
 __all__ = [
@@ -234,7 +234,8 @@ def gather(*awaitables: Any) -> Generator[Any, Any, list[Any]]:
 def _retry(sock: socket.socket, event: int, call: Any, *args: Any) -> Generator[Any, Any, Any]:
     """call(*args) on non-blocking sock, waiting for it to be ready for event after each
     BlockingIOError (the call is tried first: most of the time it just succeeds)."""
-    check_nonblocking(sock)
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop (the check's call only then)
+        check_nonblocking(sock)
     idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
     while True:
         try:
@@ -284,22 +285,25 @@ _drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came b
 @types.coroutine
 def recv(sock: socket.socket, n: int) -> Generator[Any, Any, bytes]:
     """Receive up to n bytes; b'' at end of stream."""
-    check_nonblocking(sock)
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop (the check's call only then)
+        check_nonblocking(sock)
     fd = sock.fileno()
     drained = _drained.get(fd)
     idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
-    if drained is not None and drained() is sock:  # emptied last time: wait first (_drained)
-        yield from get_running_loop().wait(sock, EVENT_READ)
+    was_drained = drained is not None and drained() is sock
+    if was_drained:  # emptied last time: wait first (_drained)
+        yield from (_running.loop or get_running_loop()).wait(sock, EVENT_READ)
         idle = 0
     while True:
         try:
             data = sock.recv(n)
         except BlockingIOError:
             idle = _woken_for_nothing(idle) if idle >= 0 else 0
-            yield from get_running_loop().wait(sock, EVENT_READ)
+            yield from (_running.loop or get_running_loop()).wait(sock, EVENT_READ)
             continue
         if len(data) < n:
-            _drained[fd] = weakref.ref(sock)
+            if not was_drained:  # else the mark is in place: no new weak reference per read
+                _drained[fd] = weakref.ref(sock)
         elif drained is not None:
             _drained.pop(fd, None)
         return data
@@ -326,7 +330,8 @@ def accept(sock: socket.socket) -> Generator[Any, Any, tuple[socket.socket, Any]
 @types.coroutine
 def sendall(sock: socket.socket, data: bytes) -> Generator[Any, Any, None]:
     """Send all of data, waiting for the socket to drain when its buffer is full."""
-    check_nonblocking(sock)
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop (the check's call only then)
+        check_nonblocking(sock)
     try:
         sent = sock.send(data)
     except BlockingIOError:
@@ -346,7 +351,8 @@ def sendall(sock: socket.socket, data: bytes) -> Generator[Any, Any, None]:
 @types.coroutine
 def connect(sock: socket.socket, address: Any) -> Generator[Any, Any, None]:
     """Connect sock to address, waiting for the handshake to finish."""
-    check_nonblocking(sock)
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop (the check's call only then)
+        check_nonblocking(sock)
     try:
         sock.connect(address)
         return

@@ -160,7 +160,8 @@ def _wait(task: Task, sock: socket.socket, event: int, waited: bool) -> bool:
 
 
 def _ready_for(sock: socket.socket) -> Task:
-    task = _current()
+    # _current() inlined (a Python call fewer per socket call); called only for its error.
+    task = getattr(greenlet.getcurrent(), "lab_task", None) or _current()
     if sock.gettimeout() != 0:  # blocking, or with a timeout: the hub needs it non-blocking
         sock.setblocking(False)
     return task
@@ -178,8 +179,15 @@ def recv(sock: socket.socket, n: int) -> bytes:
 
 def sendall(sock: socket.socket, data: bytes) -> None:
     task = _ready_for(sock)
+    try:  # the usual case: the socket buffer takes it all at once, no view of it needed
+        sent = sock.send(data)
+    except BlockingIOError:
+        sent = 0
+    # len() of bytes is its size; of a memoryview or array, its item count: ask the buffer.
+    if sent == (len(data) if type(data) is bytes else memoryview(data).nbytes):
+        return
     waited = False
-    view = memoryview(data).cast("B")
+    view = memoryview(data).cast("B")[sent:]  # the rare path: the buffer is full
     while view:
         try:
             view = view[sock.send(view) :]

@@ -239,7 +239,8 @@ _drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came b
 @types.coroutine
 def recv(sock, n: int):
     """Receive up to n bytes; b'' at end of stream."""
-    check_nonblocking(sock)
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop (the check's call only then)
+        check_nonblocking(sock)
     fd = sock.fileno()
     drained = _drained.get(fd)
     idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
@@ -308,10 +309,18 @@ def _reply_in_turn(sock) -> bool:
 @types.coroutine
 def sendall(sock, data: bytes):
     """Send all of data, waiting for the socket to drain as often as needed."""
-    check_nonblocking(sock)
+    if sock.gettimeout() != 0:  # blocking: would freeze the loop (the check's call only then)
+        check_nonblocking(sock)
     if not _reply_in_turn(sock):
         yield _NEXT_TICK
-    remaining = memoryview(data).cast("B")
+    try:  # the usual case: the socket buffer takes it all at once, no view of it needed
+        sent = sock.send(data)
+    except BlockingIOError:
+        sent = 0
+    # len() of bytes is its size; of a memoryview or array, its item count: ask the buffer.
+    if sent == (len(data) if type(data) is bytes else memoryview(data).nbytes):
+        return
+    remaining = memoryview(data).cast("B")[sent:]  # the rare path: the buffer is full
     idle = -1  # wake-ups in this call that found no room (-1: not woken yet): _woken_for_nothing
     while remaining:
         try:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loops.contract import check_nonblocking
-from loops.traps.kernel import Loop, now, running_loop
+from loops.traps.kernel import Loop, _running, now, running_loop
 from loops.traps.queues import Queue
 from loops.traps.task import CancelledError, Expired
 from loops.traps.traps import (
@@ -131,21 +131,25 @@ async def recv(sock: socket.socket, n: int) -> bytes:
     """Receive up to n bytes; b'' at EOF."""
     if sock.gettimeout() != 0:  # blocking: would freeze the loop
         check_nonblocking(sock)
-    kernel = running_loop()
+    kernel = _running.loop or running_loop()  # running_loop() raises outside of run()
     if kernel.fast_calls >= FAST_CALLS_PER_TURN:
         await _yield_turn(kernel)
     fd = sock.fileno()
     drained = _drained.get(fd)
-    idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
     if drained is not None and drained() is sock:  # emptied last time: wait first (_drained)
         kernel.fast_calls = 0
         await wait_readable(sock)
-        idle = 0
-    data = await _try_first(kernel, sock, wait_readable, idle, sock.recv, n)
+        try:
+            data = sock.recv(n)  # what the wait was for
+        except BlockingIOError:  # woken for nothing: one wake-up counted (_woken_for_nothing)
+            data = await _try_first(kernel, sock, wait_readable, 0, sock.recv, n)
+        if len(data) == n:  # a full buffer: a stream, back to trying first
+            _drained.pop(fd, None)
+        return data  # still drained: its mark stands, no new one made
+    # -1: not woken yet in this call (_woken_for_nothing)
+    data = await _try_first(kernel, sock, wait_readable, -1, sock.recv, n)
     if len(data) < n:
         _drained[fd] = weakref.ref(sock)
-    elif drained is not None:
-        _drained.pop(fd, None)
     return data
 
 
@@ -153,7 +157,7 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
     """Send all of data, waiting for the socket to drain as needed."""
     if sock.gettimeout() != 0:  # blocking: would freeze the loop
         check_nonblocking(sock)
-    kernel = running_loop()
+    kernel = _running.loop or running_loop()  # running_loop() raises outside of run()
     if kernel.fast_calls >= FAST_CALLS_PER_TURN:
         await _yield_turn(kernel)
     try:
@@ -180,7 +184,7 @@ async def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
     """Accept a connection: (a non-blocking socket, the peer's address)."""
     if sock.gettimeout() != 0:  # blocking: would freeze the loop
         check_nonblocking(sock)
-    kernel = running_loop()
+    kernel = _running.loop or running_loop()  # running_loop() raises outside of run()
     if kernel.fast_calls >= FAST_CALLS_PER_TURN:
         await _yield_turn(kernel)
     conn, address = await _try_first(kernel, sock, wait_readable, -1, sock.accept)
@@ -207,7 +211,7 @@ async def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
     """Receive a datagram of up to n bytes: (data, sender's address)."""
     if sock.gettimeout() != 0:  # blocking: would freeze the loop
         check_nonblocking(sock)
-    kernel = running_loop()
+    kernel = _running.loop or running_loop()  # running_loop() raises outside of run()
     if kernel.fast_calls >= FAST_CALLS_PER_TURN:
         await _yield_turn(kernel)
     return await _try_first(kernel, sock, wait_readable, -1, sock.recvfrom, n)
@@ -217,7 +221,7 @@ async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
     """Send a datagram to address; returns the number of bytes sent."""
     if sock.gettimeout() != 0:  # blocking: would freeze the loop
         check_nonblocking(sock)
-    kernel = running_loop()
+    kernel = _running.loop or running_loop()  # running_loop() raises outside of run()
     if kernel.fast_calls >= FAST_CALLS_PER_TURN:
         await _yield_turn(kernel)
     return await _try_first(kernel, sock, wait_writable, -1, sock.sendto, data, address)

@@ -6,9 +6,10 @@ straight back (a non-blocking trap such as ``spawn``) or parks the task until th
 satisfied (``sleep``, ``join``, waiting for I/O). Errors come back the same way: the kernel
 throws them in at the ``yield`` below, so they surface at the ``await`` that asked.
 
-``_trap`` is the single ``yield`` in the whole loop: the one place where async code and the
-kernel meet (curio's ``_kernel_trap``). Each trap below is a two-line ``async def`` naming
-its request, so a traceback says what the task was waiting for.
+``_trap`` is the ``yield`` where async code and the kernel meet (curio's ``_kernel_trap``).
+Each trap below is a two-line ``async def`` naming its request, so a traceback says what the
+task was waiting for; the two socket waits, awaited at every wait for I/O, yield their
+requests themselves (the loop's second and third ``yield``: see above them).
 """
 
 # twin of loops/completions/traps.py
@@ -45,14 +46,20 @@ async def cancel(task: Any) -> None:
     return await _trap("cancel", task)
 
 
-async def wait_readable(sock: Any) -> None:
+# Speed trick, fenced here: the two traps that are not an ``async def`` around ``_trap`` but
+# yield their request themselves. A socket call awaits one of them once per wait, and an
+# ``async def`` level costs a coroutine object and one more frame to cross at every suspension
+# and resumption (loops/traps/README.md, "Levers"); the traceback still names the wait.
+@types.coroutine
+def wait_readable(sock: Any) -> Any:
     """Wait until `sock` is readable (or has an error or EOF to report)."""
-    return await _trap("read", sock)
+    return (yield ("read", sock))
 
 
-async def wait_writable(sock: Any) -> None:
+@types.coroutine
+def wait_writable(sock: Any) -> Any:
     """Wait until `sock` is writable (or has an error to report)."""
-    return await _trap("write", sock)
+    return (yield ("write", sock))
 
 
 async def drop_ghosts() -> None:
