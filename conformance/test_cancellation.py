@@ -9,15 +9,10 @@ after a random delay of at most a millisecond, at least 500 times of each kind. 
 thread sent must arrive, the bytes in order (their sha256 compared), and nothing may reach the
 loop's exception handler.
 
-Where it comes from: the race as a user first met it (a thread's single bytes at 0.2-1.5 ms, a 1 ms
-``asyncio.timeout`` around ``sock_recv``) and CPython issue 78976, "loop.sock_recv failure
-because of delayed callback handling": asyncio's ``sock_recv`` reads in the loop's reader
-callback into a future, and a cancellation arriving in the same turn leaves those bytes in a
-future nobody reads. ``sock_accept`` is the same with connections (CPython gh-153761 fixed the
-callback that raised ``InvalidStateError`` on a cancelled future; the connection it accepted
-into a future cancelled after the fact is still dropped). A ``StreamReader`` keeps what the
-transport read in its buffer, so a cancelled ``read`` loses nothing on any loop.
-``reports/findings-cancellation.md`` has the figures per loop and interpreter.
+Where it comes from (CPython issue 78976 and gh-153761): asyncio's ``sock_recv`` and
+``sock_accept`` read in the loop's reader callback into a future, and a cancellation arriving
+in the same turn leaves what was read in a future nobody reads. ``conformance/README.md`` and
+``reports/findings-cancellation.md`` tell the story and hold the figures per loop.
 
 Each race is played twice, with lazy tasks and with eager ones (``asyncio.eager_task_factory``,
 from 3.12), whatever the variant's loop defaults to: when the reader and its canceller first
