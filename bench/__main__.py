@@ -14,14 +14,14 @@ import sys
 import time
 from pathlib import Path
 
-from bench import registry
+from bench import studies
 from bench.store import RESULTS
 
 
 def known_row_names() -> list[str]:
     """Loop names (from discovery) and anchor names (from the echo anchors) --loop accepts."""
     import loops
-    from bench.registry import echo
+    from bench.studies import echo
 
     return sorted({*loops.discover(), *echo.anchor_names()})
 
@@ -127,7 +127,7 @@ def run_options(run: argparse.ArgumentParser) -> None:
     run.set_defaults(full=False)
     run.add_argument("--loop", action="append", metavar="NAME", help="only this loop (repeat)")
     run.add_argument(
-        "--workload", action="append", choices=registry.names(), help="only this workload (repeat)"
+        "--workload", action="append", choices=studies.names(), help="only this workload (repeat)"
     )
     run.add_argument(
         "--where",
@@ -164,12 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "all":
         return everything(command_line, args)
     if args.command == "reproduce":
-        from bench.reproduce import run as reproduce
-        from bench.reproduce import store_spread
+        from bench.studies.reproductions.measure import run as reproduce
+        from bench.studies.reproductions.measure import store_spread
 
         return store_spread(args.results) if args.spread_only else reproduce(args.results)
     if args.command == "instructions":
-        from bench.measure.instructions import run as count_instructions
+        from bench.studies.instructions.measure import run as count_instructions
 
         return count_instructions(args.loop, args.results, args.regime)
     return report(args.results)
@@ -188,7 +188,7 @@ def everything(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
             found = anatomy(args.loop, args.results, None, closed)
             if found > 1:
                 return found
-        from bench.measure.instructions import run as count_instructions
+        from bench.studies.instructions.measure import run as count_instructions
 
         count_instructions(args.loop, args.results)  # a row that fails is stored as failed
     return max(status, report(args.results))
@@ -196,7 +196,7 @@ def everything(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
 
 def anatomy(loop_names: list[str] | None, results: Path, counter: str | None, closed: bool) -> int:
     """`python -m bench anatomy`: count, store, say what is kept if stopped."""
-    from bench.measure.anatomy import run as run_anatomy
+    from bench.studies.anatomy.measure import run as run_anatomy
 
     try:
         return run_anatomy(loop_names, results, counter, closed=closed)
@@ -234,7 +234,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         where[name] = value
     try:
         return run_bench(
-            args.workload or registry.names(),
+            args.workload or studies.names(),
             args.full,
             args.loop,
             args.redo,

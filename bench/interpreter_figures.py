@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.plan import Point
-from bench.registry import crawler, echo, micro
+from bench.studies import crawler, echo, micro
 
 SLEEPERS = 100_000  # sleep CPU per sleeper is read at this many sleepers
 

@@ -35,7 +35,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from bench import interpreter_figures, registry
+from bench import interpreter_figures, studies
 from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
 from bench.procs import ChildFailed, Cores, DidNotFinish, subject_on
 from bench.store import RESULTS, ResultStore, results_path
@@ -334,7 +334,7 @@ def run(
         env = {**python.environment, "pinning": cores.describe(), "unavailable": python.unavailable}
         for name in workloads:
             planned = plan_workload(
-                registry.get(name), mode, env, session, console, results, loop_names, redo, where,
+                studies.get(name), mode, env, session, console, results, loop_names, redo, where,
                 python, only_across,
             )  # fmt: skip
             if planned is not None:

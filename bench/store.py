@@ -78,7 +78,8 @@ class StoredRow:
     reps: list[dict]
 
 
-# A point's key for how far its ratios move between sessions (bench.reproduce writes it).
+# A point's key for how far its ratios move between sessions (the reproductions study writes
+# it: bench.studies.reproductions.measure).
 BETWEEN_SESSIONS = "between_sessions"
 
 # Files no measurement runs: what conformance expects of a loop, and the reading path.
@@ -171,9 +172,10 @@ def _workload_imports(path: Path, mtime_ns: int, size: int) -> tuple[str, ...]:
 # it is a setting of the measurement. Its other imports are not followed: bench.procs is hashed
 # by path above; bench.plan, bench.summary and bench.workload serve both rooms, and an edit
 # there stales no row.
-DECLARATIONS = "bench.registry"
-# A bench module the running module starts as a CLI (micro runs "-m bench.measure.pyperf_micro").
-RUN_AS_CLI = re.compile(r"^bench\.measure\.\w+$")
+DECLARATION = re.compile(r"^bench\.studies\.\w+$")  # a study's folder is its declaration
+# A bench module the running module starts as a CLI (micro runs
+# "-m bench.studies.micro.pyperf_micro").
+RUN_AS_CLI = re.compile(r"^bench\.studies\.\w+\.\w+$")
 
 
 def running_code(module: str) -> bytes:
@@ -213,7 +215,7 @@ def _references(path: Path, mtime_ns: int, size: int) -> tuple[tuple, tuple]:
     settings = [
         (node.module, tuple(alias.name for alias in node.names))
         for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(DECLARATIONS)
+        if isinstance(node, ast.ImportFrom) and DECLARATION.match(node.module or "")
     ]
     return tuple(cli_modules), tuple(settings)
 
@@ -514,7 +516,7 @@ def anatomy_path(results: Path, closed: bool = False) -> Path:
 
 
 def load_anatomy(results: Path, closed: bool = False) -> dict | None:
-    """The stored cost anatomy (see bench.measure.anatomy) at the fixed offered load, or in
+    """The stored cost anatomy (see bench.studies.anatomy.measure) at the fixed offered load, or in
     the closed loop; None where it is not stored."""
     path = anatomy_path(results, closed)
     return json.loads(path.read_text()) if path.exists() else None

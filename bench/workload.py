@@ -1,7 +1,7 @@
 """The workload protocol: everything the bench asks of a workload, each hook named once.
 
 A workload is declared, not probed. Its module in :mod:`bench.registry` builds one
-:class:`Workload` and the registry (``bench/registry/__init__.py``) lists it; from there the
+:class:`Workload` and the registry (``bench/studies/__init__.py``) lists it; from there the
 runner measures it, the store keeps it and the report renders it, with no other edit (as
 discovery does for a loop variant). Every hook below is typed and documented here, with its
 default here: a workload states only what differs, and no caller asks "does it have this?".

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import registry
+from bench import studies
 from bench.plan import (  # the workloads' declarations (their running side is never loaded)
     FLOOR,
     USER_BASE,
@@ -48,7 +48,7 @@ BASES = (
 )
 # The site's own rendering of a workload whose bench.md section is its own (Workload.rendering),
 # by that rendering module: the same figures, drawn for the browser.
-SECTIONS = {"bench.render.latency": latency_section.section}
+SECTIONS = {"bench.studies.latency.render": latency_section.section}
 KIND_ORDER = {"home-made": 0, "reference": 1, "anchor": 2}
 KIND_COLOUR = {"home-made": "#1f77b4", "reference": "#7f7f7f", "anchor": "#ff7f0e"}
 
@@ -263,7 +263,7 @@ def _bar(label: str, kind: str, metric: Any, s: list[float] | None) -> dict | No
 def _bench_page(mode: str) -> Callable[[Path], str]:
     def render(reports: Path) -> str:
         sections, index = [], []
-        for workload in registry.WORKLOADS:
+        for workload in studies.WORKLOADS:
             path = reports / "results" / mode / f"{workload.name}.json"
             if not path.exists():
                 continue

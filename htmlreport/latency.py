@@ -1,7 +1,7 @@
 """The bench page's "Latency as the load rises" section: the curves and knees bench.md shows.
 
-The same curves from the same functions (:mod:`bench.render.latency`: a row's steps, where its
-climb ended, its knee), drawn with Plotly: a chart per group of rows, p99 solid and p50
+The same curves from the same functions (:mod:`bench.studies.latency.render`: a row's steps,
+where its climb ended, its knee), drawn with Plotly: a chart per group of rows, p99 solid and p50
 dashed against the offered rate on log axes, the knee ringed; and the knee table, sortable.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.registry.latency import CEILING, KEPT
-from bench.render.latency import GROUPS, HEADERS, curves, table_rows
+from bench.studies.latency import CEILING, KEPT
+from bench.studies.latency.render import GROUPS, HEADERS, curves, table_rows
 from htmlreport.markup import chart, esc
 
 PALETTE = (

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bench import store
-from bench.measure import anatomy
-from bench.render.anatomy import completion_against_readiness, section
+from bench.studies.anatomy import measure as anatomy
+from bench.studies.anatomy.render import completion_against_readiness, section
 from machine.environment import ROOT
 
 STRACE_LOG = """\
@@ -180,11 +180,11 @@ def _stored(counter="perf"):
 
 
 def _code(key: str) -> str:
-    from bench import registry
+    from bench import studies
     from bench.plan import Row
 
     variant, style = key.split("/")
-    return registry.get("echo").fingerprint(Row(variant, style, style == "native"))
+    return studies.get("echo").fingerprint(Row(variant, style, style == "native"))
 
 
 def test_a_row_measured_on_code_changed_since_is_marked():
@@ -439,7 +439,7 @@ def test_a_run_without_a_counter_stores_the_closed_loop_in_its_own_file(tmp_path
 
 
 def test_the_closed_loop_point_runs_the_load_generator_without_a_rate(tmp_path):
-    from bench.measure.echo import load_argv
+    from bench.studies.echo.measure import load_argv
 
     closed = load_argv(1234, anatomy.point_params(closed=True), 1.0, tmp_path / "o.json", 1)
     fixed = load_argv(1234, anatomy.point_params(closed=False), 1.0, tmp_path / "o.json", 1)

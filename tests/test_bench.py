@@ -21,14 +21,14 @@ import pytest
 from rich.console import Console
 
 import loops
-from bench import registry, runner
-from bench.measure import micro as micro_measure
+from bench import runner, studies
 from bench.plan import Metric, Point, Row
 from bench.procs import ChildFailed, DidNotFinish
-from bench.registry import echo, micro
 from bench.render import codesize, intervals, report
 from bench.render.rows import rendered_rows
 from bench.store import ResultStore, StoreError, results_path, row_fingerprint
+from bench.studies import echo, micro
+from bench.studies.micro import measure as micro_measure
 from bench.summary import SATURATION, summarize
 from bench.workload import Measuring, Workload
 from machine.interpreters import RUNNING
@@ -77,7 +77,8 @@ def echo_rep(rps: float, share: float = 0.5, **newer) -> dict:
 
 
 def paced_rep(server_us: float, kept: bool = True, share: float = 0.2) -> dict:
-    """A fixed-offered-load repetition as bench.measure.echo stores it (native generator)."""
+    """A fixed-offered-load repetition as bench.studies.echo.measure stores it (native
+    generator)."""
     rep = {
         "server_cpu_us": server_us,
         "server_cpu_share": server_us * 8000 / 1e6,
@@ -107,7 +108,7 @@ def row_lines(text: str, start: str) -> str:
 
 def put_all(store: ResultStore, point: Point, reps_by_row: dict[Row, list[dict]]) -> None:
     for row, reps in reps_by_row.items():
-        store.put(point, row, SESSION, registry.get(point.workload).fingerprint(row), reps)
+        store.put(point, row, SESSION, studies.get(point.workload).fingerprint(row), reps)
 
 
 @pytest.fixture
@@ -115,9 +116,9 @@ def results(tmp_path: Path) -> Path:
     """A stored quick run of every workload: small, but shaped like the real thing."""
     base = tmp_path / "results"
     stores = {}
-    for name in registry.names():
+    for name in studies.names():
         path = results_path(base, "quick", name)
-        stores[name] = ResultStore.empty(path, name, "quick", registry.get(name).kept)
+        stores[name] = ResultStore.empty(path, name, "quick", studies.get(name).kept)
         stores[name].add_session(SESSION, ENV, ["python", "-m", "bench", "run"])
 
     for point in echo.points(full=False):  # the real quick points, so they are current
@@ -344,8 +345,8 @@ def test_fixed_offered_load_tables_show_cost_the_rate_and_who_could_not_keep_it(
     assert "server CPU (µs / request) median [min–max]" in section
     assert (
         "*Offered load:* 8,000 requests/s over 100 connections, declared in "
-        "`bench/registry/echo.py`, the same in every session, quick and full. Every request "
-        "is scheduled" in section
+        "`bench/studies/echo/__init__.py`, the same in every session, quick and full. Every "
+        "request is scheduled" in section
     )
     # its line in the table and in the detail table under it (no table wider than 8 columns)
     callbacks = row_lines(section, "| callbacks · callbacks")
@@ -523,7 +524,7 @@ class FakeWorkload:
 def fake(monkeypatch) -> FakeWorkload:
     workload = FakeWorkload()
     # Registered for this test only, as a workload module registers itself in bench.registry.
-    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, workload.declared()))
+    monkeypatch.setattr(studies, "WORKLOADS", (*studies.WORKLOADS, workload.declared()))
     monkeypatch.setitem(sys.modules, workload.RUNNING, workload.running_side())
     return workload
 
@@ -585,7 +586,7 @@ def test_a_stalled_repetition_is_kept_with_its_reason_and_measured_again(fake, t
 
 
 def test_a_closed_loop_repetition_whose_server_waited_is_a_stall():
-    from bench.measure.echo import STALL_BUSY, STALL_CONNECTIONS, closed_stall
+    from bench.studies.echo.measure import STALL_BUSY, STALL_CONNECTIONS, closed_stall
 
     many = {"connections": STALL_CONNECTIONS}
     assert closed_stall({"server_cpu_share": 0.4, "load_cpu_share": 0.3}, many)["stalled"]
@@ -789,7 +790,7 @@ def test_micro_program_measures_every_operation_of_each_style(tmp_path):
         out = tmp_path / f"{style}.json"
         subprocess.run(
             [
-                *(sys.executable, "-m", "bench.measure.micro"),
+                *(sys.executable, "-m", "bench.studies.micro.measure"),
                 *("--loop", loop, "--style", style),
                 *("--min-time", "0.001", "--runs", "2", "--json", str(out)),
             ],
@@ -916,8 +917,8 @@ def test_a_row_over_its_cap_is_stored_as_did_not_finish(fake, tmp_path):
 
 def test_a_sleep_run_over_its_cpu_cap_is_stopped_as_did_not_finish(tmp_path):
     """The cap is CPU time (RLIMIT_CPU), so a busy machine cannot fake a did-not-finish."""
-    from bench.measure.sleep import CpuCapReached, measure
-    from bench.registry import sleep
+    from bench.studies import sleep
+    from bench.studies.sleep.measure import CpuCapReached, measure
 
     params = (("mode", "sleepers"), ("tasks", 400_000), ("max_delay", 1.0))
     point = Point("sleep", params, (), 1, None, 1.0)  # one second of CPU: far too little
@@ -1197,7 +1198,7 @@ def test_a_registered_workload_is_measured_stored_and_rendered(monkeypatch, tmp_
     processes), the store keeps it, the report renders its section, table and chart."""
     from tests import tiny_workload
 
-    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, tiny_workload.WORKLOAD))
+    monkeypatch.setattr(studies, "WORKLOADS", (*studies.WORKLOADS, tiny_workload.WORKLOAD))
     results, reports = tmp_path / "results", tmp_path / "reports"
     console = Console(file=io.StringIO())
     assert runner.run(["tiny"], False, None, False, results, console=console) == 0
@@ -1287,8 +1288,8 @@ def test_an_unavailable_variant_is_skipped_and_each_report_section_says_why(resu
 
 
 def test_the_http_section_says_where_the_pure_python_loop_stands_between_asyncio_and_uvloop():
-    from bench.registry import http
     from bench.render.rows import RenderedRow
+    from bench.studies import http
     from bench.summary import RowSummary, Stat
 
     def rendered(variant, cost):
@@ -1313,8 +1314,8 @@ def test_rows_stored_where_a_variant_loads_stay_in_tables_rendered_where_it_does
     are kept with their figures; that it cannot load is said once per page (not as a row); a
     variant that is gone is dropped."""
     from bench.plan import unavailable_variants
-    from bench.registry import sleep
     from bench.render.rows import rendered_rows
+    from bench.studies import sleep
 
     elsewhere = next(v.name for v in loops.discover().values() if not v.available)
     entry = {"session": "s1", "reps": [{"cpu_per_sleeper_us": 1.0}], "code": "x"}
@@ -1340,7 +1341,7 @@ def test_two_sessions_whose_baselines_differ_take_no_ratio_across_them(tmp_path)
     from bench.render.rows import rendered_rows
     from bench.render.tables import table
 
-    workload = registry.get("echo")
+    workload = studies.get("echo")
     path = results_path(tmp_path, "quick", "echo")
     store = ResultStore.empty(path, "echo", "quick", workload.kept)
     point = next(p for p in echo.points(full=False) if p.args.get("measure") == "paced")
@@ -1436,7 +1437,7 @@ def test_a_client_bound_row_is_drawn_at_least_its_figure_at_the_top_not_left_out
 
     stores = report.main_tables(results, "quick")[1]
     points = [(None, *pair) for pair in stored_points(stores, "quick")("echo")]
-    workload = registry.get("echo")
+    workload = studies.get("echo")
     spec = next(c for c in workload.charts if c.name == "requests")
     series, _, missing, bounds = charts._series(spec, workload.metric(spec.metric), points)
     assert ("uvloop · coroutines", 100) in bounds
@@ -1478,8 +1479,8 @@ def test_an_interpreter_whose_every_row_rose_20_percent_reads_no_change():
     """Each interpreter's rows are read against its own same-session controls, so a
     session where every row (controls too) costs 20% more says 'no change'; a row that rose
     alone, beyond its spread, says 'dearer'."""
-    from bench.registry import echo
     from bench.render import drift
+    from bench.studies import echo
 
     controls = echo.WORKLOAD.controls
 
@@ -1539,9 +1540,9 @@ def test_a_single_repetition_a_side_gives_no_interval_and_no_word():
 def test_a_pyperf_row_draws_its_interval_from_pyperfs_own_spread():
     """One repetition holding pyperf's worker processes: the interval comes from its standard
     deviation (micro's harness_spread), wider with a larger spread, and the word follows it."""
-    from bench.registry import micro
     from bench.render.drift import relative_change
     from bench.render.rows import RenderedRow
+    from bench.studies import micro
 
     params = {"harness": "pyperf", "processes": 6, "values": 3}
     quiet = micro.harness_spread(params, {"stdev_pct": {"switch": 3.0}})["switch"]
@@ -1580,7 +1581,7 @@ def test_a_section_measured_in_part_says_how_many_points_it_lacks(monkeypatch, t
     many of the run's points it holds, before its tables, and how to continue."""
     from tests import tiny_workload
 
-    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, tiny_workload.WORKLOAD))
+    monkeypatch.setattr(studies, "WORKLOADS", (*studies.WORKLOADS, tiny_workload.WORKLOAD))
     results, reports = tmp_path / "results", tmp_path / "reports"
     console = Console(file=io.StringIO())
     code = runner.run(["tiny"], False, None, False, results, console=console,
@@ -1606,9 +1607,9 @@ def test_a_ratio_has_one_interval_whoever_computes_it_and_its_word_follows_the_p
 
 
 def test_a_row_stopped_at_a_smaller_size_is_not_run_at_a_larger_one(tmp_path):
-    from bench.registry import sleep
     from bench.runner import Job, stopped_below
     from bench.store import ResultStore
+    from bench.studies import sleep
 
     workload = sleep.WORKLOAD
     points = {p.key: p for p in workload.points(True) if p.args["mode"] == "sleepers"}
@@ -1639,7 +1640,7 @@ def test_a_row_stopped_at_a_smaller_size_is_not_run_at_a_larger_one(tmp_path):
 
 
 def test_a_repetition_run_while_the_machine_was_disturbed_is_measured_again():
-    from bench.registry import connections, sleep
+    from bench.studies import connections, sleep
     from bench.summary import redo_reason
 
     quiet = {"others_cpus": 0.42, "steal_cpus": 0.009}  # the most a session alone showed

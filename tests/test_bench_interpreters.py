@@ -17,7 +17,7 @@ import sys
 import pytest
 from rich.console import Console
 
-from bench import interpreter_figures, registry, runner
+from bench import interpreter_figures, runner, studies
 from bench.plan import Row
 from bench.render import interpreters, report
 from bench.store import results_path
@@ -42,7 +42,7 @@ def other_interpreter() -> str:
 @pytest.fixture
 def tiny(monkeypatch):
     """The tiny workload registered, with trio too, and the Interpreters section reading it."""
-    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, tiny_workload.WORKLOAD))
+    monkeypatch.setattr(studies, "WORKLOADS", (*studies.WORKLOADS, tiny_workload.WORKLOAD))
     monkeypatch.setattr(tiny_workload, "ROWS", (*tiny_workload.ROWS, Row("trio", "coroutines")))
     monkeypatch.setattr(interpreter_figures, "FIGURES", (TINY,))
     monkeypatch.setattr(interpreters, "FIGURES", (TINY,))
@@ -299,7 +299,7 @@ def test_the_fixed_load_figure_reads_the_declared_rate_never_an_old_derived_poin
     """An interpreter's store can keep a fixed-load point from before the rate was declared
     (its rate derived from the slowest row, marked rate_derived): the section reads the point
     at the declared rate, whichever is stored first."""
-    from bench.registry import echo
+    from bench.studies import echo
 
     declared = {"measure": echo.PACED, **echo.HEADLINE_POINT, "rate": echo.HEADLINE_RATE}
     derived = {**declared, "rate": 7000, echo.DERIVED: True}

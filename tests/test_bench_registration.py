@@ -1,7 +1,7 @@
 """A workload's registration: arrows one way, rows that go stale when they should.
 
-A workload's declaration (``bench/registry/<name>.py``) names its running module by name and
-never imports it; the runner does. Every setting that shapes a figure is a parameter of the
+A study's declaration (``bench/studies/<name>/__init__.py``) names its running module by name
+and never imports it; the runner does. Every setting that shapes a figure is a parameter of the
 row's point or part of the row's fingerprint, so editing the running module, or a setting it
 reads from the declaration, plans the row again. Nothing here measures anything: the plan is
 read, not run.
@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench import registry, runner, store
-from bench.registry import crawler, http, micro
+from bench import runner, store, studies
 from bench.render import report
 from bench.store import ResultStore, results_path
+from bench.studies import crawler, http, micro
 from machine.interpreters import RUNNING
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,11 +44,11 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def test_no_declaration_imports_the_running_side_and_the_runner_imports_it():
-    for path in sorted((ROOT / "bench" / "registry").glob("*.py")):
-        running = {m for m in imported_modules(path) if m.startswith("bench.measure")}
-        assert not running, f"{path.name} imports {running}"
-    for workload in registry.WORKLOADS:
-        assert workload.running == f"bench.measure.{workload.name}"
+    for path in sorted((ROOT / "bench" / "studies").glob("*/__init__.py")):
+        running = {m for m in imported_modules(path) if m.endswith(".measure")}
+        assert not running, f"{path.parent.name} imports {running}"
+    for workload in studies.WORKLOADS:
+        assert workload.running == f"bench.studies.{workload.name}.measure"
         assert runner.running_side(workload).measure is not None
 
 
@@ -95,12 +95,14 @@ def test_a_setting_the_running_side_reads_plans_its_rows_again(
 def test_editing_the_running_module_plans_its_rows_again_and_its_docstrings_do_not(
     monkeypatch, tmp_path
 ):
-    """bench/measure/http.py, edited in a copy the fingerprint reads in its place."""
+    """bench/studies/http/measure.py, edited in a copy the fingerprint reads in its place."""
     copy = tmp_path / "http.py"
-    shutil.copy(ROOT / "bench" / "measure" / "http.py", copy)
+    shutil.copy(ROOT / "bench" / "studies" / "http" / "measure.py", copy)
     real = store._source
     monkeypatch.setattr(
-        store, "_source", lambda module: copy if module == "bench.measure.http" else real(module)
+        store,
+        "_source",
+        lambda module: copy if module == "bench.studies.http.measure" else real(module),
     )
     stored = stored_complete(http.WORKLOAD, tmp_path)
     assert planned(http.WORKLOAD, stored) == 0
@@ -113,12 +115,12 @@ def test_editing_the_running_module_plans_its_rows_again_and_its_docstrings_do_n
 
 def test_the_micro_rows_follow_the_pyperf_cli_their_repetition_runs(monkeypatch, tmp_path):
     copy = tmp_path / "pyperf_micro.py"
-    shutil.copy(ROOT / "bench" / "measure" / "pyperf_micro.py", copy)
+    shutil.copy(ROOT / "bench" / "studies" / "micro" / "pyperf_micro.py", copy)
     real = store._source
     monkeypatch.setattr(
         store,
         "_source",
-        lambda module: copy if module == "bench.measure.pyperf_micro" else real(module),
+        lambda module: copy if module == "bench.studies.micro.pyperf_micro" else real(module),
     )
     stored = stored_complete(micro.WORKLOAD, tmp_path)
     assert planned(micro.WORKLOAD, stored) == 0
@@ -161,7 +163,7 @@ if __name__ == "__main__":
     with open(args.json, "w") as out:
         json.dump({"wall_ms": (time.perf_counter() - start) * 1000}, out)
 '''
-# Step 2: bench/registry/<name>.py, its declaration: the required fields, one hook (glance).
+# Step 2: bench/studies/<name>/__init__.py, its declaration: the required fields, one hook (glance).
 RECIPE_DECLARATION = '''"""Recipe: one short sleep in a fresh process."""
 
 from bench.plan import Glance, Metric, Point, implemented_styles, variant_rows
@@ -189,17 +191,17 @@ WORKLOAD = Workload(
     headline="wall_ms",
     points=points,
     point_title=point_title,
-    running="bench.measure.zzrecipe",
+    running="bench.studies.zzrecipe.measure",
     glance=(Glance("recipe wall (ms)", (("sleeps", 1),), "wall_ms", "ms of wall", "one sleep"),),
 )
 '''
-# Step 3: bench/measure/<name>.py, its running side.
+# Step 3: bench/studies/<name>/measure.py, its running side.
 RECIPE_RUNNING = '''"""Recipe, the running side: one fresh process per repetition."""
 
 import importlib.util
 import json
 
-from bench.registry.zzrecipe import SLEEP_S
+from bench.studies.zzrecipe import SLEEP_S
 from bench.procs import Child, python
 from bench.workload import Measuring
 
@@ -220,19 +222,17 @@ MEASURING = Measuring(measure=measure)
 
 @pytest.fixture
 def recipe(monkeypatch, tmp_path):
-    """The recipe's three files, written where the packages look for them (a folder of this
-    test's beside each of workloads/, bench/registry/ and bench/measure/), then step 4: the
-    workload added to WORKLOADS. A child process finds the CLI by its path, and the lab's
-    packages by PYTHONPATH, since the folder beside workloads/ is this process's alone."""
-    import bench.measure
-    import bench.registry
+    """The recipe's files, written where the packages look for them (a folder of this test's
+    beside each of workloads/ and bench/studies/), then step 4: the study added to WORKLOADS.
+    A child process finds the CLI by its path, and the lab's packages by PYTHONPATH, since
+    the folder beside workloads/ is this process's alone."""
     import workloads
 
     files = {
         (workloads, f"{NAME}/__init__.py"): "",
         (workloads, f"{NAME}/coroutines.py"): RECIPE_CLI,
-        (bench.registry, f"{NAME}.py"): RECIPE_DECLARATION,
-        (bench.measure, f"{NAME}.py"): RECIPE_RUNNING,
+        (studies, f"{NAME}/__init__.py"): RECIPE_DECLARATION,
+        (studies, f"{NAME}/measure.py"): RECIPE_RUNNING,
     }
     for (package, name), text in files.items():
         folder = tmp_path / "beside" / package.__name__
@@ -242,8 +242,8 @@ def recipe(monkeypatch, tmp_path):
             monkeypatch.setattr(package, "__path__", [*package.__path__, str(folder)])
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     importlib.invalidate_caches()
-    declared = importlib.import_module(f"bench.registry.{NAME}")
-    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, declared.WORKLOAD))
+    declared = importlib.import_module(f"bench.studies.{NAME}")
+    monkeypatch.setattr(studies, "WORKLOADS", (*studies.WORKLOADS, declared.WORKLOAD))
     yield declared
     for module in [m for m in sys.modules if NAME in m]:
         del sys.modules[module]
@@ -252,7 +252,7 @@ def recipe(monkeypatch, tmp_path):
 def test_the_add_a_workload_recipe_followed_literally_is_planned_run_and_rendered(
     recipe, monkeypatch, tmp_path
 ):
-    workload = registry.get(NAME)
+    workload = studies.get(NAME)
     (point,) = workload.points(False)
     assert {row.style for row in point.rows} == {"coroutines"}  # found by the style's name
     results, reports = tmp_path / "results", tmp_path / "reports"

@@ -1,5 +1,5 @@
 """Echo's TLS point: registered beside the plain headline point without moving it, measured with
-``--tls`` on both processes, and rendered as TLS's cost per request (bench/render/tls.py).
+``--tls`` on both processes, and rendered as TLS's cost per request (bench/studies/tls/render.py).
 
 Stores here are small and synthetic, as in test_bench.py and test_verdict.py: nothing is run.
 """
@@ -10,11 +10,12 @@ import json
 from pathlib import Path
 
 from bench import runner
-from bench.measure import echo as measure
 from bench.plan import Point, Row
-from bench.registry import echo
-from bench.render import tls, verdict
+from bench.render import verdict
 from bench.render.intervals import ratio_interval
+from bench.studies import echo
+from bench.studies.echo import measure
+from bench.studies.tls import render as tls
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.measure import connections
 from bench.plan import Point, Row
 from bench.procs import ChildFailed, Cores
+from bench.studies.connections import measure as connections
 
 SMALL = 300  # enough connections for a per-connection figure above the allocator's noise
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bench.procs import LISTENING
-from bench.registry.echo import anchor_names
+from bench.studies.echo import anchor_names
 from tests.client_storm import storm
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -26,7 +26,7 @@ import pytest
 
 import loops
 from bench.procs import LISTENING
-from bench.registry.echo import anchor_names
+from bench.studies.echo import anchor_names
 from workloads.tls import client_context
 
 ROOT = Path(__file__).resolve().parent.parent

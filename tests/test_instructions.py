@@ -1,5 +1,5 @@
-"""Instructions per echo request under callgrind (bench/measure/instructions.py): a count holds
-the load window alone (every connection open and primed), so a row counted twice agrees within
+"""Instructions per echo request under callgrind (bench/studies/instructions/measure.py): a count
+holds the load window alone (every connection open and primed), so a row counted twice agrees within
 1%, in the closed loop and at the fixed load."""
 
 import json
@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from bench.measure import instructions
 from bench.plan import Row
+from bench.studies.instructions import measure as instructions
 
 needs_valgrind = pytest.mark.skipif(
     shutil.which("valgrind") is None or shutil.which("callgrind_control") is None,
@@ -53,13 +53,13 @@ def test_bench_instructions_stores_both_regimes_of_a_row(tmp_path):
 def test_the_work_ranking_and_the_verdict_read_the_stored_counts(tmp_path):
     """bench.md's first table ranks every counted row by its closed-loop instructions, and the
     verdict names the home-made row with the least work against the two user servers."""
-    from bench import registry
+    from bench import studies
     from bench.render import verdict, work
 
     def entry(kind: str, closed: float, paced: float, key: str = "", before=None) -> dict:
         # Counted on today's code where a key is given; on unrecorded (changed) code otherwise.
         variant, style = key.split("/") if key else ("", "")
-        code = registry.get("echo").fingerprint(Row(variant, style, style == "native"))
+        code = studies.get("echo").fingerprint(Row(variant, style, style == "native"))
         counted = {"date": "2026-11-27T15:00:00+00:00", "commit": "abc"}
         counted |= {"code": code} if key else {}
         earlier = {"before": {"per_request": before, **counted}} if before else {}

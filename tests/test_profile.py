@@ -1,4 +1,5 @@
-"""The instruction profile: reading (bench.measure.profile), rendering (bench.render.instructions).
+"""The instruction profile: reading (bench.studies.instructions.profile), rendering
+(bench.studies.instructions.render).
 
 Running callgrind is the bench's business, not a test's: these check the parts that turn a dump
 into figures, on a small dump written here in callgrind's format.
@@ -6,8 +7,8 @@ into figures, on a small dump written here in callgrind's format.
 
 from __future__ import annotations
 
-from bench.measure.profile import BEFORE_COUNTING, attribute, read_dump
-from bench.render.instructions import section
+from bench.studies.instructions.profile import BEFORE_COUNTING, attribute, read_dump
+from bench.studies.instructions.render import section
 
 # Two trampolines (0x1000: Ring.enter, 0x2000: echo), a ctypes call under the first, a
 # coroutine switch under the run loop (no trampoline: counting began inside it), and a call
@@ -88,7 +89,7 @@ def test_the_section_compares_the_twins_part_by_part_and_lists_the_levers():
 def test_the_anatomy_calls_a_ring_rows_sends_syscalls_where_it_counted_them():
     """The completions loop tries each send first (api.sendall), so its anatomy counts a send(2)
     per request: the prose says so instead of calling every send an entry in the ring."""
-    from bench.render.anatomy import _in_the_ring
+    from bench.studies.anatomy.render import _in_the_ring
 
     tried_first = _in_the_ring({"recv": 0.0, "send": 1.02})
     assert tried_first.startswith("Its receives are entries in the ring") and "1.02" in tried_first
@@ -102,7 +103,7 @@ def test_the_anatomy_calls_a_ring_rows_sends_syscalls_where_it_counted_them():
 
 
 def test_calls_into_a_trampoline_are_counted_per_python_function(tmp_path):
-    from bench.measure.profile import read_calls
+    from bench.studies.instructions.profile import read_calls
 
     path = tmp_path / "cg.out.2"
     path.write_text(
@@ -121,13 +122,13 @@ def test_calls_into_a_trampoline_are_counted_per_python_function(tmp_path):
 
 
 def test_the_section_ends_with_the_twins_cpu_ratio_measured_in_one_session():
-    """bench.render.instructions.measured: the bench's server CPU per echo request for the two
-    columns at the headline point, closed loop then fixed load, with the ratio's interval only
+    """bench.studies.instructions.render.measured: the bench's server CPU per echo request for the
+    two columns at the headline point, closed loop then fixed load, with the ratio's interval only
     where both rows come from one session."""
     from types import SimpleNamespace
 
-    from bench.registry.echo import HEADLINE_RATE
-    from bench.render.instructions import measured
+    from bench.studies.echo import HEADLINE_RATE
+    from bench.studies.instructions.render import measured
 
     def rows(params, traps, completions, sessions=("s1", "s1")):
         return {
@@ -175,9 +176,9 @@ def test_the_section_ends_with_the_twins_cpu_ratio_measured_in_one_session():
 
 
 def test_the_section_reads_the_twins_in_the_closed_loop_anatomy_with_an_interval():
-    """bench.render.instructions.in_the_anatomy: the closed-loop anatomy's CPU repetitions of
-    the two columns as a ratio with its interval; nothing where a row has fewer than two."""
-    from bench.render.instructions import in_the_anatomy
+    """bench.studies.instructions.render.in_the_anatomy: the closed-loop anatomy's CPU repetitions
+    of the two columns as a ratio with its interval; nothing where a row has fewer than two."""
+    from bench.studies.instructions.render import in_the_anatomy
 
     closed = {
         "rows": {

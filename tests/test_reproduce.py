@@ -3,9 +3,9 @@ inside its committed interval or not, and the first screen's line about it."""
 
 import json
 
-from bench import reproduce
-from bench.render import reproduction
 from bench.store import RESULTS, ResultStore, results_path
+from bench.studies.reproductions import measure as reproduce
+from bench.studies.reproductions import render as reproduction
 
 
 def committed() -> ResultStore:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _echo_store(reports: Path, anchor_session: str) -> None:
     """A stored quick echo run: a home-made row in session A, uvloop-protocol in another."""
-    from bench.registry import echo
+    from bench.studies import echo
 
     def reps(value):
         return [{"server_cpu_us": value * f, "rate": 5000.0} for f in (0.98, 1.0, 1.02)]

@@ -5,8 +5,8 @@ Nothing here runs a workload or imports the running code (:mod:`bench.runner`,
 :mod:`~bench.render.report` (the page, section by section), :mod:`~bench.render.rows` (a stored
 point's rows with their summaries and baselines), :mod:`~bench.render.tables` (a point's table
 and its sentences), :mod:`~bench.render.charts`, :mod:`~bench.render.glance`,
-:mod:`~bench.render.scale`, :mod:`~bench.render.codesize`, :mod:`~bench.render.anatomy` and
-:mod:`~bench.render.latency` (the latency ladder's section, which the site draws too).
+:mod:`~bench.render.scale`, :mod:`~bench.render.codesize`, :mod:`~bench.studies.anatomy.render` and
+:mod:`~bench.studies.latency.render` (the latency ladder's section, which the site draws too).
 """
 
 

@@ -109,10 +109,10 @@ def widened(
 ) -> tuple[float, float, float] | None:
     """ratio's interval with the spread between sessions added, where a point stores one.
 
-    A session's interval holds what moved within it; a second session's ratio also moves by
-    what the machine does between sessions (bench.reproduce measures it: ``between`` holds the
-    root mean square of the log ratio's move from one session to another). Each side of the
-    interval grows, on the log scale, by 1.96 times that spread, in quadrature with its own
+    A session's interval holds what moved within it; a second session's ratio also moves by what the
+    machine does between sessions (bench.studies.reproductions.measure measures it: ``between``
+    holds the root mean square of the log ratio's move from one session to another). Each side of
+    the interval grows, on the log scale, by 1.96 times that spread, in quadrature with its own
     half-width."""
     if ratio is None or not between or not between.get("spread"):
         return ratio

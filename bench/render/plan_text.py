@@ -7,7 +7,7 @@ stale the day a point was added, so ``python -m bench report`` renders it into t
 
 from __future__ import annotations
 
-from bench.registry import crawler, echo, http, latency, sleep
+from bench.studies import crawler, echo, http, latency, sleep
 
 
 def _n(value: int) -> str:

@@ -21,23 +21,15 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from bench import registry
+from bench import studies
 from bench.plan import unavailable_variants
-from bench.render import (
-    anatomy,
-    charts,
-    codesize,
-    glance,
-    instructions,
-    interpreters,
-    reproduction,
-    scale,
-    verdict,
-    work,
-)
+from bench.render import charts, codesize, glance, interpreters, scale, verdict, work
 from bench.render.rows import current_points, rendered_rows, stored_points
 from bench.render.tables import table, what_this_shows
 from bench.store import ResultStore, fingerprints_held, load_anatomy, load_instructions, load_mode
+from bench.studies.anatomy import render as anatomy
+from bench.studies.instructions import render as instructions
+from bench.studies.reproductions import render as reproduction
 from bench.summary import SATURATION, SPREAD_TOLERANCE, summarize
 from bench.workload import Workload
 from machine.environment import ROOT, by_machine
@@ -179,7 +171,7 @@ def repetition_loads(stores: list[ResultStore]) -> dict[str, list[float]]:
 def coverage(stores: dict[str, ResultStore | None], mode: str) -> list[str]:
     """How much of the current points is stored, per workload, and how to measure the rest."""
     parts, missing = [], 0
-    for workload in registry.WORKLOADS:
+    for workload in studies.WORKLOADS:
         current = current_points(workload, mode)
         if not current:
             continue
@@ -401,7 +393,7 @@ class Section:
 
 def workload_sections(page: Page) -> list[str]:
     lines = []
-    for workload in registry.WORKLOADS:
+    for workload in studies.WORKLOADS:
         stored = page.stores.get(workload.name)
         lines += section(workload, stored, page.mode, page.chart_dir, page.out)
     return lines
@@ -435,7 +427,7 @@ SECTIONS = (
     Section(None, workload_sections),  # titled by the registered workloads, read at render
     Section(
         # The fixed load's anatomy, the closed loop's where stored, then instructions per
-        # request by part (bench.measure.profile).
+        # request by part (bench.studies.instructions.profile).
         ("Cost anatomy",),
         lambda page: (
             anatomy.section(
@@ -534,7 +526,7 @@ def render(
             entry.titles
             if entry.titles is not None
             # a workload whose section is empty (latency with no curve stored) is not indexed
-            else [w.title for w in registry.WORKLOADS if f"## {w.title}" in written]
+            else [w.title for w in studies.WORKLOADS if f"## {w.title}" in written]
         )
     ]
     lines = [
@@ -607,7 +599,7 @@ def main_tables(results: Path, mode: str) -> tuple[str, dict[str, ResultStore | 
     newest that has any. Never two interpreters in one table."""
     stores: dict[str, ResultStore | None] = {}
     for python in dict.fromkeys([REFERENCE, RUNNING, *reversed(PYTHONS)]):
-        stores = load_mode(results, mode, registry.names(), python)
+        stores = load_mode(results, mode, studies.names(), python)
         if any(stores.values()):
             return python, stores
     return REFERENCE, stores

@@ -11,11 +11,11 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench import registry
+from bench import studies
 from bench.plan import BASELINE, Metric, Row, baseline_key, unavailable_variants
-from bench.registry import echo
 from bench.render.intervals import normal_interval, per_round, ratio_interval, widened
 from bench.store import BETWEEN_SESSIONS, ResultStore
+from bench.studies import echo
 from bench.summary import RowSummary, invalid, ratio, summarize
 from bench.workload import Workload
 
@@ -44,7 +44,8 @@ class RenderedRow:
     # The Interpreters section reads each row against them (bench.render.drift).
     controls: dict[str, RowSummary | None] = field(default_factory=dict)
     # How far this point's ratios moved between sessions on this machine, where measured
-    # (bench.reproduce stores it on the point): every ratio's interval holds it too.
+    # (bench.studies.reproductions.measure stores it on the point): every ratio's interval
+    # holds it too.
     between: dict | None = None
 
     @property
@@ -218,8 +219,8 @@ def stored_points(
         if name not in cache:
             store = stores.get(name)
             found = []
-            if store is not None and name in registry.names():
-                workload = registry.get(name)
+            if store is not None and name in studies.names():
+                workload = studies.get(name)
                 current = current_points(workload, mode)
                 for point_key, point in store.data["points"].items():
                     rows = rendered_rows(workload, point, current.get(point_key))

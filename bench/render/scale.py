@@ -25,8 +25,8 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench.plan import FLOOR  # the echo anchor with no design: growth it shows, every row shares
-from bench.registry import echo
 from bench.render import charts
+from bench.studies import echo
 
 FLAT = 0.15  # |k| below this reads as "flat": cost per unit does not depend on N there
 NOT_A_FIGURE = ("did not finish", "limit", "failed", "invalid")

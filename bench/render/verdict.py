@@ -20,10 +20,11 @@ import statistics
 from pathlib import Path
 
 from bench.plan import USER_BASE, YARDSTICK
-from bench.registry import echo, micro, sleep  # the headline points, declared there
-from bench.render import reproduction, work
+from bench.render import work
 from bench.render.intervals import ratio_interval, widened, worded
 from bench.store import BETWEEN_SESSIONS
+from bench.studies import echo, micro, sleep  # the headline points, declared there
+from bench.studies.reproductions import render as reproduction
 from bench.summary import by_round, valid_values
 from conformance import findings as found
 from machine.interpreters import REFERENCE

@@ -13,15 +13,15 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from bench import registry
+from bench import studies
 from bench.plan import USER_BASE, YARDSTICK, Row
-from bench.registry import echo
 from bench.store import (
     ResultStore,
     load_anatomy,
     load_instructions,
     results_path,
 )
+from bench.studies import echo
 from bench.summary import valid_values
 from machine.environment import by_machine
 
@@ -74,7 +74,7 @@ def _row(key: str) -> Row:
 def changed(key: str, code: str | None) -> bool:
     """An echo row's figure taken on code that has changed since, or whose code the figure
     did not record (the instruction counts and the cost anatomy mark such rows ‡)."""
-    return code != registry.get("echo").fingerprint(_row(key))
+    return code != studies.get("echo").fingerprint(_row(key))
 
 
 def stale(key: str, entry: dict) -> bool:
