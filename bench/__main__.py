@@ -1,29 +1,37 @@
 """`python -m bench run` measures and stores; `python -m bench report` renders from storage;
-`python -m bench all` is what ``nox -s bench`` runs: run, the cost anatomy, then report.
+`python -m bench all` is what ``nox -s bench`` runs: the run, the side studies, then the report.
 
-Each command imports its own room when it runs: ``report`` loads :mod:`bench.render` alone,
-``run`` and ``anatomy`` the running side.
+Each command loads its own room when it runs: ``report`` the pages alone, ``run`` the runner
+and the running side of each study it measures, by the name the study's declaration gives.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import signal
 import sys
 import time
 from pathlib import Path
 
-from bench import studies
+import loops
+from bench import interpreter_figures, studies
+from bench.plan import anchor_names
 from bench.store import RESULTS
+from bench.workload import SideStudy
+
+# The side studies `all` runs after the run, where it includes echo: the anatomy at the fixed
+# load and in the closed loop, then the instruction counts (a failed row is stored as failed).
+AFTER_THE_RUN = (("anatomy", False), ("anatomy", True), ("instructions", False))
+# The commands of earlier versions, each the same as `run --study NAME` (loops' READMEs and
+# the committed pages still name them).
+ALIASES = {"anatomy": "anatomy", "instructions": "instructions", "reproduce": "reproductions"}
 
 
 def known_row_names() -> list[str]:
-    """Loop names (from discovery) and anchor names (from the echo anchors) --loop accepts."""
-    import loops
-    from bench.studies import echo
-
-    return sorted({*loops.discover(), *echo.anchor_names()})
+    """Loop names (from discovery) and anchor names (the echo anchors) --loop accepts."""
+    return sorted({*loops.discover(), *anchor_names()})
 
 
 class Stopped(KeyboardInterrupt):
@@ -67,67 +75,37 @@ def parser() -> argparse.ArgumentParser:
     """The commands and their options."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    run_options(commands.add_parser("run", help="measure a run (quick by default) and store it"))
+    run_options(commands.add_parser("run", help="measure studies (quick by default) and store"))
     run_options(
         commands.add_parser(
             "all",
-            help="run (its options), then the cost anatomy at the fixed load and in the closed "
-            "loop and the instructions per request for the same loops (where the run includes "
-            "echo), then report: nox -s bench",
+            help="run (its options), then, where the run includes echo, the cost anatomy at "
+            "the fixed load and in the closed loop and the instructions per request for the "
+            "same loops, then report: nox -s bench",
         )
     )
-
-    anatomy = commands.add_parser(
-        "anatomy", help="count syscalls and server CPU per echo request (untimed)"
-    )
-    anatomy.add_argument("--loop", action="append", metavar="NAME", help="only this loop")
-    anatomy.add_argument("--counter", choices=("perf", "strace"), help="default: the first usable")
-    anatomy.add_argument(
-        "--closed-loop",
-        action="store_true",
-        help="in the closed loop (each connection sends its next request as soon as its echo "
-        "is back: the server's maximum throughput) instead of at the fixed offered load; "
-        "stored apart, in anatomy-closed.json",
-    )
-    anatomy.add_argument("--results", type=Path, default=RESULTS)
-
-    counts = commands.add_parser(
-        "instructions",
-        help="count instructions per echo request for every echo row under callgrind, "
-        "closed loop and fixed load (no other process's work in the count; about half a "
-        "minute a row)",
-    )
-    counts.add_argument("--loop", action="append", metavar="NAME", help="only this loop")
-    counts.add_argument("--regime", action="append", choices=("closed", "paced"))
-    counts.add_argument("--results", type=Path, default=RESULTS)
-
-    again = commands.add_parser(
-        "reproduce",
-        help="measure the headline point's key rows again in a new session and say whether "
-        "each ratio lands inside the committed interval (appends reproductions.json)",
-    )
-    again.add_argument("--results", type=Path, default=RESULTS)
-    again.add_argument(
-        "--spread-only",
-        action="store_true",
-        help="measure nothing: store on the committed headline points how far the stored "
-        "reproductions moved (what a re-measured headline point's intervals then hold)",
-    )
-
+    for alias, study in ALIASES.items():
+        run_options(commands.add_parser(alias, help=f"the same as run --study {study}"))
     report = commands.add_parser("report", help="render reports/ from stored results only")
     report.add_argument("--results", type=Path, default=RESULTS)
     return parser
 
 
 def run_options(run: argparse.ArgumentParser) -> None:
-    """The options of a run (``run`` and ``all``)."""
+    """The options of a run (``run``, ``all`` and the aliases), a side study's among them."""
     size = run.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="full", action="store_false", help="the quick run's points")
     size.add_argument("--full", dest="full", action="store_true", help="the full run's points")
     run.set_defaults(full=False)
     run.add_argument("--loop", action="append", metavar="NAME", help="only this loop (repeat)")
+    every = [*studies.names(), *(side.name for side in studies.SIDES)]
     run.add_argument(
-        "--workload", action="append", choices=studies.names(), help="only this workload (repeat)"
+        "--study",
+        "--workload",  # its name before studies were folders
+        action="append",
+        choices=every,
+        help="only this study (repeat); default: every study measured point by point, "
+        f"{', '.join(studies.names())}",
     )
     run.add_argument(
         "--where",
@@ -151,66 +129,60 @@ def run_options(run: argparse.ArgumentParser) -> None:
         "(bench/interpreter_figures.py)",
     )
     run.add_argument("--results", type=Path, default=RESULTS)
+    for side in studies.SIDES:
+        for option in side.options:
+            run.add_argument(*option.flags, **dict(option.settings))
 
 
 def main(argv: list[str] | None = None) -> int:
     command_line = parser()
     args = command_line.parse_args(argv)
     stop_on_sigterm()
-    if args.command == "run":
-        return run(command_line, args)
-    if args.command == "anatomy":
-        return anatomy(args.loop, args.results, args.counter, args.closed_loop)
+    if args.command in ALIASES:
+        args.study = [ALIASES[args.command]]
+    if args.command == "report":
+        return report(args.results)
     if args.command == "all":
         return everything(command_line, args)
-    if args.command == "reproduce":
-        from bench.studies.reproductions.measure import run as reproduce
-        from bench.studies.reproductions.measure import store_spread
-
-        return store_spread(args.results) if args.spread_only else reproduce(args.results)
-    if args.command == "instructions":
-        from bench.studies.instructions.measure import run as count_instructions
-
-        return count_instructions(args.loop, args.results, args.regime)
-    return report(args.results)
+    return run(command_line, args)
 
 
 def everything(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    """`python -m bench all`: the run, then (where it includes echo) the cost anatomy at both
-    points for the same loops (about 4 s a row each) and their instructions per request under
-    callgrind, then the report. A failed anatomy row
-    is stored as failed and the report still renders; a stopped run stops here."""
+    """`python -m bench all`: the run, then (where it includes echo) the side studies of
+    AFTER_THE_RUN for the same loops (the anatomy about 4 s a row at each point, the counts
+    under callgrind about half a minute a row), then the report. A failed side row is stored
+    as failed and the report still renders; a stopped run stops here."""
     status = run(parser, args)
     if status > 1:  # interrupted: what finished is stored, nothing more runs
         return status
-    if not args.workload or "echo" in args.workload:
-        for closed in (False, True):
-            found = anatomy(args.loop, args.results, None, closed)
-            if found > 1:
+    if not args.study or "echo" in args.study:
+        for name, closed in AFTER_THE_RUN:
+            found = side_study(studies.get(name), with_options(args, closed_loop=closed))
+            if found > 1 and name == "anatomy":
                 return found
-        from bench.studies.instructions.measure import run as count_instructions
-
-        count_instructions(args.loop, args.results)  # a row that fails is stored as failed
     return max(status, report(args.results))
 
 
-def anatomy(loop_names: list[str] | None, results: Path, counter: str | None, closed: bool) -> int:
-    """`python -m bench anatomy`: count, store, say what is kept if stopped."""
-    from bench.studies.anatomy.measure import run as run_anatomy
+def with_options(args: argparse.Namespace, **options) -> argparse.Namespace:
+    """`args` with these options set (a side study run by `all` at its own settings)."""
+    return argparse.Namespace(**{**vars(args), **options})
 
+
+def side_study(study: SideStudy, args: argparse.Namespace) -> int:
+    """`python -m bench run --study NAME` for a side study: its running side, loaded by the
+    name its declaration gives, measures and stores; stopped, it says what is kept."""
     try:
-        return run_anatomy(loop_names, results, counter, closed=closed)
+        return importlib.import_module(study.measuring).main(args)
     except KeyboardInterrupt as stop:
-        return interrupted(stop, "the anatomy stores its rows at the end: none of this run is kept")
+        return interrupted(stop, study.kept_if_stopped)
 
 
 def report(results: Path) -> int:
     """`python -m bench report`: render every page from stored results, and say how fast."""
-    from bench.render import render_all
-    from bench.render.reading import render_reading
+    pages = importlib.import_module("bench.pages")  # the rendering room alone
 
     started = time.perf_counter()
-    written = render_all(results) + render_reading(results)
+    written = pages.render_every_page(results)
     for path in written:
         print(f"wrote {path}")
     print(f"report: {len(written)} files in {time.perf_counter() - started:.1f} s")
@@ -218,9 +190,8 @@ def report(results: Path) -> int:
 
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    """`python -m bench run`: check the selection, then measure it."""
-    from bench.runner import run as run_bench
-
+    """`python -m bench run`: check the selection, then measure each study it names (every
+    study measured point by point, by default)."""
     if args.loop:
         known = known_row_names()
         unknown = sorted(set(args.loop) - set(known))
@@ -232,19 +203,28 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if not equals or not name or not value:
             parser.error(f"--where {condition!r}: expected PARAM=VALUE, e.g. connections=100")
         where[name] = value
-    try:
-        return run_bench(
-            args.workload or studies.names(),
-            args.full,
-            args.loop,
-            args.redo,
-            args.results,
-            where=where,
-            pythons=args.python,
-            only_across=args.across,
-        )
-    except KeyboardInterrupt as stop:
-        return interrupted(stop, "finished points are stored; run again to resume")
+    chosen = args.study or studies.names()
+    sides = [studies.get(name) for name in chosen if name not in studies.names()]
+    measured = [name for name in chosen if name in studies.names()]
+    status = 0
+    if measured:
+        runner = importlib.import_module("bench.runner")  # the running room, for a run alone
+        try:
+            status = runner.run(
+                measured,
+                args.full,
+                args.loop,
+                args.redo,
+                args.results,
+                where=where,
+                pythons=args.python,
+                only=interpreter_figures.read_at if args.across else None,
+            )
+        except KeyboardInterrupt as stop:
+            return interrupted(stop, "finished points are stored; run again to resume")
+    for side in sides:
+        status = max(status, side_study(side, args))
+    return status
 
 
 if __name__ == "__main__":

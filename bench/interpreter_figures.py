@@ -1,7 +1,7 @@
 """The figures the bench reads across interpreters (the report's "Interpreters" section).
 
 Declared once, read by both rooms: the runner's ``--across`` measures only the points these
-figures are read at (on every ``--python`` asked for), and ``bench/render/interpreters.py``
+figures are read at (on every ``--python`` asked for), and ``bench/pages/interpreters.py``
 renders them per interpreter with their ratios to the reference interpreter's same row and to
 asyncio on the same interpreter.
 """

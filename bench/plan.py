@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import loops
+from workloads.echo import native
 
 # The names the bench's figures are read against, each declared here and imported where used
 # (bench/README.md, "Words", says what each means).
@@ -153,6 +154,16 @@ def unavailable_variants() -> dict[str, str]:
         for variant in loops.discover().values()
         if not variant.available
     }
+
+
+def anchor_names() -> list[str]:
+    """The anchor servers whose library loads here (curio's does not on Python 3.12+)."""
+    return [name for name, why in anchor_reasons().items() if why is None]
+
+
+def anchor_reasons() -> dict[str, str | None]:
+    """Every anchor server, with why it cannot run here (None: it can)."""
+    return {name: native.unavailable(name) for name in native.SERVERS}
 
 
 def implemented_styles(package: str) -> list[str]:

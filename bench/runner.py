@@ -22,6 +22,7 @@ import importlib
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +36,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from bench import interpreter_figures, studies
+from bench import studies
+from bench.fingerprint import fingerprint
 from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
 from bench.procs import ChildFailed, Cores, DidNotFinish, subject_on
 from bench.store import RESULTS, ResultStore, results_path
@@ -81,14 +83,14 @@ def plan_jobs(
     redo: bool,
     where: dict[str, str] | None = None,
     python: Interpreter | None = None,
-    only_across: bool = False,
+    only: Callable[[Point], bool] | None = None,
 ) -> tuple[list[Job], int]:
     """What to measure for one workload (on one interpreter), and how many stored rows are
-    skipped; `only_across`: only the points the Interpreters section reads."""
+    skipped; `only`: only the points it holds for (the Interpreters section's, say)."""
     jobs, skipped = [], 0
     measuring = running_side(workload)
     for point in workload.points(full):
-        if not matches(point, where) or (only_across and not interpreter_figures.read_at(point)):
+        if not matches(point, where) or (only is not None and not only(point)):
             continue
         point = dataclasses.replace(point, rows=tuple(rows_on(point.rows, python)))
         headline = workload.columns_at(point.args)[0].name
@@ -96,7 +98,7 @@ def plan_jobs(
         todo = [
             row
             for row in rows
-            if redo or store.needs(point, row, workload.fingerprint(row), headline)
+            if redo or store.needs(point, row, fingerprint(workload, row), headline)
         ]
         skipped += len(rows) - len(todo)
         if todo:
@@ -105,7 +107,7 @@ def plan_jobs(
             resumed = {}
             if not redo:
                 for row in todo:
-                    reps = store.resumable(point, row, workload.fingerprint(row))
+                    reps = store.resumable(point, row, fingerprint(workload, row))
                     if reps and row not in baseline:
                         resumed[row] = list(reps)
             todo = [*baseline, *(r for r in todo if r not in baseline)]
@@ -173,7 +175,7 @@ def measure_point(group: list[Job], session: str, cores: Cores, full: bool, prog
                 continue  # resumed past this round, or complete (failed, capped, steady)
             if (stop := stopped_below(job, row)) is not None:
                 kept.append({**stop, "session": session})
-                job.store.put(point, row, session, job.workload.fingerprint(row), kept)
+                job.store.put(point, row, session, fingerprint(job.workload, row), kept)
                 job.store.save()
                 progress.advance(task, total - rep)
                 continue
@@ -189,7 +191,7 @@ def measure_point(group: list[Job], session: str, cores: Cores, full: bool, prog
                 if why and attempt < REDOS:  # kept, with its reason, and never counted
                     record["redone"] = why
                 kept.append(record)
-                job.store.put(point, row, session, job.workload.fingerprint(row), kept)
+                job.store.put(point, row, session, fingerprint(job.workload, row), kept)
                 job.store.save()
                 if "redone" not in record:
                     break
@@ -207,7 +209,7 @@ SIZES = ("tasks", "connections")
 def stopped_below(job: Job, row: Row) -> dict | None:
     """The record that stopped the row at a smaller size of this point (its current code, this
     store's sessions), marked with where it stopped; None if nothing stopped it."""
-    args, code = job.point.args, job.workload.fingerprint(row)
+    args, code = job.point.args, fingerprint(job.workload, row)
     for name in SIZES:
         if name not in args:
             continue
@@ -237,7 +239,7 @@ def climbed_past(job: Job, row: Row) -> dict | None:
     name, args = job.workload.climbs, job.point.args
     if name is None or name not in args:
         return None
-    code = job.workload.fingerprint(row)
+    code = fingerprint(job.workload, row)
     below = sorted(
         (entry["params"][name], entry)
         for entry in job.store.data["points"].values()
@@ -308,7 +310,7 @@ def run(
     console: Console | None = None,
     where: dict[str, str] | None = None,
     pythons: list[str] | None = None,
-    only_across: bool = False,
+    only: Callable[[Point], bool] | None = None,
 ) -> int:
     """Measure what the selection needs on each interpreter asked for (by default this one);
     0 when every selected row has a result stored, 2 when an interpreter cannot be had."""
@@ -335,7 +337,7 @@ def run(
         for name in workloads:
             planned = plan_workload(
                 studies.get(name), mode, env, session, console, results, loop_names, redo, where,
-                python, only_across,
+                python, only,
             )  # fmt: skip
             if planned is not None:
                 jobs += planned[0]
@@ -377,7 +379,7 @@ def plan_workload(
     redo: bool = False,
     where: dict[str, str] | None = None,
     python: Interpreter | None = None,
-    only_across: bool = False,
+    only: Callable[[Point], bool] | None = None,
 ) -> tuple[list[Job], ResultStore] | None:
     """One workload's jobs and its store on one interpreter (None: the workload cannot run in
     this tree)."""
@@ -392,7 +394,7 @@ def plan_workload(
         console.print(f"{path} was measured on another machine or Python: measuring afresh")
         store = ResultStore.empty(path, workload.name, mode, workload.kept)
     jobs, skipped = plan_jobs(
-        store, workload, mode == "full", loop_names, redo, where, python, only_across
+        store, workload, mode == "full", loop_names, redo, where, python, only
     )
     if skipped:
         console.print(

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import loops
-from bench.studies.echo import anchor_reasons
+from bench.plan import anchor_reasons
 from machine import debian_root, environment
 from machine.environment import ROOT
 from machine.interpreters import DEBIAN, RUNNING, VERSION, family, find, rooted, version_of
@@ -134,7 +134,7 @@ def ask(executable: str) -> Interpreter:
 # The environment record as the interpreter under test sees it (its version, its libraries),
 # which echo anchors it cannot run, with why, and its name in the results (RUNNING: its build's).
 CAPTURE = (
-    "import json; from machine import environment; from bench.studies.echo import anchor_reasons; "
+    "import json; from machine import environment; from bench.plan import anchor_reasons; "
     "from machine.interpreters import RUNNING; "
     "print(json.dumps([environment.capture(), anchor_reasons(), RUNNING]))"
 )

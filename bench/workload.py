@@ -1,34 +1,26 @@
-"""The workload protocol: everything the bench asks of a workload, each hook named once.
+"""The study protocol: everything the bench asks of a study, each hook named once.
 
-A workload is declared, not probed. Its module in :mod:`bench.registry` builds one
-:class:`Workload` and the registry (``bench/studies/__init__.py``) lists it; from there the
-runner measures it, the store keeps it and the report renders it, with no other edit (as
-discovery does for a loop variant). Every hook below is typed and documented here, with its
-default here: a workload states only what differs, and no caller asks "does it have this?".
-
-Why two halves. :class:`Workload` is what the report needs (points, figures, titles, the prose
-written from the data) and never imports the running code; :class:`Measuring` is what only
-``python -m bench run`` needs (one repetition, a point's settings, the peers kept across
-points). The registration names its running module by name (:attr:`Workload.running`), and
-the runner imports that module's ``MEASURING``: the arrows go one way, from the running side
-to the declaration, never back. So ``python -m bench report`` loads neither the runner nor
-the process machinery, and the running module's code is part of every row's fingerprint
-(:func:`bench.store.row_fingerprint`).
+A study is a folder, ``bench/studies/<name>/``: its declaration (the package, data only), its
+running side and its rendering side, each named in the declaration by module and loaded by
+name (the runner loads :attr:`Workload.running`'s ``MEASURING``, the page
+:attr:`Workload.rendering`'s ``RENDERING``), so the arrows go one way: from each side to the
+declaration, never back. ``bench/README.md`` maps the core; the hooks are documented here,
+each with its default, so a study states only what differs.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.plan import Chart, Glance, Metric, Point, Row
-from bench.store import ResultStore, row_fingerprint
 
-if TYPE_CHECKING:  # the running side's types, named for readers and checkers only
+if TYPE_CHECKING:  # the running and the page's types, named for readers and checkers only
     from bench.procs import Cores
+    from bench.render.page import Page
+    from bench.store import ResultStore
 
 
 def _nothing(*args: Any) -> None:
@@ -72,6 +64,53 @@ class Measuring:
 
 
 @dataclass(frozen=True)
+class Rendering:
+    """The rendering side of a study: what it adds to the page from its stored data."""
+
+    # The header of an extra column of per-row notes at a point (None: no such column), and
+    # the note of a row from its repetitions (echo: which load generator measured it).
+    detail_column: Callable[[dict], str | None] = _nothing
+    detail: Callable[[list[dict]], str] = _no_detail
+    # Paragraphs above a point's table: point_notes(params, stored points by key).
+    point_notes: Callable[[dict, dict], list[str]] = _no_lines
+    # Sentences the study adds to a table's "What this shows", from its rendered rows:
+    # observations(params, rows).
+    observations: Callable[[dict, list], list[str]] = _no_lines
+    # Markdown lines after the section's tables, reading across its points:
+    # section_end(stored points by key, in table order).
+    section_end: Callable[[dict], list[str]] = _no_lines
+    # Its own section instead of a table per point: section(study, page) -> markdown lines,
+    # [] to be left off the page and its index (latency: only where curves are stored). A
+    # side study's is how it adds to the page (the cost anatomy's tables under its heading).
+    section: Callable[[Any, Page], list[str]] | None = None
+
+
+@dataclass(frozen=True)
+class Option:
+    """An option of ``python -m bench run`` that a side study reads: argparse's flags and
+    keywords, as data."""
+
+    flags: tuple[str, ...]
+    settings: tuple[tuple[str, object], ...] = ()
+
+
+@dataclass(frozen=True)
+class SideStudy:
+    """A study measured row by row outside the run's walk over points (the cost anatomy, the
+    instruction counts, the reproductions): ``python -m bench run --study NAME`` calls its
+    running module's ``main(args)``, and the page reads its ``RENDERING.section``."""
+
+    name: str
+    title: str
+    # The dotted name of the module whose main(args) -> int measures it (run's parsed options).
+    measuring: str
+    rendering: str  # the dotted name of the module whose RENDERING adds it to the page
+    options: tuple[Option, ...] = ()  # the options of ``run`` it reads, beyond --loop
+    # What a run stopped by Ctrl-C keeps, said to the user.
+    kept_if_stopped: str = "what finished is stored"
+
+
+@dataclass(frozen=True)
 class Workload:
     """One workload of the bench: what it measures, at which points, and how it reads."""
 
@@ -87,7 +126,7 @@ class Workload:
     # runner imports; rendering never imports it.
     running: str
     charts: tuple[Chart, ...] = ()  # drawn under the section (bench.render.charts)
-    # Its columns in the at-a-glance table opening each report (bench.render.glance).
+    # Its columns in the at-a-glance table opening each report (bench.pages.glance).
     glance: tuple[Glance, ...] = ()
     # The figures a point's table shows, its headline first. Default (None): the headline,
     # then every other metric in order.
@@ -97,18 +136,6 @@ class Workload:
     # Why this workload cannot run in this tree (None: it can). An unavailable workload is
     # skipped by the run and has no current points in the report.
     unavailable: Callable[[], str | None] = _nothing
-    # The header of an extra column of per-row notes at a point (None: no such column), and
-    # the note of a row from its repetitions (echo: which load generator measured it).
-    detail_column: Callable[[dict], str | None] = _nothing
-    detail: Callable[[list[dict]], str] = _no_detail
-    # Paragraphs above a point's table: point_notes(params, stored points by key).
-    point_notes: Callable[[dict, dict], list[str]] = _no_lines
-    # Sentences the workload adds to a table's "What this shows", from its rendered rows:
-    # observations(params, rows).
-    observations: Callable[[dict, list], list[str]] = _no_lines
-    # Markdown lines after the section's tables, reading across its points:
-    # section_end(stored points by key, in table order).
-    section_end: Callable[[dict], list[str]] = _no_lines
     # Its bases: the rows every ratio is taken against, by row key, first the default (echo: the
     # servers users write, asyncio-protocol then uvloop-protocol), each read from the compared
     # row's own session only. Empty: the baseline, asyncio's row in the same style
@@ -135,9 +162,8 @@ class Workload:
     # larger value once its climb ended at a smaller one (bench.runner.stopped_below).
     climbs: str | None = None
     climb_ends: Callable[[list[dict]], str | None] = _nothing
-    # The rendering module whose section(workload, stored, mode, chart_dir, out) writes its
-    # report section instead of a table per point (None: a table per point). An empty
-    # section is left out of the page and its index (latency: only where curves are stored).
+    # The rendering side: the dotted name of the module whose RENDERING (a Rendering) the page
+    # reads; None: the default Rendering, a table per point and nothing added.
     rendering: str | None = None
 
     def columns_at(self, params: dict) -> list[Metric]:
@@ -151,14 +177,6 @@ class Workload:
     def kept(self) -> frozenset[str]:
         """The rows whose per-session figures its store keeps: its bases and controls."""
         return frozenset(self.bases) | frozenset(self.controls)
-
-    def fingerprint(self, row: Row) -> str:
-        """The code fingerprint of one of its rows: what marks a stored row stale."""
-        own = row_fingerprint(self.name, self.running, row)
-        if self.runs_on is None:
-            return own
-        theirs = row_fingerprint(*self.runs_on, row)
-        return hashlib.sha256(f"{own} {theirs}".encode()).hexdigest()[:16]
 
     def metric(self, name: str) -> Metric:
         """The declared figure of that name."""

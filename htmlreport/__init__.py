@@ -3,7 +3,7 @@
 ``python -m htmlreport`` (run by ``nox -s report``) reads what the other rooms stored (the
 bench's results in ``reports/results/<mode>/``, the conformance suite's outcomes in
 ``reports/results/conformance/``, the timelines' records in ``reports/timelines/``) and writes
-an index (opening with the verdict of :mod:`bench.render.verdict`, as bench.md does) and one
+an index (opening with the verdict of :mod:`bench.pages.verdict`, as bench.md does) and one
 page per report. It imports declarations and readers (the bench's workload registry, its
 summary rules and intervals, the conformance findings, the timelines' record reader) and never
 the code that runs loops, so it re-renders without measuring anything.

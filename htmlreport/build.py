@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from bench import studies
+from bench.pages import verdict
 from bench.plan import (  # the workloads' declarations (their running side is never loaded)
     FLOOR,
     USER_BASE,
     YARDSTICK,
 )
 from bench.render import intervals as stats  # one method for intervals and their words
-from bench.render import verdict
 from bench.store import BETWEEN_SESSIONS
 from bench.summary import by_round, summarize, valid_reps  # the bench's rules for a row's figures
 from conformance import findings as found
@@ -46,9 +46,10 @@ BASES = (
     ("floor", "the selectors floor (no design at all)", f"{FLOOR}/native"),
     ("adapter", "asyncio · coroutines (the contract adapter)", "asyncio/coroutines"),
 )
-# The site's own rendering of a workload whose bench.md section is its own (Workload.rendering),
-# by that rendering module: the same figures, drawn for the browser.
-SECTIONS = {"bench.studies.latency.render": latency_section.section}
+# The site's own rendering of a study whose bench.md section is its own
+# (bench.workload.Rendering.section), looked up by the study's name: section(workload, stored
+# results, mode) -> HTML, "" when it has nothing to show.
+SECTIONS = {"latency": latency_section.section}
 KIND_ORDER = {"home-made": 0, "reference": 1, "anchor": 2}
 KIND_COLOUR = {"home-made": "#1f77b4", "reference": "#7f7f7f", "anchor": "#ff7f0e"}
 
@@ -268,8 +269,8 @@ def _bench_page(mode: str) -> Callable[[Path], str]:
             if not path.exists():
                 continue
             stored = json.loads(path.read_text())
-            if workload.rendering is not None:  # a section of its own, as in bench.md
-                own = SECTIONS[workload.rendering](workload, stored, mode)
+            if workload.name in SECTIONS:  # a section of its own, as in bench.md
+                own = SECTIONS[workload.name](workload, stored, mode)
                 if own:
                     index.append(f'<a href="#{esc(workload.name)}">{esc(workload.title)}</a>')
                     sections.append(own)

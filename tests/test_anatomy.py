@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench import store
+from bench.fingerprint import fingerprint
 from bench.studies.anatomy import measure as anatomy
 from bench.studies.anatomy.render import completion_against_readiness, section
 from machine.environment import ROOT
@@ -184,7 +185,7 @@ def _code(key: str) -> str:
     from bench.plan import Row
 
     variant, style = key.split("/")
-    return studies.get("echo").fingerprint(Row(variant, style, style == "native"))
+    return fingerprint(studies.get("echo"), Row(variant, style, style == "native"))
 
 
 def test_a_row_measured_on_code_changed_since_is_marked():
@@ -399,7 +400,7 @@ def test_the_closed_loop_renders_without_a_fixed_load_anatomy_and_with_a_cpu_col
 def test_the_report_renders_the_closed_loop_store_beside_the_fixed_loads(tmp_path):
     from types import SimpleNamespace
 
-    from bench.render import report
+    from bench.pages import report
 
     (entry,) = [e for e in report.SECTIONS if e.titles == ("Cost anatomy",)]
     page = SimpleNamespace(anatomy_data=_stored(), results=tmp_path, stores={})
@@ -461,12 +462,13 @@ def sigterm_kept():
 
 @pytest.mark.usefixtures("sigterm_kept")
 @pytest.mark.parametrize("closed", [False, True])
-def test_the_command_line_hands_closed_loop_and_its_options_to_run(closed, monkeypatch):
+@pytest.mark.parametrize("command", [["run", "--study", "anatomy"], ["anatomy"]])
+def test_the_command_line_hands_closed_loop_and_its_options_to_run(closed, command, monkeypatch):
     from bench.__main__ import main
 
     calls = []
     monkeypatch.setattr(anatomy, "run", lambda *args, **kwargs: calls.append((args, kwargs)) or 0)
-    argv = ["anatomy", "--loop", "completions", "--loop", "traps", "--counter", "perf"]
+    argv = [*command, "--loop", "completions", "--loop", "traps", "--counter", "perf"]
     argv += ["--results", "/tmp/somewhere"] + (["--closed-loop"] if closed else [])
     assert main(argv) == 0
     assert calls == [

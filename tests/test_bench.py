@@ -22,13 +22,18 @@ from rich.console import Console
 
 import loops
 from bench import runner, studies
+from bench.fingerprint import fingerprint, row_fingerprint
+from bench.pages import report
 from bench.plan import Metric, Point, Row
 from bench.procs import ChildFailed, DidNotFinish
-from bench.render import codesize, intervals, report
+from bench.render import codesize, intervals
 from bench.render.rows import rendered_rows
-from bench.store import ResultStore, StoreError, results_path, row_fingerprint
+from bench.store import ResultStore, StoreError, results_path
 from bench.studies import echo, micro
+from bench.studies.echo import render as echo_render
+from bench.studies.http import render as http_render
 from bench.studies.micro import measure as micro_measure
+from bench.studies.micro import render as micro_render
 from bench.summary import SATURATION, summarize
 from bench.workload import Measuring, Workload
 from machine.interpreters import RUNNING
@@ -108,7 +113,7 @@ def row_lines(text: str, start: str) -> str:
 
 def put_all(store: ResultStore, point: Point, reps_by_row: dict[Row, list[dict]]) -> None:
     for row, reps in reps_by_row.items():
-        store.put(point, row, SESSION, studies.get(point.workload).fingerprint(row), reps)
+        store.put(point, row, SESSION, fingerprint(studies.get(point.workload), row), reps)
 
 
 @pytest.fixture
@@ -297,13 +302,13 @@ def test_the_two_micro_harnesses_are_compared_pair_by_pair_steady_apart_from_noi
         {"min_time_s": 0.1, "runs": 7},
         [{"switch": s, "timer": t} for s, t in ((1000, 1000), (1100, 1200), (1300, 1400))],
     )
-    lines = micro.section_end({"pyperf": pyperf, "lab": lab})
+    lines = micro_render.section_end({"pyperf": pyperf, "lab": lab})
     text = "\n".join(lines)
     assert "| asyncio · callbacks | switch | 1,000 (2.0%) | 1,100 [1,000–1,300] | 1.10 |" in text
     assert "| asyncio · callbacks | timer | 2,000 (12.0%) | 1,200 [1,000–1,400] | 0.60 |" in text
     assert "the 1 steady pairs lab / pyperf runs from 1.10 to 1.10" in text
     assert "the 1 noisier pairs lab / pyperf runs from 0.60 to 0.60" in text
-    assert micro.section_end({"pyperf": pyperf}) == []  # the quick run: pyperf alone
+    assert micro_render.section_end({"pyperf": pyperf}) == []  # the quick run: pyperf alone
     report.render_all(results, tmp_path / "reports")
     assert "two harnesses" not in (tmp_path / "reports" / "bench.md").read_text()
 
@@ -841,7 +846,7 @@ def test_code_lines_leave_out_blanks_comments_and_docstrings(tmp_path):
 
 def test_the_glance_counts_a_loops_code_lines_as_the_code_size_table_does():
     """One count: the glance once took essence.py in, the table left it out (915 against 841)."""
-    from bench.render import glance
+    from bench.pages import glance
 
     table = {row[0]: (row[4], row[5]) for row in codesize.loop_rows()}
     for variant in loops.discover().values():
@@ -1003,7 +1008,7 @@ def test_the_glance_marks_a_figure_from_another_session_and_says_so_of_the_gap()
     """Absolute figures from two sessions of a shared machine are not a same-run comparison:
     the glance carries the tables' † and ‡, and its sentence says when the two it compares
     come from different sessions."""
-    from bench.render import glance
+    from bench.pages import glance
     from bench.render.rows import RenderedRow
     from bench.summary import RowSummary, Stat
 
@@ -1027,7 +1032,7 @@ def test_the_glance_marks_a_figure_from_another_session_and_says_so_of_the_gap()
 def test_the_glance_reads_each_design_against_the_servers_a_user_would_write():
     """The baseline of × asyncio is the lab's contract over sock_recv; the columns and the
     sentence beside it read the fixed-load cost against asyncio-protocol and uvloop-protocol."""
-    from bench.render import glance
+    from bench.pages import glance
     from bench.render.rows import RenderedRow
     from bench.summary import RowSummary, Stat
 
@@ -1088,7 +1093,7 @@ def scale_rows(costs: dict[str, dict[int, float | str]]):
 
 
 def test_scale_compares_each_exponent_with_the_floors_over_the_same_two_n():
-    from bench.render.scale import Curve, against_the_floor
+    from bench.pages.scale import Curve, against_the_floor
 
     def curve(label, costs):
         return Curve(label, "anchor", costs, {})
@@ -1105,7 +1110,7 @@ def test_scale_compares_each_exponent_with_the_floors_over_the_same_two_n():
 
 
 def test_scale_exponents_come_from_the_two_largest_finished_points(tmp_path):
-    from bench.render import scale
+    from bench.pages import scale
 
     points = scale_rows(
         {
@@ -1297,12 +1302,12 @@ def test_the_http_section_says_where_the_pure_python_loop_stands_between_asyncio
         return RenderedRow(Row(variant, http.STYLE), "x", "s", summary, None, False, False)
 
     rows = [rendered("asyncio", 33.0), rendered("uvloop", 28.0), rendered("callbacks", 31.0)]
-    (text,) = http.observations({"connections": 50}, rows)
+    (text,) = http_render.observations({"connections": 50}, rows)
     assert "31.0 µs of server CPU per request, against asyncio's 33.0 and uvloop's 28.0" in text
     assert "40% of the way from asyncio's cost to uvloop's" in text
     cheaper = [*rows[:2], rendered("callbacks", 27.0)]
-    assert "cheaper than uvloop" in http.observations({}, cheaper)[0]
-    assert http.observations({}, rows[:2]) == []  # no callbacks row: no claim
+    assert "cheaper than uvloop" in http_render.observations({}, cheaper)[0]
+    assert http_render.observations({}, rows[:2]) == []  # no callbacks row: no claim
     # The rows are the variants that declare an asyncio loop, from discovery.
     assert {r.variant for r in http.rows()} >= {"asyncio", "uvloop", "callbacks"}
     assert {"traps", "futures"}.isdisjoint(r.variant for r in http.rows())
@@ -1354,9 +1359,9 @@ def test_two_sessions_whose_baselines_differ_take_no_ratio_across_them(tmp_path)
         store.add_session(session, ENV, ["python", "-m", "bench", "run"])
         if base is not None:
             reps = [paced_rep(base * f) for f in (0.99, 1.0, 1.01)]
-            store.put(point, protocol, session, workload.fingerprint(protocol), reps)
+            store.put(point, protocol, session, fingerprint(workload, protocol), reps)
         reps = [paced_rep(cost * f) for f in (0.99, 1.0, 1.01)]
-        store.put(point, row, session, workload.fingerprint(row), reps)
+        store.put(point, row, session, fingerprint(workload, row), reps)
     rows = {r.row.variant: r for r in rendered_rows(workload, store.data["points"][point.key])}
     cost = workload.metric("server_cpu_us")
     assert rows["callbacks"].ratio(cost) == pytest.approx(0.5)  # A's 20, never B's 40
@@ -1367,7 +1372,7 @@ def test_two_sessions_whose_baselines_differ_take_no_ratio_across_them(tmp_path)
     assert "×0.50 [" in callbacks and "(of 20.0†)" in callbacks
     assert "not in this session" in row_lines(text, "| futures · coroutines")
     # The controls moved beyond their spread (20 then 40): the page says so under the table.
-    from bench.render.report import controls_moved
+    from bench.pages.report import controls_moved
 
     flag = " ".join(controls_moved(workload, store.data["points"][point.key]))
     assert "**Controls moved:** asyncio-protocol 20.0 [19.8–20.2] in session A, 40.0" in flag
@@ -1469,7 +1474,7 @@ def test_fixed_load_cost_is_read_against_closed_loop_cost_row_by_row():
         "closed": pt(False, {"handlers/callbacks": 10.0, "traps/coroutines": 10.0}),
         "paced": pt(True, {"handlers/callbacks": 40.0, "traps/coroutines": 25.0}),
     }
-    (said, _) = echo.fixed_against_closed(points)
+    (said, _) = echo_render.fixed_against_closed(points)
     assert "is 2.5× (traps · coroutines: 25.0 against 10.0 µs)" in said
     assert "to 4.0× (handlers · callbacks: 40.0 against 10.0 µs)" in said
     assert "over 2 rows" in said
@@ -1621,7 +1626,7 @@ def test_a_row_stopped_at_a_smaller_size_is_not_run_at_a_larger_one(tmp_path):
     job = Job(workload, None, store, large, [row])
     assert stopped_below(job, row) is None  # nothing stored: measure it
     capped = {"error": "over", "did_not_finish_s": 600.0, "did_not_finish_kind": "cpu"}
-    store.put(small, row, "s1", workload.fingerprint(row), [capped])
+    store.put(small, row, "s1", fingerprint(workload, row), [capped])
     stop = stopped_below(job, row)
     assert stop["stopped_at"] == ["tasks", 100_000] and stop["did_not_finish_s"] == 600.0
     summary = summarize([stop], workload.metrics)
@@ -1634,7 +1639,7 @@ def test_a_row_stopped_at_a_smaller_size_is_not_run_at_a_larger_one(tmp_path):
     assert stopped_below(job, row) is None
     # A stated limit stops it too, and says which.
     limit = {"error": "spawn: can't start new thread: 22,057 tasks ... pid_max 32,768"}
-    store.put(small, row, "s1", workload.fingerprint(row), [limit])
+    store.put(small, row, "s1", fingerprint(workload, row), [limit])
     summary = summarize([stopped_below(job, row)], workload.metrics)
     assert summary.status == "limit" and "kernel refused another thread" in summary.reason
 
@@ -1726,6 +1731,6 @@ def test_no_reader_takes_a_figure_the_rows_table_refuses():
     paced = pt(True, [{"server_cpu_us": 30.0}, {"server_cpu_us": 30.0}, redone])
     paced["rows"]["c/callbacks"] = {"session": "S", "reps": [{"server_cpu_us": 20.0}] * 2}
     closed["rows"]["c/callbacks"] = {"session": "S", "reps": [ok, ok]}
-    (said, _) = echo.fixed_against_closed({"closed": closed, "paced": paced})
+    (said, _) = echo_render.fixed_against_closed({"closed": closed, "paced": paced})
     assert "over 2 rows" in said, "b has no closed-loop figure, so it is not read"
     assert "3.0× (a · callbacks: 30.0 against 10.0 µs)" in said, "the redone 99.0 is not in it"

@@ -18,8 +18,8 @@ import pytest
 from rich.console import Console
 
 from bench import interpreter_figures, runner, studies
+from bench.pages import interpreters, report
 from bench.plan import Row
-from bench.render import interpreters, report
 from bench.store import results_path
 from bench.venvs import NoInterpreter, ask, interpreter
 from machine.interpreters import BUILDS, PYTHONS, REFERENCE, RUNNING, find
@@ -57,7 +57,7 @@ def test_rows_on_two_interpreters_are_stored_apart_and_read_side_by_side(tiny, t
     console = Console(file=io.StringIO(), width=200)
     code = runner.run(
         ["tiny"], False, None, False, results, console=console, pythons=[RUNNING, other],
-        only_across=True,
+        only=interpreter_figures.read_at,
     )  # fmt: skip
     assert code == 0, console.file.getvalue()
     version = ask(other).version  # its results go beside the reference interpreter's

@@ -21,8 +21,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench import runner, store, studies
-from bench.render import report
+from bench import fingerprint as fingerprints
+from bench import runner, studies
+from bench.fingerprint import fingerprint
+from bench.pages import report
 from bench.store import ResultStore, results_path
 from bench.studies import crawler, http, micro
 from machine.interpreters import RUNNING
@@ -61,7 +63,7 @@ def stored_complete(workload, tmp_path: Path) -> ResultStore:
     for point in workload.points(False):
         for row in point.rows:
             reps = [{headline: 1.0}] * point.repetitions
-            found.put(point, row, "s1", workload.fingerprint(row), reps)
+            found.put(point, row, "s1", fingerprint(workload, row), reps)
     return found
 
 
@@ -98,9 +100,9 @@ def test_editing_the_running_module_plans_its_rows_again_and_its_docstrings_do_n
     """bench/studies/http/measure.py, edited in a copy the fingerprint reads in its place."""
     copy = tmp_path / "http.py"
     shutil.copy(ROOT / "bench" / "studies" / "http" / "measure.py", copy)
-    real = store._source
+    real = fingerprints._source
     monkeypatch.setattr(
-        store,
+        fingerprints,
         "_source",
         lambda module: copy if module == "bench.studies.http.measure" else real(module),
     )
@@ -116,9 +118,9 @@ def test_editing_the_running_module_plans_its_rows_again_and_its_docstrings_do_n
 def test_the_micro_rows_follow_the_pyperf_cli_their_repetition_runs(monkeypatch, tmp_path):
     copy = tmp_path / "pyperf_micro.py"
     shutil.copy(ROOT / "bench" / "studies" / "micro" / "pyperf_micro.py", copy)
-    real = store._source
+    real = fingerprints._source
     monkeypatch.setattr(
-        store,
+        fingerprints,
         "_source",
         lambda module: copy if module == "bench.studies.micro.pyperf_micro" else real(module),
     )
@@ -130,8 +132,9 @@ def test_the_micro_rows_follow_the_pyperf_cli_their_repetition_runs(monkeypatch,
 
 def test_a_setting_is_fingerprinted_alike_in_every_process():
     """A set's order follows string hashing, which differs between processes: sorted here."""
-    assert store._setting(frozenset({"b", "a"})) == store._setting(frozenset({"a", "b"}))
-    assert store._setting({False: 2.0}) == "{False: 2.0}"
+    setting = fingerprints._setting
+    assert setting(frozenset({"b", "a"})) == setting(frozenset({"a", "b"}))
+    assert setting({False: 2.0}) == "{False: 2.0}"
 
 
 # -- the bench/README.md recipe "Add a workload", followed literally -----------------------

@@ -10,11 +10,12 @@ import json
 from pathlib import Path
 
 from bench import runner
+from bench.pages import verdict
 from bench.plan import Point, Row
-from bench.render import verdict
 from bench.render.intervals import ratio_interval
 from bench.studies import echo
 from bench.studies.echo import measure
+from bench.studies.echo import render as echo_render
 from bench.studies.tls import render as tls
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,7 +119,7 @@ def test_tls_cost_from_two_sessions_is_a_ratio_of_medians_and_says_so():
 def test_no_tls_point_no_tls_table():
     plain = {k: v for k, v in _points().items() if not v["params"].get(echo.TLS)}
     assert tls.lines(plain) == []
-    assert echo.section_end(plain) == echo.fixed_against_closed(plain)
+    assert echo_render.section_end(plain) == echo_render.fixed_against_closed(plain)
     # a TLS point whose plain twin is not stored has nothing to be read against
     lonely = {k: v for k, v in _points().items() if v["params"].get(echo.TLS)}
     assert tls.lines(lonely) == []

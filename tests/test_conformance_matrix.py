@@ -234,7 +234,7 @@ def test_the_per_style_counts_on_the_page_are_the_ones_a_report_imports():
     page = matrix.render(results, variants, others={}, severities=findings.load_severities())
     assert re.search(r"^\| traps +\| co 2/2 +\|$", page, re.M)
     # The bench's glance reads the page's cells (a deviation linked is still "co ⚠️").
-    from bench.render import glance
+    from bench.pages import glance
 
     counts_from_cells = getattr(glance, "conformance_counts", None)
     if counts_from_cells is not None:
@@ -259,7 +259,7 @@ def test_a_loop_unavailable_on_another_interpreter_is_not_called_the_same_there(
 def test_the_bench_reads_back_every_style_mark_the_matrix_writes():
     """The glance counts a variant's properties per style from the matrix's cells ("blk ✅"):
     one mark per style of the contract, the same in both."""
-    from bench.render.glance import CELL, STYLE_MARK
+    from bench.pages.glance import CELL, STYLE_MARK
 
     assert {style: matrix.STYLE_ABBREV[style] for style in loops.STYLES} == STYLE_MARK
     for mark in STYLE_MARK.values():

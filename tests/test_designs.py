@@ -8,7 +8,7 @@ changed, nor a figure as the bench re-measures:
   ``socket_call_first``) are checked against its code: a home-made loop against its own
   folder, a reference loop against the files of the project its cells name, and what a socket
   call does first by running one;
-- every ``<!-- figures:NAME -->`` block of a README holds what :mod:`bench.render.reading`
+- every ``<!-- figures:NAME -->`` block of a README holds what :mod:`bench.pages.reading`
   renders now (from the committed results, the declarations, the registrations and the code);
 - no figure with a unit stands in a README outside a block (a program of the path may print
   one, or carry it with the command and the date that gave it); and no sentence of the path
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import loops
-from bench.render import reading
+from bench.pages import reading
 from bench.store import RESULTS, load_anatomy
 from loops.contract import DECLARED_KEYS, IO_MODELS, THREAD_ENTRIES, declared_key
 
@@ -377,7 +377,7 @@ def test_no_sentence_speaks_for_loops_it_does_not_name(path):
 def test_a_memory_block_gives_the_figures_or_what_stopped_the_loop(tmp_path):
     import json
 
-    from bench.render.reading import memory
+    from bench.pages.reading import memory
 
     def rep(value):
         return [{"bytes_per_sleeper": value}, {"bytes_per_sleeper": value + 2}]

@@ -19,8 +19,10 @@ import pytest
 from rich.console import Console
 
 from bench import runner, studies
+from bench.fingerprint import fingerprint
+from bench.pages import report
 from bench.plan import Point, Row
-from bench.render import report
+from bench.render.page import Page
 from bench.store import ResultStore, results_path
 from bench.studies import echo, latency
 from bench.studies.echo import measure as echo_measure
@@ -83,14 +85,16 @@ def test_the_ladder_is_registered_on_echos_rows_servers_and_rules():
     # echo's servers and generator are part of the fingerprint: not latency's own alone
     row = Row("asyncio", "callbacks")
     alone = dataclasses.replace(workload, runs_on=None)
-    assert workload.fingerprint(row) != alone.fingerprint(row)
+    assert fingerprint(workload, row) != fingerprint(alone, row)
 
 
 def test_the_bench_cli_measures_the_ladder_alone():
     from bench.__main__ import parser
 
-    args = parser().parse_args(["run", "--quick", "--workload", "latency"])
-    assert args.workload == ["latency"] and args.full is False
+    args = parser().parse_args(["run", "--quick", "--study", "latency"])
+    assert args.study == ["latency"] and args.full is False
+    # its name before studies were folders, still read
+    assert parser().parse_args(["run", "--workload", "latency"]).study == ["latency"]
 
 
 def test_a_step_is_read_by_the_benchs_own_rules():
@@ -180,7 +184,7 @@ def synthetic_store(tmp_path: Path, by_row: dict[Row, list[dict]]) -> ResultStor
             record = records[RATES.index(point.args["rate"])]
             if record is not None:
                 rep = record | {"session": SESSION, "load_average": 0.5}
-                store.put(point, row, SESSION, workload.fingerprint(row), [rep])
+                store.put(point, row, SESSION, fingerprint(workload, row), [rep])
     return store
 
 
@@ -208,6 +212,11 @@ def test_a_row_is_not_measured_past_the_step_that_ended_its_climb(tmp_path):
 # -- the section --------------------------------------------------------------------------------
 
 
+def page(store, out: Path) -> Page:
+    """What the page hands each section: here, the latency store alone."""
+    return Page("quick", {"latency": store}, out, out.parent / "charts", lambda _: [], None, None)
+
+
 def test_the_section_draws_both_groups_and_tabulates_each_knee(tmp_path):
     store = synthetic_store(
         tmp_path,
@@ -223,7 +232,7 @@ def test_the_section_draws_both_groups_and_tabulates_each_knee(tmp_path):
     )  # fmt: skip
     out = tmp_path / "reports" / "bench.md"
     workload = studies.get("latency")
-    lines = report.section(workload, store, "quick", out.parent / "charts", out)
+    lines = report.section(workload, page(store, out))
     text = "\n".join(lines)
     assert text.startswith(f"## {latency.TITLE}")
     for group in ("production", "home-made"):
@@ -244,7 +253,7 @@ def test_the_section_draws_both_groups_and_tabulates_each_knee(tmp_path):
 
 def test_the_page_indexes_the_section_only_where_a_ladder_is_stored(tmp_path):
     workload = studies.get("latency")
-    assert report.section(workload, None, "quick", tmp_path / "charts", tmp_path / "x.md") == []
+    assert report.section(workload, page(None, tmp_path / "x.md")) == []
     store = synthetic_store(tmp_path, {Row("asyncio", "callbacks"): [kept(r) for r in RATES]})
     link = f"[{latency.TITLE}](#{latency.TITLE.lower().replace(' ', '-')})"
     for stored, shown in ((None, False), (store, True)):

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import loops
-from bench.render import reading
+from bench.pages import reading
 from loops.contract import STYLES
 
 ROOT = Path(__file__).resolve().parent.parent

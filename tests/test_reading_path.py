@@ -301,7 +301,7 @@ def prose(text: str) -> str:
     """The path's text as a reader meets words in it: code spans, link targets, rendered blocks,
     the concept table and the folder listing (names of code) and HTML comments left out: a name
     in backticks is code, not a use of the word."""
-    from bench.render.reading import BLOCK
+    from bench.pages.reading import BLOCK
 
     text = BLOCK.sub("", text)
     for block in ("concepts", "listing"):  # generated inventories: names, not prose

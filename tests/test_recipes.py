@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import htmlreport.build  # noqa: F401  (the module: the package's face names its function)
-from bench.render import report
+from bench.pages import report
 from bench.store import RESULTS, load_mode
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -94,7 +94,8 @@ def test_an_interval_holds_the_spread_between_sessions_on_every_page(tmp_path):
     import math
     import shutil
 
-    from bench.render import intervals, verdict
+    from bench.pages import verdict
+    from bench.render import intervals
     from bench.store import BETWEEN_SESSIONS
 
     ratio = (1.2, 1.1, 1.3)

@@ -1,4 +1,4 @@
-"""The answer first (bench/render/verdict.py): bench.md and the site open with it.
+"""The answer first (bench/pages/verdict.py): bench.md and the site open with it.
 
 It names the cheapest home-made design per echo request with its ratio to uvloop-protocol and
 asyncio-protocol and the ratio's interval, takes no ratio across sessions (it says which), and
@@ -11,7 +11,7 @@ import json
 import re
 from pathlib import Path
 
-from bench.render import verdict
+from bench.pages import verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,7 +92,7 @@ def test_the_production_answer_comes_first_cheapest_first_against_uvloop_protoco
 
 
 def test_bench_md_opens_with_the_verdict_and_the_data_loss_finding(tmp_path):
-    from bench.render.report import main_tables, render
+    from bench.pages.report import main_tables, render
     from bench.store import load_anatomy
 
     results = ROOT / "reports" / "results"

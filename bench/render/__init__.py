@@ -1,23 +1,8 @@
-"""The rendering room: reports/bench.md (and bench-full.md) and their charts, from stored data.
+"""The page kit: what every page and every study's rendering side is built from.
 
-Nothing here runs a workload or imports the running code (:mod:`bench.runner`,
-:mod:`bench.procs`, :mod:`bench.measure`). :func:`render_all` is the face; the rest:
-:mod:`~bench.render.report` (the page, section by section), :mod:`~bench.render.rows` (a stored
-point's rows with their summaries and baselines), :mod:`~bench.render.tables` (a point's table
-and its sentences), :mod:`~bench.render.charts`, :mod:`~bench.render.glance`,
-:mod:`~bench.render.scale`, :mod:`~bench.render.codesize`, :mod:`~bench.studies.anatomy.render` and
-:mod:`~bench.studies.latency.render` (the latency ladder's section, which the site draws too).
+:mod:`~bench.render.rows` (a stored point's rows with their summaries and baselines),
+:mod:`~bench.render.tables` (a point's table and its sentences), :mod:`~bench.render.charts`,
+:mod:`~bench.render.intervals`, :mod:`~bench.render.drift`, :mod:`~bench.render.codesize` and
+:mod:`~bench.render.page` (what a section reads). Nothing here runs a study, imports the running
+code, or names a study: the pages (:mod:`bench.pages`) put it together.
 """
-
-
-def __getattr__(name: str):
-    # Lazily, so that `python -m bench.render.codesize` (or any one room) runs without the
-    # whole report loaded before it.
-    if name == "render_all":
-        from bench.render.report import render_all
-
-        return render_all
-    raise AttributeError(name)
-
-
-__all__ = ["render_all"]

@@ -12,10 +12,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench import studies
-from bench.plan import BASELINE, Metric, Row, baseline_key, unavailable_variants
+from bench.fingerprint import fingerprint
+from bench.plan import (
+    BASELINE,
+    Metric,
+    Row,
+    anchor_reasons,
+    baseline_key,
+    unavailable_variants,
+)
 from bench.render.intervals import normal_interval, per_round, ratio_interval, widened
 from bench.store import BETWEEN_SESSIONS, ResultStore
-from bench.studies import echo
 from bench.summary import RowSummary, invalid, ratio, summarize
 from bench.workload import Workload
 
@@ -107,7 +114,10 @@ def _kind(entry: dict) -> str:
 
 
 def rendered_rows(
-    workload: Workload, point: dict, expected: tuple[Row, ...] | None = None
+    workload: Workload,
+    point: dict,
+    expected: tuple[Row, ...] | None = None,
+    detail: Callable[[list[dict]], str] = lambda reps: "",
 ) -> list[RenderedRow]:
     """A point's stored rows with their summaries and same-session baselines, in table order.
 
@@ -132,7 +142,7 @@ def rendered_rows(
         baselines = point["baselines"].get(entry["session"], {})
         base_styles = [k.split("/", 1)[1] for k in baselines if k.split("/")[0] == BASELINE]
         summary = _summary(workload, point, entry["reps"])
-        summary.detail = workload.detail(entry["reps"])
+        summary.detail = detail(entry["reps"])  # the study's note on a row (Rendering.detail)
         if workload.bases:
             bases = {key.split("/")[0]: of_session(key, entry["session"]) for key in workload.bases}
             first = next(iter(bases.values()))
@@ -151,7 +161,7 @@ def rendered_rows(
                 session=entry["session"],
                 summary=summary,
                 baseline=first,
-                stale=workload.fingerprint(row) != entry["code"],
+                stale=fingerprint(workload, row) != entry["code"],
                 earlier=entry["session"] != newest,
                 bases=bases,
                 name=dict(workload.row_names).get(row.key, ""),
@@ -198,7 +208,7 @@ def _summary(workload: Workload, point: dict, reps: list[dict]) -> RowSummary:
 @functools.cache
 def unloadable_here() -> frozenset[str]:
     """The variants and anchor servers the lab has that cannot load on this interpreter."""
-    anchors = {name for name, why in echo.anchor_reasons().items() if why}
+    anchors = {name for name, why in anchor_reasons().items() if why}
     return frozenset(unavailable_variants()) | frozenset(anchors)
 
 

@@ -8,6 +8,9 @@ written from the same figures: best and worst, the best home-made loop, what the
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Callable
+
 from tabulate import tabulate
 
 from bench.plan import BASELINE, Metric
@@ -167,15 +170,46 @@ def headline_cell(r: RenderedRow, headline: Metric) -> str:
     )
 
 
+def ran_in(sessions: dict[str, dict], point: dict) -> str:
+    """The environment of a table's rows: session, machine, Python, commit, load."""
+    described = []
+    for name in sorted({entry["session"] for entry in point["rows"].values()}):
+        env = sessions.get(name, {}).get("environment")
+        if env is None:
+            continue
+        loads = [
+            rep["load_average"]
+            for entry in point["rows"].values()
+            if entry["session"] == name
+            for rep in entry["reps"]
+            if rep.get("load_average") is not None
+        ]
+        commit = env.get("commit") or {}
+        dirty = " with uncommitted changes" if commit.get("dirty") else ""
+        load = f"; load average {statistics.median(loads):.1f} (median)" if loads else ""
+        described.append(
+            f"session {name} on {env['host']} ({env['cpu']}, {len(env['usable_cores'])} cores), "
+            f"{env['python_implementation']} {env['python']}, "
+            f"commit `{(commit.get('hash') or '?')[:10]}`{dirty}{load}"
+        )
+    return "; ".join(described) + " (details under [Environment](#environment))."
+
+
 # -- what this shows -------------------------------------------------------------------------
 
 
-def what_this_shows(workload: Workload, params: dict, rows: list[RenderedRow]) -> str:
-    """One or two sentences about a table, from its figures."""
+def what_this_shows(
+    workload: Workload,
+    params: dict,
+    rows: list[RenderedRow],
+    observations: Callable[[dict, list], list[str]] = lambda params, rows: [],
+) -> str:
+    """One or two sentences about a table, from its figures, and the study's own
+    (:attr:`bench.workload.Rendering.observations`)."""
     headline = workload.columns_at(params)[0]
     sentences = ranking(headline, rows)
     if sentences:
-        sentences += workload.observations(params, rows)
+        sentences += observations(params, rows)
     sentences += without_figures(rows)
     if not sentences:
         sentences.append("No row has a figure at this point.")

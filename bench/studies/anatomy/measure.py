@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import store, studies
+from bench.fingerprint import fingerprint
 from bench.plan import Row
 from bench.procs import ChildFailed, Cores
 from bench.studies.echo import HEADLINE_POINT, PACED, offered_rate
@@ -455,7 +456,7 @@ def run(
                 try:
                     measured[row.key] = measure_row(row, tool, cores, Path(tmp), params)
                     # The code counted, so the page can mark a row whose code changed since.
-                    measured[row.key]["code"] = studies.get("echo").fingerprint(row)
+                    measured[row.key]["code"] = fingerprint(studies.get("echo"), row)
                 except (ChildFailed, RuntimeError, OSError) as error:
                     measured[row.key] = {"label": row.label, "kind": row.kind, "error": str(error)}
             print(f"anatomy: {measured[row.key].get('label')}: {_one_line(measured[row.key])}")
@@ -501,3 +502,9 @@ def _one_line(entry: dict) -> str:
 
 def _figure(value: float | None) -> str:
     return "?" if value is None else f"{value:.2f}"
+
+
+def main(args) -> int:
+    """``python -m bench run --study anatomy``: the run's --loop, --results, and this study's
+    --counter and --closed-loop."""
+    return run(args.loop, args.results, args.counter, closed=args.closed_loop)

@@ -21,7 +21,10 @@ from __future__ import annotations
 import statistics
 
 from bench.plan import FLOOR, YARDSTICK, unavailable_variants
-from bench.render import work
+from bench.render.page import Page
+from bench.store import load_anatomy
+from bench.studies.instructions import render_work as work
+from bench.workload import Rendering, SideStudy
 
 
 def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:
@@ -444,3 +447,12 @@ def _reaping(reaped: float) -> str:
         "every SQE completes exactly once with one CQE: over a window reaped ≈ "
         "submitted, and the two figures agreeing checks the count."
     )
+
+
+def page_section(study: SideStudy, page: Page) -> list[str]:
+    """The anatomy's part of the page: the fixed load's table, then the closed loop's."""
+    closed = load_anatomy(page.results, closed=True) if page.results else None
+    return section(page.anatomy_data, closed)
+
+
+RENDERING = Rendering(section=page_section)

@@ -102,34 +102,7 @@ def panel_title(parameter: str, value) -> str:
     return f"{value} ms per answer" if value else "no added latency"
 
 
-def pages_found(stored_points: dict) -> list[str]:
-    """Why a crawl of the 1,000-page site finds more than 1,000 URLs, from the site's own truth
-    (the seeded graph, drawn here as the site server draws it: no server is started)."""
-    import re
-
-    # Only here: the site server's module loads uvloop and httptools, which no declaration needs.
-    from workloads.crawler.site import SeededSite
-
-    sizes = sorted({point["params"]["pages"] for point in stored_points.values()})
-    lines = []
-    for pages in sizes:
-        site = SeededSite(pages=pages, links=8, seed=SEED)
-        site.build("http://site", "http://elsewhere")
-        redirects = sum(bool(re.search(r"go/\d+$", url)) for url in site.truth["pages"])
-        lines += [
-            f"*Why more than {pages:,} pages are found:* the count is every URL a correct "
-            f"crawl fetches, and on this seeded site (seed {SEED}, 8 links a page) that is "
-            f"{len(site.truth['pages']) - redirects:,} of its {pages:,} pages (the rest are "
-            f"reachable from nowhere) and {redirects:,} redirect URLs (`/go/<i>`), "
-            f"{len(site.truth['pages']):,} in all (computed from the site's truth, "
-            "`workloads/crawler/site.py`).",
-            "",
-        ]
-    return lines
-
-
 WORKLOAD = Workload(
-    section_end=pages_found,
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
@@ -138,6 +111,7 @@ WORKLOAD = Workload(
     points=points,
     point_title=point_title,
     running="bench.studies.crawler.measure",
+    rendering="bench.studies.crawler.render",
     charts=CHARTS,
     glance=GLANCE,
     panel_title=panel_title,

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from bench import studies
+from bench.fingerprint import fingerprint
 from bench.plan import Row
 from bench.store import RESULTS, instructions_path
 from bench.studies.echo import HEADLINE_POINT
@@ -88,7 +89,7 @@ def run(
     failed = 0
     for number, row in enumerate(rows, 1):
         entry = stored["rows"].setdefault(row.key, {"label": row.label, "kind": row.kind})
-        code = studies.get("echo").fingerprint(row)
+        code = fingerprint(studies.get("echo"), row)
         for regime in regimes or list(REGIMES):
             print(f"instructions: [{number}/{len(rows)}] {row.label}, {regime}", flush=True)
             try:
@@ -121,3 +122,9 @@ def _replace(earlier: dict | None, found: dict) -> dict:
     if earlier and "per_request" in earlier and all(earlier.get(k) == found[k] for k in same):
         return found | {"before": {k: earlier[k] for k in ("per_request", "date", "commit")}}
     return found
+
+
+def main(args) -> int:
+    """``python -m bench run --study instructions``: the run's --loop and --results, and this
+    study's --regime."""
+    return run(args.loop, args.results, args.regime)

@@ -24,8 +24,11 @@ from typing import Any
 
 from bench.interpreter_figures import FIGURES
 from bench.render import intervals
+from bench.render.page import Page
+from bench.store import load_anatomy
 from bench.studies.echo import HEADLINE_POINT, HEADLINE_RATE
 from bench.summary import valid_values
+from bench.workload import Rendering, SideStudy
 
 FILE = "profile.json"  # under the results folder (reports/results/)
 COMMAND = "python -m bench.studies.instructions.profile"
@@ -216,3 +219,15 @@ def _python(path: str) -> str:
 if __name__ == "__main__":
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("reports/results")
     print("\n".join(section(load(folder))))
+
+
+def page_section(study: SideStudy, page: Page) -> list[str]:
+    """Instructions per request by part, under the cost anatomy (nothing without results)."""
+    if not page.results:
+        return []
+    return section(
+        load(page.results), page.stores.get("echo"), load_anatomy(page.results, closed=True)
+    )
+
+
+RENDERING = Rendering(section=page_section)

@@ -22,10 +22,13 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 from tabulate import tabulate
 
 from bench.plan import Row
+from bench.render.page import Page
 from bench.render.rows import anchor_label
+from bench.render.tables import ran_in
+from bench.studies.echo import render as echo
 from bench.studies.latency import BROKE, CEILING, ENDS, KEPT, METRICS, step_state
 from bench.summary import counted, summarize
-from bench.workload import Workload
+from bench.workload import Rendering, Workload
 
 # The chart groups, in page order: (file name part, title, the row kinds in it).
 GROUPS = (
@@ -270,10 +273,14 @@ step that ended its climb.
 """.replace("\n", " ")
 
 
-def section(workload: Workload, stored, mode: str, chart_dir: Path, out: Path) -> list[str]:
+def section(workload: Workload, page: Page) -> list[str]:
     """The section's markdown lines ([] when no curve is stored)."""
-    from bench.render.report import ran_in  # the page's words for where rows ran
-
+    stored, mode, chart_dir, out = (
+        page.stores.get(workload.name),
+        page.mode,
+        page.chart_dir,
+        page.out,
+    )
     if stored is None or not stored.data["points"]:
         return []
     made = curves(workload, stored.data["points"], mode == "full")
@@ -298,3 +305,7 @@ def section(workload: Workload, stored, mode: str, chart_dir: Path, out: Path) -
     entries = [e for p in stored.data["points"].values() for e in p["rows"].values()]
     lines += [f"*Ran in:* {ran_in(stored.sessions, {'rows': dict(enumerate(entries))})}", ""]
     return lines
+
+
+# The rows are echo's, and so is each row's note: which load generator measured it.
+RENDERING = Rendering(detail_column=echo.detail_column, detail=echo.detail, section=section)

@@ -151,3 +151,9 @@ def between_sessions(stored: dict, machine: str) -> dict[str, dict]:
         }
         for name, found in moves.items()
     }
+
+
+def main(args) -> int:
+    """``python -m bench run --study reproductions``: the run's --results, and this study's
+    --spread-only."""
+    return store_spread(args.results) if args.spread_only else run(args.results)

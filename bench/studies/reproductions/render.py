@@ -10,6 +10,7 @@ from pathlib import Path
 from bench.store import BETWEEN_SESSIONS
 from bench.store import REPRODUCTIONS as FILE
 from bench.studies.echo import regime
+from bench.workload import Rendering
 
 
 def line(results: Path, link: str = "") -> list[str]:
@@ -69,3 +70,8 @@ def bullet(results: Path, points: list[dict]) -> str | None:
         f"spread; the newest session, {last['date'][:16].replace('T', ' ')} UTC, landed {inside} "
         f"of {len(last['ratios'])} ratios inside the intervals then committed."
     )
+
+
+# Its lines are the first screen's, not a section: the page and the verdict read line() and
+# bullet() where they open.
+RENDERING = Rendering()

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import loops
+from bench.pages.plan_text import plan
 from bench.plan import FLOOR, USER_BASE, YARDSTICK, Metric
 from bench.render.codesize import asyncio_api_files, loop_and_asyncio_api, loop_files
-from bench.render.plan_text import plan
 from bench.store import load_anatomy, stored_points
 from bench.studies.anatomy.render import cpu_us
 from bench.summary import summarize

@@ -2,7 +2,7 @@
 
 bench/README.md describes what each run measures; a paragraph that retyped the points went
 stale the day a point was added, so ``python -m bench report`` renders it into the README's
-``<!-- figures:plan -->`` block from ``bench/registry/`` (see :mod:`bench.render.reading`).
+``<!-- figures:plan -->`` block from ``bench/registry/`` (see :mod:`bench.pages.reading`).
 """
 
 from __future__ import annotations

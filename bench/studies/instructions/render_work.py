@@ -14,6 +14,7 @@ import statistics
 from pathlib import Path
 
 from bench import studies
+from bench.fingerprint import fingerprint
 from bench.plan import USER_BASE, YARDSTICK, Row
 from bench.store import (
     ResultStore,
@@ -74,7 +75,7 @@ def _row(key: str) -> Row:
 def changed(key: str, code: str | None) -> bool:
     """An echo row's figure taken on code that has changed since, or whose code the figure
     did not record (the instruction counts and the cost anatomy mark such rows ‡)."""
-    return code != studies.get("echo").fingerprint(_row(key))
+    return code != fingerprint(studies.get("echo"), _row(key))
 
 
 def stale(key: str, entry: dict) -> bool:

@@ -1,6 +1,6 @@
 """Render reports/bench.md (and its charts) from stored results alone: no workload runs here.
 
-The page opens with the verdict (:mod:`bench.render.verdict`), then the glance. One section per
+The page opens with the verdict (:mod:`bench.pages.verdict`), then the glance. One section per
 workload, one table per point, variants (and styles) as rows, every figure
 with its ratio to asyncio from the same session, and under each table a line saying what it
 shows, written from the figures (best, worst, the best home-made loop, rows without a valid
@@ -22,55 +22,51 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench import studies
+from bench.fingerprint import fingerprints_held
+from bench.pages import glance, interpreters, scale, verdict
 from bench.plan import unavailable_variants
-from bench.render import charts, codesize, glance, interpreters, scale, verdict, work
+from bench.render import charts, codesize
+from bench.render.page import Page
 from bench.render.rows import current_points, rendered_rows, stored_points
-from bench.render.tables import table, what_this_shows
-from bench.store import ResultStore, fingerprints_held, load_anatomy, load_instructions, load_mode
-from bench.studies.anatomy import render as anatomy
-from bench.studies.instructions import render as instructions
+from bench.render.tables import ran_in, table, what_this_shows
+from bench.store import ResultStore, load_anatomy, load_instructions, load_mode
+from bench.studies.instructions import render_work as work
 from bench.studies.reproductions import render as reproduction
 from bench.summary import SATURATION, SPREAD_TOLERANCE, summarize
-from bench.workload import Workload
+from bench.workload import Rendering, SideStudy, Workload
 from machine.environment import ROOT, by_machine
 from machine.interpreters import PYTHONS, REFERENCE, RUNNING
 
 MODES = {"quick": "bench.md", "full": "bench-full.md"}
 
 
-def ran_in(sessions: dict[str, dict], point: dict) -> str:
-    """The environment of a table's rows: session, machine, Python, commit, load."""
-    described = []
-    for name in sorted({entry["session"] for entry in point["rows"].values()}):
-        env = sessions.get(name, {}).get("environment")
-        if env is None:
-            continue
-        loads = [
-            rep["load_average"]
-            for entry in point["rows"].values()
-            if entry["session"] == name
-            for rep in entry["reps"]
-            if rep.get("load_average") is not None
-        ]
-        commit = env.get("commit") or {}
-        dirty = " with uncommitted changes" if commit.get("dirty") else ""
-        load = f"; load average {statistics.median(loads):.1f} (median)" if loads else ""
-        described.append(
-            f"session {name} on {env['host']} ({env['cpu']}, {len(env['usable_cores'])} cores), "
-            f"{env['python_implementation']} {env['python']}, "
-            f"commit `{(commit.get('hash') or '?')[:10]}`{dirty}{load}"
-        )
-    return "; ".join(described) + " (details under [Environment](#environment))."
+def rendering_of(study: Workload | SideStudy) -> Rendering:
+    """A study's rendering side, loaded by the name its declaration gives (none named: a table
+    per point and nothing added)."""
+    if study.rendering is None:
+        return Rendering()
+    return importlib.import_module(study.rendering).RENDERING
 
 
-def section(
-    workload: Workload, stored: ResultStore | None, mode: str, chart_dir: Path, out: Path
-) -> list[str]:
-    """The markdown lines of one workload's section (a section of its own where the workload
-    names its rendering module, as latency does: [] leaves it off the page)."""
-    if workload.rendering is not None:
-        own = importlib.import_module(workload.rendering)
-        return own.section(workload, stored, mode, chart_dir, out)
+def study_section(name: str, page: Page) -> list[str]:
+    """The lines a study adds to the page, looked up by its name (the site does the same)."""
+    study = studies.get(name)
+    own = rendering_of(study).section
+    return own(study, page) if own is not None else []
+
+
+def section(workload: Workload, page: Page) -> list[str]:
+    """The markdown lines of one study's section: a table per point, or a section of its own
+    where its rendering side writes one (latency: [] leaves it off the page)."""
+    own = rendering_of(workload)
+    if own.section is not None:
+        return own.section(workload, page)
+    stored, mode, chart_dir, out = (
+        page.stores.get(workload.name),
+        page.mode,
+        page.chart_dir,
+        page.out,
+    )
     lines = [f"## {workload.title}", "", workload.description.strip(), ""]
     if stored is None or not stored.data["points"]:
         command = "nox -s bench" + (" -- --full" if mode == "full" else "")
@@ -91,12 +87,12 @@ def section(
     points = []
     for key in order:
         point = by_key[key]
-        rows = rendered_rows(workload, point, current.get(key))
+        rows = rendered_rows(workload, point, current.get(key), own.detail)
         points.append((key, point["params"], rows))  # figures only: for the charts
         aside = "" if key in current else " (not in the current points)"
         lines += [f"### {workload.point_title(point['params'])}{aside}", ""]
-        lines += point_lines(workload, stored, point, rows)
-    lines += workload.section_end({key: by_key[key] for key in order})  # across its points
+        lines += point_lines(workload, own, stored, point, rows)
+    lines += own.section_end({key: by_key[key] for key in order})  # across its points
     for path, caption in charts.draw(workload, mode, points, chart_dir):
         lines += [
             f"![{caption.split(' (')[0]}]({path.relative_to(out.parent).as_posix()})",
@@ -107,15 +103,18 @@ def section(
     return lines
 
 
-def point_lines(workload: Workload, stored: ResultStore, point: dict, rows: list) -> list[str]:
+def point_lines(
+    workload: Workload, own: Rendering, stored: ResultStore, point: dict, rows: list
+) -> list[str]:
     """Under a point's heading: its notes, its table, what it shows and where it ran."""
     params = point["params"]
     lines = []
-    for note in workload.point_notes(params, stored.data["points"]):
+    for note in own.point_notes(params, stored.data["points"]):
         lines += [note, ""]
-    lines += [table(workload.columns_at(params), rows, workload.detail_column(params)), ""]
+    lines += [table(workload.columns_at(params), rows, own.detail_column(params)), ""]
     lines += controls_moved(workload, point)
-    lines += [f"*What this shows:* {what_this_shows(workload, params, rows)}", ""]
+    shows = what_this_shows(workload, params, rows, own.observations)
+    lines += [f"*What this shows:* {shows}", ""]
     lines += [f"*Ran in:* {ran_in(stored.sessions, point)}", ""]
     return lines
 
@@ -369,20 +368,6 @@ sleepers, a crawl one page at a time).
 
 
 @dataclass(frozen=True)
-class Page:
-    """What every section of one report reads."""
-
-    mode: str
-    stores: dict[str, ResultStore | None]  # the main tables' interpreter's, by workload
-    out: Path
-    chart_dir: Path
-    points_of: Callable
-    anatomy_data: dict | None
-    results: Path | None  # where every interpreter's results are stored (None: only `stores`)
-    python: str = REFERENCE  # the interpreter of the main tables
-
-
-@dataclass(frozen=True)
 class Section:
     """One registered section of the report, in page order: its headings for the index line,
     and its lines."""
@@ -394,8 +379,7 @@ class Section:
 def workload_sections(page: Page) -> list[str]:
     lines = []
     for workload in studies.WORKLOADS:
-        stored = page.stores.get(workload.name)
-        lines += section(workload, stored, page.mode, page.chart_dir, page.out)
+        lines += section(workload, page)
     return lines
 
 
@@ -427,23 +411,9 @@ SECTIONS = (
     Section(None, workload_sections),  # titled by the registered workloads, read at render
     Section(
         # The fixed load's anatomy, the closed loop's where stored, then instructions per
-        # request by part (bench.studies.instructions.profile).
+        # request by part: each study's own part, looked up by its name.
         ("Cost anatomy",),
-        lambda page: (
-            anatomy.section(
-                page.anatomy_data,
-                load_anatomy(page.results, closed=True) if page.results else None,
-            )
-            + (
-                instructions.section(
-                    instructions.load(page.results),
-                    page.stores.get("echo"),
-                    load_anatomy(page.results, closed=True),
-                )
-                if page.results
-                else []
-            )
-        ),
+        lambda page: study_section("anatomy", page) + study_section("instructions", page),
     ),
     Section(
         ("Scale",), lambda page: scale.section(page.points_of, page.mode, page.chart_dir, page.out)
@@ -534,10 +504,11 @@ def render(
         "",
         f"<!-- generated by `nox -s report` from reports/results/{mode}/; do not edit -->",
         "",
-        # The answer first (bench/render/verdict.py): at most eight lines, from the same data.
+        # The answer first (bench/pages/verdict.py): at most eight lines, from the same data.
         *[f"- {line}" for line in verdict.lines((results or out.parent / "results").parent, mode)],
         "",
-        # The ranking no other process can move: instructions per request (bench/render/work.py).
+        # The ranking no other process can move: instructions per request (the instructions
+        # study's render_work.py).
         *(work.section(results or out.parent / "results") if mode == "quick" else []),
         *glance.section(points_of, ROOT, out.parent, chart_dir / f"{mode}-glance-echo-cost.png"),
         *load_line([s for s in stores.values() if s is not None]),

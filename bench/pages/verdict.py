@@ -20,10 +20,10 @@ import statistics
 from pathlib import Path
 
 from bench.plan import USER_BASE, YARDSTICK
-from bench.render import work
 from bench.render.intervals import ratio_interval, widened, worded
 from bench.store import BETWEEN_SESSIONS
 from bench.studies import echo, micro, sleep  # the headline points, declared there
+from bench.studies.instructions import render_work as work
 from bench.studies.reproductions import render as reproduction
 from bench.summary import by_round, valid_values
 from conformance import findings as found
@@ -155,8 +155,8 @@ def production(point: dict | None, metric: str = "server_cpu_us") -> str | None:
 
 
 def least_work(results: Path, link: str) -> str | None:
-    """The home-made row that does the least work per echo request, in exact instructions,
-    against the two servers users write (bench/render/work.py ranks every row)."""
+    """The home-made row that does the least work per echo request, in exact instructions, against
+    the two servers users write (bench/studies/instructions/render_work.py ranks every row)."""
     ranked = dict(work.ranking(results))
     home = next((k for k, e in ranked.items() if e.get("kind") == "home-made"), None)
     bases = {name: ranked.get(f"{name}/native") for name in (YARDSTICK, USER_BASE)}

@@ -1,0 +1,27 @@
+"""The reproductions, declared: echo's headline point's key rows measured again in a new
+session, each ratio said to land inside its committed interval or not (the method: this
+folder's README)."""
+
+from __future__ import annotations
+
+from bench.workload import Option, SideStudy
+
+STUDY = SideStudy(
+    name="reproductions",
+    title="Reproductions",
+    measuring="bench.studies.reproductions.measure",
+    rendering="bench.studies.reproductions.render",
+    options=(
+        Option(
+            ("--spread-only",),
+            (
+                ("action", "store_true"),
+                (
+                    "help",
+                    "reproductions: measure nothing; store on the committed headline points "
+                    "how far the stored reproductions moved",
+                ),
+            ),
+        ),
+    ),
+)
