@@ -86,7 +86,7 @@ def new(session: nox.Session) -> None:
         # Help, or a folder outside loops/: the lab's listings do not change.
         session.run("python", "-m", "loops._template", *session.posargs)
         return
-    # The listings' renderer (bench.render.reading) needs the render group; nox's own
+    # The listings' renderer (bench.pages.reading) needs the render group; nox's own
     # interpreter has only nox, so the session has a venv of its own.
     _install(session, "render")
     root = Path(__file__).resolve().parent
@@ -96,7 +96,7 @@ def new(session: nox.Session) -> None:
         # The lab's listings of its variants (the README tables, the reading path's designs
         # table), so that the house's tests hold of the new folder the day it is made.
         session.run("python", "-m", "loops", "--readme")
-        session.run("python", "-m", "bench.render.reading")
+        session.run("python", "-m", "bench.pages.reading")
     except nox.command.CommandFailed:
         undone = _restore(root, before)
         session.error(f"nox -s new failed; the tree is as it was ({undone or 'nothing changed'})")

@@ -179,7 +179,7 @@ def side_study(study: SideStudy, args: argparse.Namespace) -> int:
 
 def report(results: Path) -> int:
     """`python -m bench report`: render every page from stored results, and say how fast."""
-    pages = importlib.import_module("bench.pages")  # the rendering room alone
+    pages = importlib.import_module("bench.pages.report")  # the rendering room alone
 
     started = time.perf_counter()
     written = pages.render_every_page(results)

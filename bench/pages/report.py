@@ -24,6 +24,7 @@ from tabulate import tabulate
 from bench import studies
 from bench.fingerprint import fingerprints_held
 from bench.pages import glance, interpreters, scale, verdict
+from bench.pages.reading import render_reading
 from bench.plan import unavailable_variants
 from bench.render import charts, codesize
 from bench.render.page import Page
@@ -543,6 +544,11 @@ def render(
         if chart.name not in shown:
             chart.unlink()
     return [out, *sorted(chart_dir.glob(f"{mode}-*.png"))]
+
+
+def render_every_page(results: Path) -> list[Path]:
+    """Every report and every README's rendered blocks; the files written."""
+    return render_all(results) + render_reading(results)
 
 
 def render_all(results: Path, reports: Path | None = None) -> list[Path]:
