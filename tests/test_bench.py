@@ -1223,14 +1223,42 @@ def test_a_registered_workload_is_measured_stored_and_rendered(monkeypatch, tmp_
     assert reports / "charts" / "quick-tiny-wall.png" in written
 
 
-def test_the_bench_readme_names_every_module_and_the_recipes():
+def test_the_bench_readme_names_every_core_module_and_each_study_its_own():
+    """bench/README.md is the core's map; a study's modules are named by its folder's README."""
     readme = (ROOT / "bench" / "README.md").read_text()
+    studies_dir = ROOT / "bench" / "studies"
     for path in sorted((ROOT / "bench").rglob("*.py")):
-        relative = path.relative_to(ROOT / "bench")
-        named = {relative.as_posix(), path.name}
-        assert any(f"`{name}`" in readme or f"{name}`" in readme for name in named), relative
-    for recipe in ("Add a workload", "Add a metric", "Add a column", "Add a chart"):
+        folder = path.parent
+        if folder.parent == studies_dir:  # a study's module: its own README names it
+            own = (folder / "README.md").read_text()
+            assert f"`{path.name}`" in own, f"{folder.name}/README.md does not name {path.name}"
+            continue
+        relative = path.relative_to(ROOT / "bench").as_posix()
+        assert f"`{relative}`" in readme, relative
+    for recipe in ("Add a study", "Add a metric", "Add a column", "Add a chart"):
         assert f"**{recipe}.**" in readme
+    for study in sorted(p.name for p in studies_dir.iterdir() if (p / "__init__.py").exists()):
+        assert f"(studies/{study}/README.md)" in readme, f"the map does not link {study}"
+
+
+def test_every_path_the_bench_readme_names_exists():
+    """A path in backquotes or a link, read from bench/ (or from the root, where it starts with
+    a folder of the root), exists, and a file's name alone names a file of the bench or a page;
+    <name> and the like are placeholders, not paths."""
+    readme = (ROOT / "bench" / "README.md").read_text()
+    named = re.findall(r"`([\w./-]+/[\w./-]*|[\w-]+\.(?:py|md|json|toml))`", readme)
+    named += re.findall(r"\]\(([^)#]+)\)", readme)
+    assert len(named) > 40, named  # the reading found the map
+    missing = []
+    for name in named:
+        if name.startswith(("http", "reports/charts/", "reports/results/", ".venvs/")):
+            continue
+        if "/" not in name:  # a file's name alone: some file of the bench or its pages
+            if not any((ROOT / "bench").rglob(name)) and not (ROOT / "reports" / name).exists():
+                missing.append(name)
+        elif not ((ROOT / "bench" / name).exists() or (ROOT / name).exists()):
+            missing.append(name)
+    assert not missing, missing
 
 
 # -- a variant unavailable on this interpreter: skipped by the run, named by the report ------

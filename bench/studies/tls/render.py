@@ -16,10 +16,8 @@ from tabulate import tabulate
 
 from bench.render.intervals import ratio_interval
 from bench.studies.echo import HEADLINE_AT, TLS, regime
+from bench.studies.tls import METRIC, TITLE
 from bench.summary import by_round, valid_values
-
-METRIC = "server_cpu_us"
-TITLE = "TLS's cost per request"
 
 
 def twins(stored_points: dict[str, dict]) -> list[tuple[str, dict, dict]]:
