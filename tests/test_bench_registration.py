@@ -137,7 +137,7 @@ def test_a_setting_is_fingerprinted_alike_in_every_process():
     assert setting({False: 2.0}) == "{False: 2.0}"
 
 
-# -- the bench/README.md recipe "Add a workload", followed literally -----------------------
+# -- the bench/README.md recipe "Add a study", followed literally -----------------------
 
 NAME = "zzrecipe"
 # Step 1: its CLI in workloads/<name>/, one module per style, named after the style.
@@ -195,6 +195,7 @@ WORKLOAD = Workload(
     points=points,
     point_title=point_title,
     running="bench.studies.zzrecipe.measure",
+    rendering="bench.studies.zzrecipe.render",
     glance=(Glance("recipe wall (ms)", (("sleeps", 1),), "wall_ms", "ms of wall", "one sleep"),),
 )
 '''
@@ -221,12 +222,26 @@ def measure(point, row, cores, workdir, full) -> dict:
 
 MEASURING = Measuring(measure=measure)
 '''
+# Step 4: bench/studies/<name>/render.py, its rendering side: one sentence from its figures.
+RECIPE_RENDERING = '''"""Recipe, the rendering side: a sentence under each table."""
+
+from bench.studies.zzrecipe import SLEEP_S
+from bench.workload import Rendering
+
+
+def observations(params, rows):
+    fastest = min(r.summary.stats["wall_ms"].median for r in rows if r.summary.stats)
+    return [f"The fastest process took {fastest / (SLEEP_S * 1000):.0f}× its sleep."]
+
+
+RENDERING = Rendering(observations=observations)
+'''
 
 
 @pytest.fixture
 def recipe(monkeypatch, tmp_path):
     """The recipe's files, written where the packages look for them (a folder of this test's
-    beside each of workloads/ and bench/studies/), then step 4: the study added to WORKLOADS.
+    beside each of workloads/ and bench/studies/), then step 5: the study added to WORKLOADS.
     A child process finds the CLI by its path, and the lab's packages by PYTHONPATH, since
     the folder beside workloads/ is this process's alone."""
     import workloads
@@ -236,6 +251,7 @@ def recipe(monkeypatch, tmp_path):
         (workloads, f"{NAME}/coroutines.py"): RECIPE_CLI,
         (studies, f"{NAME}/__init__.py"): RECIPE_DECLARATION,
         (studies, f"{NAME}/measure.py"): RECIPE_RUNNING,
+        (studies, f"{NAME}/render.py"): RECIPE_RENDERING,
     }
     for (package, name), text in files.items():
         folder = tmp_path / "beside" / package.__name__
@@ -252,7 +268,7 @@ def recipe(monkeypatch, tmp_path):
         del sys.modules[module]
 
 
-def test_the_add_a_workload_recipe_followed_literally_is_planned_run_and_rendered(
+def test_the_add_a_study_recipe_followed_literally_is_planned_run_and_rendered(
     recipe, monkeypatch, tmp_path
 ):
     workload = studies.get(NAME)
@@ -269,6 +285,7 @@ def test_the_add_a_workload_recipe_followed_literally_is_planned_run_and_rendere
     report.render_all(results, reports)
     text = (reports / "bench.md").read_text()
     assert "## Recipe" in text and "### 1 sleep of 2 ms" in text
+    assert re.search(r"The fastest process took \d+× its sleep\.", text)  # its render.py
     glance = text.split("## At a glance", 1)[1].split("\n## ", 1)[0]
     assert "recipe wall (ms)" in glance and "- **One sleep**: " in glance
     # its ratio to asyncio: bare, as the recipe's quick run measures one repetition a row

@@ -1,6 +1,6 @@
 """The recipes that start in a folder's README, followed as written: a report section that
 reaches both the markdown report and the HTML site. (Adding a variant is followed by
-tests/test_scaffold.py, adding a workload by tests/test_bench_registration.py.)"""
+tests/test_scaffold.py, adding a study by tests/test_bench_registration.py.)"""
 
 import sys
 from pathlib import Path
