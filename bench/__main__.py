@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import loops
-from bench import interpreter_figures, studies
+from bench import interpreter_figures, registry
 from bench.plan import anchor_names
 from bench.store import RESULTS
 from bench.workload import SideStudy
@@ -98,14 +98,14 @@ def run_options(run: argparse.ArgumentParser) -> None:
     size.add_argument("--full", dest="full", action="store_true", help="the full run's points")
     run.set_defaults(full=False)
     run.add_argument("--loop", action="append", metavar="NAME", help="only this loop (repeat)")
-    every = [*studies.names(), *(side.name for side in studies.SIDES)]
+    every = [*registry.names(), *(side.name for side in registry.SIDES)]
     run.add_argument(
         "--study",
         "--workload",  # its name before studies were folders
         action="append",
         choices=every,
         help="only this study (repeat); default: every study measured point by point, "
-        f"{', '.join(studies.names())}",
+        f"{', '.join(registry.names())}",
     )
     run.add_argument(
         "--where",
@@ -129,7 +129,7 @@ def run_options(run: argparse.ArgumentParser) -> None:
         "(bench/interpreter_figures.py)",
     )
     run.add_argument("--results", type=Path, default=RESULTS)
-    for side in studies.SIDES:
+    for side in registry.SIDES:
         for option in side.options:
             run.add_argument(*option.flags, **dict(option.settings))
 
@@ -157,7 +157,7 @@ def everything(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         return status
     if not args.study or "echo" in args.study:
         for name, closed in AFTER_THE_RUN:
-            found = side_study(studies.get(name), with_options(args, closed_loop=closed))
+            found = side_study(registry.get(name), with_options(args, closed_loop=closed))
             if found > 1 and name == "anatomy":
                 return found
     return max(status, report(args.results))
@@ -203,9 +203,9 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if not equals or not name or not value:
             parser.error(f"--where {condition!r}: expected PARAM=VALUE, e.g. connections=100")
         where[name] = value
-    chosen = args.study or studies.names()
-    sides = [studies.get(name) for name in chosen if name not in studies.names()]
-    measured = [name for name in chosen if name in studies.names()]
+    chosen = args.study or registry.names()
+    sides = [registry.get(name) for name in chosen if name not in registry.names()]
+    measured = [name for name in chosen if name in registry.names()]
     status = 0
     if measured:
         runner = importlib.import_module("bench.runner")  # the running room, for a run alone

@@ -36,7 +36,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from bench import studies
+from bench import registry
 from bench.fingerprint import fingerprint
 from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
 from bench.procs import ChildFailed, Cores, DidNotFinish, subject_on
@@ -336,7 +336,7 @@ def run(
         env = {**python.environment, "pinning": cores.describe(), "unavailable": python.unavailable}
         for name in workloads:
             planned = plan_workload(
-                studies.get(name), mode, env, session, console, results, loop_names, redo, where,
+                registry.get(name), mode, env, session, console, results, loop_names, redo, where,
                 python, only,
             )  # fmt: skip
             if planned is not None:

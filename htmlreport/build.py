@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import studies
+from bench import registry
 from bench.pages import verdict
 from bench.plan import (  # the workloads' declarations (their running side is never loaded)
     FLOOR,
@@ -264,7 +264,7 @@ def _bar(label: str, kind: str, metric: Any, s: list[float] | None) -> dict | No
 def _bench_page(mode: str) -> Callable[[Path], str]:
     def render(reports: Path) -> str:
         sections, index = [], []
-        for workload in studies.WORKLOADS:
+        for workload in registry.WORKLOADS:
             path = reports / "results" / mode / f"{workload.name}.json"
             if not path.exists():
                 continue

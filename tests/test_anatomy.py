@@ -181,11 +181,11 @@ def _stored(counter="perf"):
 
 
 def _code(key: str) -> str:
-    from bench import studies
+    from bench import registry
     from bench.plan import Row
 
     variant, style = key.split("/")
-    return fingerprint(studies.get("echo"), Row(variant, style, style == "native"))
+    return fingerprint(registry.get("echo"), Row(variant, style, style == "native"))
 
 
 def test_a_row_measured_on_code_changed_since_is_marked():

@@ -21,7 +21,7 @@ import pytest
 from rich.console import Console
 
 import loops
-from bench import runner, studies
+from bench import registry, runner
 from bench.fingerprint import fingerprint, row_fingerprint
 from bench.pages import report
 from bench.plan import Metric, Point, Row
@@ -113,7 +113,7 @@ def row_lines(text: str, start: str) -> str:
 
 def put_all(store: ResultStore, point: Point, reps_by_row: dict[Row, list[dict]]) -> None:
     for row, reps in reps_by_row.items():
-        store.put(point, row, SESSION, fingerprint(studies.get(point.workload), row), reps)
+        store.put(point, row, SESSION, fingerprint(registry.get(point.workload), row), reps)
 
 
 @pytest.fixture
@@ -121,9 +121,9 @@ def results(tmp_path: Path) -> Path:
     """A stored quick run of every workload: small, but shaped like the real thing."""
     base = tmp_path / "results"
     stores = {}
-    for name in studies.names():
+    for name in registry.names():
         path = results_path(base, "quick", name)
-        stores[name] = ResultStore.empty(path, name, "quick", studies.get(name).kept)
+        stores[name] = ResultStore.empty(path, name, "quick", registry.get(name).kept)
         stores[name].add_session(SESSION, ENV, ["python", "-m", "bench", "run"])
 
     for point in echo.points(full=False):  # the real quick points, so they are current
@@ -529,7 +529,7 @@ class FakeWorkload:
 def fake(monkeypatch) -> FakeWorkload:
     workload = FakeWorkload()
     # Registered for this test only, as a workload module registers itself in bench.registry.
-    monkeypatch.setattr(studies, "WORKLOADS", (*studies.WORKLOADS, workload.declared()))
+    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, workload.declared()))
     monkeypatch.setitem(sys.modules, workload.RUNNING, workload.running_side())
     return workload
 
@@ -1203,7 +1203,7 @@ def test_a_registered_workload_is_measured_stored_and_rendered(monkeypatch, tmp_
     processes), the store keeps it, the report renders its section, table and chart."""
     from tests import tiny_workload
 
-    monkeypatch.setattr(studies, "WORKLOADS", (*studies.WORKLOADS, tiny_workload.WORKLOAD))
+    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, tiny_workload.WORKLOAD))
     results, reports = tmp_path / "results", tmp_path / "reports"
     console = Console(file=io.StringIO())
     assert runner.run(["tiny"], False, None, False, results, console=console) == 0
@@ -1374,7 +1374,7 @@ def test_two_sessions_whose_baselines_differ_take_no_ratio_across_them(tmp_path)
     from bench.render.rows import rendered_rows
     from bench.render.tables import table
 
-    workload = studies.get("echo")
+    workload = registry.get("echo")
     path = results_path(tmp_path, "quick", "echo")
     store = ResultStore.empty(path, "echo", "quick", workload.kept)
     point = next(p for p in echo.points(full=False) if p.args.get("measure") == "paced")
@@ -1470,7 +1470,7 @@ def test_a_client_bound_row_is_drawn_at_least_its_figure_at_the_top_not_left_out
 
     stores = report.main_tables(results, "quick")[1]
     points = [(None, *pair) for pair in stored_points(stores, "quick")("echo")]
-    workload = studies.get("echo")
+    workload = registry.get("echo")
     spec = next(c for c in workload.charts if c.name == "requests")
     series, _, missing, bounds = charts._series(spec, workload.metric(spec.metric), points)
     assert ("uvloop · coroutines", 100) in bounds
@@ -1614,7 +1614,7 @@ def test_a_section_measured_in_part_says_how_many_points_it_lacks(monkeypatch, t
     many of the run's points it holds, before its tables, and how to continue."""
     from tests import tiny_workload
 
-    monkeypatch.setattr(studies, "WORKLOADS", (*studies.WORKLOADS, tiny_workload.WORKLOAD))
+    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, tiny_workload.WORKLOAD))
     results, reports = tmp_path / "results", tmp_path / "reports"
     console = Console(file=io.StringIO())
     code = runner.run(["tiny"], False, None, False, results, console=console,

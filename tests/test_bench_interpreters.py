@@ -17,7 +17,7 @@ import sys
 import pytest
 from rich.console import Console
 
-from bench import interpreter_figures, runner, studies
+from bench import interpreter_figures, registry, runner
 from bench.pages import interpreters, report
 from bench.plan import Row
 from bench.store import results_path
@@ -42,7 +42,7 @@ def other_interpreter() -> str:
 @pytest.fixture
 def tiny(monkeypatch):
     """The tiny workload registered, with trio too, and the Interpreters section reading it."""
-    monkeypatch.setattr(studies, "WORKLOADS", (*studies.WORKLOADS, tiny_workload.WORKLOAD))
+    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, tiny_workload.WORKLOAD))
     monkeypatch.setattr(tiny_workload, "ROWS", (*tiny_workload.ROWS, Row("trio", "coroutines")))
     monkeypatch.setattr(interpreter_figures, "FIGURES", (TINY,))
     monkeypatch.setattr(interpreters, "FIGURES", (TINY,))

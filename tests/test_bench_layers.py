@@ -7,7 +7,7 @@ running side (every other module but its rendering) and its rendering side (``re
 ``running=``, ``measuring=`` or ``rendering=``, stands for every module so declared):
 
 - nothing in ``bench/`` imports itself back, by any path;
-- the core imports no study, and the registry (``bench/studies/__init__.py``) only their
+- the core imports no study, and the registry (``bench/registry.py``) only their
   declarations;
 - a study's declaration imports neither its own running nor its rendering side, nor any
   study's;
@@ -45,7 +45,7 @@ CORE = {
     "bench.render.codesize",
     "bench.render.page",
 }
-REGISTRY = "bench.studies"
+REGISTRY = "bench.registry"
 RUNNING_CORE = {"bench.runner", "bench.procs", "bench.venvs"}
 
 

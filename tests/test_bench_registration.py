@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+import bench.studies as studies  # the package study folders are found in
 from bench import fingerprint as fingerprints
-from bench import runner, studies
+from bench import registry, runner
 from bench.fingerprint import fingerprint
 from bench.pages import report
 from bench.store import ResultStore, results_path
@@ -49,7 +50,7 @@ def test_no_declaration_imports_the_running_side_and_the_runner_imports_it():
     for path in sorted((ROOT / "bench" / "studies").glob("*/__init__.py")):
         running = {m for m in imported_modules(path) if m.endswith(".measure")}
         assert not running, f"{path.parent.name} imports {running}"
-    for workload in studies.WORKLOADS:
+    for workload in registry.WORKLOADS:
         assert workload.running == f"bench.studies.{workload.name}.measure"
         assert runner.running_side(workload).measure is not None
 
@@ -262,7 +263,7 @@ def recipe(monkeypatch, tmp_path):
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     importlib.invalidate_caches()
     declared = importlib.import_module(f"bench.studies.{NAME}")
-    monkeypatch.setattr(studies, "WORKLOADS", (*studies.WORKLOADS, declared.WORKLOAD))
+    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, declared.WORKLOAD))
     yield declared
     for module in [m for m in sys.modules if NAME in m]:
         del sys.modules[module]
@@ -271,7 +272,7 @@ def recipe(monkeypatch, tmp_path):
 def test_the_add_a_study_recipe_followed_literally_is_planned_run_and_rendered(
     recipe, monkeypatch, tmp_path
 ):
-    workload = studies.get(NAME)
+    workload = registry.get(NAME)
     (point,) = workload.points(False)
     assert {row.style for row in point.rows} == {"coroutines"}  # found by the style's name
     results, reports = tmp_path / "results", tmp_path / "reports"

@@ -54,14 +54,14 @@ def test_bench_instructions_stores_both_regimes_of_a_row(tmp_path):
 def test_the_work_ranking_and_the_verdict_read_the_stored_counts(tmp_path):
     """bench.md's first table ranks every counted row by its closed-loop instructions, and the
     verdict names the home-made row with the least work against the two user servers."""
-    from bench import studies
+    from bench import registry
     from bench.pages import verdict
     from bench.studies.instructions import render_work as work
 
     def entry(kind: str, closed: float, paced: float, key: str = "", before=None) -> dict:
         # Counted on today's code where a key is given; on unrecorded (changed) code otherwise.
         variant, style = key.split("/") if key else ("", "")
-        code = fingerprint(studies.get("echo"), Row(variant, style, style == "native"))
+        code = fingerprint(registry.get("echo"), Row(variant, style, style == "native"))
         counted = {"date": "2026-11-27T15:00:00+00:00", "commit": "abc"}
         counted |= {"code": code} if key else {}
         earlier = {"before": {"per_request": before, **counted}} if before else {}

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench import runner, studies
+from bench import registry, runner
 from bench.fingerprint import fingerprint
 from bench.pages import report
 from bench.plan import Point, Row
@@ -64,9 +64,9 @@ def fell_behind(rate: float) -> dict:
 
 
 def test_the_ladder_is_registered_on_echos_rows_servers_and_rules():
-    assert "latency" in studies.names()
-    assert studies.names().index("latency") == studies.names().index("echo") + 1
-    workload = studies.get("latency")
+    assert "latency" in registry.names()
+    assert registry.names().index("latency") == registry.names().index("echo") + 1
+    workload = registry.get("latency")
     assert runner.running_side(workload).measure is echo_measure.measure  # one rule, not two
     for full in (False, True):
         points = workload.points(full)
@@ -175,7 +175,7 @@ def small_ladder(rates, rows, seconds=(0.2, 1.0)) -> list[Point]:
 
 def synthetic_store(tmp_path: Path, by_row: dict[Row, list[dict]]) -> ResultStore:
     """A latency store of RATES, a row's records one per step (None: not stored)."""
-    workload = studies.get("latency")
+    workload = registry.get("latency")
     path = results_path(tmp_path, "quick", "latency")
     store = ResultStore.empty(path, "latency", "quick", workload.kept)
     store.add_session(SESSION, ENV, [])
@@ -197,7 +197,7 @@ def test_a_row_is_not_measured_past_the_step_that_ended_its_climb(tmp_path):
             steady: [kept(2000), kept(2800), None, None],
         },
     )
-    workload = studies.get("latency")
+    workload = registry.get("latency")
     third = small_ladder(RATES, (broke, steady))[2]
     job = runner.Job(workload, runner.running_side(workload), store, third, [broke, steady])
     stop = runner.stopped_below(job, broke)
@@ -231,7 +231,7 @@ def test_the_section_draws_both_groups_and_tabulates_each_knee(tmp_path):
         },
     )  # fmt: skip
     out = tmp_path / "reports" / "bench.md"
-    workload = studies.get("latency")
+    workload = registry.get("latency")
     lines = report.section(workload, page(store, out))
     text = "\n".join(lines)
     assert text.startswith(f"## {latency.TITLE}")
@@ -252,12 +252,12 @@ def test_the_section_draws_both_groups_and_tabulates_each_knee(tmp_path):
 
 
 def test_the_page_indexes_the_section_only_where_a_ladder_is_stored(tmp_path):
-    workload = studies.get("latency")
+    workload = registry.get("latency")
     assert report.section(workload, page(None, tmp_path / "x.md")) == []
     store = synthetic_store(tmp_path, {Row("asyncio", "callbacks"): [kept(r) for r in RATES]})
     link = f"[{latency.TITLE}](#{latency.TITLE.lower().replace(' ', '-')})"
     for stored, shown in ((None, False), (store, True)):
-        stores = {name: None for name in studies.names()} | {"latency": stored}
+        stores = {name: None for name in registry.names()} | {"latency": stored}
         out = tmp_path / f"{shown}" / "bench.md"
         report.render("quick", stores, out, None, tmp_path / "results")
         text = out.read_text()
@@ -289,9 +289,9 @@ def test_two_real_steps_then_no_third_past_the_end_of_the_climb(tmp_path, monkey
     # 2,000 requests/s is light; 400,000 is past any server here or past the generator's core:
     # either way the climb ends there, and the third step is not measured.
     ladder = small_ladder((2000, 400_000, 800_000), (row,))
-    tiny = dataclasses.replace(studies.get("latency"), points=lambda full: ladder)
-    monkeypatch.setattr(studies, "WORKLOADS", tuple(
-        tiny if w.name == "latency" else w for w in studies.WORKLOADS))  # fmt: skip
+    tiny = dataclasses.replace(registry.get("latency"), points=lambda full: ladder)
+    monkeypatch.setattr(registry, "WORKLOADS", tuple(
+        tiny if w.name == "latency" else w for w in registry.WORKLOADS))  # fmt: skip
     results = tmp_path / "results"
     assert (
         runner.run(["latency"], False, None, False, results, console=Console(file=io.StringIO()))

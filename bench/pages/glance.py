@@ -21,7 +21,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 import loops
-from bench import studies
+from bench import registry
 from bench.plan import BASELINE, USER_BASE, USER_SERVERS, YARDSTICK, Glance, Row
 from bench.render import codesize
 from bench.render.intervals import median_interval
@@ -74,7 +74,7 @@ class Column:
 def columns() -> list[Column]:
     """Every registered workload's glance columns, in their places (read when rendering, so a
     workload registered later, a test's, has its columns too)."""
-    declared = [(g, w) for w in studies.WORKLOADS for g in w.glance]
+    declared = [(g, w) for w in registry.WORKLOADS for g in w.glance]
     return [Column.of(w, g) for g, w in sorted(declared, key=lambda pair: pair[0].place)]
 
 
@@ -162,7 +162,7 @@ def cell(column: Column, rendered, ratio: bool = True) -> str:
 
 
 def _metrics(workload: str):
-    return studies.get(workload).metrics
+    return registry.get(workload).metrics
 
 
 def sentence(column: Column, rows: list | None) -> str:
@@ -291,7 +291,7 @@ def _echo_body(found: dict, conformance: dict, root: Path) -> tuple[list[str], l
     each ratio with its interval and word; then conformance and code lines (8 columns)."""
 
     throughput = next(c for c in found if c.workload == "echo" and c != COST)
-    metrics = {c: studies.get("echo").metric(c.metric) for c in (throughput, COST)}
+    metrics = {c: registry.get("echo").metric(c.metric) for c in (throughput, COST)}
     headers = [
         "variant · style",
         throughput.header,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from bench import studies
+from bench import registry
 from bench.interpreter_figures import COST, FIGURES, Figure
 from bench.plan import BASELINE, USER_BASE, YARDSTICK, Row
 from bench.render.drift import ONE_REPETITION, Change, level, level_error, relative_change
@@ -86,7 +86,7 @@ def read(
 
 
 def _stores(results: Path | None, mode: str, python: str) -> dict:
-    return load_mode(results, mode, studies.names(), python) if results else {}
+    return load_mode(results, mode, registry.names(), python) if results else {}
 
 
 def _figure(figure: Figure, points: list[tuple[dict, list[RenderedRow]]]) -> dict[Row, Cell]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from bench import studies
+from bench import registry
 from bench.fingerprint import fingerprints_held
 from bench.pages import glance, interpreters, scale, verdict
 from bench.pages.reading import render_reading
@@ -51,7 +51,7 @@ def rendering_of(study: Workload | SideStudy) -> Rendering:
 
 def study_section(name: str, page: Page) -> list[str]:
     """The lines a study adds to the page, looked up by its name (the site does the same)."""
-    study = studies.get(name)
+    study = registry.get(name)
     own = rendering_of(study).section
     return own(study, page) if own is not None else []
 
@@ -171,7 +171,7 @@ def repetition_loads(stores: list[ResultStore]) -> dict[str, list[float]]:
 def coverage(stores: dict[str, ResultStore | None], mode: str) -> list[str]:
     """How much of the current points is stored, per workload, and how to measure the rest."""
     parts, missing = [], 0
-    for workload in studies.WORKLOADS:
+    for workload in registry.WORKLOADS:
         current = current_points(workload, mode)
         if not current:
             continue
@@ -379,7 +379,7 @@ class Section:
 
 def workload_sections(page: Page) -> list[str]:
     lines = []
-    for workload in studies.WORKLOADS:
+    for workload in registry.WORKLOADS:
         lines += section(workload, page)
     return lines
 
@@ -497,7 +497,7 @@ def render(
             entry.titles
             if entry.titles is not None
             # a workload whose section is empty (latency with no curve stored) is not indexed
-            else [w.title for w in studies.WORKLOADS if f"## {w.title}" in written]
+            else [w.title for w in registry.WORKLOADS if f"## {w.title}" in written]
         )
     ]
     lines = [
@@ -576,7 +576,7 @@ def main_tables(results: Path, mode: str) -> tuple[str, dict[str, ResultStore | 
     newest that has any. Never two interpreters in one table."""
     stores: dict[str, ResultStore | None] = {}
     for python in dict.fromkeys([REFERENCE, RUNNING, *reversed(PYTHONS)]):
-        stores = load_mode(results, mode, studies.names(), python)
+        stores = load_mode(results, mode, registry.names(), python)
         if any(stores.values()):
             return python, stores
     return REFERENCE, stores

@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench import studies
+from bench import registry
 from bench.fingerprint import fingerprint
 from bench.plan import (
     BASELINE,
@@ -229,8 +229,8 @@ def stored_points(
         if name not in cache:
             store = stores.get(name)
             found = []
-            if store is not None and name in studies.names():
-                workload = studies.get(name)
+            if store is not None and name in registry.names():
+                workload = registry.get(name)
                 current = current_points(workload, mode)
                 for point_key, point in store.data["points"].items():
                     rows = rendered_rows(workload, point, current.get(point_key))

@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import store, studies
+from bench import registry, store
 from bench.fingerprint import fingerprint
 from bench.plan import Row
 from bench.procs import ChildFailed, Cores
@@ -456,7 +456,7 @@ def run(
                 try:
                     measured[row.key] = measure_row(row, tool, cores, Path(tmp), params)
                     # The code counted, so the page can mark a row whose code changed since.
-                    measured[row.key]["code"] = fingerprint(studies.get("echo"), row)
+                    measured[row.key]["code"] = fingerprint(registry.get("echo"), row)
                 except (ChildFailed, RuntimeError, OSError) as error:
                     measured[row.key] = {"label": row.label, "kind": row.kind, "error": str(error)}
             print(f"anatomy: {measured[row.key].get('label')}: {_one_line(measured[row.key])}")

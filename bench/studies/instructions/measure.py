@@ -23,7 +23,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from bench import studies
+from bench import registry
 from bench.fingerprint import fingerprint
 from bench.plan import Row
 from bench.store import RESULTS, instructions_path
@@ -89,7 +89,7 @@ def run(
     failed = 0
     for number, row in enumerate(rows, 1):
         entry = stored["rows"].setdefault(row.key, {"label": row.label, "kind": row.kind})
-        code = fingerprint(studies.get("echo"), row)
+        code = fingerprint(registry.get("echo"), row)
         for regime in regimes or list(REGIMES):
             print(f"instructions: [{number}/{len(rows)}] {row.label}, {regime}", flush=True)
             try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from bench import studies
+from bench import registry
 from bench.fingerprint import fingerprint
 from bench.plan import USER_BASE, YARDSTICK, Row
 from bench.store import (
@@ -75,7 +75,7 @@ def _row(key: str) -> Row:
 def changed(key: str, code: str | None) -> bool:
     """An echo row's figure taken on code that has changed since, or whose code the figure
     did not record (the instruction counts and the cost anatomy mark such rows ‡)."""
-    return code != fingerprint(studies.get("echo"), _row(key))
+    return code != fingerprint(registry.get("echo"), _row(key))
 
 
 def stale(key: str, entry: dict) -> bool:

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 import loops
-from bench import runner, studies
+from bench import registry, runner
 from bench.plan import FLOOR, USER_BASE, YARDSTICK
 from bench.render.rows import current_points, rendered_rows
 from bench.store import BETWEEN_SESSIONS, RESULTS, ResultStore, results_path
@@ -42,7 +42,7 @@ def key_loops() -> list[str]:
 
 def ratios(store: ResultStore) -> dict[str, tuple[float, float, float]]:
     """'point · row × base' -> (ratio, low, high) at the headline points, as the tables give."""
-    workload = studies.get("echo")
+    workload = registry.get("echo")
     current = current_points(workload, "quick")
     keys = key_loops()
     found = {}
