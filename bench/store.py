@@ -28,15 +28,6 @@ from machine.interpreters import REFERENCE
 
 FORMAT = 1
 RESULTS = ROOT / "reports" / "results"  # where a run stores and a report reads, by default
-ANATOMY = "anatomy.json"  # the cost anatomy at echo's fixed offered load, beside the modes' folders
-# The cost anatomy in the closed loop (`bench anatomy --closed-loop`): a file of its own, so the
-# two points never mix.
-ANATOMY_CLOSED = "anatomy-closed.json"
-# Instructions per request of every echo row at the headline point, both regimes, counted under
-# callgrind (`bench instructions`).
-INSTRUCTIONS = "instructions.json"
-# The committed headline ratios measured again in new sessions (`bench reproduce`).
-REPRODUCTIONS = "reproductions.json"
 
 
 def results_dir(results: Path, mode: str, python: str = REFERENCE) -> Path:
@@ -275,28 +266,15 @@ def stored_points(results: Path, mode: str, workload: str) -> dict[str, dict]:
     return ResultStore.load(path, workload, mode).data["points"] if path.exists() else {}
 
 
-def instructions_path(results: Path) -> Path:
-    return results / INSTRUCTIONS
-
-
-def load_instructions(results: Path) -> dict | None:
-    path = instructions_path(results)
+def load_file(results: Path, name: str) -> dict | None:
+    """A side study's stored file under the results folder (its declaration names it); None
+    where it is not stored."""
+    path = results / name
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def anatomy_path(results: Path, closed: bool = False) -> Path:
-    """The file of the cost anatomy at echo's fixed offered load, or in the closed loop."""
-    return results / (ANATOMY_CLOSED if closed else ANATOMY)
-
-
-def load_anatomy(results: Path, closed: bool = False) -> dict | None:
-    """The stored cost anatomy (see bench.studies.anatomy.measure) at the fixed offered load, or in
-    the closed loop; None where it is not stored."""
-    path = anatomy_path(results, closed)
-    return json.loads(path.read_text()) if path.exists() else None
-
-
-def save_anatomy(results: Path, data: dict, closed: bool = False) -> None:
-    path = anatomy_path(results, closed)
+def save_file(results: Path, name: str, data: dict) -> None:
+    """A side study's file written whole, keys sorted, so that a diff shows what moved."""
+    path = results / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

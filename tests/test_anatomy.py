@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import store
 from bench.fingerprint import fingerprint
+from bench.studies.anatomy import FILES
 from bench.studies.anatomy import measure as anatomy
-from bench.studies.anatomy.render import completion_against_readiness, section
+from bench.studies.anatomy.render import completion_against_readiness, load_anatomy, section
 from machine.environment import ROOT
 
 STRACE_LOG = """\
@@ -406,7 +406,7 @@ def test_the_report_renders_the_closed_loop_store_beside_the_fixed_loads(tmp_pat
     page = SimpleNamespace(anatomy_data=_stored(), results=tmp_path, stores={})
     without = entry.lines(page)
     assert "### Syscalls per echo request in the closed loop" not in without
-    store.save_anatomy(tmp_path, _closed(_stored()), closed=True)
+    anatomy.save_anatomy(tmp_path, _closed(_stored()), closed=True)
     with_closed = entry.lines(page)
     assert "### Syscalls per echo request in the closed loop" in with_closed
     assert with_closed[: len(section(_stored()))] == section(_stored())
@@ -414,29 +414,29 @@ def test_the_report_renders_the_closed_loop_store_beside_the_fixed_loads(tmp_pat
 
 def test_the_two_points_are_stored_apart_and_never_overwrite_each_other(tmp_path):
     fixed, closed = _stored(), _closed(_stored())
-    store.save_anatomy(tmp_path, fixed)
-    store.save_anatomy(tmp_path, closed, closed=True)
-    assert store.load_anatomy(tmp_path) == fixed
-    assert store.load_anatomy(tmp_path, closed=True) == closed
-    assert {p.name for p in tmp_path.iterdir()} == {store.ANATOMY, store.ANATOMY_CLOSED}
-    assert store.anatomy_path(tmp_path) != store.anatomy_path(tmp_path, closed=True)
-    assert store.load_anatomy(tmp_path / "elsewhere", closed=True) is None
+    anatomy.save_anatomy(tmp_path, fixed)
+    anatomy.save_anatomy(tmp_path, closed, closed=True)
+    assert load_anatomy(tmp_path) == fixed
+    assert load_anatomy(tmp_path, closed=True) == closed
+    assert {p.name for p in tmp_path.iterdir()} == set(FILES.values())
+    assert anatomy.anatomy_path(tmp_path) != anatomy.anatomy_path(tmp_path, closed=True)
+    assert load_anatomy(tmp_path / "elsewhere", closed=True) is None
 
 
 def test_a_run_without_a_counter_stores_the_closed_loop_in_its_own_file(tmp_path, monkeypatch):
     """With no counter usable, `run` measures nothing and stores why, in the file of the point
     it was asked for: the fixed load's file stays as it was."""
     monkeypatch.setattr(anatomy, "available_counter", lambda prefer=None: (None, "none here"))
-    store.save_anatomy(tmp_path, _stored())
+    anatomy.save_anatomy(tmp_path, _stored())
     assert anatomy.run(["traps"], tmp_path, closed=True) == 1
-    assert store.load_anatomy(tmp_path) == _stored()
-    stored = store.load_anatomy(tmp_path, closed=True)
+    assert load_anatomy(tmp_path) == _stored()
+    stored = load_anatomy(tmp_path, closed=True)
     assert stored["unavailable"] == "none here" and stored["rows"] == {}
     assert stored["point"] == {**anatomy.closed_params(), "window_s": anatomy.PLAIN_S}
     assert "rate" not in stored["point"] and stored["point"]["measure"] == anatomy.CLOSED_LOOP
     assert anatomy.run(["traps"], tmp_path) == 1  # and the fixed load's run, its own file
-    assert store.load_anatomy(tmp_path)["point"]["rate"] == anatomy.load_params()["rate"]
-    assert store.load_anatomy(tmp_path, closed=True) == stored
+    assert load_anatomy(tmp_path)["point"]["rate"] == anatomy.load_params()["rate"]
+    assert load_anatomy(tmp_path, closed=True) == stored
 
 
 def test_the_closed_loop_point_runs_the_load_generator_without_a_rate(tmp_path):
@@ -583,7 +583,7 @@ def test_bench_anatomy_stores_a_row_and_the_report_renders_it(tmp_path: Path):
     if usable is None:
         pytest.skip(why)
     assert anatomy.run(["handlers"], tmp_path) == 0
-    data = store.load_anatomy(tmp_path)
+    data = load_anatomy(tmp_path)
     entry = data["rows"]["handlers/callbacks"]
     assert "error" not in entry, entry
     assert entry["code"] == _code("handlers/callbacks")
@@ -605,7 +605,7 @@ def test_a_thread_per_connection_is_counted_while_its_threads_live(tmp_path: Pat
     if usable is None:
         pytest.skip(why)
     assert anatomy.run(["threads"], tmp_path) == 0
-    entry = store.load_anatomy(tmp_path)["rows"]["threads/blocking"]
+    entry = load_anatomy(tmp_path)["rows"]["threads/blocking"]
     assert "error" not in entry, entry
     # Every request wakes the connection's thread from its blocking recv: a switch or more.
     assert entry["switches"]["voluntary"] >= 0.9
@@ -621,8 +621,8 @@ def test_bench_anatomy_in_the_closed_loop_stores_a_row_apart_and_the_report_rend
     if usable is None:
         pytest.skip(why)
     assert anatomy.run(["handlers"], tmp_path, closed=True) == 0
-    assert store.load_anatomy(tmp_path) is None  # the fixed load's file: not written
-    data = store.load_anatomy(tmp_path, closed=True)
+    assert load_anatomy(tmp_path) is None  # the fixed load's file: not written
+    data = load_anatomy(tmp_path, closed=True)
     assert data["point"]["measure"] == anatomy.CLOSED_LOOP and "rate" not in data["point"]
     entry = data["rows"]["handlers/callbacks"]
     assert "error" not in entry, entry

@@ -27,7 +27,8 @@ import pytest
 
 import loops
 from bench.pages import reading
-from bench.store import RESULTS, load_anatomy
+from bench.store import RESULTS
+from bench.studies.anatomy.render import load_anatomy
 from loops.contract import DECLARED_KEYS, IO_MODELS, THREAD_ENTRIES, declared_key
 
 ROOT = Path(__file__).resolve().parent.parent

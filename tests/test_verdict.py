@@ -93,7 +93,7 @@ def test_the_production_answer_comes_first_cheapest_first_against_uvloop_protoco
 
 def test_bench_md_opens_with_the_verdict_and_the_data_loss_finding(tmp_path):
     from bench.pages.report import main_tables, render
-    from bench.store import load_anatomy
+    from bench.studies.anatomy.render import load_anatomy
 
     results = ROOT / "reports" / "results"
     python, stores = main_tables(results, "quick")

@@ -19,8 +19,8 @@ import loops
 from bench.pages.plan_text import plan
 from bench.plan import FLOOR, USER_BASE, YARDSTICK, Metric
 from bench.render.codesize import asyncio_api_files, loop_and_asyncio_api, loop_files
-from bench.store import load_anatomy, stored_points
-from bench.studies.anatomy.render import cpu_us
+from bench.store import stored_points
+from bench.studies.anatomy.render import cpu_us, load_anatomy
 from bench.summary import summarize
 from loops.contract import DECLARED_KEYS
 from machine.environment import ROOT

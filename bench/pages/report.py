@@ -30,7 +30,8 @@ from bench.render import charts, codesize
 from bench.render.page import Page
 from bench.render.rows import current_points, rendered_rows, stored_points
 from bench.render.tables import ran_in, table, what_this_shows
-from bench.store import ResultStore, load_anatomy, load_instructions, load_mode
+from bench.store import ResultStore, load_mode
+from bench.studies.anatomy.render import load_anatomy
 from bench.studies.instructions import render_work as work
 from bench.studies.reproductions import render as reproduction
 from bench.summary import SATURATION, SPREAD_TOLERANCE, summarize
@@ -518,7 +519,7 @@ def render(
             stores,
             {
                 "the cost anatomy": anatomy_data,
-                "the instruction counts": load_instructions(results or out.parent / "results"),
+                "the instruction counts": work.load_instructions(results or out.parent / "results"),
             }
             if mode == "quick"
             else {},

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from bench.workload import Option, SideStudy
 
+# Its files under the results folder, by point: the fixed offered load's, the closed loop's
+# (apart, so the two points never mix).
+FILES = {False: "anatomy.json", True: "anatomy-closed.json"}
+
 STUDY = SideStudy(
     name="anatomy",
     title="Cost anatomy",

@@ -29,6 +29,8 @@ from bench import registry, store
 from bench.fingerprint import fingerprint
 from bench.plan import Row
 from bench.procs import ChildFailed, Cores
+from bench.studies.anatomy import FILES
+from bench.studies.anatomy.render import load_anatomy
 from bench.studies.echo import HEADLINE_POINT, PACED, offered_rate
 from bench.studies.echo import rows as echo_rows
 from bench.studies.echo.measure import Serving
@@ -411,6 +413,15 @@ def cpu_only(row: Row, cores, workdir: Path, params: dict) -> float:
 CPU_REPETITIONS = 3  # the CPU column's repetitions per row, interleaved across rows
 
 
+def anatomy_path(results: Path, closed: bool = False) -> Path:
+    """The file of the cost anatomy at echo's fixed offered load, or in the closed loop."""
+    return results / FILES[closed]
+
+
+def save_anatomy(results: Path, data: dict, closed: bool = False) -> None:
+    store.save_file(results, FILES[closed], data)
+
+
 def rows(loop_names: list[str] | None = None) -> list[Row]:
 
     every = echo_rows()
@@ -430,7 +441,7 @@ def run(
     import tempfile
 
     tool, why = available_counter(prefer)
-    stored = store.load_anatomy(results, closed=closed) or {}
+    stored = load_anatomy(results, closed=closed) or {}
     env = environment.capture()
     machine = json.loads(json.dumps(environment.machine_key(env)))  # as stored: lists
     params = point_params(closed, results)
@@ -477,7 +488,7 @@ def run(
     else:
         print(f"anatomy: no syscall counter: {why}")
     stored["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    store.save_anatomy(results, stored, closed=closed)
+    save_anatomy(results, stored, closed=closed)
     return 0 if tool is not None else 1
 
 

@@ -19,12 +19,20 @@ is chosen by the point rendered.
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
 from bench.plan import FLOOR, YARDSTICK, unavailable_variants
 from bench.render.page import Page
-from bench.store import load_anatomy
+from bench.store import load_file
+from bench.studies.anatomy import FILES
 from bench.studies.instructions import render_work as work
 from bench.workload import Rendering, SideStudy
+
+
+def load_anatomy(results: Path, closed: bool = False) -> dict | None:
+    """The stored cost anatomy at the fixed offered load, or in the closed loop; None where it
+    is not stored."""
+    return load_file(results, FILES[closed])
 
 
 def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from bench.workload import Option, SideStudy
 
+FILE = "instructions.json"  # every echo row's count, both regimes, under the results folder
+PROFILE_FILE = "profile.json"  # one loop's count by part (profile.py), beside it
+
 STUDY = SideStudy(
     name="instructions",
     title="Instructions per request",

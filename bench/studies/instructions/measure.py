@@ -26,10 +26,11 @@ from pathlib import Path
 from bench import registry
 from bench.fingerprint import fingerprint
 from bench.plan import Row
-from bench.store import RESULTS, instructions_path
+from bench.store import RESULTS
 from bench.studies.echo import HEADLINE_POINT
 from bench.studies.echo import rows as echo_rows
 from bench.studies.echo.measure import server_argv
+from bench.studies.instructions import FILE
 from bench.studies.instructions.profile import (
     METHOD,
     _commit,
@@ -73,7 +74,7 @@ def run(
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("instructions: valgrind is missing (apt-get install valgrind)", file=sys.stderr)
         return 1
-    path = instructions_path(results)
+    path = results / FILE
     stored = json.loads(path.read_text()) if path.exists() else {}
     env = environment.capture()
     machine = json.loads(json.dumps(environment.machine_key(env)))

@@ -24,12 +24,12 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from bench.studies.instructions.render import FILE
+from bench.studies.instructions import PROFILE_FILE
+from machine.environment import ROOT
 from machine.interpreters import find
 from workloads.echo import loadgen
 
-ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "reports" / "results" / FILE  # bench.studies.instructions.render renders it
+RESULTS = ROOT / "reports" / "results" / PROFILE_FILE  # the instructions study's render.py reads it
 SPLIT_PYTHON = "3.12"  # -X perf is 3.12+: found as machine.interpreters.find finds it
 STOP_GRACE = 20.0  # seconds a server has to end after its dumps, then it is killed
 WARM_S = 1.0  # the uninstrumented warm-up load before the counted window

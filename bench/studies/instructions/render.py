@@ -25,12 +25,12 @@ from typing import Any
 from bench.interpreter_figures import FIGURES
 from bench.render import intervals
 from bench.render.page import Page
-from bench.store import load_anatomy
+from bench.studies.anatomy.render import load_anatomy
 from bench.studies.echo import HEADLINE_POINT, HEADLINE_RATE
+from bench.studies.instructions import PROFILE_FILE
 from bench.summary import valid_values
 from bench.workload import Rendering, SideStudy
 
-FILE = "profile.json"  # under the results folder (reports/results/)
 COMMAND = "python -m bench.studies.instructions.profile"
 # The parts, in the order bench.studies.instructions.profile attributes them, with what each one is.
 PARTS = {
@@ -57,7 +57,7 @@ HEADLINE_FIGURES = tuple(
 
 def load(results: Path) -> dict | None:
     """The stored profile, or None where it was never measured."""
-    path = results / FILE
+    path = results / PROFILE_FILE
     return json.loads(path.read_text()) if path.exists() else None
 
 

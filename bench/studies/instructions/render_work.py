@@ -16,17 +16,19 @@ from pathlib import Path
 from bench import registry
 from bench.fingerprint import fingerprint
 from bench.plan import USER_BASE, YARDSTICK, Row
-from bench.store import (
-    ResultStore,
-    load_anatomy,
-    load_instructions,
-    results_path,
-)
+from bench.store import ResultStore, load_file, results_path
 from bench.studies import echo
+from bench.studies.anatomy import FILES as ANATOMY_FILES
+from bench.studies.instructions import FILE
 from bench.summary import valid_values
 from machine.environment import by_machine
 
 TITLE = "Work per request, counted"
+
+
+def load_instructions(results: Path) -> dict | None:
+    """The stored instruction counts; None where none are stored."""
+    return load_file(results, FILE)
 
 
 def _cpu_at_fixed_load(results: Path) -> tuple[dict[str, float], dict]:
@@ -48,7 +50,7 @@ def _cpu_at_fixed_load(results: Path) -> tuple[dict[str, float], dict]:
 
 def _syscalls(results: Path) -> tuple[dict[str, float], dict]:
     """Row key -> syscalls per request at the anatomy's fixed load, and where it counted."""
-    data = load_anatomy(results) or {}
+    data = load_file(results, ANATOMY_FILES[False]) or {}  # the fixed load's anatomy
     found = {key: row["syscalls"]["total"] for key, row in data.get("rows", {}).items()}
     return found, data.get("environment", {})
 

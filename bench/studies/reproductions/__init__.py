@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from bench.workload import Option, SideStudy
 
+FILE = "reproductions.json"  # every new session's outcome, appended, under the results folder
+
 STUDY = SideStudy(
     name="reproductions",
     title="Reproductions",

@@ -26,8 +26,8 @@ from bench import registry, runner
 from bench.plan import FLOOR, USER_BASE, YARDSTICK
 from bench.render.rows import current_points, rendered_rows
 from bench.store import BETWEEN_SESSIONS, RESULTS, ResultStore, results_path
-from bench.store import REPRODUCTIONS as FILE
 from bench.studies import echo
+from bench.studies.reproductions import FILE
 from machine import environment
 
 # The plain headline points ("None": the TLS parameter absent, bench.runner.matches).

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from bench.store import BETWEEN_SESSIONS
-from bench.store import REPRODUCTIONS as FILE
 from bench.studies.echo import regime
+from bench.studies.reproductions import FILE
 from bench.workload import Rendering
 
 
