@@ -4,8 +4,8 @@ For each figure of :mod:`bench.interpreter_figures`, a table with a row per vari
 a column per interpreter, each row's change read against its own session's controls
 (:mod:`bench.render.drift`), never across sessions as it stands; a chart of that relative cost, and
 sentences from the same data. A change is read only within one build family (pyenv's, Debian's),
-since the build is part of what is compared. ``bench/README.md``, "The interpreter dimension" and
-"Every Python", says how the interpreters are measured and stored.
+since the build is part of what is compared. ``bench/README.md``, "The interpreter dimension", and
+``machine/README.md``, "Every Python", say how the interpreters are measured and stored.
 """
 
 from __future__ import annotations

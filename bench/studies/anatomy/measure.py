@@ -7,7 +7,7 @@ entries per enter, its context switches and its CPU, at the fixed offered load
 :func:`closed_params`), each point stored in a file of its own through :mod:`bench.store` and
 rendered by
 :mod:`bench.studies.anatomy.render`. The two points, what is counted, the two counters (perf,
-strace) and why no function-level profile: ``bench/README.md``, "The cost anatomy".
+strace) and why no function-level profile: this folder's README.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ teardown, which grow with the connection count, is counted as the requests' cost
 
 Its second paragraph, the repetition, is part of the report's echo description
 (``DESCRIPTION``). The two measures, closed loop and fixed offered load, and why the rate is
-declared rather than chosen from data: ``bench/README.md``, "Echo, two measures".
+declared rather than chosen from data: this folder's README, "Method".
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ HEADLINE_POINT = {"size": 1024, "connections": 100}
 # Its rounds, in both regimes: the first screen's ratios are read from them, paired by round
 # (bench.render.intervals), and three pairs make an interval no narrower than their range.
 HEADLINE_REPETITIONS = 6
-# The declared offered load, requests/s (bench/README.md, "Echo, two measures"): about half
+# The declared offered load, requests/s (this folder's README, "Method"): about half
 # what the slowest row (asyncio · coroutines) serves closed-loop on a quiet machine, ~10 000
 # requests/s over one connection and ~15 500 over 100 at 1 KiB; bigger messages cost the kernel
 # more. A repetition that still falls short while its server was mostly idle is a stall, not a

@@ -5,7 +5,7 @@
 
 An instruction count does not move with the load of a shared machine, as CPU time does. How
 one loop is counted, what the parts are, what ``-X perf`` costs and what callgrind's slowness
-does to the regime: ``bench/README.md``, "The cost anatomy". Results go to
+does to the regime: this folder's README. Results go to
 ``reports/results/profile.json`` (``--json``).
 """
 
@@ -269,7 +269,7 @@ def callgrind_count(
     keep: tuple[Path, str] | None = None,
 ) -> tuple[int, Path, dict[int, str], Path]:
     """Count one echo server (``python -m ...`` with ``server`` as its arguments) under
-    callgrind (bench/README.md, "The cost anatomy"): the requests of the counted window, the
+    callgrind (this folder's README): the requests of the counted window, the
     window's dump, the Python functions' trampolines (with ``split``), and the folder holding
     the dump, which the caller removes once it has read it."""
     work = Path(tempfile.mkdtemp(prefix="profile-"))
@@ -332,7 +332,7 @@ def profile_loop(
     tree: Path = ROOT,
     rate: int | None = None,
 ) -> dict:
-    """Count one loop's echo server (bench/README.md, "The cost anatomy"); its figures per
+    """Count one loop's echo server (this folder's README); its figures per
     request."""
     server = ["-m", "workloads.echo", "--loop", loop, "--port", "0"]
     tag = f"{loop}.{'split' if split else 'total'}"

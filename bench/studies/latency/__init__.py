@@ -28,7 +28,7 @@ AT = echo.HEADLINE_POINT  # 1 KiB × 100 connections
 START, FACTOR, STEPS = 2000, 1.4, 15
 RATES = tuple(round(START * FACTOR**k) for k in range(STEPS))
 # Seconds per step: (warm-up, measured). Quick: the whole ladder for ~25 rows in about ten
-# minutes on two cores (bench/README.md, "Latency as the load rises"); full: longer steps,
+# minutes on two cores (this folder's README); full: longer steps,
 # three rounds each.
 TIMING = {False: (0.2, 1.5), True: (0.5, 3.0)}
 REPETITIONS = {False: 1, True: 3}
