@@ -6,7 +6,7 @@ has them; warm-up, then repetitions) and stores each repetition as JSON data und
 ``reports/results/``. ``python -m bench report`` renders ``reports/bench.md`` and its charts
 from that stored data alone, and never imports the running code.
 
-A thin core (:mod:`bench.plan`, :mod:`bench.workload`, :mod:`bench.registry`,
+A thin core (:mod:`bench.plan`, :mod:`bench.study`, :mod:`bench.registry`,
 :mod:`bench.store`, :mod:`bench.fingerprint`, :mod:`bench.summary`, :mod:`bench.runner`,
 :mod:`bench.procs`, the page kit :mod:`bench.render`) under a folder per study
 (:mod:`bench.studies`), with the pages over both (:mod:`bench.pages`). ``bench/README.md`` maps

@@ -19,7 +19,7 @@ import loops
 from bench import interpreter_figures, registry
 from bench.plan import anchor_names
 from bench.store import RESULTS
-from bench.workload import SideStudy
+from bench.study import SideStudy
 
 # The side studies `all` runs after the run, where it includes echo: the anatomy at the fixed
 # load and in the closed loop, then the instruction counts (a failed row is stored as failed).

@@ -26,11 +26,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench.plan import READING_ONLY, Row
-from bench.workload import Workload
+from bench.study import Study
 from machine.environment import ROOT
 
 
-def fingerprint(workload: Workload, row: Row) -> str:
+def fingerprint(workload: Study, row: Row) -> str:
     """The code fingerprint of one of a study's rows: what marks a stored row stale."""
     own = row_fingerprint(workload.name, workload.running, row)
     if workload.runs_on is None:
@@ -62,7 +62,7 @@ def fingerprints_held() -> Iterator[None]:
 
 def row_fingerprint(workload: str, running: str, row: Row, root: Path = ROOT) -> str:
     """A hash of the code and settings one row's measurement depends on: `workload` is the
-    workload's name, `running` its running module (:attr:`bench.workload.Workload.running`)."""
+    workload's name, `running` its running module (:attr:`bench.study.Study.running`)."""
     if _HELD is None:
         return _row_fingerprint(workload, running, row, root)
     key = (workload, running, row.variant, row.anchor, root)
@@ -127,7 +127,7 @@ def _workload_imports(path: Path, mtime_ns: int, size: int) -> tuple[str, ...]:
 
 # The package of the workloads' declarations: a value the running side reads from a module in
 # it is a setting of the measurement. Its other imports are not followed: bench.procs is hashed
-# by path above; bench.plan, bench.summary and bench.workload serve both rooms, and an edit
+# by path above; bench.plan, bench.summary and bench.study serve both rooms, and an edit
 # there stales no row.
 DECLARATION = re.compile(r"^bench\.studies\.\w+$")  # a study's folder is its declaration
 # A bench module the running module starts as a CLI (micro runs

@@ -20,17 +20,17 @@ from bench.studies import (
     reproductions,
     sleep,
 )
-from bench.workload import SideStudy, Workload
+from bench.study import SideStudy, Study
 
 # The studies measured point by point by ``python -m bench run``, each a section of tables.
-WORKLOADS: tuple[Workload, ...] = (
-    echo.WORKLOAD,
-    latency.WORKLOAD,
-    sleep.WORKLOAD,
-    connections.WORKLOAD,
-    crawler.WORKLOAD,
-    http.WORKLOAD,
-    micro.WORKLOAD,
+STUDIES: tuple[Study, ...] = (
+    echo.STUDY,
+    latency.STUDY,
+    sleep.STUDY,
+    connections.STUDY,
+    crawler.STUDY,
+    http.STUDY,
+    micro.STUDY,
 )
 # The side studies, measured row by row at echo's headline point by ``run --study NAME``.
 SIDES: tuple[SideStudy, ...] = (anatomy.STUDY, instructions.STUDY, reproductions.STUDY)
@@ -38,12 +38,12 @@ SIDES: tuple[SideStudy, ...] = (anatomy.STUDY, instructions.STUDY, reproductions
 
 def names() -> list[str]:
     """The names of the studies measured point by point, in report order."""
-    return [workload.name for workload in WORKLOADS]
+    return [workload.name for workload in STUDIES]
 
 
-def get(name: str) -> Workload | SideStudy:
+def get(name: str) -> Study | SideStudy:
     """The registered study of that name (LookupError if there is none)."""
-    for study in (*WORKLOADS, *SIDES):
+    for study in (*STUDIES, *SIDES):
         if study.name == name:
             return study
     known = ", ".join([*names(), *(side.name for side in SIDES)])

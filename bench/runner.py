@@ -41,9 +41,9 @@ from bench.fingerprint import fingerprint
 from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
 from bench.procs import ChildFailed, Cores, DidNotFinish, subject_on
 from bench.store import RESULTS, ResultStore, results_path
+from bench.study import Measuring, Study
 from bench.summary import complete, counted, known_limit, redo_reason, summarize
 from bench.venvs import Interpreter, NoInterpreter, interpreter
-from bench.workload import Measuring, Workload
 from machine import activity
 from machine.interpreters import RUNNING
 from machine.proc import raise_open_file_limit
@@ -57,7 +57,7 @@ REDOS = 3
 class Job:
     """The rows to measure at one point, where to store them, and what each row already has."""
 
-    workload: Workload
+    workload: Study
     measuring: Measuring
     store: ResultStore
     point: Point
@@ -77,7 +77,7 @@ class Job:
 
 def plan_jobs(
     store: ResultStore,
-    workload: Workload,
+    workload: Study,
     full: bool,
     loop_names: list[str] | None,
     redo: bool,
@@ -115,7 +115,7 @@ def plan_jobs(
     return jobs, skipped
 
 
-def running_side(workload: Workload) -> Measuring:
+def running_side(workload: Study) -> Measuring:
     """The workload's running side: the MEASURING of the module its registration names."""
     return importlib.import_module(workload.running).MEASURING
 
@@ -233,7 +233,7 @@ def stopped_below(job: Job, row: Row) -> dict | None:
 
 
 def climbed_past(job: Job, row: Row) -> dict | None:
-    """On a workload's ladder (``Workload.climbs``: latency's offered rate), the record of a
+    """On a workload's ladder (``Study.climbs``: latency's offered rate), the record of a
     row whose climb ended at a lower step of this point (its current code, this store):
     not measured, marked with the step and why; None if it goes on."""
     name, args = job.workload.climbs, job.point.args
@@ -369,7 +369,7 @@ def header(mode: str, cores: Cores, targets: list[Interpreter]) -> str:
 
 
 def plan_workload(
-    workload: Workload,
+    workload: Study,
     mode: str,
     env: dict,
     session: str,

@@ -47,7 +47,7 @@ BASES = (
     ("adapter", "asyncio · coroutines (the contract adapter)", "asyncio/coroutines"),
 )
 # The site's own rendering of a study whose bench.md section is its own
-# (bench.workload.Rendering.section), looked up by the study's name: section(workload, stored
+# (bench.study.Rendering.section), looked up by the study's name: section(workload, stored
 # results, mode) -> HTML, "" when it has nothing to show.
 SECTIONS = {"latency": latency_section.section}
 KIND_ORDER = {"home-made": 0, "reference": 1, "anchor": 2}
@@ -264,7 +264,7 @@ def _bar(label: str, kind: str, metric: Any, s: list[float] | None) -> dict | No
 def _bench_page(mode: str) -> Callable[[Path], str]:
     def render(reports: Path) -> str:
         sections, index = [], []
-        for workload in registry.WORKLOADS:
+        for workload in registry.STUDIES:
             path = reports / "results" / mode / f"{workload.name}.json"
             if not path.exists():
                 continue

@@ -34,8 +34,8 @@ from bench.studies.echo import render as echo_render
 from bench.studies.http import render as http_render
 from bench.studies.micro import measure as micro_measure
 from bench.studies.micro import render as micro_render
+from bench.study import Measuring, Study
 from bench.summary import SATURATION, summarize
-from bench.workload import Measuring, Workload
 from machine.interpreters import RUNNING
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -503,9 +503,9 @@ class FakeWorkload:
             return {"value": 1.0, "invalid": "stalled: busy 40% of its core", "stalled": True}
         return {"value": 10.0 if row.variant == "asyncio" else 20.0}
 
-    def declared(self) -> Workload:
-        """This fake as the bench sees it: a registered Workload."""
-        return Workload(
+    def declared(self) -> Study:
+        """This fake as the bench sees it: a registered Study."""
+        return Study(
             name=self.NAME,
             title=self.TITLE,
             description=self.DESCRIPTION,
@@ -529,7 +529,7 @@ class FakeWorkload:
 def fake(monkeypatch) -> FakeWorkload:
     workload = FakeWorkload()
     # Registered for this test only, as a workload module registers itself in bench.registry.
-    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, workload.declared()))
+    monkeypatch.setattr(registry, "STUDIES", (*registry.STUDIES, workload.declared()))
     monkeypatch.setitem(sys.modules, workload.RUNNING, workload.running_side())
     return workload
 
@@ -1157,20 +1157,20 @@ def test_a_rows_fingerprint_follows_its_code_not_its_prose(tmp_path):
     (folder / "loop.py").write_text("x = 1\n")
     (folder / "README.md").write_text("the idea\n")
     row = Row("zz", "callbacks")
-    before = row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path)
+    before = row_fingerprint("echo", echo.STUDY.running, row, tmp_path)
     (folder / "README.md").write_text("the idea, told better\n")
-    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) == before
+    assert row_fingerprint("echo", echo.STUDY.running, row, tmp_path) == before
     (folder / "deviations.toml").write_text("# what conformance expects of it\n")
-    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) == before
+    assert row_fingerprint("echo", echo.STUDY.running, row, tmp_path) == before
     # A docstring or a comment reworded, an essence rewritten: nothing a measurement runs.
     (folder / "loop.py").write_text('"""What it is, told better."""\n\nx = 1  # why\n')
-    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) == before
+    assert row_fingerprint("echo", echo.STUDY.running, row, tmp_path) == before
     (folder / "essence.py").write_text("print('the idea alone')\n")
-    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) == before
+    assert row_fingerprint("echo", echo.STUDY.running, row, tmp_path) == before
     (folder / "loop.py").write_text("x = 2\n")
-    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) != before
+    assert row_fingerprint("echo", echo.STUDY.running, row, tmp_path) != before
     (folder / "loop.py").write_text("x = 1\nprint('a side effect')\n")
-    assert row_fingerprint("echo", echo.WORKLOAD.running, row, tmp_path) != before
+    assert row_fingerprint("echo", echo.STUDY.running, row, tmp_path) != before
 
 
 def test_a_rows_fingerprint_follows_the_workload_packages_its_workload_imports(tmp_path):
@@ -1187,7 +1187,7 @@ def test_a_rows_fingerprint_follows_the_workload_packages_its_workload_imports(t
     row = Row("zz", "callbacks")
 
     def now(workload):
-        return row_fingerprint(workload, echo.WORKLOAD.running, row, tmp_path)
+        return row_fingerprint(workload, echo.STUDY.running, row, tmp_path)
 
     echo_before, sleep_before = now("echo"), now("sleep")
     layer.write_text("x = 2\n")
@@ -1203,7 +1203,7 @@ def test_a_registered_workload_is_measured_stored_and_rendered(monkeypatch, tmp_
     processes), the store keeps it, the report renders its section, table and chart."""
     from tests import tiny_workload
 
-    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, tiny_workload.WORKLOAD))
+    monkeypatch.setattr(registry, "STUDIES", (*registry.STUDIES, tiny_workload.STUDY))
     results, reports = tmp_path / "results", tmp_path / "reports"
     console = Console(file=io.StringIO())
     assert runner.run(["tiny"], False, None, False, results, console=console) == 0
@@ -1361,7 +1361,7 @@ def test_rows_stored_where_a_variant_loads_stay_in_tables_rendered_where_it_does
         "baselines": {},
     }
     expected = (Row("traps", "coroutines"),)
-    rows = rendered_rows(sleep.WORKLOAD, point, expected)
+    rows = rendered_rows(sleep.STUDY, point, expected)
     assert {r.row.variant for r in rows} == {elsewhere, "traps"}
     assert next(r for r in rows if r.row.variant == elsewhere).summary.status == "ok"
     assert elsewhere in unavailable_variants()  # said once on the page, not as a row
@@ -1515,7 +1515,7 @@ def test_an_interpreter_whose_every_row_rose_20_percent_reads_no_change():
     from bench.render import drift
     from bench.studies import echo
 
-    controls = echo.WORKLOAD.controls
+    controls = echo.STUDY.controls
 
     def compare(reference: dict, other: dict, higher_is_better: bool) -> dict:
         """Two sessions' rows, each against its own session's controls, as the section reads."""
@@ -1581,7 +1581,7 @@ def test_a_pyperf_row_draws_its_interval_from_pyperfs_own_spread():
     quiet = micro.harness_spread(params, {"stdev_pct": {"switch": 3.0}})["switch"]
     assert abs(quiet - 0.03 * (3.14159265 / 2) ** 0.5 / 6**0.5) < 1e-6
     assert micro.harness_spread({"harness": "lab"}, {"stdev_pct": {"switch": 3.0}}) == {}
-    switch = micro.WORKLOAD.metric("switch")
+    switch = micro.STUDY.metric("switch")
 
     def row(stdev_pct: float, base_pct: float, value: float = 466.0) -> RenderedRow:
         made = RenderedRow(
@@ -1614,7 +1614,7 @@ def test_a_section_measured_in_part_says_how_many_points_it_lacks(monkeypatch, t
     many of the run's points it holds, before its tables, and how to continue."""
     from tests import tiny_workload
 
-    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, tiny_workload.WORKLOAD))
+    monkeypatch.setattr(registry, "STUDIES", (*registry.STUDIES, tiny_workload.STUDY))
     results, reports = tmp_path / "results", tmp_path / "reports"
     console = Console(file=io.StringIO())
     code = runner.run(["tiny"], False, None, False, results, console=console,
@@ -1644,7 +1644,7 @@ def test_a_row_stopped_at_a_smaller_size_is_not_run_at_a_larger_one(tmp_path):
     from bench.store import ResultStore
     from bench.studies import sleep
 
-    workload = sleep.WORKLOAD
+    workload = sleep.STUDY
     points = {p.key: p for p in workload.points(True) if p.args["mode"] == "sleepers"}
     small, large = (
         next(p for p in points.values() if p.args["tasks"] == n) for n in (100_000, 1_000_000)
@@ -1687,9 +1687,9 @@ def test_a_repetition_run_while_the_machine_was_disturbed_is_measured_again():
     assert redo_reason({}) is None  # a record from before windows were read
     assert redo_reason({**busy, "error": "failed"}) is None  # a failure is a result
     # A size is not moved by the neighbours: those points are not measured again.
-    assert not connections.WORKLOAD.timed({"connections": 1000})
-    assert not sleep.WORKLOAD.timed({"mode": "resident", "tasks": 100_000})
-    assert sleep.WORKLOAD.timed({"mode": "sleepers", "tasks": 100_000})
+    assert not connections.STUDY.timed({"connections": 1000})
+    assert not sleep.STUDY.timed({"mode": "resident", "tasks": 100_000})
+    assert sleep.STUDY.timed({"mode": "sleepers", "tasks": 100_000})
     assert redo_reason(busy, timed=False) is None
 
 
@@ -1736,7 +1736,7 @@ def test_no_reader_takes_a_figure_the_rows_table_refuses():
     ok = {"server_cpu_us": 10.0, "peer_cpu_share": 0.5}
     saturated = {"server_cpu_us": 8.0, "peer_cpu_share": 0.99}
     redone = {"server_cpu_us": 99.0, "peer_cpu_share": 0.5, "redone": "disturbed"}
-    metric = echo.WORKLOAD.metric("server_cpu_us")
+    metric = echo.STUDY.metric("server_cpu_us")
     for reps, figure in (
         ([ok, ok, saturated], [10.0, 10.0]),
         ([ok, saturated, saturated], []),

@@ -42,7 +42,7 @@ def other_interpreter() -> str:
 @pytest.fixture
 def tiny(monkeypatch):
     """The tiny workload registered, with trio too, and the Interpreters section reading it."""
-    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, tiny_workload.WORKLOAD))
+    monkeypatch.setattr(registry, "STUDIES", (*registry.STUDIES, tiny_workload.STUDY))
     monkeypatch.setattr(tiny_workload, "ROWS", (*tiny_workload.ROWS, Row("trio", "coroutines")))
     monkeypatch.setattr(interpreter_figures, "FIGURES", (TINY,))
     monkeypatch.setattr(interpreters, "FIGURES", (TINY,))

@@ -28,7 +28,7 @@ BENCH = ROOT / "bench"
 CORE = {
     "bench",
     "bench.plan",
-    "bench.workload",
+    "bench.study",
     "bench.store",
     "bench.fingerprint",
     "bench.summary",

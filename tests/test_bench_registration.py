@@ -50,7 +50,7 @@ def test_no_declaration_imports_the_running_side_and_the_runner_imports_it():
     for path in sorted((ROOT / "bench" / "studies").glob("*/__init__.py")):
         running = {m for m in imported_modules(path) if m.endswith(".measure")}
         assert not running, f"{path.parent.name} imports {running}"
-    for workload in registry.WORKLOADS:
+    for workload in registry.STUDIES:
         assert workload.running == f"bench.studies.{workload.name}.measure"
         assert runner.running_side(workload).measure is not None
 
@@ -77,11 +77,11 @@ def planned(workload, stored: ResultStore) -> int:
 @pytest.mark.parametrize(
     ("workload", "setting", "value"),
     [
-        (http.WORKLOAD, "SECONDS", {False: 3.0, True: 4.0}),
-        (http.WORKLOAD, "WARMUP_S", 2.0),
-        (crawler.WORKLOAD, "SEED", 2),
-        (micro.WORKLOAD, "PYPERF_CAP_S", 900.0),
-        (micro.WORKLOAD, "OPERATIONS", {"switch": ("callbacks",)}),
+        (http.STUDY, "SECONDS", {False: 3.0, True: 4.0}),
+        (http.STUDY, "WARMUP_S", 2.0),
+        (crawler.STUDY, "SEED", 2),
+        (micro.STUDY, "PYPERF_CAP_S", 900.0),
+        (micro.STUDY, "OPERATIONS", {"switch": ("callbacks",)}),
     ],
 )
 def test_a_setting_the_running_side_reads_plans_its_rows_again(
@@ -107,13 +107,13 @@ def test_editing_the_running_module_plans_its_rows_again_and_its_docstrings_do_n
         "_source",
         lambda module: copy if module == "bench.studies.http.measure" else real(module),
     )
-    stored = stored_complete(http.WORKLOAD, tmp_path)
-    assert planned(http.WORKLOAD, stored) == 0
+    stored = stored_complete(http.STUDY, tmp_path)
+    assert planned(http.STUDY, stored) == 0
     text = copy.read_text()
     copy.write_text(text.replace('"""One repetition:', '"""One repetition, told better:'))
-    assert planned(http.WORKLOAD, stored) == 0  # prose: nothing a measurement runs
+    assert planned(http.STUDY, stored) == 0  # prose: nothing a measurement runs
     copy.write_text(text.replace("timeout=point.cap_s or 120", "timeout=point.cap_s or 180"))
-    assert planned(http.WORKLOAD, stored) == len(http.rows())
+    assert planned(http.STUDY, stored) == len(http.rows())
 
 
 def test_the_micro_rows_follow_the_pyperf_cli_their_repetition_runs(monkeypatch, tmp_path):
@@ -125,10 +125,10 @@ def test_the_micro_rows_follow_the_pyperf_cli_their_repetition_runs(monkeypatch,
         "_source",
         lambda module: copy if module == "bench.studies.micro.pyperf_micro" else real(module),
     )
-    stored = stored_complete(micro.WORKLOAD, tmp_path)
-    assert planned(micro.WORKLOAD, stored) == 0
+    stored = stored_complete(micro.STUDY, tmp_path)
+    assert planned(micro.STUDY, stored) == 0
     copy.write_text(copy.read_text().replace("/ 1e9", "/ 1e9 + 0"))
-    assert planned(micro.WORKLOAD, stored) > 0
+    assert planned(micro.STUDY, stored) > 0
 
 
 def test_a_setting_is_fingerprinted_alike_in_every_process():
@@ -171,7 +171,7 @@ if __name__ == "__main__":
 RECIPE_DECLARATION = '''"""Recipe: one short sleep in a fresh process."""
 
 from bench.plan import Glance, Metric, Point, implemented_styles, variant_rows
-from bench.workload import Workload
+from bench.study import Study
 
 NAME = "zzrecipe"
 SLEEP_S = 0.002  # a setting the running side reads: part of every row's fingerprint
@@ -187,7 +187,7 @@ def point_title(params: dict) -> str:
     return f"{params['sleeps']} sleep of {SLEEP_S * 1000:g} ms"
 
 
-WORKLOAD = Workload(
+STUDY = Study(
     name=NAME,
     title="Recipe",
     description="One short sleep in a fresh process (the bench README's recipe, followed).",
@@ -208,7 +208,7 @@ import json
 
 from bench.studies.zzrecipe import SLEEP_S
 from bench.procs import Child, python
-from bench.workload import Measuring
+from bench.study import Measuring
 
 
 def measure(point, row, cores, workdir, full) -> dict:
@@ -227,7 +227,7 @@ MEASURING = Measuring(measure=measure)
 RECIPE_RENDERING = '''"""Recipe, the rendering side: a sentence under each table."""
 
 from bench.studies.zzrecipe import SLEEP_S
-from bench.workload import Rendering
+from bench.study import Rendering
 
 
 def observations(params, rows):
@@ -242,7 +242,7 @@ RENDERING = Rendering(observations=observations)
 @pytest.fixture
 def recipe(monkeypatch, tmp_path):
     """The recipe's files, written where the packages look for them (a folder of this test's
-    beside each of workloads/ and bench/studies/), then step 5: the study added to WORKLOADS.
+    beside each of workloads/ and bench/studies/), then step 5: the study added to STUDIES.
     A child process finds the CLI by its path, and the lab's packages by PYTHONPATH, since
     the folder beside workloads/ is this process's alone."""
     import workloads
@@ -263,7 +263,7 @@ def recipe(monkeypatch, tmp_path):
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     importlib.invalidate_caches()
     declared = importlib.import_module(f"bench.studies.{NAME}")
-    monkeypatch.setattr(registry, "WORKLOADS", (*registry.WORKLOADS, declared.WORKLOAD))
+    monkeypatch.setattr(registry, "STUDIES", (*registry.STUDIES, declared.STUDY))
     yield declared
     for module in [m for m in sys.modules if NAME in m]:
         del sys.modules[module]

@@ -290,8 +290,8 @@ def test_two_real_steps_then_no_third_past_the_end_of_the_climb(tmp_path, monkey
     # either way the climb ends there, and the third step is not measured.
     ladder = small_ladder((2000, 400_000, 800_000), (row,))
     tiny = dataclasses.replace(registry.get("latency"), points=lambda full: ladder)
-    monkeypatch.setattr(registry, "WORKLOADS", tuple(
-        tiny if w.name == "latency" else w for w in registry.WORKLOADS))  # fmt: skip
+    monkeypatch.setattr(registry, "STUDIES", tuple(
+        tiny if w.name == "latency" else w for w in registry.STUDIES))  # fmt: skip
     results = tmp_path / "results"
     assert (
         runner.run(["latency"], False, None, False, results, console=Console(file=io.StringIO()))

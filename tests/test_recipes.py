@@ -23,7 +23,7 @@ def _lines(page: report.Page) -> list[str]:
 def test_the_report_section_recipe_reaches_the_markdown_report_and_the_site(tmp_path, monkeypatch):
     # Step 1: a Section in render/report.py's SECTIONS.
     monkeypatch.setattr(report, "SECTIONS", (*report.SECTIONS, report.Section((TITLE,), _lines)))
-    stores = load_mode(RESULTS, "quick", [w.name for w in report.registry.WORKLOADS])
+    stores = load_mode(RESULTS, "quick", [w.name for w in report.registry.STUDIES])
     (tmp_path / "results").mkdir()
     out = tmp_path / "bench.md"
     report.render("quick", stores, out, results=RESULTS)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
+STUDIES = Path(__file__).resolve().parent.parent / "workloads"
 
 
 def _code_and_functions(path: Path) -> tuple[str, list[str]]:
@@ -91,7 +91,7 @@ def _shape(path: Path, transform: ast.NodeTransformer | None = None) -> str:
     ],
 )
 def test_the_style_files_differ_only_where_the_style_differs(workload, functions):
-    folder = WORKLOADS / workload
+    folder = STUDIES / workload
     coroutines, coroutine_functions = _code_and_functions(folder / "coroutines.py")
     generators, generator_functions = _code_and_functions(folder / "generators.py")
     _, callback_functions = _code_and_functions(folder / "callbacks.py")

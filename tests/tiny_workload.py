@@ -1,8 +1,8 @@
 """A workload made for the test: one short sleep in a fresh process, on two loops.
 
 Everything the bench needs is declared here, as in a module of ``bench/registry``, with its
-running side beside it (``MEASURING``, which ``WORKLOAD.running`` names, as it names a module
-of ``bench/measure``): registering ``WORKLOAD`` is the only other step
+running side beside it (``MEASURING``, which ``STUDY.running`` names, as it names a module
+of ``bench/measure``): registering ``STUDY`` is the only other step
 (``tests/test_bench.py`` does it for the length of one test).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.plan import Chart, Metric, Point, Row
-from bench.workload import Measuring, Workload
+from bench.study import Measuring, Study
 
 NAME = "tiny"
 ROWS = (Row("asyncio", "coroutines"), Row("traps", "coroutines"))
@@ -49,7 +49,7 @@ def measure(point: Point, row: Row, cores, workdir: Path, full: bool) -> dict:
 
 
 MEASURING = Measuring(measure=measure)
-WORKLOAD = Workload(
+STUDY = Study(
     name=NAME,
     title="Tiny",
     description="One short sleep in a fresh process (a workload made for the bench's tests).",

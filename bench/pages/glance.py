@@ -1,7 +1,7 @@
 """At a glance: one table opening each report, a row per variant and style, and who leads.
 
 Each column is one workload's headline at one fixed point, declared by the workload's
-registration (``Workload.glance``, a :class:`bench.plan.Glance` each), with its ratio to asyncio
+registration (``Study.glance``, a :class:`bench.plan.Glance` each), with its ratio to asyncio
 from the same session (as in the tables below it): echo throughput (closed loop) and server CPU per
 request at a fixed offered load, both at 1 KiB × 100 connections, the micro switch, sleep CPU
 per sleeper at 10 000 sleepers, crawl pages/s at 20 ms × 100 workers; then the conformance
@@ -28,7 +28,7 @@ from bench.render.intervals import median_interval
 from bench.render.rows import anchor_label
 from bench.render.tables import ratio_cell
 from bench.studies import echo
-from bench.workload import Workload
+from bench.study import Study
 
 ECHO_AT = echo.HEADLINE_AT  # where echo's two columns are read: "1 KiB × 100 connections"
 
@@ -50,7 +50,7 @@ class Column:
     per_loop: bool = False  # one figure per loop, shown in each of its style rows (http)
 
     @classmethod
-    def of(cls, workload: Workload, glance: Glance) -> Column:
+    def of(cls, workload: Study, glance: Glance) -> Column:
         metric = workload.metric(glance.metric)
         return cls(
             glance.header,
@@ -74,12 +74,12 @@ class Column:
 def columns() -> list[Column]:
     """Every registered workload's glance columns, in their places (read when rendering, so a
     workload registered later, a test's, has its columns too)."""
-    declared = [(g, w) for w in registry.WORKLOADS for g in w.glance]
+    declared = [(g, w) for w in registry.STUDIES for g in w.glance]
     return [Column.of(w, g) for g, w in sorted(declared, key=lambda pair: pair[0].place)]
 
 
 # The cost a design adds per request: what the user's servers are read against.
-COST = Column.of(echo.WORKLOAD, echo.COST_GLANCE)
+COST = Column.of(echo.STUDY, echo.COST_GLANCE)
 USER_ROWS = tuple(Row(name, "native", anchor=True) for name in USER_SERVERS)
 BASELINE_MEANS = (
     "**What the ratios are against**: `asyncio · coroutines` is the lab's contract adapter on "

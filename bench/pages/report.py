@@ -34,15 +34,15 @@ from bench.store import ResultStore, load_mode
 from bench.studies.anatomy.render import load_anatomy
 from bench.studies.instructions import render_work as work
 from bench.studies.reproductions import render as reproduction
+from bench.study import Rendering, SideStudy, Study
 from bench.summary import SATURATION, SPREAD_TOLERANCE, summarize
-from bench.workload import Rendering, SideStudy, Workload
 from machine.environment import ROOT, by_machine
 from machine.interpreters import PYTHONS, REFERENCE, RUNNING
 
 MODES = {"quick": "bench.md", "full": "bench-full.md"}
 
 
-def rendering_of(study: Workload | SideStudy) -> Rendering:
+def rendering_of(study: Study | SideStudy) -> Rendering:
     """A study's rendering side, loaded by the name its declaration gives (none named: a table
     per point and nothing added)."""
     if study.rendering is None:
@@ -57,7 +57,7 @@ def study_section(name: str, page: Page) -> list[str]:
     return own(study, page) if own is not None else []
 
 
-def section(workload: Workload, page: Page) -> list[str]:
+def section(workload: Study, page: Page) -> list[str]:
     """The markdown lines of one study's section: a table per point, or a section of its own
     where its rendering side writes one (latency: [] leaves it off the page)."""
     own = rendering_of(workload)
@@ -106,7 +106,7 @@ def section(workload: Workload, page: Page) -> list[str]:
 
 
 def point_lines(
-    workload: Workload, own: Rendering, stored: ResultStore, point: dict, rows: list
+    workload: Study, own: Rendering, stored: ResultStore, point: dict, rows: list
 ) -> list[str]:
     """Under a point's heading: its notes, its table, what it shows and where it ran."""
     params = point["params"]
@@ -121,7 +121,7 @@ def point_lines(
     return lines
 
 
-def controls_moved(workload: Workload, point: dict) -> list[str]:
+def controls_moved(workload: Study, point: dict) -> list[str]:
     """A flag under a table whose control rows (echo: asyncio-protocol, uvloop-protocol, the
     selectors floor) moved between the sessions its rows come from by more than their stored
     spread: their [min–max] ranges in two sessions do not overlap."""
@@ -172,7 +172,7 @@ def repetition_loads(stores: list[ResultStore]) -> dict[str, list[float]]:
 def coverage(stores: dict[str, ResultStore | None], mode: str) -> list[str]:
     """How much of the current points is stored, per workload, and how to measure the rest."""
     parts, missing = [], 0
-    for workload in registry.WORKLOADS:
+    for workload in registry.STUDIES:
         current = current_points(workload, mode)
         if not current:
             continue
@@ -380,7 +380,7 @@ class Section:
 
 def workload_sections(page: Page) -> list[str]:
     lines = []
-    for workload in registry.WORKLOADS:
+    for workload in registry.STUDIES:
         lines += section(workload, page)
     return lines
 
@@ -498,7 +498,7 @@ def render(
             entry.titles
             if entry.titles is not None
             # a workload whose section is empty (latency with no curve stored) is not indexed
-            else [w.title for w in registry.WORKLOADS if f"## {w.title}" in written]
+            else [w.title for w in registry.STUDIES if f"## {w.title}" in written]
         )
     ]
     lines = [

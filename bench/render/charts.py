@@ -1,6 +1,6 @@
 """Charts of stored results (matplotlib, PNG): dot plots, one line of markers per row.
 
-Each workload declares its charts as :class:`bench.plan.Chart` specs (``Workload.charts``);
+Each workload declares its charts as :class:`bench.plan.Chart` specs (``Study.charts``);
 this module draws them from the rows the report has already summarised, so a chart never
 shows a figure the tables do not (invalid, failed and unmeasured rows are left out and named
 in the caption).
@@ -27,7 +27,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from bench.plan import BASELINE
-from bench.workload import Workload
+from bench.study import Study
 
 MARKERS = ("o", "s", "^", "D", "v", "P")
 LABEL_STYLE = {
@@ -155,7 +155,7 @@ def _count(value: int, noun: str) -> str:
     return f"{value:,} {noun}"
 
 
-def draw(workload: Workload, mode: str, points: list, chart_dir: Path) -> list[tuple[Path, str]]:
+def draw(workload: Study, mode: str, points: list, chart_dir: Path) -> list[tuple[Path, str]]:
     """Draw every chart of a workload; (file, caption) for each one drawn."""
     drawn = []
     for spec in workload.charts:

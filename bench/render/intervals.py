@@ -7,7 +7,7 @@ the ratio is the median of the per-round ratios, resampled by round, so what the
 both rows in a round cancels; rows without rounds in common get the ratio of two medians, each
 side resampled. A comparison is worded from the interval as printed: "level" when it holds
 1.00, otherwise better or worse in the figure's own direction. A single repetition a side gets
-a normal interval from a harness's own spread (pyperf's, ``Workload.harness_spread``) or none.
+a normal interval from a harness's own spread (pyperf's, ``Study.harness_spread``) or none.
 """
 
 from __future__ import annotations

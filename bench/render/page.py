@@ -1,5 +1,5 @@
 """What every section of one report reads: :class:`Page`, handed to each study's rendering
-side (:attr:`bench.workload.Rendering.section`) and to every section of the page."""
+side (:attr:`bench.study.Rendering.section`) and to every section of the page."""
 
 from __future__ import annotations
 

@@ -23,8 +23,8 @@ from bench.plan import (
 )
 from bench.render.intervals import normal_interval, per_round, ratio_interval, widened
 from bench.store import BETWEEN_SESSIONS, ResultStore
+from bench.study import Study
 from bench.summary import RowSummary, invalid, ratio, summarize
-from bench.workload import Workload
 
 KIND_ORDER = {"reference": 1, "home-made": 2, "anchor": 3}
 STYLE_ORDER = {"callbacks": 0, "generators": 1, "coroutines": 2, "blocking": 3, "native": 4}
@@ -114,7 +114,7 @@ def _kind(entry: dict) -> str:
 
 
 def rendered_rows(
-    workload: Workload,
+    workload: Study,
     point: dict,
     expected: tuple[Row, ...] | None = None,
     detail: Callable[[list[dict]], str] = lambda reps: "",
@@ -185,7 +185,7 @@ def rendered_rows(
     return rows
 
 
-def _session_summary(workload: Workload, point: dict, key: str, session: str):
+def _session_summary(workload: Study, point: dict, key: str, session: str):
     """The row `key`'s summary as measured in `session` at this point (None: not there): the
     copy that session kept, else the stored row if that session measured it."""
     reps = point["baselines"].get(session, {}).get(key)
@@ -195,9 +195,9 @@ def _session_summary(workload: Workload, point: dict, key: str, session: str):
     return _summary(workload, point, reps) if reps else None
 
 
-def _summary(workload: Workload, point: dict, reps: list[dict]) -> RowSummary:
+def _summary(workload: Study, point: dict, reps: list[dict]) -> RowSummary:
     """A row's summary, with its harness's spread where one repetition holds the harness's
-    own repeats (pyperf: :attr:`bench.workload.Workload.harness_spread`)."""
+    own repeats (pyperf: :attr:`bench.study.Study.harness_spread`)."""
     summary = summarize(reps, workload.metrics)
     if summary.status == "ok" and summary.valid == 1:
         rep = next(r for r in reps if not r.get("error") and not invalid(r))
@@ -212,7 +212,7 @@ def unloadable_here() -> frozenset[str]:
     return frozenset(unavailable_variants()) | frozenset(anchors)
 
 
-def current_points(workload: Workload, mode: str) -> dict[str, tuple[Row, ...]]:
+def current_points(workload: Study, mode: str) -> dict[str, tuple[Row, ...]]:
     """The rows of the workload's current points, by point key ({} if it cannot be known)."""
     if workload.unavailable():
         return {}

@@ -3,7 +3,7 @@
 The table leads with the point's headline figure, its [min–max] and its ratio to the
 baseline, then every other figure the workload shows there with its ratio. The sentences are
 written from the same figures: best and worst, the best home-made loop, what the workload adds
-(:attr:`bench.workload.Workload.observations`), then every row without a figure and why.
+(:attr:`bench.study.Study.observations`), then every row without a figure and why.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from tabulate import tabulate
 from bench.plan import BASELINE, Metric
 from bench.render.intervals import word
 from bench.render.rows import RenderedRow
+from bench.study import Study
 from bench.summary import SATURATION
-from bench.workload import Workload
 
 
 def number(value: float, metric: Metric) -> str:
@@ -199,13 +199,13 @@ def ran_in(sessions: dict[str, dict], point: dict) -> str:
 
 
 def what_this_shows(
-    workload: Workload,
+    workload: Study,
     params: dict,
     rows: list[RenderedRow],
     observations: Callable[[dict, list], list[str]] = lambda params, rows: [],
 ) -> str:
     """One or two sentences about a table, from its figures, and the study's own
-    (:attr:`bench.workload.Rendering.observations`)."""
+    (:attr:`bench.study.Rendering.observations`)."""
     headline = workload.columns_at(params)[0]
     sentences = ranking(headline, rows)
     if sentences:

@@ -3,7 +3,7 @@ repetition at echo's headline point (the method: this folder's README)."""
 
 from __future__ import annotations
 
-from bench.workload import Option, SideStudy
+from bench.study import Option, SideStudy
 
 # Its files under the results folder, by point: the fixed offered load's, the closed loop's
 # (apart, so the two points never mix).

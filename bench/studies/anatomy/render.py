@@ -26,7 +26,7 @@ from bench.render.page import Page
 from bench.store import load_file
 from bench.studies.anatomy import FILES
 from bench.studies.instructions import render_work as work
-from bench.workload import Rendering, SideStudy
+from bench.study import Rendering, SideStudy
 
 
 def load_anatomy(results: Path, closed: bool = False) -> dict | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bench.plan import USER_BASE, YARDSTICK, Metric, Point
 from bench.studies.echo import rows
-from bench.workload import Workload
+from bench.study import Study
 
 NAME = "connections"
 TITLE = "Memory per connection"
@@ -52,7 +52,7 @@ def point_title(params: dict) -> str:
     return f"{params['connections']:,} connections, idle then after one request"
 
 
-WORKLOAD = Workload(
+STUDY = Study(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,

@@ -13,7 +13,7 @@ from pathlib import Path
 from bench.studies.echo.measure import Serving, run_load
 from bench.plan import Point, Row
 from bench.procs import peer_python
-from bench.workload import Measuring
+from bench.study import Measuring
 
 # isort: on
 from workloads.echo.memory import SETTLE_S

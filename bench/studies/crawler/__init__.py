@@ -13,7 +13,7 @@ the repetition is valid (a saturated site would be measuring itself).
 from __future__ import annotations
 
 from bench.plan import Chart, Glance, Metric, Point, implemented_styles, variant_rows
-from bench.workload import Workload
+from bench.study import Study
 
 NAME = "crawler"
 TITLE = "Crawler"
@@ -102,7 +102,7 @@ def panel_title(parameter: str, value) -> str:
     return f"{value} ms per answer" if value else "no added latency"
 
 
-WORKLOAD = Workload(
+STUDY = Study(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,

@@ -14,7 +14,7 @@ from pathlib import Path
 from bench.plan import Point, Row
 from bench.procs import Child, ChildFailed, mib, peer_python, python
 from bench.studies.crawler import SEED
-from bench.workload import Measuring
+from bench.study import Measuring
 from machine.proc import cpu_seconds
 
 PEER = "site server"

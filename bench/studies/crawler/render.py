@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from bench.studies.crawler import SEED
-from bench.workload import Rendering
+from bench.study import Rendering
 
 # The site server's module loads uvloop and httptools: the rendering side reads the site's own
 # graph, the declaration never does.

@@ -35,7 +35,7 @@ from bench.plan import (  # the anchors, the echo servers beside the loops: name
     variant_rows,
 )
 from bench.store import DERIVED_RATE
-from bench.workload import Workload
+from bench.study import Study
 
 NAME = "echo"
 TITLE = "Echo"
@@ -320,7 +320,7 @@ def panel_title(parameter: str, value) -> str:
     return f"{size_text(value)} messages"
 
 
-WORKLOAD = Workload(
+STUDY = Study(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,

@@ -21,8 +21,8 @@ from bench.studies.echo import (
     TLS,
 )
 from bench.studies.tls import render as tls
+from bench.study import Rendering
 from bench.summary import valid_values
-from bench.workload import Rendering
 
 
 def detail_column(params: dict) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import loops
 from bench.plan import Chart, Glance, Metric, Point, Row
-from bench.workload import Workload
+from bench.study import Study
 
 NAME = "http"
 TITLE = "HTTP"
@@ -97,7 +97,7 @@ def point_title(params: dict) -> str:
     return f"uvicorn, GET {params['path']}, {params['connections']} keep-alive connections"
 
 
-WORKLOAD = Workload(
+STUDY = Study(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,

@@ -13,7 +13,7 @@ from pathlib import Path
 from bench.plan import Point, Row
 from bench.procs import Child, ChildFailed, python
 from bench.studies.http import SECONDS, WARMUP_S
-from bench.workload import Measuring
+from bench.study import Measuring
 
 PEER = "wrk"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.workload import Rendering
+from bench.study import Rendering
 
 HOME_MADE, FLOOR_LOOP, FAST_LOOP = "callbacks", "asyncio", "uvloop"  # the sentence's three
 

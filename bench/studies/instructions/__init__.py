@@ -3,7 +3,7 @@ loop and at a fixed load, and the profile by part (the method: this folder's REA
 
 from __future__ import annotations
 
-from bench.workload import Option, SideStudy
+from bench.study import Option, SideStudy
 
 FILE = "instructions.json"  # every echo row's count, both regimes, under the results folder
 PROFILE_FILE = "profile.json"  # one loop's count by part (profile.py), beside it

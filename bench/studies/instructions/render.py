@@ -28,8 +28,8 @@ from bench.render.page import Page
 from bench.studies.anatomy.render import load_anatomy
 from bench.studies.echo import HEADLINE_POINT, HEADLINE_RATE
 from bench.studies.instructions import PROFILE_FILE
+from bench.study import Rendering, SideStudy
 from bench.summary import valid_values
-from bench.workload import Rendering, SideStudy
 
 COMMAND = "python -m bench.studies.instructions.profile"
 # The parts, in the order bench.studies.instructions.profile attributes them, with what each one is.

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from bench.plan import USER_BASE, YARDSTICK, Metric, Point
 from bench.studies import echo
+from bench.study import Study
 from bench.summary import counted, summarize
-from bench.workload import Workload
 
 NAME = "latency"
 TITLE = "Latency as the load rises"
@@ -126,7 +126,7 @@ def points(full: bool) -> list[Point]:
     ]
 
 
-WORKLOAD = Workload(
+STUDY = Study(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
@@ -137,7 +137,7 @@ WORKLOAD = Workload(
     running="bench.studies.latency.measure",
     unavailable=echo.unavailable,
     bases=(f"{USER_BASE}/native", f"{YARDSTICK}/native"),
-    runs_on=(echo.NAME, echo.WORKLOAD.running),
+    runs_on=(echo.NAME, echo.STUDY.running),
     climbs="rate",
     climb_ends=climb_ends,
     rendering="bench.studies.latency.render",

@@ -10,6 +10,6 @@ a row's climb stops is the declaration's (:mod:`bench.studies.latency`) and the 
 from __future__ import annotations
 
 from bench.studies.echo.measure import measure
-from bench.workload import Measuring
+from bench.study import Measuring
 
 MEASURING = Measuring(measure=measure)

@@ -27,8 +27,8 @@ from bench.render.rows import anchor_label
 from bench.render.tables import ran_in
 from bench.studies.echo import render as echo
 from bench.studies.latency import BROKE, CEILING, ENDS, KEPT, METRICS, step_state
+from bench.study import Rendering, Study
 from bench.summary import counted, summarize
-from bench.workload import Rendering, Workload
 
 # The chart groups, in page order: (file name part, title, the row kinds in it).
 GROUPS = (
@@ -98,7 +98,7 @@ def step_of(rate: int, reps: list[dict]) -> Step:
     )
 
 
-def curves(workload: Workload, points: dict[str, dict], full: bool) -> list[Curve]:
+def curves(workload: Study, points: dict[str, dict], full: bool) -> list[Curve]:
     """Every row's curve from a store's points: the current ladder's steps where any is stored
     (a ladder of other timings stays in the store, not on the page), else every stored step."""
     current = {point.key for point in workload.points(full)}
@@ -273,7 +273,7 @@ step that ended its climb.
 """.replace("\n", " ")
 
 
-def section(workload: Workload, page: Page) -> list[str]:
+def section(workload: Study, page: Page) -> list[str]:
     """The section's markdown lines ([] when no curve is stored)."""
     stored, mode, chart_dir, out = (
         page.stores.get(workload.name),

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 from bench.plan import Glance, Metric, Point, variant_rows
-from bench.workload import Workload
+from bench.study import Study
 
 NAME = "micro"
 OPERATIONS = {
@@ -125,7 +125,7 @@ def settings(full: bool) -> dict[str, float]:
     return {"min_time": 0.1 if full else 0.03, "runs": 7 if full else 5}
 
 
-WORKLOAD = Workload(
+STUDY = Study(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,

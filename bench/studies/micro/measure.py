@@ -21,7 +21,7 @@ from pathlib import Path
 from bench.plan import Point
 from bench.procs import Child, python
 from bench.studies.micro import OPERATIONS, PYPERF_CAP_S
-from bench.workload import Measuring
+from bench.study import Measuring
 
 BATCH = 1000  # call_soon batch size: one loop iteration runs this many callbacks
 LONG_DELAY = 3600.0  # timers armed in the benchmarks never come due

@@ -7,8 +7,8 @@ from __future__ import annotations
 import statistics
 
 from bench.studies.micro import HEADLINE, METRICS, OPERATIONS
+from bench.study import Rendering
 from bench.summary import summarize
-from bench.workload import Rendering
 
 
 def detail_column(params: dict) -> str | None:

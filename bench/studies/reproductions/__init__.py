@@ -4,7 +4,7 @@ folder's README)."""
 
 from __future__ import annotations
 
-from bench.workload import Option, SideStudy
+from bench.study import Option, SideStudy
 
 FILE = "reproductions.json"  # every new session's outcome, appended, under the results folder
 

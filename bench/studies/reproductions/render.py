@@ -10,7 +10,7 @@ from pathlib import Path
 from bench.store import BETWEEN_SESSIONS
 from bench.studies.echo import regime
 from bench.studies.reproductions import FILE
-from bench.workload import Rendering
+from bench.study import Rendering
 
 
 def line(results: Path, link: str = "") -> list[str]:

@@ -11,7 +11,7 @@ reported readable; a failed run is a failed row here. There is no peer process.
 from __future__ import annotations
 
 from bench.plan import Chart, Glance, Metric, Point, implemented_styles, variant_rows
-from bench.workload import Workload
+from bench.study import Study
 
 NAME = "sleep"
 TITLE = "Sleep"
@@ -153,7 +153,7 @@ def point_title(params: dict) -> str:
     return f"{params['tasks']:,} sleepers, delays up to {params['max_delay']:g} s"
 
 
-WORKLOAD = Workload(
+STUDY = Study(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bench.plan import Point, Row
 from bench.procs import Child, ChildFailed, DidNotFinish, python
-from bench.workload import Measuring
+from bench.study import Measuring
 
 # Runs argv[2:] with RLIMIT_CPU set to argv[1] seconds (the kernel sends SIGXCPU past it):
 # exec keeps the process (its pid, pinning and reaping stay the bench's) and the limit.

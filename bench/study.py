@@ -2,8 +2,8 @@
 
 A study is a folder, ``bench/studies/<name>/``: its declaration (the package, data only), its
 running side and its rendering side, each named in the declaration by module and loaded by
-name (the runner loads :attr:`Workload.running`'s ``MEASURING``, the page
-:attr:`Workload.rendering`'s ``RENDERING``), so the arrows go one way: from each side to the
+name (the runner loads :attr:`Study.running`'s ``MEASURING``, the page
+:attr:`Study.rendering`'s ``RENDERING``), so the arrows go one way: from each side to the
 declaration, never back. ``bench/README.md`` maps the core; the hooks are documented here,
 each with its default, so a study states only what differs.
 """
@@ -111,7 +111,7 @@ class SideStudy:
 
 
 @dataclass(frozen=True)
-class Workload:
+class Study:
     """One workload of the bench: what it measures, at which points, and how it reads."""
 
     name: str  # its results are <results>/<mode>/<name>.json, its charts <mode>-<name>-*.png
