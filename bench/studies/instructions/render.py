@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.interpreter_figures import FIGURES
+from bench import interpreter_figures
 from bench.render import intervals
 from bench.render.page import Page
 from bench.studies.anatomy.render import load_anatomy
@@ -46,12 +46,9 @@ PARTS = {
 }
 LOOPS = ("traps", "completions")  # the columns, when stored: the twins compared
 # The points of the closing sentence (the Interpreters section's echo figures), with their words.
-HEADLINE_FIGURES = tuple(
-    (next(f for f in FIGURES if f.name == name), words)
-    for name, words in (
-        ("echo-closed", "at the closed loop"),
-        ("echo-paced", f"at the fixed load of {HEADLINE_RATE:,} requests/s"),
-    )
+HEADLINE_FIGURES = (
+    ("echo-closed", "at the closed loop"),
+    ("echo-paced", f"at the fixed load of {HEADLINE_RATE:,} requests/s"),
 )
 
 
@@ -122,7 +119,11 @@ def measured(echo: Any, columns: list[str]) -> str | None:
     if echo is None or len(columns) != 2:
         return None
     phrases = []
-    for figure, regime in HEADLINE_FIGURES:
+    figures = {figure.name: figure for figure in interpreter_figures.FIGURES}
+    for name, regime in HEADLINE_FIGURES:
+        figure = figures.get(name)
+        if figure is None:  # the Interpreters section reads no such figure: nothing to say
+            continue
         point = next(
             (p for p in echo.data.get("points", {}).values() if figure.matches(p["params"])), None
         )
