@@ -38,7 +38,7 @@ SIDES: tuple[SideStudy, ...] = (anatomy.STUDY, instructions.STUDY, reproductions
 
 def names() -> list[str]:
     """The names of the studies measured point by point, in report order."""
-    return [workload.name for workload in STUDIES]
+    return [study.name for study in STUDIES]
 
 
 def get(name: str) -> Study | SideStudy:

@@ -1,6 +1,6 @@
 """The bench run: walk the points, measure what is not stored yet, store it as it goes.
 
-For each workload and each of its points, the runner picks the rows that need measuring
+For each study and each of its points, the runner picks the rows that need measuring
 (missing, incomplete, or measured on code that has changed since, see :mod:`bench.store`) and,
 if there are any, the asyncio rows too, so every ratio has a baseline from the same session.
 Repetitions are interleaved (all rows once, then all rows again, in a rotating order) so a
@@ -85,7 +85,7 @@ def plan_jobs(
     python: Interpreter | None = None,
     only: Callable[[Point], bool] | None = None,
 ) -> tuple[list[Job], int]:
-    """What to measure for one workload (on one interpreter), and how many stored rows are
+    """What to measure for one study (on one interpreter), and how many stored rows are
     skipped; `only`: only the points it holds for (the Interpreters section's, say)."""
     jobs, skipped = [], 0
     measuring = running_side(workload)
@@ -116,7 +116,7 @@ def plan_jobs(
 
 
 def running_side(workload: Study) -> Measuring:
-    """The workload's running side: the MEASURING of the module its registration names."""
+    """The study's running side: the MEASURING of the module its registration names."""
     return importlib.import_module(workload.running).MEASURING
 
 
@@ -160,7 +160,7 @@ def measure_point(group: list[Job], session: str, cores: Cores, full: bool, prog
     units = [(job, row) for job in group for row in job.rows]
     reps = {(id(job), row): list((job.resumed or {}).get(row, [])) for job, row in units}
     total = point.repetitions
-    # A workload may settle a point's settings from data (echo's fixed offered load): once per
+    # A study may settle a point's settings from data (echo's fixed offered load): once per
     # point, from the first interpreter's store, so every interpreter gets the same settings.
     group[0].measuring.prepare(point, group[0].store)
 
@@ -233,7 +233,7 @@ def stopped_below(job: Job, row: Row) -> dict | None:
 
 
 def climbed_past(job: Job, row: Row) -> dict | None:
-    """On a workload's ladder (``Study.climbs``: latency's offered rate), the record of a
+    """On a study's ladder (``Study.climbs``: latency's offered rate), the record of a
     row whose climb ended at a lower step of this point (its current code, this store):
     not measured, marked with the step and why; None if it goes on."""
     name, args = job.workload.climbs, job.point.args
@@ -381,7 +381,7 @@ def plan_workload(
     python: Interpreter | None = None,
     only: Callable[[Point], bool] | None = None,
 ) -> tuple[list[Job], ResultStore] | None:
-    """One workload's jobs and its store on one interpreter (None: the workload cannot run in
+    """One study's jobs and its store on one interpreter (None: the study cannot run in
     this tree)."""
     missing = workload.unavailable()
     if missing:

@@ -1,6 +1,6 @@
-"""Results as data: one JSON file per workload and mode, reused where it still holds.
+"""Results as data: one JSON file per study and mode, reused where it still holds.
 
-``reports/results/<mode>/<workload>.json`` holds, per point, per row, every repetition's raw
+``reports/results/<mode>/<study>.json`` holds, per point, per row, every repetition's raw
 record (not a summary: medians are computed when rendering), the session that measured it and
 the fingerprint of the code it depends on. Each session (one ``bench run``) stores its
 environment, and keeps a copy of the asyncio rows it measured as that session's baseline, so
@@ -37,7 +37,7 @@ def results_dir(results: Path, mode: str, python: str = REFERENCE) -> Path:
 
 
 def results_path(results: Path, mode: str, workload: str, python: str = REFERENCE) -> Path:
-    """The file holding one workload's results in one mode (quick or full) on one interpreter
+    """The file holding one study's results in one mode (quick or full) on one interpreter
     (by default the reference interpreter's, the report's main tables)."""
     return results_dir(results, mode, python) / f"{workload}.json"
 
@@ -58,12 +58,12 @@ BETWEEN_SESSIONS = "between_sessions"
 
 
 class ResultStore:
-    """The stored results of one workload in one mode (quick or full)."""
+    """The stored results of one study in one mode (quick or full)."""
 
     def __init__(self, path: Path, data: dict, kept: frozenset[str] = frozenset()) -> None:
         self.path = path
         self.data = data
-        # The rows each session keeps a copy of (the workload's baselines and controls), so a
+        # The rows each session keeps a copy of (the study's baselines and controls), so a
         # later session re-measuring them leaves each earlier session its own denominator.
         self.kept = kept
 
@@ -252,7 +252,7 @@ def same_machine(one: dict, other: dict) -> bool:
 def load_mode(
     results: Path, mode: str, workloads: list[str], python: str = REFERENCE
 ) -> dict[str, ResultStore | None]:
-    """Each workload's stored results in one mode on one interpreter (None: nothing stored)."""
+    """Each study's stored results in one mode on one interpreter (None: nothing stored)."""
     stores: dict[str, ResultStore | None] = {}
     for name in workloads:
         path = results_path(results, mode, name, python)
@@ -261,7 +261,7 @@ def load_mode(
 
 
 def stored_points(results: Path, mode: str, workload: str) -> dict[str, dict]:
-    """One workload's stored points by key ({} where nothing is stored)."""
+    """One study's stored points by key ({} where nothing is stored)."""
     path = results_path(results, mode, workload)
     return ResultStore.load(path, workload, mode).data["points"] if path.exists() else {}
 

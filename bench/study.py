@@ -112,7 +112,7 @@ class SideStudy:
 
 @dataclass(frozen=True)
 class Study:
-    """One workload of the bench: what it measures, at which points, and how it reads."""
+    """One study of the bench: what it measures, at which points, and how it reads."""
 
     name: str  # its results are <results>/<mode>/<name>.json, its charts <mode>-<name>-*.png
     title: str  # the report section's heading (and its anchor, lower-cased)
@@ -133,7 +133,7 @@ class Study:
     columns: Callable[[dict], list[Metric]] | None = None
     # A chart panel's title, for a Chart with panels: panel_title(parameter, value).
     panel_title: Callable[[str, object], str] = _panel_title
-    # Why this workload cannot run in this tree (None: it can). An unavailable workload is
+    # Why this study cannot run in this tree (None: it can). An unavailable study is
     # skipped by the run and has no current points in the report.
     unavailable: Callable[[], str | None] = _nothing
     # Its bases: the rows every ratio is taken against, by row key, first the default (echo: the
@@ -154,7 +154,7 @@ class Study:
     timed: Callable[[dict], bool] = _always
     # How a table names a row, where its plain label would mislead, by row key.
     row_names: tuple[tuple[str, str], ...] = ()
-    # Another workload whose servers and peers its rows run, as (its workloads/ folder, its
+    # Another study whose servers and peers its rows run, as (its workloads/ folder, its
     # running module): their code is part of its rows' fingerprints too (latency runs echo's).
     runs_on: tuple[str, str] | None = None
     # A ladder: the parameter its rows climb point by point (latency: the offered rate), and

@@ -54,7 +54,7 @@ class RowSummary:
     peer_share: float | None = None  # median share of its core the peer used
     errors: dict[str, str] = field(default_factory=dict)  # figure -> why it is missing
     warned: set[str] = field(default_factory=set)  # figures the harness (pyperf) called unstable
-    detail: str = ""  # a workload's note on the row (echo: which load generator measured it)
+    detail: str = ""  # a study's note on the row (echo: which load generator measured it)
     redone: int = 0  # repetitions measured again because they stalled (bench.summary.counted)
     # figure -> its valid repetitions' values (what a ratio's bootstrap interval resamples)
     values: dict[str, list[float]] = field(default_factory=dict)
@@ -107,7 +107,7 @@ def disturbed(rep: dict) -> str | None:
 
 
 def redo_reason(rep: dict, timed: bool = True) -> str | None:
-    """Why a repetition must be measured again, or None: its workload found it stalled (the
+    """Why a repetition must be measured again, or None: its study found it stalled (the
     server waited for a CPU something else held), or, for a figure that is a time, the
     machine was disturbed during it (a count or a size is not moved by the neighbours)."""
     if rep.get("stalled"):
@@ -158,7 +158,7 @@ def _median_of(reps: Sequence[dict], key: str) -> float | None:
 
 
 def invalid_summary(reps: Sequence[dict], peer_share: float | None, valid: int) -> RowSummary:
-    """Why most repetitions are invalid: the peer saturated, or what the workload said."""
+    """Why most repetitions are invalid: the peer saturated, or what the study said."""
     saturated = [rep for rep in reps if peer_saturated(rep)]
     told = [rep["invalid"] for rep in reps if rep.get("invalid") and not peer_saturated(rep)]
     summary = RowSummary("invalid", valid=valid, total=len(reps), peer_share=peer_share)

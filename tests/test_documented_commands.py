@@ -43,7 +43,7 @@ SCOPE = {
     "conformance": ["--loop", "callbacks"],  # the whole suite, on one loop
     # The session runs `pytest tests ARGS`: -k picks the discovery tests (all: this one among them).
     "tests": ["-k", "test_discovery"],
-    "bench": ["--loop", "callbacks", "--workload", "sleep"],  # one loop, one workload
+    "bench": ["--loop", "callbacks", "--study", "sleep"],  # one loop, one study
     "timeline": ["--loop", "callbacks"],  # re-records one loop's runs, renders the page
 }
 

@@ -1,4 +1,4 @@
-"""Render reports/bench.md (and its charts) from stored results alone: no workload runs here.
+"""Render reports/bench.md (and its charts) from stored results alone: no study runs here.
 
 The page opens with the verdict (:mod:`bench.pages.verdict`), then the glance. One section per
 workload, one table per point, variants (and styles) as rows, every figure
@@ -221,8 +221,8 @@ def machines_line(
     stores: dict[str, ResultStore | None], others: dict[str, dict | None]
 ) -> list[str]:
     """Where the page's figures were measured, when that is more than one machine: which
-    workloads (and which of the anatomy and the instruction counts) ran on each. A table holds
-    one workload's store, and a store one machine (the runner starts afresh on another)."""
+    studies (and which of the anatomy and the instruction counts) ran on each. A table holds
+    one study's store, and a store one machine (the runner starts afresh on another)."""
     where = by_machine(
         [
             *((name, s["environment"]) for name, kept in stores.items() if kept
@@ -374,7 +374,7 @@ class Section:
     """One registered section of the report, in page order: its headings for the index line,
     and its lines."""
 
-    titles: tuple[str, ...] | None  # None: the registered workloads' titles
+    titles: tuple[str, ...] | None  # None: the registered studies' titles
     lines: Callable[[Page], list[str]]
 
 
@@ -410,7 +410,7 @@ def method_section(page: Page) -> list[str]:
 
 # The report's sections after its opening, in page order: a new section is one entry here.
 SECTIONS = (
-    Section(None, workload_sections),  # titled by the registered workloads, read at render
+    Section(None, workload_sections),  # titled by the registered studies, read at render
     Section(
         # The fixed load's anatomy, the closed loop's where stored, then instructions per
         # request by part: each study's own part, looked up by its name.
@@ -497,7 +497,7 @@ def render(
         for title in (
             entry.titles
             if entry.titles is not None
-            # a workload whose section is empty (latency with no curve stored) is not indexed
+            # a study whose section is empty (latency with no curve stored) is not indexed
             else [w.title for w in registry.STUDIES if f"## {w.title}" in written]
         )
     ]
@@ -536,7 +536,7 @@ def render(
     for written in body:
         lines += written
     text = short_paragraphs("\n".join(lines).rstrip() + "\n")
-    out.parent.mkdir(parents=True, exist_ok=True)  # a workload without charts made no folder
+    out.parent.mkdir(parents=True, exist_ok=True)  # a study without charts made no folder
     out.write_text(text)
     # A chart of this mode the report no longer shows (its results were dropped) is removed,
     # so reports/charts/ holds nothing that the stored results do not draw.

@@ -1,6 +1,6 @@
 """Charts of stored results (matplotlib, PNG): dot plots, one line of markers per row.
 
-Each workload declares its charts as :class:`bench.plan.Chart` specs (``Study.charts``);
+Each study declares its charts as :class:`bench.plan.Chart` specs (``Study.charts``);
 this module draws them from the rows the report has already summarised, so a chart never
 shows a figure the tables do not (invalid, failed and unmeasured rows are left out and named
 in the caption).
@@ -10,7 +10,7 @@ rows down the side, best at the top (by the figure at the largest parameter valu
 figure along the bottom, one marker per value of the chart's parameter (connections,
 sleepers, workers) joined by a thin line, with a bar from min to max. Row labels say the kind:
 bold for home-made loops, plain for reference loops, italic grey for anchor servers; the
-asyncio rows, the baseline (what a ratio divides by where a workload declares no bases), are
+asyncio rows, the baseline (what a ratio divides by where a study declares no bases), are
 underlined by a faint band.
 """
 
@@ -156,7 +156,7 @@ def _count(value: int, noun: str) -> str:
 
 
 def draw(workload: Study, mode: str, points: list, chart_dir: Path) -> list[tuple[Path, str]]:
-    """Draw every chart of a workload; (file, caption) for each one drawn."""
+    """Draw every chart of a study; (file, caption) for each one drawn."""
     drawn = []
     for spec in workload.charts:
         metric = workload.metric(spec.metric)

@@ -1,6 +1,6 @@
 """From a stored point to the rows a table shows: summaries, same-session baselines, order.
 
-Every section that shows a figure (the workloads' tables, the glance, the scale section, the
+Every section that shows a figure (the studies' tables, the glance, the scale section, the
 charts) reads it from a :class:`RenderedRow`, so none shows a figure the tables do not.
 """
 
@@ -41,13 +41,13 @@ class RenderedRow:
     baseline: RowSummary | None
     stale: bool
     earlier: bool  # measured in an earlier session than this point's newest
-    # Every denominator the workload declares, by its label ("asyncio-protocol"), each from this
+    # Every denominator the study declares, by its label ("asyncio-protocol"), each from this
     # row's own session (None: not measured there); the first is `baseline`. Empty: the
     # asyncio baseline alone, under the name BASELINE.
     bases: dict[str, RowSummary | None] = field(default_factory=dict)
-    name: str = ""  # the workload's name for this row, where its label would mislead
+    name: str = ""  # the study's name for this row, where its label would mislead
     # The control rows as measured in this row's own session, by row key (None: not measured
-    # there): the workload's declared controls, else the asyncio baseline in this row's style.
+    # there): the study's declared controls, else the asyncio baseline in this row's style.
     # The Interpreters section reads each row against them (bench.render.drift).
     controls: dict[str, RowSummary | None] = field(default_factory=dict)
     # How far this point's ratios moved between sessions on this machine, where measured
@@ -213,7 +213,7 @@ def unloadable_here() -> frozenset[str]:
 
 
 def current_points(workload: Study, mode: str) -> dict[str, tuple[Row, ...]]:
-    """The rows of the workload's current points, by point key ({} if it cannot be known)."""
+    """The rows of the study's current points, by point key ({} if it cannot be known)."""
     if workload.unavailable():
         return {}
     return {point.key: point.rows for point in workload.points(mode == "full")}
@@ -222,7 +222,7 @@ def current_points(workload: Study, mode: str) -> dict[str, tuple[Row, ...]]:
 def stored_points(
     stores: dict[str, ResultStore | None], mode: str
 ) -> Callable[[str], list[tuple[dict, list[RenderedRow]]]]:
-    """A function giving a workload's stored points as (params, rendered rows), cached."""
+    """A function giving a study's stored points as (params, rendered rows), cached."""
     cache: dict[str, list[tuple[dict, list[RenderedRow]]]] = {}
 
     def points_of(name: str) -> list[tuple[dict, list[RenderedRow]]]:

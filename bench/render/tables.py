@@ -1,8 +1,8 @@
 """One point's table and the sentences under it ("What this shows"), from its rendered rows.
 
 The table leads with the point's headline figure, its [min–max] and its ratio to the
-baseline, then every other figure the workload shows there with its ratio. The sentences are
-written from the same figures: best and worst, the best home-made loop, what the workload adds
+baseline, then every other figure the study shows there with its ratio. The sentences are
+written from the same figures: best and worst, the best home-made loop, what the study adds
 (:attr:`bench.study.Study.observations`), then every row without a figure and why.
 """
 
@@ -39,7 +39,7 @@ GROUPS = {
 
 
 def base_names(rows: list[RenderedRow]) -> list[str]:
-    """The denominators a table's ratio columns name: the workload's declared ones, else
+    """The denominators a table's ratio columns name: the study's declared ones, else
     asyncio (the same style's row)."""
     for r in rows:
         if r.bases:

@@ -1,7 +1,7 @@
 """Connections, the running side: a fresh echo server, and the memory peer
 (``python -m workloads.echo.memory``) reading what it holds per connection from its own process.
 
-What is measured and why is the workload's description (:mod:`bench.studies.connections`).
+What is measured and why is the study's description (:mod:`bench.studies.connections`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Crawler, the running side: a site server per site, kept across rows; a crawler per repetition.
 
-What is measured and why is the workload's description (:mod:`bench.studies.crawler`).
+What is measured and why is the study's description (:mod:`bench.studies.crawler`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The workload's CLI starts uvicorn and wrk itself, each pinned to its own core (the same two
 cores the bench plans), checks every body and judges the run; this side reads its JSON record.
-What is measured and why is the workload's description (:mod:`bench.studies.http`).
+What is measured and why is the study's description (:mod:`bench.studies.http`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Sleep, the running side: one repetition is one fresh process, CPU-capped in the full run.
 
-What is measured and why is the workload's description (:mod:`bench.studies.sleep`).
+What is measured and why is the study's description (:mod:`bench.studies.sleep`).
 """
 
 from __future__ import annotations
