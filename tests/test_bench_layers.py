@@ -20,6 +20,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from bench import registry
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 
@@ -201,3 +203,19 @@ def test_nothing_rendering_imports_anything_running():
     for module in sorted(rendering):
         wrong = graph[module] & running
         assert not wrong, f"{module} imports {sorted(wrong)}"
+
+
+def test_a_study_is_a_folder_with_its_sides_and_its_method():
+    """Every registered study's running and rendering sides live in its own folder, beside its
+    declaration and the README that holds its method."""
+    for study in (*registry.STUDIES, *registry.SIDES):
+        folder = f"bench.studies.{study.name}"
+        running = getattr(study, "running", None) or study.measuring
+        for side_module in (running, study.rendering):
+            if side_module is not None:
+                assert side_module.startswith(f"{folder}."), (study.name, side_module)
+                assert side_module in MODULES, side_module
+        assert (BENCH / "studies" / study.name / "README.md").is_file(), study.name
+    for folder in sorted(p for p in (BENCH / "studies").iterdir() if p.is_dir()):
+        if folder.name != "__pycache__":
+            assert (folder / "__init__.py").is_file() and (folder / "README.md").is_file(), folder
