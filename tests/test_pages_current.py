@@ -58,9 +58,6 @@ def test_recorded_at_reads_each_pages_commit():
             assert _git("cat-file", "-t", commit) == "commit", (page, commit)
 
 
-# The loops changed on this branch after both pages were recorded; the lead records them again
-# once every loop change is merged, and this marker goes (strict: a current page fails it).
-@pytest.mark.xfail(strict=True, reason="pages recorded again after the loop changes merge")
 @pytest.mark.parametrize("page", sorted(PAGES))
 def test_the_page_is_no_older_than_its_code(page):
     _, paths = PAGES[page]
