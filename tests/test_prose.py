@@ -192,14 +192,14 @@ def test_no_sentence_speaks_for_members_it_does_not_name(path):
 # read, or said to be so much faster or dearer; a duration in minutes or hours is always one (no
 # setting of the lab is that long). A threshold or a setting (a 95% interval, a 50 ms slice,
 # 10 000 sleepers) is a definition, not a measurement.
-_NUMBER = r"\d[\d,.]*(?:\s*(?:[–-]|to)\s*\d[\d,.]*)?"
+_NUMBER = r"\d[\d,.]*(?: \d{3}\b)*(?:\s*(?:[–-]|to)\s*\d[\d,.]*(?: \d{3}\b)*)?"
 _SPELLED = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty|forty|fifty)"
 _DURATION = r"ns|µs|us|ms|s|secs?|seconds?|mins?|minutes?|h|hours?|days?"
 _UNIT = rf"(?:{_DURATION}|%|percent|×|x|times|[KMG]i?B|bytes|inches)(?![\w/])"
 _HEDGE = r"(?:\b(?:about|roughly|around|nearly|almost|approximately|some)\s+|~\s*)"
 _VERB = r"\b(?:took|takes|taking|costs?|cost|paid|pays|spent|spends|read|reads|measured|counted)\s+"
 # a count's noun: any word but a preposition, an article or a verb of being
-_NOUN = r"(?!(?:of|to|in|at|on|per|a|an|the|and|or|is|are|by|for|from)\b)[a-zA-Z][\w-]*"
+_NOUN = r"(?!(?:of|to|in|at|on|over|per|a|an|the|and|or|is|are|by|for|from)\b)[a-zA-Z][\w-]*"
 MEASURED = re.compile(
     rf"(?:{_HEDGE}|{_VERB}(?:{_HEDGE})?)(?:{_NUMBER}\s*(?:{_UNIT}|{_NOUN})|{_SPELLED}\s+"
     rf"(?:{_DURATION})\b)|"
@@ -366,3 +366,86 @@ def test_a_new_variant_fails_the_sentences_it_makes_false(tmp_path):
     )  # fmt: skip
     assert done.returncode != 0, done.stdout[-2000:]
     assert "'demo'" in done.stdout and "blocking sockets refused by" in done.stdout, done.stdout
+
+
+# -- renderers say only what their data says ---------------------------------------------------
+# A page's sentence typed in its renderer goes stale when the data or the declarations change
+# shape: a figure (a size, a share, a count of repetitions, an interpreter's version) comes from
+# the data or the declaration it describes, and a comparison between loops is chosen by the data
+# (a branch, a table of words keyed by what the data says), never typed as a standing fact.
+RENDERERS = [
+    *sorted((ROOT / "bench" / "render").glob("*.py")),
+    ROOT / "conformance" / "matrix.py",
+    ROOT / "timeline" / "render.py",
+    *sorted((ROOT / "htmlreport").glob("*.py")),
+]
+RENDERED_FIGURE = re.compile(
+    r"\ba (?:million|thousand)\b|"
+    r"(?<![\w.{\[^])(?:\d[\d,.]*(?: \d{3}\b)*|fifty|twenty|hundred)\s*"
+    r"(?:%|×|times\b|µs\b|ms\b|s\b|KiB\b|MiB\b|GiB\b|minutes?\b|hours?\b|requests\b|"
+    r"connections\b|tasks\b|sleepers\b|rows\b|workers\b|cores?\b|repetitions\b)|"
+    r"\bPython 3\.\d+",
+    re.I,
+)
+COMPARED = re.compile(
+    rf"\b({'|'.join(map(re.escape, NAMES))})\b[^.]*"
+    r"\b((faster|slower|cheaper|dearer) than|ahead of|behind|level with)\b",
+)
+# Figures a renderer may type: facts of the world its data does not hold, each with its source.
+DEFINITIONS = {
+    "15 minutes": "the load average's windows (1, 5 and 15 minutes): proc(5), /proc/loadavg",
+}
+
+
+def typed_in_renderer(path: Path) -> list[str]:
+    """Each figure, and each comparison of loops outside a branch, typed in a string of `path`
+    (its docstrings aside: they describe the code, not the page)."""
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+    }
+    chosen = {  # strings a branch or a table of words picks by what the data says
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If | ast.IfExp | ast.Dict | ast.Match)
+        for inner in ast.walk(node)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            continue
+        if id(node) in docstrings or " " not in node.value:
+            continue
+        for match in RENDERED_FIGURE.finditer(node.value):
+            if match[0] not in DEFINITIONS:
+                found.append(f"line {node.lineno}: {match[0]!r} in {node.value[:160]!r}")
+        if id(node) not in chosen and COMPARED.search(node.value):
+            found.append(f"line {node.lineno}: a comparison typed as fact: {node.value[:160]!r}")
+    return found
+
+
+@pytest.mark.parametrize("path", RENDERERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_renderer_types_what_its_data_says(path):
+    found = typed_in_renderer(path)
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        'TITLE = f"sleepers (N), 90% cancelled, {n} of them"\n',
+        'NOTE = "Echo at 1 KiB × 100 connections"\n',
+        'NOTE = f"Parts told apart on Python 3.12, {how}"\n',
+        'NOTE = f"{rows}: uvloop stays ahead of asyncio here"\n',
+        'NOTE = "the soak: a million echo requests per case"\n',
+    ],
+)
+def test_a_figure_or_comparison_typed_into_a_renderer_fails(tmp_path, planted):
+    renderer = ROOT / "bench" / "render" / "scale.py"
+    copy = tmp_path / renderer.name
+    copy.write_text(renderer.read_text() + "\n" + planted)
+    assert len(typed_in_renderer(copy)) > len(typed_in_renderer(renderer))
