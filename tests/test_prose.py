@@ -14,10 +14,12 @@ percentage, a multiplier "about" or "roughly" so) carries the command and the da
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import sys
 import tokenize
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -106,13 +108,16 @@ NAMED = re.compile(rf"(?<![\w/.-])({'|'.join(map(re.escape, NAMES))})(?![\w/-])"
 
 def prose_of_python(path: Path) -> str:
     """A module's docstrings and comments, one paragraph each."""
-    text = path.read_text()
+    return _python_prose(path.read_text())
+
+
+def _python_prose(text: str) -> str:
     parts = []
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             doc = ast.get_docstring(node)
-            if doc:
-                parts.append(doc)
+            if doc:  # a doctest's example, to the blank line that ends it, is code
+                parts.append(re.sub(r"^>>> .*?(?=\n\s*\n|\Z)", "", doc, flags=re.M | re.S))
     # A run of whole-line comments on consecutive lines is one paragraph; a comment after code
     # speaks for its line alone.
     comments: list[list[str]] = []
@@ -140,7 +145,12 @@ def texts() -> list[Path]:
 
 
 def sentences(path: Path) -> list[str]:
-    text = prose_of_python(path) if path.suffix == ".py" else path.read_text()
+    return _sentences(path.suffix == ".py", path.read_text())
+
+
+@functools.cache  # by text: the fact tests read every file three times
+def _sentences(python: bool, text: str) -> list[str]:
+    text = _python_prose(text) if python else text
     text = reading.BLOCK.sub("", text)
     text = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)  # code, not prose
     text = re.sub(r"^#+ .*$", "", text, flags=re.M)  # a heading names a section, claims nothing
@@ -449,3 +459,112 @@ def test_a_figure_or_comparison_typed_into_a_renderer_fails(tmp_path, planted):
     copy = tmp_path / renderer.name
     copy.write_text(renderer.read_text() + "\n" + planted)
     assert len(typed_in_renderer(copy)) > len(typed_in_renderer(renderer))
+
+
+# -- one statement, every copy ------------------------------------------------------------------
+# A fact the lab states in several places (the glossary, an essence's comment, a docstring, the
+# root README) is declared once here: what a sentence about it speaks of, as groups of words of
+# which a sentence has one each, in any order and any form (its meaning, not its wording), and
+# the condition the fact cannot lose, which every copy must keep. Each place is found by what it
+# says, so a fix made to one copy and not to the others fails here naming the others.
+def words(sentence: str) -> set[str]:
+    """The sentence's words, lower case, a plural or verb ending taken off ("throws" = "throw")."""
+    found = set()
+    for word in re.findall(r"[a-z_]+", sentence.lower()):
+        for ending in ("ing", "ed", "es", "s"):
+            if word.endswith(ending) and len(word) - len(ending) >= 3:
+                word = word[: -len(ending)]
+                break
+        found.add(word)
+    return found
+
+
+@dataclass(frozen=True)
+class Fact:
+    source: str  # where the lab states it in full
+    about: tuple[frozenset[str], ...]  # a sentence about it has a word of each group
+    keeps: re.Pattern  # what every copy keeps: the condition the fact holds under
+    per_loop: bool = False  # it varies by loop: in a loop's own folder, a copy speaks for it
+
+    def copies(self, paths: list[Path]) -> list[tuple[Path, str]]:
+        return [
+            (path, sentence)
+            for path in paths
+            for sentence in sentences(path)
+            if all(words(sentence) & group for group in self.about)
+        ]
+
+
+def _of(*groups: str) -> tuple[frozenset[str], ...]:
+    return tuple(frozenset(words(group)) for group in groups)
+
+
+FACTS = {
+    # A loop's ready queue runs in its next stage 3: this turn's or the next's.
+    "when the ready queue runs": Fact(
+        "loops/README.md, Words: ready, ready queue",
+        _of("_ready call_soon", "turn pass iteration tick", "next"),
+        re.compile(
+            r"batch|stage [123]|this (turn|iteration)|call_soon (calls|would)|"
+            r"callback that schedules",
+            re.I,
+        ),
+    ),
+    # How a cancellation arrives differs between loops: a copy names the loops it speaks for.
+    "how a cancellation arrives": Fact(
+        "loops/README.md, Words: cancellation, and its Cancellation section",
+        _of("cancel cancels cancellation cancelled", "throw thrown throwing"),
+        re.compile(rf"{NAMED.pattern}|\bthis loop\b|#cancellation|\bmay\b", re.I),
+        per_loop=True,
+    ),
+    # The GIL lets one thread run Python at a time in CPython's default build, not without it.
+    "what the GIL serialises": Fact(
+        "loops/README.md, step 0 and Words: GIL",
+        _of("gil", "one", "time once"),
+        re.compile(r"default build|free-threaded", re.I),
+    ),
+}
+
+
+def _own_loop(path: Path) -> bool:
+    """Whether `path` is in a variant's own folder, where what it says is said of that variant."""
+    return path.is_relative_to(ROOT / "loops") and path.parent.name in VARIANTS
+
+
+def lost_conditions(paths: list[Path]) -> list[str]:
+    """Each copy of a declared fact that has lost the fact's condition."""
+    return [
+        f"{path}: {name} ({fact.source}): {sentence!r}"
+        for name, fact in FACTS.items()
+        for path, sentence in fact.copies(paths)
+        if not (fact.keeps.search(sentence) or (fact.per_loop and _own_loop(path)))
+    ]
+
+
+PLACES = [p for p in prose_places() if p.suffix in (".md", ".py")]
+
+
+def test_every_copy_of_a_declared_fact_keeps_its_condition():
+    found = lost_conditions(PLACES)
+    assert not found, "\n".join(found)
+
+
+def test_each_declared_fact_is_found_in_more_than_one_place():
+    for name, fact in FACTS.items():
+        where = {path for path, _ in fact.copies(PLACES)}
+        assert len(where) > 1, f"{name}: found only in {where}: no copies to keep together"
+
+
+@pytest.mark.parametrize(
+    ("name", "planted"),
+    [
+        ("when the ready queue runs", "A callback queued with call_soon runs at the next turn."),
+        ("how a cancellation arrives", "Cancelling a task throws an exception into it."),
+        ("what the GIL serialises", "The GIL lets one thread run Python at a time."),
+    ],
+)
+def test_a_copy_that_lost_the_condition_fails_wherever_it_is_worded(tmp_path, name, planted):
+    for path in (ROOT / "loops" / "traps" / "essence.py", ROOT / "workloads" / "README.md"):
+        mark = "\n# " if path.suffix == ".py" else "\n\n"
+        copy = _planted(tmp_path, path, f"{mark}{planted}\n")
+        assert any(name in f for f in lost_conditions([copy])), (path, lost_conditions([copy]))
