@@ -8,7 +8,7 @@ task (join, sleep, the Queue, a worker thread) is a ``Condition`` wait the cance
 a task inside a socket call is in the kernel, where no Python code can reach it, so the
 canceller shuts that direction of the socket down to make the call return (Java's
 ``InterruptibleChannel`` closes the channel of an interrupted thread likewise). The socket is
-spent for that direction: this design's price for a cancel. """
+spent for that direction: this design's price for a cancel."""
 
 from __future__ import annotations
 
