@@ -11,8 +11,9 @@ changed, nor a figure as the bench re-measures:
 - every ``<!-- figures:NAME -->`` block of a README holds what :mod:`bench.render.reading`
   renders now (from the committed results, the declarations, the registrations and the code);
 - no figure with a unit stands in a README outside a block (a program of the path may print
-  one, or carry it with the command and the date that gave it); and no sentence of the path
-  speaks for every loop unless it names them or points to the designs tables.
+  one, or carry it with the command and the date that gave it).
+
+A sentence that speaks for the loops is held to their declarations by tests/test_prose.py.
 """
 
 import ast
