@@ -589,8 +589,9 @@ def intro(main: str) -> list[str]:
         "column.",
         "",
         "A cell is the row's median, then its change against the oldest interpreter of its "
-        "build family: the row over its own session's controls (echo: asyncio-protocol, "
-        "uvloop-protocol, selectors-floor; elsewhere the asyncio row in its style), new over "
+        "build family: the row over its own session's controls (echo: "
+        f"{', '.join(c.split('/')[0] for c in registry.get('echo').controls)}; elsewhere the "
+        "asyncio row in its style), new over "
         f'old, with a {CONFIDENCE:.0%} bootstrap interval. "no change" means the interval holds 1. '
         "A move "
         "every row shares, the controls' too, cancels: so does the machine's drift between "
