@@ -138,14 +138,12 @@ def _python_prose(text: str) -> str:
 
 
 def texts() -> list[Path]:
-    """Every README (the reading path's, the template's among them), the essences, the
-    template's code, and the modules of loops/ outside the variants' folders."""
+    """Every README (the reading path's, the template's among them) and every module of loops/
+    (the essences, the template's, each variant's code)."""
     return sorted(
         {
             *reading.readmes(),
-            *(ROOT / "loops").glob("*/essence.py"),
-            *(ROOT / "loops" / "_template").glob("*.py"),
-            *(ROOT / "loops").glob("*.py"),
+            *(ROOT / "loops").rglob("*.py"),
             ROOT / "workloads" / "echo" / "native" / "floor.py",  # the path's floor step
         }
     )
@@ -169,10 +167,30 @@ def _sentences(python: bool, text: str) -> list[str]:
     ]
 
 
+# "loop" in the sense of a loop object, not a variant: one running in this process, the one a
+# queue would bind to, asyncio's loops at large.
+OBJECT = re.compile(
+    r"\bevery loop in the process|\bbinds to no loop\b|\basyncio does \w+ on any loop"
+)
+# Sentences of loop code another change is rewriting (the loops made leaner), each to name the
+# loops it speaks for when it lands; each must still be there, so that it leaves this list then.
+_SAME_RECORD = "The same record, with the same fields, in every home-made loop"  # not in 2 of 7
+LOOP_CODE_PENDING = {
+    "loops/callbacks/readiness.py": _SAME_RECORD,
+    "loops/futures/reactor.py": _SAME_RECORD,
+    "loops/greenlets/hub.py": "every home-made loop",
+    "loops/roundrobin/scheduler.py": _SAME_RECORD,
+    "loops/traps/poller.py": _SAME_RECORD,
+    "loops/completions/api.py": "blocking: a clear error, as in every loop",
+}
+
+
 def faults(path: Path) -> list[str]:
     """What is false or unchecked in the sentences of `path`."""
     found = []
     for sentence in sentences(path):
+        if OBJECT.search(sentence):
+            continue
         named = set(NAMED.findall(sentence))
         for number, _, what in COUNTED.findall(sentence):
             if _own_loop(path) and what.lower() == "styles":  # its own folder: its styles
@@ -214,7 +232,12 @@ def test_no_sentence_speaks_for_members_it_does_not_name(path):
     if reason:
         assert faults(path), f"{path} holds now: take it off REWRITING"
         pytest.skip(reason)
-    assert not faults(path), "\n".join(faults(path))
+    found = faults(path)
+    pending = LOOP_CODE_PENDING.get(str(path.relative_to(ROOT)))
+    if pending:
+        assert any(pending in f for f in found), f"{path}: {pending!r} is gone: unlist it"
+        found = [f for f in found if pending not in f]
+    assert not found, "\n".join(found)
 
 
 # A figure that estimates or measures, in any unit: a duration, a percentage, a multiplier or a
