@@ -1,14 +1,18 @@
-"""A claim about the lab's sets follows the sets, and a figure follows its data.
+"""A claim about the lab's sets follows the sets, a figure its data, a fact every copy of it.
 
 Prose lives in READMEs, the template, module docstrings and code comments; a later variant makes
-an earlier sentence false where it speaks for a set it does not name. So every sentence of the
-texts below that quantifies over one of the lab's sets (loops, variants, styles, essences,
-entries, servers) names the members it means or points to the designs tables (rendered from the
-declarations); a count of a set ("four styles") is the set's size; and a sentence that says
-which loops share a varying property (CLAIMS: how a loop takes a blocking socket, whether it waits
-for readiness, what it needs beyond the standard library) names exactly the loops whose
-declarations have it. A figure typed in a README that estimates or measures (a duration, a
-percentage, a multiplier "about" or "roughly" so) carries the command and the date that gave it.
+an earlier sentence false where it speaks for a set it does not name. So every sentence of every
+README and every module of loops/ that quantifies over one of the lab's sets (loops, variants,
+styles, essences, entries, servers, rows) names the members it means or points to the designs
+tables (rendered from the declarations); a count of a set ("four styles") is the set's size;
+and a sentence that says which loops share a varying property (CLAIMS: how a loop takes a
+blocking socket, whether it waits for readiness, what it needs beyond the standard library)
+names exactly the loops whose declarations have it, so a variant added with other declarations
+fails here naming each such sentence. A figure that estimates or measures, in any unit, typed
+anywhere prose lives carries the command and the date that gave it, or the committed data it
+was read from. A renderer's sentence types no figure and no comparison of loops: they come from
+its data. A fact stated in several places (FACTS) is found in each by what it speaks of, and
+every copy keeps the fact's condition. Each guard is shown to fail on a planted sentence.
 """
 
 from __future__ import annotations
