@@ -512,8 +512,9 @@ def test_a_figure_or_comparison_typed_into_a_renderer_fails(tmp_path, planted):
 # A fact the lab states in several places (the glossary, an essence's comment, a docstring, the
 # root README) is declared once here: what a sentence about it speaks of, as groups of words of
 # which a sentence has one each, in any order and any form (its meaning, not its wording), and
-# the condition the fact cannot lose, which every copy must keep. Each place is found by what it
-# says, so a fix made to one copy and not to the others fails here naming the others.
+# the condition the fact cannot lose, which every copy keeps in its sentence or paragraph. Each
+# place is found by what it says, so a fix made to one copy and not to the others fails here
+# naming the others.
 def words(sentence: str) -> set[str]:
     """The sentence's words, lower case, a plural or verb ending taken off ("throws" = "throw")."""
     found = set()
@@ -526,20 +527,38 @@ def words(sentence: str) -> set[str]:
     return found
 
 
+def paragraphs(path: Path) -> list[str]:
+    """The paragraphs of a file's prose (a list's item is one), each on one line."""
+    return _paragraphs(prose_of(path))
+
+
+@functools.cache  # by text: read once for every fact
+def _paragraphs(text: str) -> list[str]:
+    text = reading.BLOCK.sub("", text)
+    return [re.sub(r"\s+", " ", p).strip() for p in re.split(r"\n\s*\n|\n\s*- ", text)]
+
+
 @dataclass(frozen=True)
 class Fact:
     source: str  # where the lab states it in full
     about: tuple[frozenset[str], ...]  # a sentence about it has a word of each group
-    keeps: re.Pattern  # what every copy keeps: the condition the fact holds under
+    # what every copy keeps, in its sentence or the rest of its paragraph: the conditions
+    keeps: re.Pattern | tuple[re.Pattern, ...]
     per_loop: bool = False  # it varies by loop: in a loop's own folder, a copy speaks for it
 
-    def copies(self, paths: list[Path]) -> list[tuple[Path, str]]:
+    def copies(self, paths: list[Path]) -> list[tuple[Path, str, str]]:
+        """(path, sentence, its paragraph) for each sentence about the fact."""
         return [
-            (path, sentence)
+            (path, sentence, paragraph)
             for path in paths
-            for sentence in sentences(path)
+            for paragraph in paragraphs(path)
+            for sentence in re.split(r"(?<=[.!?;])\s+", paragraph)
             if all(words(sentence) & group for group in self.about)
         ]
+
+    def kept(self, text: str) -> bool:
+        keeps = self.keeps if isinstance(self.keeps, tuple) else (self.keeps,)
+        return all(pattern.search(text) for pattern in keeps)
 
 
 def _of(*groups: str) -> tuple[frozenset[str], ...]:
@@ -570,6 +589,20 @@ FACTS = {
         _of("gil", "one", "time once"),
         re.compile(r"default build|free-threaded", re.I),
     ),
+    # roundrobin's socket call starts with a checkpoint tick, but for two fenced cases
+    # (_drained, _reply_in_turn).
+    "when roundrobin's socket call checkpoints": Fact(
+        "loops/roundrobin/README.md, Fairness with I/O and its two exceptions",
+        _of("socket", "call calls", "checkpoint checkpoints", "tick ticks roundrobin"),
+        (
+            re.compile(r"_drained|short read|two cases below|two fenced exceptions", re.I),
+            re.compile(r"_reply_in_turn|right after its `?recv|two cases below|two fenced", re.I),
+        ),
+    ),
+}
+# Copies in loop code another change is rewriting, to keep the condition when it lands.
+FACT_PENDING = {
+    "loops/roundrobin/scheduler.py": "a socket call is a checkpoint, then maybe a readiness wait",
 }
 
 
@@ -583,8 +616,8 @@ def lost_conditions(paths: list[Path]) -> list[str]:
     return [
         f"{path}: {name} ({fact.source}): {sentence!r}"
         for name, fact in FACTS.items()
-        for path, sentence in fact.copies(paths)
-        if not (fact.keeps.search(sentence) or (fact.per_loop and _own_loop(path)))
+        for path, sentence, paragraph in fact.copies(paths)
+        if not (fact.kept(paragraph) or (fact.per_loop and _own_loop(path)))
     ]
 
 
@@ -593,12 +626,15 @@ PLACES = [p for p in prose_places() if p.suffix in (".md", ".py")]
 
 def test_every_copy_of_a_declared_fact_keeps_its_condition():
     found = lost_conditions(PLACES)
+    for path, pending in FACT_PENDING.items():
+        assert any(path in f and pending in f for f in found), f"{path}: {pending!r} is gone"
+        found = [f for f in found if not (path in f and pending in f)]
     assert not found, "\n".join(found)
 
 
 def test_each_declared_fact_is_found_in_more_than_one_place():
     for name, fact in FACTS.items():
-        where = {path for path, _ in fact.copies(PLACES)}
+        where = {path for path, _, _ in fact.copies(PLACES)}
         assert len(where) > 1, f"{name}: found only in {where}: no copies to keep together"
 
 
@@ -608,6 +644,10 @@ def test_each_declared_fact_is_found_in_more_than_one_place():
         ("when the ready queue runs", "A callback queued with call_soon runs at the next turn."),
         ("how a cancellation arrives", "Cancelling a task throws an exception into it."),
         ("what the GIL serialises", "The GIL lets one thread run Python at a time."),
+        (
+            "when roundrobin's socket call checkpoints",
+            "In roundrobin every socket call starts with a checkpoint tick.",
+        ),
     ],
 )
 def test_a_copy_that_lost_the_condition_fails_wherever_it_is_worded(tmp_path, name, planted):
