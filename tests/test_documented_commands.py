@@ -1,30 +1,19 @@
 """Every command the READMEs document runs as written, in a fresh clone, as a user would.
 
-The documented commands are the lines of the shell code blocks (a fence opened with ```sh,
-```bash, ```shell or ```console) of the root README.md, loops/README.md and bench/README.md,
-read when the tests are collected, so a command added to one of those blocks is run from then
-on; a command shown elsewhere (a table, a sentence) is reference, not a step to follow. A
-line ending in ``\\`` continues on the next; ``#`` starts a comment. A line of a block that sets
-the shell's state (``. .venv/bin/activate``, ``cd``, ``export``) holds for the block's later
-lines, as in the one terminal a reader types them into.
+The documented commands are the lines of the shell code blocks (```sh, ```bash, ```shell,
+```console) of the root README.md, loops/README.md and bench/README.md, read at collection; a
+command shown elsewhere (a table, a sentence) is reference, not a step. ``\\`` continues a line,
+``#`` starts a comment, and a line that sets the shell's state (``. .venv/bin/activate``,
+``cd``, ``export``) holds for its block's later lines.
 
-They run in document order in one fresh ``git clone`` of this checkout (with the working
-tree's uncommitted changes to tracked files applied), through bash, with the clone as the
-working directory, so a command that depends on an earlier one (``nox -s new`` before the suite
-on the new variant) finds what it made; nox makes its venvs in the clone. They run where a new
-user runs them: a bare environment, a fresh venv with nothing installed (its ``python3`` first
-on PATH, none of the lab's venvs or nox's), so nox is there only because the README's own line
-(``python3 -m pip install nox``) installed it, and every other need must come from a session's
-venv or the reading path's install. A command whose documented outcome is a failure must leave
-the tree as it found it. A command that takes long as written runs with a declared smaller scope
-(``SCOPE``: one loop, one workload, a few tests), and a few are skipped with their reason
-(``SKIP``); what is not declared runs exactly as written and must exit 0. One nox command naming
-several sessions runs as one command per session, because nox hands the same arguments after
-``--`` to every session it runs.
-
-Cost: the clone, a venv per nox session and interpreter (pip's cache makes them quick once the
-lab's own sessions ran), and each command at its scope; the bench's slice is the longest. It
-runs with the rest of ``nox -s tests`` (so in CI), under a timeout that guards against a hang.
+They run in document order in one fresh ``git clone`` of this checkout (uncommitted changes to
+tracked files applied), through bash, in a bare environment: a fresh venv with nothing
+installed, so nox is there only because the README's own ``python3 -m pip install nox`` put it
+there. A command documented to fail must leave the tree as it found it. A long one runs with a
+declared smaller scope (``SCOPE``), a few are skipped with their reason (``SKIP``); the rest run
+exactly as written and must exit 0. One nox command naming several sessions runs as one command
+per session (nox hands the same arguments after ``--`` to each). It runs with the rest of ``nox
+-s tests`` (so in CI), under a timeout that guards against a hang.
 """
 
 from __future__ import annotations
