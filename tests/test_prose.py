@@ -95,11 +95,29 @@ QUANTIFIED = re.compile(
     re.I,
 )
 NUMBERS = {
-    w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven"])
+    w: i
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        ]
+    )
 }
 # A count of the whole set; "its two styles" counts one variant's, not the set.
 COUNTED = re.compile(
-    rf"(?<!its )(?<!their )\b({'|'.join(NUMBERS)}) (home-made )?(loops|variants|styles|essences)\b",
+    rf"(?<!its )(?<!their )(?<!same )\b({'|'.join(NUMBERS)}) "
+    r"(home-made )?(loops|variants|styles|essences)\b",
     re.I,
 )
 # Machinery that runs on every member by construction (the suite, discovery, a listing, a
@@ -189,10 +207,10 @@ LOOP_CODE_PENDING = {
 }
 
 
-def faults(path: Path) -> list[str]:
-    """What is false or unchecked in the sentences of `path`."""
+def faults(path: Path, sentences_of=None) -> list[str]:
+    """What is false or unchecked in the sentences of `path` (or of `sentences_of`, a text's)."""
     found = []
-    for sentence in sentences(path):
+    for sentence in sentences_of if sentences_of is not None else sentences(path):
         if OBJECT.search(sentence):
             continue
         named = set(NAMED.findall(sentence))
@@ -242,6 +260,52 @@ def test_no_sentence_speaks_for_members_it_does_not_name(path):
         assert any(pending in f for f in found), f"{path}: {pending!r} is gone: unlist it"
         found = [f for f in found if pending not in f]
     assert not found, "\n".join(found)
+
+
+# The machinery's modules (the bench, the suite, the workloads, the tracer, the site, the
+# machine's facts) describe code that runs on every member it is given, so their docstrings'
+# "every loop" is theirs by construction; what they may not do is misstate a declared property
+# of the loops or the size of a set, which the loops' own declarations decide.
+MACHINERY = ("bench", "conformance", "workloads", "timeline", "machine", "htmlreport", "tests")
+
+
+def machinery_docstrings() -> list[Path]:
+    return sorted(p for folder in MACHINERY for p in (ROOT / folder).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", machinery_docstrings(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_docstring_misstates_a_declared_property_or_a_set_size(path):
+    docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
+    found = [
+        fault
+        for fault in faults(path, _sentences(False, docstring))
+        if fault.startswith("names ")  # a declared property, said of the wrong loops
+        # a count said of the whole set ("the seven loops"), not of some ("two loops share")
+        or (
+            re.match(r"(\w+) \w+, but there are", fault)
+            and re.search(rf"\b(the|all)( the)? {fault.split()[0]} ", fault, re.I)
+        )
+    ]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "Every loop refuses a blocking socket.",
+        f"It runs the {next(w for w, i in NUMBERS.items() if i == len(HOME_MADE) - 1)} loops.",
+    ],
+)
+def test_a_misstatement_planted_in_a_machinery_docstring_fails(tmp_path, planted):
+    module = tmp_path / "planted.py"
+    module.write_text(f'"""A module of the bench.\n\n{planted}\n"""\n')
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(sys.modules[__name__], "ROOT", tmp_path, raising=False)
+    try:
+        with pytest.raises(AssertionError):
+            test_no_module_docstring_misstates_a_declared_property_or_a_set_size(module)
+    finally:
+        monkey.undo()
 
 
 # A figure that estimates or measures, in any unit: a duration, a percentage, a multiplier or a
