@@ -149,9 +149,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def everything(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """`python -m bench all`: the run, then (where it includes echo) the side studies of
-    AFTER_THE_RUN for the same loops (the anatomy about 4 s a row at each point, the counts
-    under callgrind about half a minute a row), then the report. A failed side row is stored
-    as failed and the report still renders; a stopped run stops here."""
+    AFTER_THE_RUN for the same loops (the anatomy a few seconds a row at each point, then the
+    instructions per request under callgrind), then the report. A failed side row is stored as
+    failed and the report still renders; a stopped run stops here."""
     status = run(parser, args)
     if status > 1:  # interrupted: what finished is stored, nothing more runs
         return status

@@ -26,7 +26,7 @@ from tabulate import tabulate
 
 from bench.plan import FLOOR  # the echo anchor with no design: growth it shows, every row shares
 from bench.render import charts
-from bench.studies import echo
+from bench.studies import echo, sleep
 
 FLAT = 0.15  # |k| below this reads as "flat": cost per unit does not depend on N there
 NOT_A_FIGURE = ("did not finish", "limit", "failed", "invalid")
@@ -69,13 +69,14 @@ SERIES = (
         1.0,
         "CPU per sleeper (µs)",
         "tasks",
-        "sleepers (N), 90% cancelled",
+        f"sleepers (N), {sleep.CANCEL['fraction']:.0%} cancelled",
         where=(("mode", "cancel"),),
     ),
     Series(
         "echo",
         "echo",
-        "Echo: server CPU per request by connections (1 KiB, fixed offered load)",
+        f"Echo: server CPU per request by connections ({echo.HEADLINE_POINT['size'] // 1024} KiB, "
+        "fixed offered load)",
         "server_cpu_us",
         1.0,
         "server CPU per request (µs)",
