@@ -23,6 +23,11 @@ from bench.studies.echo import (
 from bench.studies.tls import render as tls
 from bench.study import Rendering
 from bench.summary import valid_values
+from workloads.echo.load import KEPT_RATE  # the generator's rule for a kept rate
+
+# A server this many times the generator's cost per request, or less, is named as close to it
+# where the generator saturated: its closed-loop figure says little about the server.
+CLOSE = 1.5
 
 
 def detail_column(params: dict) -> str:
@@ -44,13 +49,13 @@ def observations(params: dict, rendered: list) -> list[str]:
     lines = []
     if costs:
         cheaper = [label for label, server, peer in costs if server <= peer]
-        close = [label for label, server, peer in costs if peer < server <= 1.5 * peer]
+        close = [label for label, server, peer in costs if peer < server <= CLOSE * peer]
         said = []
         if cheaper:
             said.append(f"{', '.join(cheaper)} cost less per request than the generator")
         if close:
             said.append(
-                f"{', '.join(close)} cost less than 1.5× what the generator costs per request"
+                f"{', '.join(close)} cost less than {CLOSE:g}× what the generator costs per request"
             )
         if said:
             lines.append(
@@ -128,8 +133,8 @@ def point_notes(params: dict, stored_points: dict) -> list[str]:
         )
     return [
         f"*Offered load:* {spread}, {where}. Every request is scheduled and its latency counted "
-        "from its scheduled time; a row whose server completed fewer than 95% of the scheduled "
-        "requests could not keep the rate and has no figure."
+        f"from its scheduled time; a row whose server completed fewer than {KEPT_RATE:.0%} of the "
+        "scheduled requests could not keep the rate and has no figure."
     ]
 
 

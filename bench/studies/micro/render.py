@@ -24,6 +24,9 @@ def detail(reps: list[dict]) -> str:
 
 # The standard error of a median over n normal draws is √(π/2) σ/√n.
 STEADY_PCT = 6.0
+# pyperf's own threshold: it warns where the standard deviation is at least this share of the
+# mean, in percent (pyperf/_cli.py, the stability check before its "may be unstable" warning).
+PYPERF_UNSTABLE = 10.0
 
 
 def section_end(stored_points: dict) -> list[str]:
@@ -99,7 +102,8 @@ def observations(params: dict, rows: list) -> list[str]:
     )
     if warned:
         sentences.append(
-            "pyperf warned that these may be unstable (standard deviation ≥ 10% of the mean, "
+            f"pyperf warned that these may be unstable (standard deviation ≥ {PYPERF_UNSTABLE:g}% "
+            "of the mean, "
             f"outliers or too few samples; the shared machine): {'; '.join(warned)}."
         )
     for metric in METRICS:
