@@ -64,7 +64,7 @@ def changed_since(commit: str, paths: list[str]) -> list[str]:
 def _documentation_only(sha: str, name: str) -> bool:
     """Whether commit sha changed only the comments and docstrings of module `name` (its syntax
     tree without docstrings, the one the bench's row fingerprints read, is the same)."""
-    from bench.store import _strip_docstrings
+    from bench.fingerprint import _strip_docstrings
 
     if not name.endswith(".py"):
         return False

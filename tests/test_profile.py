@@ -61,6 +61,7 @@ def test_the_section_compares_the_twins_part_by_part_and_lists_the_levers():
                 "connections": 20,
                 "rate": 200,
                 "parts": {"ring": ring},
+                "python": "/x/versions/3.12.1/bin/python3.12",  # -X perf's, as profile.py stores it
             },
             "total": {"per_request": total, "python": "/x/versions/3.11.7/bin/python3"},
         }
