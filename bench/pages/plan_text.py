@@ -1,8 +1,9 @@
-"""The quick and the full run in words, from the workloads' registrations.
+"""The quick and the full run in words, from the studies' declarations.
 
 bench/README.md describes what each run measures; a paragraph that retyped the points went
 stale the day a point was added, so ``python -m bench report`` renders it into the README's
-``<!-- figures:plan -->`` block from ``bench/registry/`` (see :mod:`bench.pages.reading`).
+``<!-- figures:plan -->`` block from the declarations in ``bench/studies/`` (see
+:mod:`bench.pages.reading`).
 """
 
 from __future__ import annotations
