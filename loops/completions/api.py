@@ -82,7 +82,7 @@ def _bytes_data_offset() -> int:
 
     Speed trick, fenced here: ``ctypes.cast(data, c_void_p).value`` gives a bytes object's data
     address through a foreign-function call that marshals its arguments (its cost per request,
-    counted by ``python -m bench.measure.profile``, is in loops/completions/README.md,
+    counted by ``python -m bench.studies.instructions.profile``, is in loops/completions/README.md,
     "Levers"); ``id(data) + BYTES_DATA`` is one addition. ``id`` is the object's address in
     CPython, and the data sits at a fixed offset in every bytes object; that offset is measured
     here, once, with ctypes itself, and checked on a second object, so a build that lays bytes
