@@ -40,7 +40,7 @@ from bench.render.tables import table, what_this_shows
 from bench.store import ResultStore, fingerprints_held, load_anatomy, load_instructions, load_mode
 from bench.summary import SATURATION, SPREAD_TOLERANCE, summarize
 from bench.workload import Workload
-from machine.environment import ROOT, by_machine
+from machine.environment import ROOT, by_machine, identity
 from machine.interpreters import PYTHONS, REFERENCE, RUNNING
 
 MODES = {"quick": "bench.md", "full": "bench-full.md"}
@@ -333,8 +333,13 @@ def session_column(session: dict, during: list[float] | None) -> dict[str, str]:
     pinning = env.get("pinning", "pinning not recorded")
     subject = commit.get("subject") or ""
     return {
-        "machine": f"{env['host']} · {env['platform']}",
-        "CPU": env["cpu"],
+        "machine": f"{env['host']} · {env['platform']}"
+        + (
+            f" · {env['kernel_build']}"
+            if env.get("kernel_build")
+            else " · kernel build not recorded"
+        ),
+        "CPU": f"{env['cpu']} ({identity(env) or 'family, stepping, microcode not recorded'})",
         "cores": f"{len(env['usable_cores'])} usable · {pinning}",
         "Python": f"{env['python_implementation']} {env['python']}",
         "libraries": ", ".join(f"{k} {v}" for k, v in (env.get("libraries") or {}).items() if v),
