@@ -16,6 +16,7 @@ import platform
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,9 +70,10 @@ def usable_cores() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
-def library_versions() -> dict[str, str | None]:
+def library_versions(names: Iterable[str] = LIBRARIES) -> dict[str, str | None]:
+    """The installed version of each distribution named (None where it is not installed)."""
     versions: dict[str, str | None] = {}
-    for name in LIBRARIES:
+    for name in names:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
