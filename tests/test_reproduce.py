@@ -132,3 +132,15 @@ def test_an_interval_holds_the_spread_between_sessions_on_every_page(tmp_path):
     bullet = verdict.lines(tmp_path)[2]
     assert bullet.startswith("**How still these figures are**")
     assert "20.0% at the fixed load" in bullet and "0 of 1 ratios inside" in bullet
+
+
+def test_a_reproduction_stores_raw_repetitions_enough_to_recompute_its_ratios(tmp_path):
+    store = committed()
+    measured = reproduce.repetitions(store)
+    assert measured and all(point["rows"] for point in measured.values())
+    assert all(row["reps"] for point in measured.values() for row in point["rows"].values())
+    # The headline points alone give every headline ratio the whole store gives.
+    alone = json.loads(json.dumps(store.data)) | {"points": measured}
+    path = tmp_path / "echo.json"
+    path.write_text(json.dumps(alone))
+    assert reproduce.ratios(ResultStore.load(path, "echo", "quick")) == reproduce.ratios(store)
