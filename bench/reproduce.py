@@ -125,7 +125,8 @@ def run(results: Path = RESULTS) -> int:
 
 def store_spread(results: Path = RESULTS) -> int:
     """Store on the committed headline points how far their ratios moved between sessions on
-    this machine (every page's interval there then holds it: bench.render.intervals.widened)."""
+    this machine (the first screen says it beside the intervals, which are within one
+    session)."""
     file, path = results / FILE, results_path(results, "quick", "echo")
     if not file.exists() or not path.exists():
         print(f"reproduce: nothing to take a spread from ({file}, {path})")

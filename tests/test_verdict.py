@@ -46,7 +46,12 @@ def test_the_verdict_words_a_same_session_ratio_from_its_interval(tmp_path):
     _echo_store(tmp_path, anchor_session="A")
     (_, line, *_) = verdict.lines(tmp_path)
     assert "against uvloop-protocol ×0.80 [" in line and "], cheaper" in line
-    assert verdict.worded((1.02, 0.95, 1.08)) == "×1.02 [0.95–1.08], level (the interval holds 1)"
+    assert verdict.worded((1.02, 0.95, 1.08)) == (
+        "×1.02 [0.95–1.08], can't tell (a difference under 7% would not show here)"
+    )
+    assert verdict.worded((1.01, 0.97, 1.04)) == "×1.01 [0.97–1.04], within ±5%"
+    # Judged as printed: [1.00–1.07] holds 1 on the page, so it is not called dearer.
+    assert not verdict.worded((1.04, 1.004, 1.075)).endswith("dearer")
     assert verdict.worded((1.2, 1.1, 1.3)).endswith("dearer")
     assert verdict.worded((1.2, 1.1, 1.3), higher_is_better=True).endswith("faster")
 

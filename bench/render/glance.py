@@ -198,7 +198,7 @@ def sentence(column: Column, rows: list | None) -> str:
         gap = value(lead) / value(runner_up)
         gap = gap if column.higher_is_better else 1 / gap
         if gap < 1.03:
-            text += f", level with the next, {runner_up.label} (within 3%)"
+            text += f", its median under 3% from the next, {runner_up.label}'s"
         else:
             text += f", {gap:.2f}× better than the next, {runner_up.label}"
         if runner_up.session != lead.session:
@@ -359,9 +359,11 @@ def section(
         f"### Against what users run: echo, {ECHO_AT}",
         "",
         f"Each ratio is to {USER_BASE} (and {YARDSTICK}, the C anchor) measured in the row's "
-        "own session, with its 95% bootstrap interval and what it says (faster, slower, "
-        "cheaper, dearer, or level where it holds 1); *not in this session* where that server "
-        "was not measured with the row. A word instead of a figure says why there is none; "
+        "own session, with its 95% interval within that session (bench/uncertainty.py) and what "
+        "it says: faster, slower, cheaper or dearer where it excludes 1, within ±5%, or can't "
+        "tell (with the smallest difference that could have shown); *not in this session* "
+        "where that server was not measured with the row. A word instead of a figure says why "
+        "there is none; "
         "† and ‡ mark an earlier session and changed code, as in the tables below. "
         "Conformance counts the properties that pass over those claimed in that style "
         "([conformance.md](conformance.md)); code lines leave out comments and docstrings.",
@@ -371,7 +373,7 @@ def section(
         "### The other workloads",
         "",
         "Each figure with its ratio to asyncio in the same style (its coroutines row where it "
-        "has none) from the same session, with its 95% bootstrap interval; a row from an "
+        "has none) from the same session, with its 95% interval within that session; a row from an "
         "earlier session (†) prints that session's asyncio figure: above 1 is more.",
         "",
         tabulate(other_body, headers=other_headers, tablefmt="github", disable_numparse=True),
@@ -448,7 +450,7 @@ def _median_interval(r, metric: str) -> tuple[float, float]:
 def draw_cost_chart(rows: list, path: Path) -> bool:
     """Bars of server CPU per request at the fixed load, cheapest on top, coloured by kind
     (home-made, reference, anchor: a legend says which), each with its value and its median's
-    95% bootstrap interval as an error bar, and a labelled dashed line at each of the two
+    interval from order statistics as an error bar, and a labelled dashed line at each of the two
     servers users write (asyncio-protocol, uvloop-protocol). False if there is nothing to draw."""
     import matplotlib
 
@@ -493,7 +495,8 @@ def draw_cost_chart(rows: list, path: Path) -> bool:
     axis.set_xlim(0, max(high for _, high in spans) * 1.15)
     axis.set_xlabel(
         "server CPU per request at a fixed offered load (µs, lower is cheaper)\n"
-        "bar: median of the repetitions; whisker: its 95% bootstrap interval; "
+        "bar: median of the repetitions; whisker: its interval from order statistics "
+        "(95% from 6 repetitions up; the range below); "
         "dashed: the servers users write"
     )
     axis.set_title(f"What each design costs, {ECHO_AT}", fontsize=10)

@@ -7,15 +7,14 @@ charts) reads it from a :class:`RenderedRow`, so none shows a figure the tables 
 from __future__ import annotations
 
 import functools
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench import registry
 from bench.plan import BASELINE, Metric, Row, baseline_key, unavailable_variants
 from bench.registry import echo
-from bench.render.intervals import normal_interval, per_round, ratio_interval, widened
-from bench.store import BETWEEN_SESSIONS, ResultStore
+from bench.render.intervals import normal_interval, ratio_interval
+from bench.store import ResultStore
 from bench.summary import RowSummary, invalid, ratio, summarize
 from bench.workload import Workload
 
@@ -43,9 +42,6 @@ class RenderedRow:
     # there): the workload's declared controls, else the asyncio baseline in this row's style.
     # The Interpreters section reads each row against them (bench.render.drift).
     controls: dict[str, RowSummary | None] = field(default_factory=dict)
-    # How far this point's ratios moved between sessions on this machine, where measured
-    # (bench.reproduce stores it on the point): every ratio's interval holds it too.
-    between: dict | None = None
 
     @property
     def label(self) -> str:
@@ -65,14 +61,12 @@ class RenderedRow:
         return self.bases.get(which)
 
     def ratio(self, metric: Metric, which: str | None = None) -> float | None:
-        """The ratio its interval is around (paired by round where it can be), or of medians."""
+        """The ratio its interval is around, or, with one repetition a side, of the two."""
         if not metric.ratio:
             return None
+        if (found := self.ratio_interval(metric, which)) is not None:
+            return found[0]
         base = self.base(which)
-        if base is not None and (
-            ratios := per_round(self.summary.rounds.get(metric.name), base.rounds.get(metric.name))
-        ):
-            return statistics.median(ratios)  # ratio_interval's centre, without its bootstrap
         stat = self.summary.stats.get(metric.name)
         base_stat = base.stats.get(metric.name) if base else None
         if stat is None or base_stat is None:
@@ -80,8 +74,8 @@ class RenderedRow:
         return ratio(stat.median, base_stat.median)
 
     def ratio_interval(self, metric: Metric, which: str | None = None):
-        """(ratio, low, high) by a bootstrap over both sides' repetitions (paired by round
-        where they share rounds: bench.render.intervals), or None."""
+        """(ratio, low, high) from both sides' repetitions (paired by round where they share
+        rounds: bench.render.intervals), within this row's session, or None."""
         base = self.base(which)
         row = self.summary.values.get(metric.name)
         other = base.values.get(metric.name) if base else None
@@ -91,7 +85,7 @@ class RenderedRow:
             self.summary.rounds.get(metric.name) or row,
             base.rounds.get(metric.name) or other,
         )
-        found = widened(ratio_interval(*paired), self.between)
+        found = ratio_interval(*paired)
         errors = (self.summary.relative_error.get(metric.name),
                   base.relative_error.get(metric.name))  # fmt: skip
         if found is None and len(row) == len(other) == 1 and None not in errors:
@@ -155,7 +149,6 @@ def rendered_rows(
                 bases=bases,
                 name=dict(workload.row_names).get(row.key, ""),
                 controls=controls,
-                between=point.get(BETWEEN_SESSIONS),
             )
         )
     stored = {r.row for r in rows}

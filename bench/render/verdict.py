@@ -22,8 +22,7 @@ from pathlib import Path
 from bench.plan import USER_BASE, YARDSTICK
 from bench.registry import echo, micro, sleep  # the headline points, declared there
 from bench.render import reproduction, work
-from bench.render.intervals import ratio_interval, widened, worded
-from bench.store import BETWEEN_SESSIONS
+from bench.render.intervals import ratio_interval, worded
 from bench.summary import by_round, valid_values
 from conformance import findings as found
 from machine.interpreters import REFERENCE
@@ -84,7 +83,7 @@ def _against(point: dict, best: tuple, anchor: str, metric: str) -> str:
     if not base_values:
         return f"no ratio to {anchor}: it has no valid repetition at this rate"
     paired = (by_round(row["reps"], metric, rate), by_round(base["reps"], metric, rate))
-    ratio = widened(ratio_interval(*paired), point.get(BETWEEN_SESSIONS))
+    ratio = ratio_interval(*paired)
     if ratio is None:
         share = statistics.median(values) / statistics.median(base_values)
         return f"against {anchor} ×{share:.2f} (one repetition a side: no interval)"
@@ -125,8 +124,8 @@ def production(point: dict | None, metric: str = "server_cpu_us") -> str | None:
         if row["session"] != base["session"]:
             return statistics.median(values), f"`{name}` (another session: no ratio)"
         paired = (by_round(row["reps"], metric), by_round(base["reps"], metric))
-        ratio = widened(ratio_interval(*paired), point.get(BETWEEN_SESSIONS))
-        said = worded(ratio).replace(" (the interval holds 1)", "") if ratio else "one repetition"
+        ratio = ratio_interval(*paired)
+        said = worded(ratio, brief=True) if ratio else "one repetition"
         return statistics.median(values), f"`{name}` {said}"
 
     native = [
@@ -146,7 +145,7 @@ def production(point: dict | None, metric: str = "server_cpu_us") -> str | None:
         f"**For a network service** (server CPU per echo request at a fixed "
         f"{rate:,.0f} requests/s, {params['size']:,} B × "
         f"{params['connections']} connections; the servers users install, against "
-        f"{YARDSTICK}): " + "; ".join(t for _, t in said[0])
+        f"{YARDSTICK}, 95% within one session): " + "; ".join(t for _, t in said[0])
     )
     if said[1]:
         text += ". Through the lab's adapters: " + "; ".join(t for _, t in said[1])
