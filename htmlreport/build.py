@@ -413,16 +413,30 @@ def _index(reports: Path) -> str:
     )
 
 
+def _inline(line: str) -> str:
+    """A markdown line's bold, emphasis, code spans and links as HTML (the rest escaped)."""
+    text = esc(line)
+    text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+    text = re.sub(r"\*([^*]+)\*", r"<em>\1</em>", text)
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    return re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)
+
+
 def _markdown_list(lines: list[str]) -> str:
-    """Markdown lines as an HTML list (bold, emphasis, code spans, links; the rest escaped)."""
+    """Markdown items as an HTML list; an item that is a markdown table (its lines joined)
+    as a table in its own item, its first line the header."""
     items = []
     for line in lines:
-        text = esc(line)
-        text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
-        text = re.sub(r"\*([^*]+)\*", r"<em>\1</em>", text)
-        text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-        text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)
-        items.append(f"<li>{text}</li>")
+        if not line.startswith("|"):
+            items.append(f"<li>{_inline(line)}</li>")
+            continue
+        rows = [r.strip().strip("|").split("|") for r in line.splitlines()]
+        head = "".join(f"<th>{_inline(c.strip())}</th>" for c in rows[0])
+        body = "".join(
+            "<tr>" + "".join(f"<td>{_inline(c.strip())}</td>" for c in row) + "</tr>"
+            for row in rows[2:]  # the second line is the markdown separator
+        )
+        items.append(f"<li><table><tr>{head}</tr>{body}</table></li>")
     return "<ul class=verdict>" + "".join(items) + "</ul>"
 
 
