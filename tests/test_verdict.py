@@ -244,3 +244,25 @@ def test_every_link_of_the_committed_first_screen_names_a_heading_of_its_page():
         text = (ROOT / "reports" / page).read_text()
         headings = {slug(h) for h in re.findall(r"^#+ (.+)$", text, flags=re.M)}
         assert anchor in headings, f"{page}#{anchor}"
+
+
+def test_the_suites_column_counts_each_loops_gaps_and_what_stops_a_run(tmp_path):
+    from bench.render import chooser
+
+    runs = tmp_path / "reports" / "suites"
+    runs.mkdir(parents=True)
+    for loop in ("asyncio", "uvloop"):
+        (runs / f"anyio-3.11.7-{loop}.json").write_text(json.dumps({"loop": loop}))
+    toml = tmp_path / "tests" / "real_suites" / "anyio.toml"
+    toml.parent.mkdir(parents=True)
+    toml.write_text(
+        '[[expected]]\ntest = "a"\nloops = ["uvloop"]\nclass = "gap"\nreason = "r"\n'
+        '[[expected]]\ntest = "b"\nloops = ["uvloop"]\nclass = "gap"\nreason = "r"\n'
+        'not_run = "hangs"\n'
+        '[[expected]]\ntest = "c"\nloops = ["uvloop", "asyncio"]\nclass = "machine"\n'
+        'reason = "r"\n'
+    )
+    gaps = chooser._gaps(tmp_path)
+    assert chooser._suites(gaps, "uvloop") == "2 findings (anyio), 1 hang or crash the run"
+    assert chooser._suites(gaps, "asyncio") == "the suites' reference"
+    assert chooser._suites(gaps, "trio") == "not measured here"  # no run of any suite on it

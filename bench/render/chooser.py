@@ -7,7 +7,7 @@ the fixed offered load), TLS's cost, memory per connection, its cost at 10,000 c
 (the full run), uvicorn on its loop, and what real projects' own suites found in that loop;
 each ratio against uvloop-protocol measured in the same session, with its 95% interval
 (:func:`bench.render.intervals.ratio_interval`, paired by round), or why there is none. Then
-the home-made loops, labelled as the lab's designs, and what multi-core would need. Every
+the home-made loops, labelled as the lab's designs, and multi-core said as not measured. Every
 figure comes from the stored results; a column whose study is not stored says "not measured
 here".
 """
@@ -120,26 +120,31 @@ def _tls(point, twin, key) -> str:
     return worded(found, brief=True) if found else "no figure"
 
 
-def _gaps(root: Path) -> dict[str, list[str]]:
-    """Per loop run under real projects' suites, the suites in which a test fails for a
-    real gap in that loop (one entry per gap, the TOMLs' class "gap")."""
-    found: dict[str, list[str]] = {}
+def _gaps(root: Path) -> dict[str, list[tuple[str, str]]]:
+    """Per loop run under real projects' suites, (suite, how it is not run, or "") of each test
+    that fails for a real gap in that loop (the TOMLs' class "gap")."""
+    found: dict[str, list[tuple[str, str]]] = {}
     for run in sorted((root / "reports" / "suites").glob("*.json")):
         found.setdefault(json.loads(run.read_text()).get("loop", run.stem.split("-")[-1]), [])
     for toml in sorted((root / "tests" / "real_suites").glob("*.toml")):
         for entry in tomllib.loads(toml.read_text()).get("expected", []):
             for loop in entry["loops"] if entry["class"] == "gap" else []:
-                found.setdefault(loop, []).append(toml.stem)
+                if loop in found:  # a loop no suite has run on is not measured here
+                    found[loop].append((toml.stem, entry.get("not_run", "")))
     return found
 
 
-def _suites(gaps: dict[str, list[str]], loop: str) -> str:
+def _suites(gaps: dict[str, list[tuple[str, str]]], loop: str) -> str:
     if loop not in gaps:
         return NOT_MEASURED
     if loop == "asyncio":
-        return "their reference"  # a test failing on stock asyncio is the suite's own
-    suites = sorted(set(gaps[loop]))
-    return f"{len(gaps[loop])} findings ({', '.join(suites)})" if suites else "no gap"
+        return "the suites' reference"  # a test failing on stock asyncio is the suite's own
+    suites = sorted({suite for suite, _ in gaps[loop]})
+    if not suites:
+        return "no gap"
+    fatal = sum(how in ("hangs", "crashes") for _, how in gaps[loop])
+    said = f"{len(gaps[loop])} findings ({', '.join(suites)})"
+    return said + (f", {fatal} hang or crash the run" if fatal else "")
 
 
 def table(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
