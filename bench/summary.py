@@ -56,12 +56,12 @@ class RowSummary:
     warned: set[str] = field(default_factory=set)  # figures the harness (pyperf) called unstable
     detail: str = ""  # a study's note on the row (echo: which load generator measured it)
     redone: int = 0  # repetitions measured again because they stalled (bench.summary.counted)
-    # figure -> its valid repetitions' values (what a ratio's bootstrap interval resamples)
+    # figure -> its valid repetitions' values (what a ratio's interval is computed from)
     values: dict[str, list[float]] = field(default_factory=dict)
     # figure -> the same values under their rounds (bench.summary.by_round): a ratio pairs them
     rounds: dict[str, dict[int, float]] = field(default_factory=dict)
     # figure -> its relative standard error where one repetition holds a harness's own
-    # repeats (pyperf's): what a ratio's interval is drawn from when there is nothing to resample
+    # repeats (pyperf's): what a ratio's interval is drawn from when a side has one value
     relative_error: dict[str, float] = field(default_factory=dict)
     # Invalid because the peer saturated: (server, peer) CPU µs per request, where recorded.
     costs: tuple[float, float] | None = None

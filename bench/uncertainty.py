@@ -87,14 +87,40 @@ def unpaired(row: Sequence[float], base: Sequence[float]) -> Ratio | None:
     """row over base without rounds in common: Student's interval on the difference of the
     two mean logs, the variance pooled (each side is fresh processes on the same machine, so
     their spreads are alike; Welch's df over-covers at three a side)."""
-    if len(row) < 2 or len(base) < 2:
+    return contrast([(row, 1.0), (base, -1.0)])
+
+
+def contrast(groups: Sequence[tuple[Sequence[float], float]]) -> Ratio | None:
+    """exp(Σ wᵢ · mean log groupᵢ) and its t-interval, the groups' variance pooled: a ratio of
+    two rows (weights 1, -1), or of two rows each read against its own session's controls
+    (1 for a row, -1/k for each of its k controls; the other side negated). None where a
+    group has under two values."""
+    if not groups or any(len(values) < 2 for values, _ in groups):
         return None
-    a, b = [math.log(v) for v in row], [math.log(v) for v in base]
-    df = len(a) + len(b) - 2
-    var = ((len(a) - 1) * statistics.variance(a) + (len(b) - 1) * statistics.variance(b)) / df
-    half = t975(df) * math.sqrt(var * (1 / len(a) + 1 / len(b)))
-    mean = statistics.fmean(a) - statistics.fmean(b)
-    return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), min(len(a), len(b)))
+    logs = [([math.log(v) for v in values], weight) for values, weight in groups]
+    df = sum(len(a) - 1 for a, _ in logs)
+    var = sum((len(a) - 1) * statistics.variance(a) for a, _ in logs) / df
+    half = t975(df) * math.sqrt(var * sum(w**2 / len(a) for a, w in logs))
+    mean = sum(w * statistics.fmean(a) for a, w in logs)
+    fewest = min(len(a) for a, _ in logs)
+    return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), fewest)
+
+
+def median_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """(low, high, coverage): the distribution-free interval of a median from order
+    statistics, the narrowest whose coverage is at least 95%, or the range where no pair of
+    order statistics reaches it (under six values: three give 75%, five 93.8%); coverage is
+    what it really holds, to be printed beside it."""
+    ordered = sorted(values)
+    n = len(ordered)
+
+    def outside(k: int) -> float:  # P(the median lies below the k-th smallest), both tails
+        return 2 * sum(math.comb(n, i) for i in range(k)) / 2**n
+
+    k = 1
+    while k + 1 <= n // 2 and 1 - outside(k + 1) >= CONFIDENCE:
+        k += 1
+    return ordered[k - 1], ordered[n - k], 1 - outside(k)
 
 
 def pooled(sessions: Sequence[Ratio]) -> Ratio | None:
@@ -107,16 +133,20 @@ def pooled(sessions: Sequence[Ratio]) -> Ratio | None:
 
 
 def word(ratio: Ratio, higher_is_better: bool = False, margin: float = MARGIN) -> str:
-    """What the interval says: cheaper/dearer (faster/slower) where it excludes 1, within ±M%
-    where it lies inside the margin, can't tell otherwise."""
-    if ratio.low > 1 or ratio.high < 1:
-        better = (ratio.low > 1) == higher_is_better
+    """What the interval says, judged on its bounds as printed (two decimals, so [1.00–1.07]
+    is not called dearer): cheaper/dearer (faster/slower) where it excludes 1, within ±M%
+    where it lies inside the margin, can't tell otherwise, with the smallest difference the
+    interval could have shown."""
+    low, high = round(ratio.low, 2), round(ratio.high, 2)
+    if low > 1 or high < 1:
+        better = (low > 1) == higher_is_better
         if higher_is_better:
             return "faster" if better else "slower"
         return "cheaper" if better else "dearer"
-    if ratio.low >= 1 / (1 + margin) and ratio.high <= 1 + margin:
+    if low >= 1 - margin and high <= 1 + margin:
         return f"within ±{margin:.0%}"
-    return f"can't tell (a difference under {ratio.detectable:.0%} would not show here)"
+    held = Ratio(ratio.value, min(ratio.low, 1.0), max(ratio.high, 1.0), ratio.n)
+    return f"can't tell (a difference under {held.detectable:.0%} would not show here)"
 
 
 def worded(ratio: Ratio, higher_is_better: bool = False) -> str:

@@ -26,7 +26,6 @@ from bench.plan import (  # the workloads' declarations (their running side is n
     YARDSTICK,
 )
 from bench.render import intervals as stats  # one method for intervals and their words
-from bench.store import BETWEEN_SESSIONS
 from bench.summary import by_round, summarize, valid_reps  # the bench's rules for a row's figures
 from conformance import findings as found
 from htmlreport import latency as latency_section
@@ -111,7 +110,6 @@ def _ratio_attributes(
     session: str,
     bases: dict,
     metric: Any,
-    between: dict | None = None,
 ) -> str:
     """Each base's ratio of this row's figure (values by round), its word, or why none."""
     attributes = []
@@ -127,17 +125,19 @@ def _ratio_attributes(
             )
             attributes.append(f'data-ratio-{name}="" data-why-{name}="{esc(why)}"')
             continue
-        ratio = stats.widened(stats.ratio_interval(values, base), between)
+        ratio = stats.ratio_interval(values, base)
         if ratio is None:  # one repetition a side (pyperf's micro rows): no interval, no word
             share = statistics.median(values.values()) / statistics.median(base.values())
             attributes.append(
-                f'data-ratio-{name}="{share:.3f}" data-verdict-{name}="" '
-                f'data-interval-{name}="one repetition: no interval"'
+                f'data-ratio-{name}="{share:.3f}" data-shown-{name}="×{share:.2f}" '
+                f'data-verdict-{name}="" data-interval-{name}="one repetition: no interval"'
             )
             continue
-        said = stats.word(ratio, metric.higher_is_better, cost=not metric.higher_is_better)
+        said = stats.word(ratio, metric.higher_is_better)
+        # Printed once here, as bench.md prints it (two decimals), so no page rounds twice.
         attributes.append(
-            f'data-ratio-{name}="{ratio[0]:.3f}" data-verdict-{name}="{said}" '
+            f'data-ratio-{name}="{ratio[0]:.3f}" data-shown-{name}="×{ratio[0]:.2f}" '
+            f'data-kind-{name}="{stats.kind(said)}" data-verdict-{name}="{esc(said)}" '
             f'data-interval-{name}="{ratio[1]:.2f}–{ratio[2]:.2f}"'
         )
     return " ".join(attributes)
@@ -148,7 +148,6 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
     columns = workload.columns_at(params)[:4]  # at most 8 columns in all
     headline = columns[0]
     bases = _base_values(point, headline)
-    between = point.get(BETWEEN_SESSIONS)  # how far its ratios move between sessions
     rows = sorted(
         point["rows"].items(),
         key=lambda item: (KIND_ORDER.get(item[1].get("kind"), 3), item[0]),
@@ -177,7 +176,8 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
                 s[3],
             )
             span = f"{fmt(low, metric.digits)}–{fmt(high, metric.digits)}"
-            title = f"median of {n}; {stats.CONFIDENCE:.0%} bootstrap interval {span}"
+            covers = stats.median_coverage(n)
+            title = f"median of {n}; its interval from order statistics, {covers:.0%}: {span}"
             shown = fmt(value, metric.digits)
             if bound:  # client-bound: the server did at least this; the figure is the peer's
                 title = f"client-bound (the figure measures the peer): {summary.reason}"
@@ -186,7 +186,7 @@ def _point_html(workload: Any, point_id: str, point: dict) -> str:
                 f'<td class="num" data-sort="{value:.6g}" title="{esc(title)}">{shown}</td>'
             )
         head_values = by_round(row["reps"], headline.name) if head_stat else None
-        attributes = _ratio_attributes(head_values, key, row["session"], bases, headline, between)
+        attributes = _ratio_attributes(head_values, key, row["session"], bases, headline)
         cells.append(f'<td class="ratio num" data-sort="" {attributes}>—</td>')
         cells.append(f"<td>{esc(row['session'][:15])}</td>")
         body.append(f'<tr class="{esc(kind)}">{"".join(cells)}</tr>')
@@ -287,10 +287,13 @@ def _bench_page(mode: str) -> Callable[[Path], str]:
         options = "".join(f'<option value="{key}">{esc(label)}</option>' for key, label, _ in BASES)
         intro = (
             "<p>Every figure is the median of a row's stored repetitions; hover a cell for its "
-            f"{stats.CONFIDENCE:.0%} bootstrap interval. The ratio column divides the table's "
+            "interval from order statistics (95% from six repetitions up; below that, the "
+            "range, and what it covers). The ratio column divides the table's "
             "first figure by the base's, <em>only where the base was measured in the same "
-            "session as the row</em> (otherwise it says why), and is worded from the "
-            "ratio's own bootstrap interval: <em>level</em> where it holds 1. A client-bound "
+            "session as the row</em> (otherwise it says why), with the ratio's 95% interval "
+            "within that session (the same method and figures as bench.md, bench/uncertainty.py) "
+            "and what it says: cheaper, dearer, faster or slower where it excludes 1, "
+            "<em>within ±5%</em>, or <em>can't tell</em>. A client-bound "
             "row (its peer, load generator or site server, saturated) shows ≥ its figure, with no "
             "ratio. Click a "
             "header to sort; click a legend entry to hide a row in the chart.</p>"
@@ -411,16 +414,30 @@ def _index(reports: Path) -> str:
     )
 
 
+def _inline(line: str) -> str:
+    """A markdown line's bold, emphasis, code spans and links as HTML (the rest escaped)."""
+    text = esc(line)
+    text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+    text = re.sub(r"\*([^*]+)\*", r"<em>\1</em>", text)
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    return re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)
+
+
 def _markdown_list(lines: list[str]) -> str:
-    """Markdown lines as an HTML list (bold, emphasis, code spans, links; the rest escaped)."""
+    """Markdown items as an HTML list; an item that is a markdown table (its lines joined)
+    as a table in its own item, its first line the header."""
     items = []
     for line in lines:
-        text = esc(line)
-        text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
-        text = re.sub(r"\*([^*]+)\*", r"<em>\1</em>", text)
-        text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-        text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)
-        items.append(f"<li>{text}</li>")
+        if not line.startswith("|"):
+            items.append(f"<li>{_inline(line)}</li>")
+            continue
+        rows = [r.strip().strip("|").split("|") for r in line.splitlines()]
+        head = "".join(f"<th>{_inline(c.strip())}</th>" for c in rows[0])
+        body = "".join(
+            "<tr>" + "".join(f"<td>{_inline(c.strip())}</td>" for c in row) + "</tr>"
+            for row in rows[2:]  # the second line is the markdown separator
+        )
+        items.append(f"<li><table><tr>{head}</tr>{body}</table></li>")
     return "<ul class=verdict>" + "".join(items) + "</ul>"
 
 

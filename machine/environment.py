@@ -16,6 +16,7 @@ import platform
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +47,22 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_identity() -> dict[str, str]:
+    """What tells two CPUs of one marketing name apart: family, model, stepping and microcode
+    (a VM's "AMD EPYC" names a family of parts, and a microcode update changes timings)."""
+    wanted = {"cpu family": "family", "model": "model", "stepping": "stepping",
+              "microcode": "microcode"}  # fmt: skip
+    found: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in wanted and wanted[key.strip()] not in found:
+                found[wanted[key.strip()]] = value.strip()
+    except OSError:
+        pass
+    return found
+
+
 def usable_cores() -> list[int]:
     """The cores this process may run on (all of them where affinity is not supported)."""
     if hasattr(os, "sched_getaffinity"):
@@ -53,9 +70,10 @@ def usable_cores() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
-def library_versions() -> dict[str, str | None]:
+def library_versions(names: Iterable[str] = LIBRARIES) -> dict[str, str | None]:
+    """The installed version of each distribution named (None where it is not installed)."""
     versions: dict[str, str | None] = {}
-    for name in LIBRARIES:
+    for name in names:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
@@ -112,6 +130,11 @@ def capture() -> dict[str, object]:
         "host": platform.node(),
         "platform": platform.platform(),
         "cpu": cpu_model(),
+        "cpu_identity": cpu_identity(),
+        # The kernel's release and build string: a VM's new kernel build ("6.18.44-fc-v669" and
+        # "-fc-v782") has moved figures as much as a new machine would.
+        "kernel_release": os.uname().release,
+        "kernel_build": os.uname().version,
         "logical_cores": os.cpu_count(),
         "usable_cores": cores,
         "memory_bytes": memory_total(),
@@ -160,26 +183,50 @@ def python_build(env: dict) -> str:
     return f"{who}{', ' + ' and '.join(flags) if flags else ', no PGO or LTO'}"
 
 
+def kernel_release(env: dict) -> str | None:
+    """The kernel's full release ("6.18.44-fc-v1272"); a session stored before it was recorded
+    has it inside its platform string ("Linux-6.18.44-fc-v1272-x86_64-with-glibc2.36")."""
+    if env.get("kernel_release"):
+        return str(env["kernel_release"])
+    system = str(env.get("platform", "")).split("-with-")[0]  # "Linux-<release>-<arch>"
+    rest = system.rpartition("-")[0].partition("-")[2]
+    return rest or None
+
+
+def identity(env: dict) -> str:
+    """The CPU's family, model, stepping and microcode, as one phrase ("" if not recorded)."""
+    found = env.get("cpu_identity") or {}
+    parts = [f"{key} {found[key]}" for key in ("family", "model", "stepping") if key in found]
+    if "microcode" in found:
+        parts.append(f"microcode {found['microcode']}")
+    return ", ".join(parts)
+
+
 def fingerprint(env: dict) -> dict[str, object]:
-    """The machine a session ran on, as a reader compares two: the CPU and how many, the
-    memory, the kernel, what it is virtualised by, and the interpreter's build."""
+    """The machine a session ran on, as a reader compares two: the CPU (its name and, where
+    recorded, its exact part and microcode) and how many, the memory, the kernel's release
+    and build, what it is virtualised by, and the interpreter's build. Differing in any of
+    these is another machine."""
     memory = env.get("memory_bytes")
-    release = str(env.get("platform", "")).split("-")
     return {
         "cpu": env.get("cpu"),
+        "cpu_identity": identity(env) or "not recorded",
         "cpus": env.get("logical_cores"),
         "memory_gib": round(memory / 2**30) if memory else None,
-        "kernel": release[1] if len(release) > 1 else None,
+        "kernel": kernel_release(env),
+        "kernel_build": env.get("kernel_build", "not recorded"),
         "virtualisation": env.get("virtualisation", "not recorded"),
         "python_build": python_build(env),
     }
 
 
 def describe(env: dict) -> str:
-    """One machine in a few words: "Intel(R) Xeon(R) Processor, 2 CPUs, 24 GiB, Linux 6.18.44"."""
+    """One machine in a few words: "AMD EPYC (family 25, model 1, stepping 1, microcode
+    0x1000065), 2 CPUs, 8 GiB, Linux 6.18.44-fc-v1272, docker, hypervisor guest"."""
     found = fingerprint(env)
+    exact = f" ({identity(env)})" if identity(env) else ""
     return (
-        f"{found['cpu']}, {found['cpus']} CPUs, {found['memory_gib']} GiB, "
+        f"{found['cpu']}{exact}, {found['cpus']} CPUs, {found['memory_gib']} GiB, "
         f"Linux {found['kernel']}, {found['virtualisation']}"
     )
 

@@ -152,7 +152,7 @@ def results(tmp_path: Path) -> Path:
                 Row("asyncio", "callbacks"): [echo_rep(r) for r in (900, 1000, 1100)],
                 Row("asyncio", "coroutines"): [echo_rep(r) for r in (400, 500, 600)],
                 # twice asyncio's callbacks row, so its ratio is ×2.00
-                Row("callbacks", "callbacks"): [echo_rep(r) for r in (1900, 2000, 2100)],
+                Row("callbacks", "callbacks"): [echo_rep(r) for r in (1800, 2000, 2200)],
                 # its generator saturated: no figure may be printed for it
                 Row("uvloop", "coroutines"): [
                     echo_rep(r, 0.97, server_cpu_us=4.0, peer_cpu_us=5.0, generator="native")
@@ -1524,7 +1524,7 @@ def test_an_interpreter_whose_every_row_rose_20_percent_reads_no_change():
             change = drift.relative_change(
                 other[key], [other.get(c, []) for c in controls],
                 reference[key], [reference.get(c, []) for c in controls],
-                higher_is_better, f"drift:{key}",
+                higher_is_better,
             )  # fmt: skip
             if change is not None:
                 found[key] = change
@@ -1540,7 +1540,8 @@ def test_an_interpreter_whose_every_row_rose_20_percent_reads_no_change():
     drifted = {key: [v * 1.2 for v in values] for key, values in base.items()}
     compared = compare(base, drifted, higher_is_better=False)
     assert set(compared) == {"traps/coroutines", "handlers/callbacks"}
-    assert all(said == "no change" for *_, said in compared.values())
+    # No direction is read: the drift cancels (within ±5%, or can't tell at three a side).
+    assert all(said.startswith(("within", "can't tell")) for *_, said in compared.values())
     assert all(abs(ratio - 1) < 1e-9 for ratio, *_ in compared.values())
     drifted["handlers/callbacks"] = [v * 1.5 for v in drifted["handlers/callbacks"]]
     assert compare(base, drifted, higher_is_better=False)["handlers/callbacks"][3] == ("dearer")
@@ -1604,9 +1605,9 @@ def test_a_pyperf_row_draws_its_interval_from_pyperfs_own_spread():
     level = row(30.0, 30.0, value=1400.0).ratio_interval(switch)
     assert level[1] < 1 < level[2]  # 7% apart with 30% spreads: the interval holds 1
     # The Interpreters section reads the same spreads: 20% off with a 1% error is a change.
-    change = relative_change([1.2], [[1.0]], [1.0], [[1.0]], False, "s", (0.01, 0.01, 0.01, 0.01))
+    change = relative_change([1.2], [[1.0]], [1.0], [[1.0]], False, (0.01, 0.01, 0.01, 0.01))
     assert change[3] == "dearer" and change[1] is not None
-    assert relative_change([1.2], [[1.0]], [1.0], [[1.0]], False, "s")[3].startswith("no interval")
+    assert relative_change([1.2], [[1.0]], [1.0], [[1.0]], False)[3].startswith("no interval")
 
 
 def test_a_section_measured_in_part_says_how_many_points_it_lacks(monkeypatch, tmp_path):
@@ -1634,8 +1635,8 @@ def test_a_ratio_has_one_interval_whoever_computes_it_and_its_word_follows_the_p
     first = intervals.ratio_interval(row, base)
     assert intervals.ratio_interval(list(reversed(row)), base[::-1]) == first  # any order
     assert intervals.median_interval(row) == intervals.median_interval(sorted(row))
-    # An interval that prints as [0.83–1.00] holds 1 as a reader sees it: level, no ranking.
-    assert intervals.word((0.9, 0.83, 0.9999), higher_is_better=False) == "level"
+    # An interval that prints as [0.83–1.00] holds 1 as a reader sees it: no ranking.
+    assert intervals.word((0.9, 0.83, 0.9999), higher_is_better=False).startswith("can't tell")
     assert intervals.word((0.9, 0.83, 0.994), higher_is_better=False) == "cheaper"
 
 

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from bench import runner
-from bench.pages import verdict
+from bench.pages import chooser
 from bench.plan import Point, Row
 from bench.render.intervals import ratio_interval
 from bench.studies import echo
@@ -132,9 +132,9 @@ def test_the_verdict_reads_the_plain_point_even_with_tls_stored_first(tmp_path):
     folder.mkdir(parents=True)
     (folder / "echo.json").write_text(json.dumps({"points": ordered, "sessions": {}}))
     plain = {"measure": echo.PACED, **echo.HEADLINE_POINT, echo.TLS: None}
-    chosen = verdict._point(json.loads((folder / "echo.json").read_text()), plain)
+    chosen = chooser.point(json.loads((folder / "echo.json").read_text()), plain)
     assert chosen is not None and not chosen["params"].get(echo.TLS)
-    chosen = verdict._point(
+    chosen = chooser.point(
         json.loads((folder / "echo.json").read_text()), dict(echo.HEADLINE_PACED)
     )
     assert chosen is not None and not chosen["params"].get(echo.TLS)

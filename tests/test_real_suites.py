@@ -5,6 +5,7 @@ committed TOML is checked against the keys and classes the plugin knows."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import subprocess
@@ -91,6 +92,11 @@ def test_the_plugin_makes_the_loop_and_marks_each_kind_of_entry(tmp_path):
     # The one failure the TOML does not class is the one the session fails on.
     assert record["failed"] == ["test_suite.py::test_an_unlisted_failure"]
     assert record["loops_made"] == 1 and record["loop_types"] == ["AsyncioLoop"]
+    # Provenance: when, at which commit of the lab, with which versions.
+    age = datetime.datetime.now(datetime.UTC) - datetime.datetime.fromisoformat(record["date"])
+    assert datetime.timedelta(0) <= age < datetime.timedelta(hours=1), record["date"]
+    assert len(record["commit"]["hash"]) == 40
+    assert record["versions"]["pytest"] == pytest.__version__
 
 
 @pytest.mark.parametrize("suite", sorted(SUITES))

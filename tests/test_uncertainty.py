@@ -112,3 +112,42 @@ def test_t_quantiles_match_the_table_and_the_expansion():
     assert uncertainty.t975(22.5) == pytest.approx(2.0716, abs=2e-3)
     with pytest.raises(ValueError):
         uncertainty.t975(0.5)
+
+
+@pytest.mark.parametrize("n", ROUNDS)
+def test_a_ratio_read_against_each_sides_controls_covers_93_to_97_percent(n):
+    # The interpreters' comparison: a row in each of two sessions, each read against its own
+    # session's three controls; the machine drifts between sessions, moving row and controls
+    # alike, so the drift cancels and the row's own move (TRUE) is what the interval holds.
+    rng, sigma, hits = random.Random(n), SIGMAS[1], 0
+
+    def session(mu: float, drift: float) -> list[float]:
+        values = [rng.gauss(mu + drift, sigma) for _ in range(n)]
+        return [math.exp(x + (rng.uniform(3, 6) * sigma if rng.random() < OUTLIERS else 0))
+                for x in values]  # fmt: skip
+
+    for _ in range(TRIALS):
+        new, old = rng.gauss(0, 0.2), rng.gauss(0, 0.2)
+        centres = [rng.gauss(0, 1) for _ in range(3)]
+        groups = [(session(math.log(TRUE), new), 1.0), (session(0.0, old), -1.0)]
+        groups += [(session(c, new), -1 / 3) for c in centres]
+        groups += [(session(c, old), 1 / 3) for c in centres]
+        found = uncertainty.contrast(groups)
+        hits += found.low <= TRUE <= found.high
+    assert 0.93 <= hits / TRIALS <= 0.97
+
+
+@pytest.mark.parametrize("n", [3, 5, 6, 9, 20])
+def test_a_medians_interval_says_how_much_it_covers(n):
+    low, high, covers = uncertainty.median_interval(list(range(n)))
+    assert low <= (n - 1) / 2 <= high
+    if n < 6:  # no pair of order statistics reaches 95%: the range, with its true coverage
+        assert (low, high) == (0, n - 1) and covers == pytest.approx(1 - 2 / 2**n)
+    else:
+        assert covers >= 0.95
+    rng = random.Random(n)
+    hits = 0
+    for _ in range(TRIALS):
+        lo, hi, _ = uncertainty.median_interval([rng.gauss(0, 1) for _ in range(n)])
+        hits += lo <= 0 <= hi
+    assert abs(hits / TRIALS - covers) < 0.02

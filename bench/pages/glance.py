@@ -24,14 +24,14 @@ import loops
 from bench import registry
 from bench.plan import BASELINE, USER_BASE, USER_SERVERS, YARDSTICK, Glance, Row
 from bench.render import codesize
-from bench.render.intervals import CONFIDENCE, median_interval
+from bench.render.intervals import CONFIDENCE, MARGIN, MEDIAN_FULL, median_interval
 from bench.render.rows import anchor_label
 from bench.render.tables import ratio_cell
 from bench.studies import echo
 from bench.study import Study
 
 ECHO_AT = echo.HEADLINE_AT  # where echo's two columns are read: "1 KiB × 100 connections"
-LEVEL = 0.03  # a lead by less than this share of the next figure is no lead: level
+LEVEL = 0.03  # a lead by less than this share of the next figure is no lead
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ def sentence(column: Column, rows: list | None) -> str:
         gap = value(lead) / value(runner_up)
         gap = gap if column.higher_is_better else 1 / gap
         if gap < 1 + LEVEL:
-            text += f", level with the next, {runner_up.label} (within {LEVEL:.0%})"
+            text += f", its median within {LEVEL:.0%} of the next, {runner_up.label}'s"
         else:
             text += f", {gap:.2f}× better than the next, {runner_up.label}"
         if runner_up.session != lead.session:
@@ -360,10 +360,11 @@ def section(
         f"### Against what users run: echo, {ECHO_AT}",
         "",
         f"Each ratio is to {USER_BASE} (and {YARDSTICK}, the C anchor) measured in the row's "
-        f"own session, with its {CONFIDENCE:.0%} bootstrap interval and what it says (faster, "
-        "slower, "
-        "cheaper, dearer, or level where it holds 1); *not in this session* where that server "
-        "was not measured with the row. A word instead of a figure says why there is none; "
+        f"own session, with its {CONFIDENCE:.0%} interval within that session "
+        "(bench/uncertainty.py) and what it says: faster, slower, cheaper or dearer where it "
+        f"excludes 1, within ±{MARGIN:.0%}, or can't tell (with the smallest difference that "
+        "could have shown); *not in this session* where that server was not measured with the "
+        "row. A word instead of a figure says why there is none; "
         "† and ‡ mark an earlier session and changed code, as in the tables below. "
         "Conformance counts the properties that pass over those claimed in that style "
         "([conformance.md](conformance.md)); code lines leave out comments and docstrings.",
@@ -373,8 +374,8 @@ def section(
         "### The other workloads",
         "",
         "Each figure with its ratio to asyncio in the same style (its coroutines row where it "
-        f"has none) from the same session, with its {CONFIDENCE:.0%} bootstrap interval; a row "
-        "from an "
+        f"has none) from the same session, with its {CONFIDENCE:.0%} interval within that "
+        "session; a row from an "
         "earlier session (†) prints that session's asyncio figure: above 1 is more.",
         "",
         tabulate(other_body, headers=other_headers, tablefmt="github", disable_numparse=True),
@@ -451,7 +452,7 @@ def _median_interval(r, metric: str) -> tuple[float, float]:
 def draw_cost_chart(rows: list, path: Path) -> bool:
     """Bars of server CPU per request at the fixed load, cheapest on top, coloured by kind
     (home-made, reference, anchor: a legend says which), each with its value and its median's
-    95% bootstrap interval as an error bar, and a labelled dashed line at each of the two
+    interval from order statistics as an error bar, and a labelled dashed line at each of the two
     servers users write (asyncio-protocol, uvloop-protocol). False if there is nothing to draw."""
     import matplotlib
 
@@ -496,7 +497,8 @@ def draw_cost_chart(rows: list, path: Path) -> bool:
     axis.set_xlim(0, max(high for _, high in spans) * 1.15)
     axis.set_xlabel(
         "server CPU per request at a fixed offered load (µs, lower is cheaper)\n"
-        f"bar: median of the repetitions; whisker: its {CONFIDENCE:.0%} bootstrap interval; "
+        "bar: median of the repetitions; whisker: its interval from order statistics "
+        f"({CONFIDENCE:.0%} from {MEDIAN_FULL} repetitions up; the range below); "
         "dashed: the servers users write"
     )
     axis.set_title(f"What each design costs, {ECHO_AT}", fontsize=10)

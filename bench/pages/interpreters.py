@@ -21,7 +21,7 @@ from bench import registry
 from bench.interpreter_figures import COST, FIGURES, Figure
 from bench.plan import BASELINE, USER_BASE, YARDSTICK, Row
 from bench.render.drift import ONE_REPETITION, Change, level, level_error, relative_change
-from bench.render.intervals import CONFIDENCE, ratio_interval, word
+from bench.render.intervals import CONFIDENCE, KINDS, MARGIN, kind, ratio_interval, word
 from bench.render.rows import RenderedRow, stored_points
 from bench.store import load_mode
 from machine.interpreters import BUILDS, DEBIAN, REFERENCE, family, version_of
@@ -114,7 +114,7 @@ def cell(rendered: RenderedRow, metric: str) -> Cell:
     )
 
 
-def change(figure: Figure, new: Cell, old: Cell, seed: str) -> Change | None:
+def change(figure: Figure, new: Cell, old: Cell) -> Change | None:
     """A row's change from `old` to `new`, each against its own session's controls; None
     where either is a control or was measured on code that has changed since (the change
     would mix the interpreter's effect with the code's)."""
@@ -125,7 +125,7 @@ def change(figure: Figure, new: Cell, old: Cell, seed: str) -> Change | None:
     errors = (new.error, level_error(new.control_errors), old.error,
               level_error(old.control_errors))  # fmt: skip
     return relative_change(
-        new.values, new.controls, old.values, old.controls, figure.higher_is_better, seed, errors
+        new.values, new.controls, old.values, old.controls, figure.higher_is_better, errors
     )
 
 
@@ -171,7 +171,7 @@ def table(
                 cells.append(text)
                 continue
             old = data[first][figure.name].get(row, MISSING)
-            ratio = change(figure, here, old, f"{figure.name}:{row.key}:{python}")
+            ratio = change(figure, here, old)
             cells.append(f"{text} · {_changed(ratio)}")
         body.append(cells)
 
@@ -350,12 +350,12 @@ def build_sentence(data: dict[str, Figures], envs: dict[str, dict]) -> str | Non
     }
     if not changes:
         return f"{lead}: one repetition a row, so no interval and no figure."
-    said = {row: word(r, higher_is_better=False) for row, r in changes.items()}
+    said = {row: kind(word(r, higher_is_better=False)) for row, r in changes.items()}
     ratios = sorted(r[0] for r in changes.values())
     counts = ", ".join(
-        f"{sum(1 for w in said.values() if w == kind)} {kind}"
-        for kind in ("cheaper", "level", "dearer")
-        if kind in said.values()
+        f"{sum(1 for w in said.values() if w == each)} {each}"
+        for each in KINDS
+        if each in said.values()
     )
     same = "" if exact[0] == exact[1] else (
         f"; the patch releases differ too ({exact[0]} and {exact[1]}), so the ratio holds both"
@@ -389,11 +389,12 @@ def uvloop_sentence(data: dict[str, Figures], names: dict[str, str] | None = Non
         if len(mine.values) < 2 or len(theirs.values) < 2 or mine.session != theirs.session:
             continue
         ratio = ratio_interval(mine.paired, theirs.paired)
+        said = word(ratio, higher_is_better=False)
         verdict = {
             "dearer": "uvloop pays",
             "cheaper": "uvloop costs more",
-            "level": "uvloop does not pay: the interval holds 1",
-        }[word(ratio, higher_is_better=False)]
+            "within ±5%": "uvloop does not pay: the two are within 5%",
+        }.get(kind(said), f"whether uvloop pays: {said}")
         parts.append(
             f"on {names.get(python, python)} asyncio-protocol costs {ratio[0]:.2f}× "
             f"[{ratio[1]:.2f}–{ratio[2]:.2f}] uvloop-protocol ({verdict})"
@@ -408,7 +409,7 @@ def changes(data: dict[str, Figures], figure: Figure, newer: str, older: str) ->
     old, new = data[older][figure.name], data[newer][figure.name]
     found = {}
     for row in sorted(new.keys() & old.keys(), key=_order):
-        ratio = change(figure, new[row], old[row], f"{figure.name}:{row.key}:{newer}")
+        ratio = change(figure, new[row], old[row])
         if ratio is not None:
             found[row] = ratio
     return found
@@ -424,11 +425,11 @@ def gain_sentence(data: dict[str, Figures], names: dict[str, str] | None = None)
     moved = changes(data, COST, newest, first)
     if not moved:
         return None
-    said = {kind: [row for row, r in moved.items() if r[3] == kind] for kind in
-            ("cheaper", "no change", "dearer", ONE_REPETITION)}  # fmt: skip
+    said = {each: [row for row, r in moved.items() if kind(r[3]) == each]
+            for each in (*KINDS, ONE_REPETITION)}  # fmt: skip
     counts = ", ".join(
-        f"{len(rows)} {'with ' if kind == ONE_REPETITION else ''}{kind}"
-        for kind, rows in said.items()
+        f"{len(rows)} {'with ' if each == ONE_REPETITION else ''}{each}"
+        for each, rows in said.items()
         if rows
     )
     sentence = (
@@ -592,8 +593,9 @@ def intro(main: str) -> list[str]:
         "build family: the row over its own session's controls (echo: "
         f"{', '.join(c.split('/')[0] for c in registry.get('echo').controls)}; elsewhere the "
         "asyncio row in its style), new over "
-        f'old, with a {CONFIDENCE:.0%} bootstrap interval. "no change" means the interval holds 1. '
-        "A move "
+        f"old, with a {CONFIDENCE:.0%} t-interval on the log scale (bench/uncertainty.py) and "
+        f"what it says: cheaper or dearer where it excludes 1, within ±{MARGIN:.0%}, or can't "
+        "tell. A move "
         "every row shares, the controls' too, cancels: so does the machine's drift between "
         "sessions, and so does an interpreter that speeds every row alike.",
     ]

@@ -5,10 +5,11 @@ sessions of the same interpreter. So no figure is compared across interpreters a
 Each row is divided by its session's control level, the geometric mean of the control rows'
 medians measured in that same session (echo: asyncio-protocol, uvloop-protocol and the
 selectors floor; a workload that declares no controls: the asyncio row it is compared with),
-and the comparison is the ratio of those relative figures. Its interval is a percentile
-bootstrap that resamples every side's repetitions, the controls' too (the method of
-:mod:`bench.render.intervals`): a move every row shares, the controls' included, cancels, and
-the word is "no change" wherever the interval holds 1.
+and the comparison is the ratio of those relative figures, on the log scale: the row's mean log
+less its controls' in each session, new less old, with the t-interval of
+:func:`bench.uncertainty.contrast` (every side's repetitions, the controls' too): a move every
+row shares, the controls' included, cancels, and the word is what the interval says (cheaper,
+dearer, within ±5%, can't tell).
 
 What cancels is not only the machine: an interpreter that made every row and every control
 dearer by one factor also reads "no change". A row reads cheaper or dearer only where it moved
@@ -18,11 +19,11 @@ against its own session's controls.
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections.abc import Sequence
 
-from bench.render.intervals import RESAMPLES, bounds, normal_interval, word
+from bench import uncertainty
+from bench.render.intervals import normal_interval, word
 
 ONE_REPETITION = "no interval (one repetition)"
 Values = Sequence[float]
@@ -52,41 +53,32 @@ def relative_change(
     old: Values,
     old_controls: Sequence[Values],
     higher_is_better: bool,
-    seed: str,
     errors: Sequence[float | None] = (),
 ) -> Change | None:
     """(ratio, low, high, word) of a row's figure relative to its session's controls, new over
-    old; the word is "no change" where the interval holds 1, else faster/slower (a rate) or
-    cheaper/dearer (a cost). Where some side has a single repetition (pyperf's micro rows):
-    with `errors`, the relative standard errors of new, new's level, old and old's level, a
-    normal interval on the log scale (bench.render.intervals); without, ONE_REPETITION (low and
-    high None). None where a side lacks the row or every control."""
+    old (:func:`bench.uncertainty.contrast`); the word is faster/slower (a rate) or
+    cheaper/dearer (a cost) where the interval excludes 1, else within ±5% or can't tell.
+    Where some side has a single repetition (pyperf's micro rows): with `errors`, the relative
+    standard errors of new, new's level, old and old's level, a normal interval on the log
+    scale (bench.render.intervals); without, ONE_REPETITION (low and high None). None where a
+    side lacks the row or every control."""
     new_controls = [c for c in new_controls if c]
     old_controls = [c for c in old_controls if c]
     new_level, old_level = level(new_controls), level(old_controls)
     if not new or not old or not new_level or not old_level:
         return None
-    ratio = (statistics.median(new) / new_level) / (statistics.median(old) / old_level)
     if min(len(values) for values in (new, old, *new_controls, *old_controls)) < 2:
+        ratio = (statistics.median(new) / new_level) / (statistics.median(old) / old_level)
         if len(errors) != 4 or None in errors:
-            return ratio, None, None, ONE_REPETITION  # a bootstrap of one value has no width
+            return ratio, None, None, ONE_REPETITION  # one value has no spread to read
         return _worded(normal_interval(ratio, errors), higher_is_better)
-    rng = random.Random(seed)
-
-    def resampled(values: Values) -> list[float]:
-        return rng.choices(values, k=len(values))
-
-    samples = []
-    for _ in range(RESAMPLES):
-        here = level([resampled(c) for c in new_controls])
-        there = level([resampled(c) for c in old_controls])
-        samples.append(
-            (statistics.median(resampled(new)) / here) / (statistics.median(resampled(old)) / there)
-        )
-    return _worded((ratio, *bounds(samples)), higher_is_better)
+    groups = [(new, 1.0), (old, -1.0)]
+    groups += [(c, -1 / len(new_controls)) for c in new_controls]
+    groups += [(c, 1 / len(old_controls)) for c in old_controls]
+    found = uncertainty.contrast(groups)
+    return _worded((found.value, found.low, found.high), higher_is_better)
 
 
 def _worded(interval: tuple[float, float, float], higher_is_better: bool) -> Change:
-    """The interval with its word, "no change" where it holds 1."""
-    said = word(interval, higher_is_better, cost=not higher_is_better)
-    return (*interval, "no change" if said == "level" else said)
+    """The interval with its word."""
+    return (*interval, word(interval, higher_is_better))

@@ -10,6 +10,8 @@ from pathlib import Path
 from bench.store import ResultStore
 from machine.interpreters import REFERENCE
 
+MODES = {"quick": "bench.md", "full": "bench-full.md"}  # each run's page
+
 
 @dataclass(frozen=True)
 class Page:

@@ -7,7 +7,6 @@ charts) reads it from a :class:`RenderedRow`, so none shows a figure the tables 
 from __future__ import annotations
 
 import functools
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -21,8 +20,8 @@ from bench.plan import (
     baseline_key,
     unavailable_variants,
 )
-from bench.render.intervals import normal_interval, per_round, ratio_interval, widened
-from bench.store import BETWEEN_SESSIONS, ResultStore
+from bench.render.intervals import normal_interval, ratio_interval
+from bench.store import ResultStore
 from bench.study import Study
 from bench.summary import RowSummary, invalid, ratio, summarize
 
@@ -50,10 +49,6 @@ class RenderedRow:
     # there): the study's declared controls, else the asyncio baseline in this row's style.
     # The Interpreters section reads each row against them (bench.render.drift).
     controls: dict[str, RowSummary | None] = field(default_factory=dict)
-    # How far this point's ratios moved between sessions on this machine, where measured
-    # (bench.studies.reproductions.measure stores it on the point): every ratio's interval
-    # holds it too.
-    between: dict | None = None
 
     @property
     def label(self) -> str:
@@ -73,14 +68,12 @@ class RenderedRow:
         return self.bases.get(which)
 
     def ratio(self, metric: Metric, which: str | None = None) -> float | None:
-        """The ratio its interval is around (paired by round where it can be), or of medians."""
+        """The ratio its interval is around, or, with one repetition a side, of the two."""
         if not metric.ratio:
             return None
+        if (found := self.ratio_interval(metric, which)) is not None:
+            return found[0]
         base = self.base(which)
-        if base is not None and (
-            ratios := per_round(self.summary.rounds.get(metric.name), base.rounds.get(metric.name))
-        ):
-            return statistics.median(ratios)  # ratio_interval's centre, without its bootstrap
         stat = self.summary.stats.get(metric.name)
         base_stat = base.stats.get(metric.name) if base else None
         if stat is None or base_stat is None:
@@ -88,8 +81,8 @@ class RenderedRow:
         return ratio(stat.median, base_stat.median)
 
     def ratio_interval(self, metric: Metric, which: str | None = None):
-        """(ratio, low, high) by a bootstrap over both sides' repetitions (paired by round
-        where they share rounds: bench.render.intervals), or None."""
+        """(ratio, low, high) from both sides' repetitions (paired by round where they share
+        rounds: bench.render.intervals), within this row's session, or None."""
         base = self.base(which)
         row = self.summary.values.get(metric.name)
         other = base.values.get(metric.name) if base else None
@@ -99,7 +92,7 @@ class RenderedRow:
             self.summary.rounds.get(metric.name) or row,
             base.rounds.get(metric.name) or other,
         )
-        found = widened(ratio_interval(*paired), self.between)
+        found = ratio_interval(*paired)
         errors = (self.summary.relative_error.get(metric.name),
                   base.relative_error.get(metric.name))  # fmt: skip
         if found is None and len(row) == len(other) == 1 and None not in errors:
@@ -166,7 +159,6 @@ def rendered_rows(
                 bases=bases,
                 name=dict(workload.row_names).get(row.key, ""),
                 controls=controls,
-                between=point.get(BETWEEN_SESSIONS),
             )
         )
     stored = {r.row for r in rows}

@@ -51,9 +51,10 @@ def table(metrics: list[Metric], rows: list[RenderedRow], detail: str | None = N
     """The markdown tables of one point, each at most MAX_COLUMNS wide.
 
     The first: the headline's median [min–max], its ratio to each declared denominator from the
-    row's own session with a bootstrap interval and its word (faster, slower, cheaper, dearer
-    or level), the figures that still fit, and the repetitions. The rest of the figures (and,
-    with `detail`, echo's "generator" column) in detail tables under it, rows in the same order.
+    row's own session with its interval and its word (faster, slower, cheaper, dearer, within
+    ±5% or can't tell), the figures that still fit, and the repetitions. The rest of the
+    figures (and, with `detail`, echo's "generator" column) in detail tables under it, rows in
+    the same order.
     Rows are grouped under a label per kind: reference loops, home-made loops, anchor servers.
     """
     headline, *others = metrics
@@ -148,7 +149,7 @@ def ratio_cell(r: RenderedRow, metric: Metric, which: str | None) -> str:
     if found is None:
         return times(r.ratio(metric, which))
     value, low, high = found
-    said = word(found, metric.higher_is_better, cost=not metric.higher_is_better)
+    said = word(found, metric.higher_is_better)
     text = f"×{value:.2f} [{low:.2f}–{high:.2f}] {said}"
     if r.earlier:
         text += f" (of {number(base.stats[metric.name].median, metric)}†)"

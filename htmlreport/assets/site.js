@@ -37,11 +37,15 @@ function showBase(key) {
     const ratio = cell.getAttribute("data-ratio-" + key);
     if (ratio) {
       const verdict = cell.getAttribute("data-verdict-" + key);
-      cell.textContent = "×" + Number(ratio).toFixed(2) + " (" + verdict + ")";
+      const kind = cell.getAttribute("data-kind-" + key);
+      // The ratio as bench.md prints it, written by the build: rounding it again here could
+      // print a figure 0.01 away from the page's.
+      const shown = cell.getAttribute("data-shown-" + key);
+      cell.textContent = shown + (kind ? " (" + kind + ")" : "");
       cell.setAttribute("data-sort", ratio);
       const interval = cell.getAttribute("data-interval-" + key);
-      cell.title = "95% bootstrap interval of the ratio: " + interval +
-        (verdict === "level" ? " (it holds 1)" : "");
+      cell.title = "95% interval of the ratio, within one session: " + interval +
+        (verdict ? "; " + verdict : "");
     } else {
       cell.textContent = "—";
       cell.setAttribute("data-sort", "");

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.events
+import datetime
 import fnmatch
 import json
 import os
@@ -27,6 +28,7 @@ import pytest
 from suites import CLASSES, SKIPPED_CLASSES
 
 import loops
+from machine.environment import commit, library_versions
 
 LOOP = os.environ.get("LAB_LOOP", "asyncio")
 SUITE = os.environ.get("LAB_SUITE", "")
@@ -204,5 +206,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             "loops_made": len(_made),
             "loop_types": sorted(set(_made)),
             "seconds": round(time.monotonic() - _started),
+            # When the counts were measured, at which commit of the lab.
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "commit": commit(),
+            # The suite, its runner and the loop libraries under test.
+            "versions": library_versions(n for n in (SUITE, "pytest", "uvloop") if n),
         }
         Path(path).write_text(json.dumps(record, indent=1) + "\n")

@@ -48,8 +48,9 @@ def _suite_section(suite: str, records: list[dict]) -> list[str]:
         lines += [
             f"### {suite}, Python {python}",
             "",
-            "| loop | passed | failed | expected failures | skipped | deselected | loops made |",
-            "|---|---|---|---|---|---|---|",
+            "| loop | passed | failed | expected failures | passed though expected to fail now "
+            "and then | skipped | deselected | loops made |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for r in rows:
             c = r["counts"]
@@ -57,20 +58,38 @@ def _suite_section(suite: str, records: list[dict]) -> list[str]:
             # only the non-strict ones (a test that fails now and then), which failed nothing.
             failed = c["failed"] + c["error"]
             lines.append(
-                f"| {r['loop']} | {c['passed']} | {failed} | {c['xfailed']} | {c['skipped']} | "
-                f"{c.get('deselected', 0)} | {r['loops_made']} |"
+                f"| {r['loop']} | {c['passed']} | {failed} | {c['xfailed']} | {c['xpassed']} | "
+                f"{c['skipped']} | {c.get('deselected', 0)} | {r['loops_made']} |"
             )
-        lines.append("")
+        lines += ["", *_provenance(rows)]
         installed = sorted({r.get("installed_by", "policy") for r in rows})
         lines += [f"Loops installed by: {', '.join(installed)}.", ""]
         for r in rows:
-            if r["counts"]["xpassed"]:
-                n = r["counts"]["xpassed"]
-                lines += [f"On {r['loop']}, {n} test(s) expected to fail now and then passed.", ""]
             if r["failed"]:
                 lines += [f"Failed on {r['loop']}: " + ", ".join(f"`{t}`" for t in r["failed"]), ""]
     lines += _expected_section(suite)
     return lines
+
+
+def _provenance(rows: list[dict]) -> list[str]:
+    """When and at which commit each run was made, and with which versions; a run stored
+    before these were recorded says so."""
+    if not any("date" in r for r in rows):
+        return ["Date, commit and versions of these runs: not recorded (stored before runs "
+                "recorded them).", ""]  # fmt: skip
+    lines = []
+    for r in rows:
+        if "date" not in r:
+            lines.append(f"- {r['loop']}: date, commit and versions not recorded")
+            continue
+        commit = r.get("commit") or {}
+        dirty = " + uncommitted changes" if commit.get("dirty") else ""
+        versions = ", ".join(f"{k} {v}" for k, v in (r.get("versions") or {}).items() if v)
+        lines.append(
+            f"- {r['loop']}: {r['date'][:10]}, commit `{(commit.get('hash') or '?')[:10]}`"
+            f"{dirty}, {versions}"
+        )
+    return ["Runs:", "", *lines, ""]
 
 
 def _expected_section(suite: str) -> list[str]:

@@ -22,6 +22,7 @@ import statistics
 from pathlib import Path
 
 from bench.plan import FLOOR, YARDSTICK, unavailable_variants
+from bench.render.intervals import ratio_interval, worded
 from bench.render.page import Page
 from bench.store import load_file
 from bench.studies.anatomy import FILES
@@ -72,10 +73,12 @@ def explain(entry: dict, reference: dict | None, floor: dict | None) -> str:
             )
     mine, theirs = cpu_stat(entry), cpu_stat(reference) if reference else None
     if mine and theirs:
-        apart = mine[2] < theirs[1] or theirs[2] < mine[1]
+        # The anatomy interleaves its rows' repetitions, so the i-th of each share a turn.
+        turns = [dict(enumerate(e["cpu_us_reps"])) for e in (entry, reference)]
+        ratio = ratio_interval(*turns)
         said.append(
             f"CPU {_cpu_text(mine)} µs per request against {_cpu_text(theirs)} for {YARDSTICK}"
-            + (" (the ranges do not overlap)" if apart else " (the ranges overlap: level here)")
+            + (f" ({worded(ratio)})" if ratio else "")
         )
     return "; ".join(said) + "."
 

@@ -18,7 +18,7 @@ def observations(params: dict, rendered: list) -> list[str]:
         return []
     mine, floor, fast = cost[HOME_MADE], cost[FLOOR_LOOP], cost[FAST_LOOP]
     if floor == fast:
-        where = "level with both"
+        where = "at both (they cost the same)"
     else:
         share = (floor - mine) / (floor - fast)  # 0: asyncio's cost, 1: uvloop's
         where = (

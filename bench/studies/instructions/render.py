@@ -143,16 +143,16 @@ def measured(echo: Any, columns: list[str]) -> str | None:
     return (
         "Measured by the bench, Linux's work included (the echo section's rows, server CPU per "
         f"request, {HEADLINE_POINT['size']:,} B × {HEADLINE_POINT['connections']} connections, "
-        f"median of the repetitions, {intervals.CONFIDENCE:.0%} bootstrap interval): "
-        + "; ".join(phrases)
-        + "."
+        f"median of the repetitions; the ratio's {intervals.CONFIDENCE:.0%} interval within the "
+        "session): " + "; ".join(phrases) + "."
     )
 
 
 def in_the_anatomy(closed: dict | None, columns: list[str]) -> str | None:
     """One sentence: the twins' server CPU per request in the closed-loop cost anatomy, whose
     CPU repetitions are interleaved across its rows in one run: the second column's median
-    over the first's with its 95% bootstrap interval. None where either row lacks two."""
+    over the first's with its 95% interval, repetitions paired by their turn. None where either
+    row lacks two."""
     if not closed or len(columns) != 2:
         return None
     entries = [closed.get("rows", {}).get(f"{loop}/coroutines", {}) for loop in columns]
@@ -162,7 +162,7 @@ def in_the_anatomy(closed: dict | None, columns: list[str]) -> str | None:
     return (
         f"In the closed-loop cost anatomy above ({len(values[0])} and {len(values[1])} "
         f"repetitions, interleaved across its rows, `python -m bench anatomy --closed-loop`): "
-        f"{_compared(columns, values, digits=2)}."
+        f"{_compared(columns, values, digits=2, interleaved=True)}."
     )
 
 
@@ -173,9 +173,13 @@ def _medians(columns: list[str], values: list[list[float]], digits: int = 1) -> 
     )
 
 
-def _compared(columns: list[str], values: list[list[float]], digits: int = 1) -> str:
-    """Both medians, then the second column's over the first's with its interval."""
-    ratio = intervals.ratio_interval(values[1], values[0])
+def _compared(
+    columns: list[str], values: list[list[float]], digits: int = 1, interleaved: bool = False
+) -> str:
+    """Both medians, then the second column's over the first's with its interval (paired by
+    turn where the repetitions were interleaved)."""
+    sides = [dict(enumerate(v)) if interleaved else v for v in values]
+    ratio = intervals.ratio_interval(sides[1], sides[0])
     return f"{_medians(columns, values, digits)}: {columns[1]} / {columns[0]} " + (
         intervals.worded(ratio) if ratio else "from one repetition a side: no interval"
     )

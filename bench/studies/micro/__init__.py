@@ -50,7 +50,7 @@ least 100 ms, runs them in fresh worker processes (20 × 3 values in the full ru
 quick one, each after a warm-up; pinned to one core) and reports the median with its stability
 warnings. So a row is one figure, its spread pyperf's standard deviation (the detail table); a
 ratio's 95% interval is drawn from that spread (a median's standard error over the worker
-processes, normal on the log scale), as a bootstrap has nothing to resample.
+processes, normal on the log scale), as one value a side has no spread of its own.
 
 The full run also measures with the lab's own harness (a fresh process per repetition,
 calibrated, warmed up, timed seven times, its median) on the same programs, side by side.

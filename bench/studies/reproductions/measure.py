@@ -8,9 +8,9 @@ every home-made loop, at 1 KiB x 100 connections in the closed loop and at the f
 ratios are each row's headline figure over each base's (asyncio-protocol, uvloop-protocol),
 computed as every table computes them (``bench.render.rows``). The new session is measured into
 a scratch folder and never replaces the committed results; its outcome is appended to
-``reports/results/reproductions.json``, which the report reads, so how far the committed
-ratios move between sessions is on the first screen. A session on another machine than the
-committed results' is stored as such and counted apart.
+``reports/results/reproductions.json`` with the session's raw repetitions, which the report
+reads, so how far the committed ratios move between sessions is on the first screen. A
+session on another machine than the committed results' is stored as such and counted apart.
 """
 
 from __future__ import annotations
@@ -74,6 +74,16 @@ def compare(committed: dict, new: dict) -> list[dict]:
     ]
 
 
+def repetitions(store: ResultStore) -> dict[str, dict]:
+    """The headline points of a session, as stored (params, baselines, each row's
+    repetitions)."""
+    return {
+        key: point
+        for key, point in store.data["points"].items()
+        if all(str(point["params"].get(k)) == v for k, v in WHERE.items())
+    }
+
+
 def run(results: Path = RESULTS) -> int:
     path = results_path(results, "quick", "echo")
     committed = ResultStore.load(path, "echo", "quick")
@@ -81,6 +91,7 @@ def run(results: Path = RESULTS) -> int:
         status = runner.run(["echo"], False, key_loops(), True, Path(scratch), where=WHERE)
         new = ResultStore.load(results_path(Path(scratch), "quick", "echo"), "echo", "quick")
         outcome = compare(ratios(committed), ratios(new))
+        measured = repetitions(new)
     env = environment.capture()
     machines = {environment.describe(s["environment"]) for s in committed.sessions.values()}
     same = machines == {environment.describe(env)}
@@ -102,6 +113,9 @@ def run(results: Path = RESULTS) -> int:
             "committed_sessions": sorted(committed.sessions),
             "paired": True,  # its ratios paired by round, as every page's since
             "ratios": outcome,
+            # The session's own repetitions, so that sessions can be pooled into one figure
+            # (and every ratio above recomputed) from this file alone.
+            "points": measured,
         }
     )
     file.write_text(json.dumps(stored, indent=1) + "\n")
@@ -111,7 +125,8 @@ def run(results: Path = RESULTS) -> int:
 
 def store_spread(results: Path = RESULTS) -> int:
     """Store on the committed headline points how far their ratios moved between sessions on
-    this machine (every page's interval there then holds it: bench.render.intervals.widened)."""
+    this machine (the first screen says it beside the intervals, which are within one
+    session)."""
     file, path = results / FILE, results_path(results, "quick", "echo")
     if not file.exists() or not path.exists():
         print(f"reproduce: nothing to take a spread from ({file}, {path})")

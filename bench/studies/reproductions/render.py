@@ -43,8 +43,9 @@ def line(results: Path, link: str = "") -> list[str]:
 
 
 def bullet(results: Path, points: list[dict]) -> str | None:
-    """How still the headline ratios are: their spread between sessions, as the intervals
-    there hold it, and the newest reproduction's count inside (None: never reproduced)."""
+    """How still the headline ratios are: their spread between sessions (which the intervals,
+    each within one session, do not hold), and the newest reproduction's count inside (None:
+    never reproduced)."""
     path = results / FILE
     sessions = json.loads(path.read_text())["sessions"] if path.exists() else []
     same = [s for s in sessions if s["same_machine"]]
@@ -66,8 +67,9 @@ def bullet(results: Path, points: list[dict]) -> str | None:
     return (
         "**How still these figures are** (`python -m bench reproduce`): measured again in "
         f"another session, a headline ratio moves by {moved} (root mean square, {counted} "
-        "session(s) on this machine), and every interval at the headline point holds that "
-        f"spread; the newest session, {last['date'][:16].replace('T', ' ')} UTC, landed {inside} "
+        "session(s) on this machine); the intervals on these pages are each within one "
+        f"session and do not hold that move; the newest session, "
+        f"{last['date'][:16].replace('T', ' ')} UTC, landed {inside} "
         f"of {len(last['ratios'])} ratios inside the intervals then committed."
     )
 

@@ -46,7 +46,7 @@ def median(entry: dict | None) -> float | None:
 
 def ratio(plain: dict | None, tls: dict | None) -> tuple[tuple[float, float, float] | None, bool]:
     """TLS over plain with its interval, and whether both rows come from one session (paired
-    by round); from two sessions, the ratio of two medians, each side resampled."""
+    by round); from two sessions, unpaired (bench.uncertainty)."""
     if not plain or not tls:
         return None, False
     same = plain["session"] == tls["session"]
@@ -100,9 +100,9 @@ def lines(stored_points: dict[str, dict]) -> list[str]:
         f"### {TITLE}",
         "",
         f"Server CPU per request (µs, median) at {HEADLINE_AT}, plain and over TLS, in each "
-        "measure, and TLS over plain: the median of the per-round ratios with its "
-        f"{CONFIDENCE:.0%} bootstrap "
-        "interval. Where both come from one session (the TLS point measured after the plain "
+        "measure, and TLS over plain: the geometric mean of the per-round ratios with its "
+        f"{CONFIDENCE:.0%} t-interval (bench/uncertainty.py). Where both come from one session "
+        "(the TLS point measured after the plain "
         "one), rounds pair by their order: a pair shares the session, not the moment. Every "
         "handshake is done before the "
         "window opens: these are steady-state requests, what the record layer adds.",

@@ -1,0 +1,57 @@
+"""A machine is its exact CPU, microcode and kernel build, not its marketing name: two sessions
+that differ in any of them are two machines to the store and to every page that names one."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from machine import environment
+
+V669 = {
+    "host": "vm",
+    "cpu": "AMD EPYC",
+    "logical_cores": 2,
+    "memory_bytes": 24 * 2**30,
+    "platform": "Linux-6.18.44-fc-v669-x86_64-with-glibc2.36",
+    "virtualisation": "docker, hypervisor guest",
+    "python": "3.11.7",
+    "python_implementation": "CPython",
+}
+
+
+def test_a_session_records_the_exact_cpu_and_the_kernel_build():
+    env = environment.capture()
+    assert env["kernel_release"] == os.uname().release
+    assert env["kernel_build"] == os.uname().version
+    if not Path("/proc/cpuinfo").exists():
+        pytest.skip("no /proc/cpuinfo here")
+    text = Path("/proc/cpuinfo").read_text()
+    for field, key in (("cpu family", "family"), ("stepping", "stepping")):
+        if field in text:
+            assert env["cpu_identity"][key].isdigit(), env["cpu_identity"]
+    assert environment.identity(env) in environment.describe(env)
+
+
+def test_two_kernel_builds_of_one_vm_are_two_machines():
+    v782 = {**V669, "platform": V669["platform"].replace("v669", "v782")}
+    assert environment.kernel_release(V669) == "6.18.44-fc-v669"
+    assert environment.machine_key(V669) != environment.machine_key(v782)
+    assert environment.describe(V669) != environment.describe(v782)
+
+
+def test_another_microcode_is_another_machine():
+    older = {**V669, "cpu_identity": {"family": "25", "model": "1", "stepping": "1",
+                                      "microcode": "0x1000065"}}  # fmt: skip
+    newer = {**older, "cpu_identity": {**older["cpu_identity"], "microcode": "0x1000066"}}
+    assert environment.machine_key(older) != environment.machine_key(newer)
+    assert "microcode 0x1000065" in environment.describe(older)
+
+
+def test_a_session_stored_before_the_identity_was_recorded_says_so():
+    found = environment.fingerprint(V669)
+    assert found["cpu_identity"] == found["kernel_build"] == "not recorded"
+    # ... and so it never counts as the machine of a session that records them.
+    assert environment.machine_key(V669) != environment.machine_key(environment.capture())
