@@ -3,10 +3,9 @@
 traps, futures and roundrobin try socket calls optimistically. On a request/response connection
 the recv after our reply would fail with EAGAIN: a syscall and an exception per request (the
 cost anatomy in reports/bench.md counted one per echo request at 100 connections). Each of these
-loops remembers a drained socket and waits for readiness first; these tests pin that, and that it
-stays a per-socket, optimistic-by-default decision. futures and roundrobin call a socket drained
-when its last recv came back short; traps when its last try found nothing, and it tries first
-again once in ``TRY_FIRST_EVERY`` recvs, going back to trying first when that finds data.
+loops calls a socket drained when a try found nothing, and its recvs then wait for readiness
+first, but for one in ``TRY_FIRST_EVERY``, which tries first and ends the rule if it finds data;
+these tests pin that, and that it stays a per-socket, optimistic-by-default decision.
 """
 
 from __future__ import annotations
@@ -21,8 +20,6 @@ import loops
 pytestmark = pytest.mark.timeout(20)
 
 LOOPS = ["traps", "futures", "roundrobin"]
-SHORT_READ = ["roundrobin"]  # drained by a short read
-FOUND_NOTHING = ["traps", "futures"]  # drained by a try that found nothing
 
 
 class CountingSocket(socket.socket):
@@ -46,27 +43,6 @@ def _pair() -> tuple[socket.socket, CountingSocket]:
     server = CountingSocket(fileno=b.detach())
     server.setblocking(False)
     return a, server
-
-
-@pytest.mark.parametrize("name", SHORT_READ)
-def test_a_recv_after_a_short_read_waits_first_instead_of_failing(name):
-    co = loops.get(name).coroutines
-
-    async def main():
-        client, server = _pair()
-
-        async def answer_later():
-            await co.sleep(0.01)
-            client.send(b"second")
-
-        with client, server:
-            client.send(b"first")
-            first = await co.recv(server, 100)  # short: the socket is drained
-            await co.spawn(answer_later())
-            second = await co.recv(server, 100)
-            return first, second, server.calls, server.failed
-
-    assert co.run(main()) == (b"first", b"second", 2, 0)
 
 
 @pytest.mark.parametrize("name", LOOPS)
@@ -112,7 +88,7 @@ async def _send_later(co, sock: socket.socket, data: bytes) -> None:
     sock.send(data)
 
 
-@pytest.mark.parametrize("name", FOUND_NOTHING)
+@pytest.mark.parametrize("name", LOOPS)
 def test_a_socket_whose_try_found_nothing_waits_first_and_tries_again_now_and_then(name):
     co = loops.get(name).coroutines
     every = _api(name).TRY_FIRST_EVERY
@@ -132,7 +108,7 @@ def test_a_socket_whose_try_found_nothing_waits_first_and_tries_again_now_and_th
     assert co.run(main()) == (2 + every + 1, 2)
 
 
-@pytest.mark.parametrize("name", FOUND_NOTHING)
+@pytest.mark.parametrize("name", LOOPS)
 def test_a_drained_socket_whose_try_finds_data_is_optimistic_again(name):
     co = loops.get(name).coroutines
     every = _api(name).TRY_FIRST_EVERY
