@@ -68,8 +68,7 @@ def test_a_socket_reusing_a_drained_sockets_fd_starts_optimistic(name):
     async def main():
         client, server = _pair()
         with client, server:
-            await co.spawn(_send_later(co, client, b"short"))
-            await co.recv(server, 100)  # found nothing, then a short read: drained either way
+            await _drain(co, client, server)
             fd = server.fileno()
         client, server = _pair()  # very likely reuses the fd just closed
         with client, server:
@@ -88,6 +87,12 @@ async def _send_later(co, sock: socket.socket, data: bytes) -> None:
     sock.send(data)
 
 
+async def _drain(co, client: socket.socket, server: CountingSocket) -> None:
+    """A recv that tries, finds nothing and waits for the bytes sent later: server is drained."""
+    await co.spawn(_send_later(co, client, b"first"))
+    await co.recv(server, 100)
+
+
 @pytest.mark.parametrize("name", LOOPS)
 def test_a_socket_whose_try_found_nothing_waits_first_and_tries_again_now_and_then(name):
     co = loops.get(name).coroutines
@@ -96,8 +101,7 @@ def test_a_socket_whose_try_found_nothing_waits_first_and_tries_again_now_and_th
     async def main():
         client, server = _pair()
         with client, server:
-            await co.spawn(_send_later(co, client, b"first"))
-            await co.recv(server, 100)  # tries, finds nothing, waits: drained
+            await _drain(co, client, server)
             assert (server.calls, server.failed) == (2, 1)
             for _ in range(every):  # each answered later: only a try first fails
                 await co.spawn(_send_later(co, client, b"next"))
@@ -116,8 +120,7 @@ def test_a_drained_socket_whose_try_finds_data_is_optimistic_again(name):
     async def main():
         client, server = _pair()
         with client, server:
-            await co.spawn(_send_later(co, client, b"first"))
-            await co.recv(server, 100)  # drained
+            await _drain(co, client, server)
             for _ in range(every):  # data there already: one of these tries first and finds it
                 client.send(b"ready")
                 await co.recv(server, 100)
