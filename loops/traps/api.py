@@ -43,7 +43,7 @@ from loops.traps.traps import (
     wait_writable,
 )
 
-FAST_CALLS_PER_TURN = 16  # socket calls that may complete in a row before a forced yield
+FAST_CALLS_PER_TURN = 128  # calls that may complete in a row before a forced yield (tokio's)
 TRY_FIRST_EVERY = 8  # of a drained socket's recvs, one in this many tries first anyway
 
 # twin of loops/roundrobin/api.py: _drained
