@@ -134,3 +134,26 @@ def test_a_drained_socket_whose_try_finds_data_is_optimistic_again(name):
 
 def _api(name: str):
     return importlib.import_module(f"loops.{name}.api")
+
+
+def test_greenlets_waits_first_once_after_a_try_that_found_nothing():
+    """The blocking-style twin of the rule: one wait first after a try that found nothing."""
+    co = loops.get("greenlets").blocking
+
+    def main():
+        client, server = _pair()
+        with client, server:
+
+            def send_later(data: bytes) -> None:
+                co.sleep(0.01)
+                client.send(data)
+
+            counts = []
+            for data in (b"first", b"second", b"third"):
+                co.spawn(send_later, data)
+                assert co.recv(server, 100) == data
+                counts.append((server.calls, server.failed))
+            return counts
+
+    # tries and fails, then waits (2 calls); waits first (1 call); tries and fails again (2)
+    assert co.run(main) == [(2, 1), (3, 1), (5, 2)]

@@ -30,5 +30,8 @@ VARIANT = Variant(
     ),
     reporting="epoll-level",
     ghost_fds="rebuilds (`Hub.drop_ghosts`)",
-    socket_call_first="tries (`Hub.wait_io` only on `BlockingIOError`)",
+    socket_call_first=(
+        "tries (`Hub.wait_io` only on `BlockingIOError`; after a try that found nothing, the "
+        "next `recv` waits first, once: `_drained`)"
+    ),
 )
