@@ -149,7 +149,7 @@ def _costs(session: str = "S", scale: float = 1.0, **by_python: dict[str, float]
 
 
 def test_an_interpreter_whose_every_row_rose_20_percent_reads_no_move_in_the_section():
-    """Every row of one interpreter's session, the controls too, 20% dearer (a
+    """Every row of one interpreter's session, the controls too, dearer by one factor (a
     busier machine, or an interpreter slower alike for all): its table, its chart's figures
     and its sentence read no move (within ±5%, or can't tell); one row that rose alone reads
     dearer."""

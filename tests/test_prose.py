@@ -194,17 +194,6 @@ def _sentences(python: bool, text: str) -> list[str]:
 OBJECT = re.compile(
     r"\bevery loop in the process|\bbinds to no loop\b|\basyncio does \w+ on any loop"
 )
-# Sentences of loop code another change is rewriting (the loops made leaner), each to name the
-# loops it speaks for when it lands; each must still be there, so that it leaves this list then.
-_SAME_RECORD = "The same record, with the same fields, in every home-made loop"  # not in 2 of 7
-LOOP_CODE_PENDING = {
-    "loops/callbacks/readiness.py": _SAME_RECORD,
-    "loops/futures/reactor.py": _SAME_RECORD,
-    "loops/greenlets/hub.py": "every home-made loop",
-    "loops/roundrobin/scheduler.py": _SAME_RECORD,
-    "loops/traps/poller.py": _SAME_RECORD,
-    "loops/completions/api.py": "blocking: a clear error, as in every loop",
-}
 
 
 def faults(path: Path, sentences_of=None) -> list[str]:
@@ -255,10 +244,6 @@ def test_no_sentence_speaks_for_members_it_does_not_name(path):
         assert faults(path), f"{path} holds now: take it off REWRITING"
         pytest.skip(reason)
     found = faults(path)
-    pending = LOOP_CODE_PENDING.get(str(path.relative_to(ROOT)))
-    if pending:
-        assert any(pending in f for f in found), f"{path}: {pending!r} is gone: unlist it"
-        found = [f for f in found if pending not in f]
     assert not found, "\n".join(found)
 
 
@@ -666,10 +651,6 @@ FACTS = {
         ),
     ),
 }
-# Copies in loop code another change is rewriting, to keep the condition when it lands.
-FACT_PENDING = {
-    "loops/roundrobin/scheduler.py": "a socket call is a checkpoint, then maybe a readiness wait",
-}
 
 
 def _own_loop(path: Path) -> bool:
@@ -692,9 +673,6 @@ PLACES = [p for p in prose_places() if p.suffix in (".md", ".py")]
 
 def test_every_copy_of_a_declared_fact_keeps_its_condition():
     found = lost_conditions(PLACES)
-    for path, pending in FACT_PENDING.items():
-        assert any(path in f and pending in f for f in found), f"{path}: {pending!r} is gone"
-        found = [f for f in found if not (path in f and pending in f)]
     assert not found, "\n".join(found)
 
 

@@ -21,7 +21,7 @@ import tomllib
 from pathlib import Path
 
 from bench.plan import YARDSTICK
-from bench.render.intervals import ratio_interval, worded
+from bench.render.intervals import CONFIDENCE, ratio_interval, worded
 from bench.render.page import MODES
 from bench.studies import connections, echo, http
 from bench.studies.tls import render as tls
@@ -270,7 +270,8 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
         return []
     intro = (
         "**Choosing a server** (the servers users install, cheapest capacity first; each "
-        f"figure against {YARDSTICK} measured in the same session, 95% within that session): "
+        f"figure against {YARDSTICK} measured in the same session, {CONFIDENCE:.0%} within that "
+        "session): "
         f"*capacity* is server CPU per request in the closed loop at {echo.HEADLINE_AT} "
         "(≥ N/s: the load generator saturated first, so the server serves at least that); "
         f"*idle cost* the same at a fixed {echo.HEADLINE_RATE:,} requests/s; TLS over plain "

@@ -21,7 +21,7 @@ from bench import registry
 from bench.interpreter_figures import COST, FIGURES, Figure
 from bench.plan import BASELINE, USER_BASE, YARDSTICK, Row
 from bench.render.drift import ONE_REPETITION, Change, level, level_error, relative_change
-from bench.render.intervals import CONFIDENCE, KINDS, MARGIN, kind, ratio_interval, word
+from bench.render.intervals import CONFIDENCE, KINDS, MARGIN, WITHIN, kind, ratio_interval, word
 from bench.render.rows import RenderedRow, stored_points
 from bench.store import load_mode
 from machine.interpreters import BUILDS, DEBIAN, REFERENCE, family, version_of
@@ -393,7 +393,7 @@ def uvloop_sentence(data: dict[str, Figures], names: dict[str, str] | None = Non
         verdict = {
             "dearer": "uvloop pays",
             "cheaper": "uvloop costs more",
-            "within ±5%": "uvloop does not pay: the two are within 5%",
+            WITHIN: f"uvloop does not pay: the two are within {MARGIN:.0%}",
         }.get(kind(said), f"whether uvloop pays: {said}")
         parts.append(
             f"on {names.get(python, python)} asyncio-protocol costs {ratio[0]:.2f}× "

@@ -109,7 +109,8 @@ def worded(
 
 
 # What an interval can say, as a page counts them: a word's kind is its first words.
-KINDS = ("cheaper", "faster", "within ±5%", "can't tell", "dearer", "slower")
+WITHIN = f"within ±{MARGIN:.0%}"
+KINDS = ("cheaper", "faster", WITHIN, "can't tell", "dearer", "slower")
 
 
 def kind(said: str) -> str:

@@ -28,8 +28,9 @@ WAKES_READER, WAKES_WRITER = ~WRITE, ~READ
 class IORecord:
     """One watched fd: the events registered for it and the handles waiting on them.
 
-    The same record, with the same fields, in every home-made loop (what ``selectors`` calls
-    a ``SelectorKey``, with the reader and the writer in place of its ``data``).
+    The same record, with the same fields, in each loop that keeps its own epoll set:
+    callbacks, futures, greenlets, roundrobin and traps (what ``selectors`` calls a
+    ``SelectorKey``, with the reader and the writer in place of its ``data``).
     """
 
     __slots__ = ("events", "fd", "fileobj", "reader", "writer")

@@ -183,7 +183,7 @@ async def recv(sock: socket.socket, n: int) -> bytes:
     interrupt the task between the syscall and its return, so a cancellation or a timeout loses
     nothing; and since every try yields first, a connection that always has bytes cannot keep
     the others from running."""
-    if sock.getblocking():  # blocking: a clear error, as in every loop
+    if sock.getblocking():  # blocking: a clear error, as the other coroutine loops give
         check_nonblocking(sock)
     if n <= 0:
         if n < 0:

@@ -99,7 +99,8 @@ class _DeadlineTimer(_Timer):
 class IORecord:
     """One registered socket: the events the selector watches and the futures waiting on them.
 
-    The same record, with the same fields, in every home-made loop.
+    The same record, with the same fields, in each loop that keeps its own epoll set:
+    callbacks, futures, greenlets, roundrobin and traps.
     """
 
     __slots__ = ("events", "fd", "fileobj", "reader", "writer")

@@ -6,9 +6,9 @@ wait puts the task on the ready queue, and the hub switches back into it. The hu
 task nothing but the turn: the task makes its socket call, takes its queue item or reads the
 joined task's outcome itself, so a cancel between the wake-up and the turn loses nothing.
 
-The loop has the three stages of every home-made loop: wait for I/O (epoll, read directly as
-the traps and callbacks loops read it, blocking only while nothing is ready), expire timers,
-run the ready batch.
+The loop has the three stages of the callbacks, roundrobin and traps loops: wait for I/O
+(epoll, read directly as the traps and callbacks loops read it, blocking only while nothing is
+ready), expire timers, run the ready batch.
 """
 
 from __future__ import annotations
@@ -102,7 +102,8 @@ class IORecord:
 
     Kept registered while its tasks come and go, so a wait is a store here and, once both
     directions have been asked for, never an epoll_ctl call. The same record, with the same
-    fields, in every home-made loop.
+    fields, in each loop that keeps its own epoll set: callbacks, futures, greenlets,
+    roundrobin and traps.
     """
 
     __slots__ = ("events", "fd", "fileobj", "reader", "writer")

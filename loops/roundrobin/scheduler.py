@@ -9,8 +9,9 @@ in three stages (:meth:`Loop._run_until`): wait for I/O (blocking until the next
 nothing is runnable), expire timers, run ready.
 
 Limits, all consequences of the idea: every request costs the requester one full tick (a socket
-call is a checkpoint, then maybe a readiness wait; a reply in its recv's tick is the fenced
-exception), so a chain of requests is paid one tick at a time; each tick polls epoll even
+call is a checkpoint, then maybe a readiness wait; the two fenced exceptions are a recv after
+its socket was drained, ``_drained``, and a reply right after its recv, ``_reply_in_turn``), so a
+chain of requests is paid one tick at a time; each tick polls epoll even
 when only CPU-bound tasks are runnable; and a task that never yields holds the loop (cooperative
 scheduling cannot take the CPU away).
 """
@@ -166,7 +167,8 @@ class _Unjoined:
 class IORecord:
     """One registered fd: the events epoll watches and the tasks waiting on them.
 
-    The same record, with the same fields, in every home-made loop.
+    The same record, with the same fields, in each loop that keeps its own epoll set:
+    callbacks, futures, greenlets, roundrobin and traps.
     """
 
     __slots__ = ("events", "fd", "fileobj", "reader", "writer")

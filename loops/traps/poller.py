@@ -36,7 +36,8 @@ class IORecord:
     """One watched fd, kept across waits: the events registered and the tasks waiting on them.
 
     Kept registered while its tasks come and go, so a wait is a store here and never an
-    epoll_ctl call. The same record, with the same fields, in every home-made loop.
+    epoll_ctl call. The same record, with the same fields, in each loop that keeps its own
+    epoll set: callbacks, futures, greenlets, roundrobin and traps.
     """
 
     __slots__ = ("events", "fd", "fileobj", "reader", "writer")
