@@ -16,6 +16,8 @@ scheduling state), reset whenever a call waits: cheap, and exact enough, since o
 never waits can run the count up.
 """
 
+# twin of loops/scopes/api.py
+
 from __future__ import annotations
 
 import os

@@ -14,6 +14,8 @@ callbacks loop's ``readiness.py`` gives the commands that compare the two). Any 
 does, so a task waiting on a broken socket learns of the error from its next call.
 """
 
+# twin of loops/scopes/poller.py
+
 from __future__ import annotations
 
 import collections

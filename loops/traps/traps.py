@@ -13,6 +13,7 @@ requests themselves (the loop's second and third ``yield``: see above them).
 """
 
 # twin of loops/completions/traps.py
+# twin of loops/scopes/traps.py
 
 from __future__ import annotations
 
