@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from loops.scopes.kernel import CancelScope, Loop, running_loop
+from loops.scopes.kernel import CancelScope, Loop, _cancelled_by, running_loop
 from loops.scopes.task import CancelledError, Task
 from loops.scopes.traps import wait_children
 
@@ -49,11 +49,14 @@ class Nursery:
         if error is not None and not isinstance(error, CancelledError):
             self.errors.append(error)  # the block's own error stops the children too
             self.cancel_scope.cancel()
-        # Not a checkpoint: a cancellation from outside reaches the children (they are inside
-        # the scopes around this block) and the block waits for them to end.
+        # The wait is not a checkpoint: a cancellation from outside reaches the children (they
+        # are inside the scopes around this block) and the block waits for them to end; the
+        # end of the block is one, so the cancellation surfaces there, once.
         await wait_children(self)
         self._kernel = None
         raised = BaseExceptionGroup("errors in a nursery", self.errors) if self.errors else error
+        if raised is None and _cancelled_by(self.cancel_scope):
+            raised = CancelledError()  # its end is a checkpoint: children were cancelled with it
         if self.cancel_scope.__exit__(None, raised, None):
             return True  # this nursery's own scope was cancelled: the block just ends
         if raised is not error:
