@@ -420,9 +420,11 @@ class Loop:
                         continue
                     # Level-triggered: while a scope around the task is cancelled, every
                     # checkpoint raises, so a task that caught one cancellation meets the next.
+                    # It raises at the task's next run: a checkpoint lets the others run first.
                     if cancelled and request[0] in checkpoints and _cancelled_by(task.scope):
-                        value, throw = None, CancelledError()
-                        continue
+                        task.throw = CancelledError()
+                        ready_push(task)
+                        break
                     try:
                         value = handler(task, request)
                     except Exception as error:  # a bad request: raise it where it was made
