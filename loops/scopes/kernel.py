@@ -145,7 +145,7 @@ class CancelScope:
         self._kernel: Loop | None = None  # the kernel it is entered in, until it is left
         self._parent: CancelScope | None = None  # the scope around it (None: a task's own)
         self._tasks: set[Task] = set()  # the tasks whose innermost scope it is
-        self._children: set[CancelScope] = set()  # the scopes entered inside it
+        self._children: set[CancelScope] | None = None  # the scopes entered inside it, if any
         self._timer: int | None = None  # the seq of its deadline's timer, while armed
 
     def __enter__(self) -> CancelScope:
@@ -612,7 +612,7 @@ class Loop:
         for task in scope._tasks:
             if task.state in unwait:  # waiting: a READY task meets it at its next checkpoint
                 self._interrupt(task, CancelledError())
-        for inner in scope._children:
+        for inner in scope._children or ():
             if not inner._shield:
                 self._deliver(inner)
 
@@ -620,6 +620,8 @@ class Loop:
         task = self.current
         outer = task.scope
         outer._tasks.discard(task)
+        if outer._children is None:  # made on first use: a task's own scope seldom needs one
+            outer._children = set()
         outer._children.add(scope)
         scope._parent = outer
         scope._tasks.add(task)
