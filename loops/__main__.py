@@ -1,6 +1,6 @@
 """`python -m loops` lists what is in loops/, grouped by kind: the variants (home-made loops,
 then reference adapters, each with the styles it speaks here), then what is not a variant (the
-template, the contract, the reading files, the adapters' helpers). `--readme` rewrites the
+template, the contract, the reading files, the shared helpers). `--readme` rewrites the
 variants table in the root README.md and the folder's listing in loops/README.md; `--json`
 prints what this interpreter can run (the bench asks another interpreter so).
 
@@ -29,7 +29,7 @@ KINDS = {
     "template": "template",  # a folder starting with `_`: not a variant (`nox -s new`'s)
     "contract": "contract",  # contract.py
     "reading": "reading",  # another module not starting with `_`: read and run, not a loop
-    "helper": "adapters' helper",  # a module starting with `_`
+    "helper": "shared helper",  # a module starting with `_`
 }
 CONTRACT = "contract.py"
 

@@ -20,6 +20,7 @@ import weakref
 import pytest
 
 import loops
+from loops._poll import PollAsEpoll
 from loops.callbacks import readiness
 from loops.callbacks.reactor import Loop
 
@@ -32,7 +33,7 @@ request_id = contextvars.ContextVar("request_id", default="none")
 def poller(request, monkeypatch):
     """Every loop test runs on epoll and on the select.poll stand-in used where epoll is missing."""
     if request.param == "poll":
-        monkeypatch.setattr(readiness, "new_poller", readiness.PollAsEpoll)
+        monkeypatch.setattr(readiness, "new_poller", PollAsEpoll)
     return request.param
 
 

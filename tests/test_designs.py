@@ -39,9 +39,12 @@ FIELDS = ("io_model", "waits_in", "wake_up", "thread_entries", "cancellation", *
 
 
 def folder_code(name: str) -> str:
-    """A home-made loop's code, its essence left out (the essence is not the loop)."""
+    """A home-made loop's code, its essence left out (the essence is not the loop), with the
+    shared helpers of loops/ it imports (``loops._poll``)."""
     folder = ROOT / "loops" / name
-    return "\n".join(p.read_text() for p in sorted(folder.glob("*.py")) if p.name != "essence.py")
+    own = [p.read_text() for p in sorted(folder.glob("*.py")) if p.name != "essence.py"]
+    shared = sorted(set(re.findall(r"^from loops\.(_\w+) import", "\n".join(own), re.M)))
+    return "\n".join(own + [(ROOT / "loops" / f"{module}.py").read_text() for module in shared])
 
 
 def imported(source: str) -> set[str]:

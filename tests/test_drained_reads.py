@@ -1,15 +1,16 @@
 """Reads after a drained socket: the coroutine loops wait first instead of failing with EAGAIN.
 
-traps, futures and roundrobin try socket calls optimistically. A recv that comes back short has
-emptied the socket, so on a request/response connection the next recv would fail with EAGAIN:
-a syscall and an exception per request (the cost anatomy in reports/bench.md counted one per
-echo request at 100 connections). Each of these loops remembers a drained socket and waits for
-readiness first; these tests pin that, and that it stays a per-socket, optimistic-by-default
-decision.
+traps, futures and roundrobin try socket calls optimistically. On a request/response connection
+the recv after our reply would fail with EAGAIN: a syscall and an exception per request (the
+cost anatomy in reports/bench.md counted one per echo request at 100 connections). Each of these
+loops calls a socket drained when a try found nothing, and its recvs then wait for readiness
+first, but for one in ``TRY_FIRST_EVERY``, which tries first and ends the rule if it finds data;
+these tests pin that, and that it stays a per-socket, optimistic-by-default decision.
 """
 
 from __future__ import annotations
 
+import importlib
 import socket
 
 import pytest
@@ -45,27 +46,6 @@ def _pair() -> tuple[socket.socket, CountingSocket]:
 
 
 @pytest.mark.parametrize("name", LOOPS)
-def test_a_recv_after_a_short_read_waits_first_instead_of_failing(name):
-    co = loops.get(name).coroutines
-
-    async def main():
-        client, server = _pair()
-
-        async def answer_later():
-            await co.sleep(0.01)
-            client.send(b"second")
-
-        with client, server:
-            client.send(b"first")
-            first = await co.recv(server, 100)  # short: the socket is drained
-            await co.spawn(answer_later())
-            second = await co.recv(server, 100)
-            return first, second, server.calls, server.failed
-
-    assert co.run(main()) == (b"first", b"second", 2, 0)
-
-
-@pytest.mark.parametrize("name", LOOPS)
 def test_a_recv_that_fills_its_buffer_stays_optimistic(name):
     co = loops.get(name).coroutines
 
@@ -88,16 +68,66 @@ def test_a_socket_reusing_a_drained_sockets_fd_starts_optimistic(name):
     async def main():
         client, server = _pair()
         with client, server:
-            client.send(b"short")
-            await co.recv(server, 100)  # drained: this fd is marked
+            await co.spawn(_send_later(co, client, b"short"))
+            await co.recv(server, 100)  # found nothing, then a short read: drained either way
             fd = server.fileno()
         client, server = _pair()  # very likely reuses the fd just closed
         with client, server:
-            client.send(b"ready already")
-            data = await co.recv(server, 100)
+            await co.spawn(_send_later(co, client, b"later"))
+            data = await co.recv(server, 100)  # optimistic: tries first, finds nothing
             return data, server.calls, server.failed, fd in (client.fileno(), server.fileno())
 
     data, calls, failed, reused = co.run(main())
     if not reused:
         pytest.skip("the new socket did not reuse the fd, so the case was not exercised")
-    assert (data, calls, failed) == (b"ready already", 1, 0)
+    assert (data, calls, failed) == (b"later", 2, 1)
+
+
+async def _send_later(co, sock: socket.socket, data: bytes) -> None:
+    await co.sleep(0.01)
+    sock.send(data)
+
+
+@pytest.mark.parametrize("name", LOOPS)
+def test_a_socket_whose_try_found_nothing_waits_first_and_tries_again_now_and_then(name):
+    co = loops.get(name).coroutines
+    every = _api(name).TRY_FIRST_EVERY
+
+    async def main():
+        client, server = _pair()
+        with client, server:
+            await co.spawn(_send_later(co, client, b"first"))
+            await co.recv(server, 100)  # tries, finds nothing, waits: drained
+            assert (server.calls, server.failed) == (2, 1)
+            for _ in range(every):  # each answered later: only a try first fails
+                await co.spawn(_send_later(co, client, b"next"))
+                await co.recv(server, 100)
+            return server.calls, server.failed
+
+    # one of the `every` recvs tried first (and failed, then waited); the others waited first
+    assert co.run(main()) == (2 + every + 1, 2)
+
+
+@pytest.mark.parametrize("name", LOOPS)
+def test_a_drained_socket_whose_try_finds_data_is_optimistic_again(name):
+    co = loops.get(name).coroutines
+    every = _api(name).TRY_FIRST_EVERY
+
+    async def main():
+        client, server = _pair()
+        with client, server:
+            await co.spawn(_send_later(co, client, b"first"))
+            await co.recv(server, 100)  # drained
+            for _ in range(every):  # data there already: one of these tries first and finds it
+                client.send(b"ready")
+                await co.recv(server, 100)
+            failed = server.failed
+            await co.spawn(_send_later(co, client, b"later"))
+            await co.recv(server, 100)  # optimistic again: tries first, finds nothing
+            return failed, server.failed
+
+    assert co.run(main()) == (1, 2)
+
+
+def _api(name: str):
+    return importlib.import_module(f"loops.{name}.api")

@@ -529,3 +529,31 @@ def test_a_getter_cancelled_after_its_wake_up_passes_it_on():
         return got
 
     assert co.run(main()) == [("second", "item")]
+
+
+def test_the_kernel_runs_on_poll_where_epoll_is_missing(monkeypatch):
+    """Where there is no epoll, loops._poll.PollAsEpoll stands in: waits, a timed wait that
+    rounds up, an fd watched both ways, and a cancelled wait that unregisters."""
+    from loops._poll import PollAsEpoll
+    from loops.traps import poller
+
+    monkeypatch.setattr(poller, "new_poller", PollAsEpoll)
+
+    async def main():
+        assert type(running_loop()._io.epoll) is PollAsEpoll
+        a, b = _pair()
+        with a, b:
+
+            async def answer():
+                await co.sleep(0.0005)  # under a millisecond: poll's timeout must round up
+                await co.sendall(a, b"ping")
+
+            await co.spawn(answer())
+            got = await co.recv(b, 10)
+            reader = await co.spawn(co.recv(b, 10))
+            await co.sleep(0)
+            await co.sendall(b, b"pong")  # b watched both ways while the reader waits
+            await co.cancel(reader)
+            return got, a.recv(10), running_loop()._io.records.get(b.fileno())
+
+    assert co.run(main()) == (b"ping", b"pong", None)

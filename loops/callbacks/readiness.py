@@ -12,9 +12,10 @@ BSDs), ``select.poll`` stands in; never ``select()``: its 1024-fd ceiling.
 from __future__ import annotations
 
 import contextlib
-import math
 import select
 from typing import Any
+
+from loops._poll import new_poller
 
 # Event bits: POLLIN/POLLOUT have the same values as EPOLLIN/EPOLLOUT (1 and 4).
 READ, WRITE = select.POLLIN, select.POLLOUT  # what a reader / a writer waits for
@@ -39,32 +40,6 @@ class IORecord:
         self.events = events  # the poll bits registered: READ if a reader, WRITE if a writer
         self.reader: Any = None  # the Handle queued when the fd is readable
         self.writer: Any = None  # the Handle queued when the fd is writable
-
-
-# twin of loops/traps/poller.py: PollAsEpoll
-class PollAsEpoll:
-    """``select.poll`` behind the ``select.epoll`` calls a loop makes, where there is no epoll."""
-
-    def __init__(self) -> None:
-        self._poll = select.poll()
-        self.register = self._poll.register
-        self.modify = self._poll.modify
-        self.unregister = self._poll.unregister
-
-    def poll(self, timeout: float | None = -1, maxevents: int = -1) -> list[tuple[int, int]]:
-        if timeout is None or timeout < 0:
-            return self._poll.poll()
-        # Round up, like epoll: waking a little late is fine, waking early is a spin.
-        return self._poll.poll(math.ceil(timeout * 1e3))
-
-    def close(self) -> None:
-        pass  # a poll object holds no fd
-
-
-# twin of loops/traps/poller.py: new_poller
-def new_poller() -> Any:
-    """epoll where there is one (Linux), else poll; never select() and its 1024-fd ceiling."""
-    return select.epoll() if hasattr(select, "epoll") else PollAsEpoll()
 
 
 def fileno(fileobj: Any) -> int:

@@ -30,5 +30,8 @@ VARIANT = Variant(
     ),
     reporting="epoll-level",
     ghost_fds="rebuilds (`Loop._drop_ghost`)",
-    socket_call_first="tries (waits first when its last `recv` drained the socket: `_drained`)",
+    socket_call_first=(
+        "tries (waits first on a socket whose last try found nothing, trying first again one "
+        "`recv` in `TRY_FIRST_EVERY`: `_drained`)"
+    ),
 )

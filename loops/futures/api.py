@@ -14,6 +14,7 @@ addresses (as the lab's workloads do) or accept a blocking DNS lookup.
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import types
@@ -234,7 +235,7 @@ def gather(*awaitables: Any) -> Generator[Any, Any, list[Any]]:
 def _retry(sock: socket.socket, event: int, call: Any, *args: Any) -> Generator[Any, Any, Any]:
     """call(*args) on non-blocking sock, waiting for it to be ready for event after each
     BlockingIOError (the call is tried first: most of the time it just succeeds)."""
-    if sock.gettimeout() != 0:  # blocking: would freeze the loop (the check's call only then)
+    if sock.getblocking():  # blocking: would freeze the loop (the check's call only then)
         check_nonblocking(sock)
     idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
     while True:
@@ -268,44 +269,47 @@ def _woken_for_nothing(idle: int) -> int:
     return idle
 
 
+TRY_FIRST_EVERY = 8  # of a drained socket's recvs, one in this many tries first anyway
+
+
 # twin of loops/traps/api.py: _drained
-# Speed trick, fenced here: the fds whose last recv came back short. A short read means the
-# kernel handed over everything it had, so the next recv on that socket would most likely fail
-# with EAGAIN (a request/response peer answers only after our reply): that costs a syscall and
-# a BlockingIOError per request. A drained socket waits for readiness first instead; a recv that
-# fills its buffer puts the socket back on the optimistic path (a stream has more queued).
-# Waiting first is always correct (level-triggered readiness: data already there wakes us at
-# once). Keyed by fd for a cheap lookup, holding a weak reference so that a socket reusing a
-# closed socket's fd starts optimistic and no socket is kept alive. Measured (echo, 1 KiB x
-# 100 connections): one failed recv per request before, none after; the folder README has
-# the figures and the command.
-_drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came back short
+# Speed trick, fenced here: the fds whose last try at a recv found nothing. On a
+# request/response connection the recv right after our reply finds nothing (the peer answers
+# only once it has the reply): a syscall and a BlockingIOError per request. So a socket whose
+# try found nothing is drained, and its recvs wait for readiness first instead (always correct:
+# epoll is level-triggered, data already there wakes us at once). One drained recv in
+# TRY_FIRST_EVERY (counted across sockets) tries first anyway, and a try that finds data puts
+# the socket back on the optimistic path: where the peer is ahead (a stream, a pipelining
+# client, a server slower than its clients) trying first does not fail, and waiting would cost
+# a turn of the loop per call. Keyed by fd for a cheap lookup, holding a weak reference so
+# that a socket reusing a closed socket's fd starts optimistic and no socket is kept alive.
+# Measured (echo, 1 KiB x 100 connections): the folder README has the figures and the command.
+_drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last try found nothing
+_probes = itertools.count(1)  # drained recvs so far (TRY_FIRST_EVERY)
 
 
 @types.coroutine
 def recv(sock: socket.socket, n: int) -> Generator[Any, Any, bytes]:
     """Receive up to n bytes; b'' at end of stream."""
-    if sock.gettimeout() != 0:  # blocking: would freeze the loop (the check's call only then)
+    if sock.getblocking():  # blocking: would freeze the loop (the check's call only then)
         check_nonblocking(sock)
     fd = sock.fileno()
     drained = _drained.get(fd)
     idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
-    was_drained = drained is not None and drained() is sock
-    if was_drained:  # emptied last time: wait first (_drained)
-        yield from (_running.loop or get_running_loop()).wait(sock, EVENT_READ)
+    if drained is not None and drained() is sock and next(_probes) % TRY_FIRST_EVERY:
+        yield from (_running.loop or get_running_loop()).wait(sock, EVENT_READ)  # (_drained)
         idle = 0
     while True:
         try:
             data = sock.recv(n)
         except BlockingIOError:
+            if idle < 0:  # a try found nothing: wait first from now on (_drained)
+                _drained[fd] = weakref.ref(sock)
             idle = _woken_for_nothing(idle) if idle >= 0 else 0
             yield from (_running.loop or get_running_loop()).wait(sock, EVENT_READ)
             continue
-        if len(data) < n:
-            if not was_drained:  # else the mark is in place: no new weak reference per read
-                _drained[fd] = weakref.ref(sock)
-        elif drained is not None:
-            _drained.pop(fd, None)
+        if idle < 0 and drained is not None:  # a try found data: optimistic again
+            del _drained[fd]
         return data
 
 
@@ -330,7 +334,7 @@ def accept(sock: socket.socket) -> Generator[Any, Any, tuple[socket.socket, Any]
 @types.coroutine
 def sendall(sock: socket.socket, data: bytes) -> Generator[Any, Any, None]:
     """Send all of data, waiting for the socket to drain when its buffer is full."""
-    if sock.gettimeout() != 0:  # blocking: would freeze the loop (the check's call only then)
+    if sock.getblocking():  # blocking: would freeze the loop (the check's call only then)
         check_nonblocking(sock)
     try:
         sent = sock.send(data)
@@ -351,7 +355,7 @@ def sendall(sock: socket.socket, data: bytes) -> Generator[Any, Any, None]:
 @types.coroutine
 def connect(sock: socket.socket, address: Any) -> Generator[Any, Any, None]:
     """Connect sock to address, waiting for the handshake to finish."""
-    if sock.gettimeout() != 0:  # blocking: would freeze the loop (the check's call only then)
+    if sock.getblocking():  # blocking: would freeze the loop (the check's call only then)
         check_nonblocking(sock)
     try:
         sock.connect(address)

@@ -162,7 +162,7 @@ def _wait(task: Task, sock: socket.socket, event: int, waited: bool) -> bool:
 def _ready_for(sock: socket.socket) -> Task:
     # _current() inlined (a Python call fewer per socket call); called only for its error.
     task = getattr(greenlet.getcurrent(), "lab_task", None) or _current()
-    if sock.gettimeout() != 0:  # blocking, or with a timeout: the hub needs it non-blocking
+    if sock.getblocking():  # blocking, or with a timeout: the hub needs it non-blocking
         sock.setblocking(False)
     return task
 

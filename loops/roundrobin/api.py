@@ -22,6 +22,7 @@ Two choices follow from the idea that every task gets exactly one turn per tick:
 
 from __future__ import annotations
 
+import itertools
 import os
 import types
 import weakref
@@ -220,33 +221,38 @@ def _woken_for_nothing(idle: int) -> int:
     return idle
 
 
+TRY_FIRST_EVERY = 8  # of a drained socket's recvs, one in this many tries first anyway
+
+
 # twin of loops/traps/api.py: _drained
-# Speed trick, fenced here: the fds whose last recv came back short. A short read means the
-# kernel handed over everything it had, so the next recv on that socket would most likely fail
-# with EAGAIN (a request/response peer answers only after our reply): a syscall and a
-# BlockingIOError, after a checkpoint tick during which the fd may be reported ready with
-# nobody waiting (the loop then narrows its registration, and the wait registers it again:
-# two epoll_ctl). A drained socket waits for readiness at once instead: the wait is the
-# checkpoint, and the registration is in place when the data comes. A recv that fills its
-# buffer puts the socket back on the optimistic path (a stream has more queued). Waiting first
-# is always correct (level-triggered readiness: data already there wakes us at once). Keyed by
-# fd for a cheap lookup, holding a weak reference so that a socket reusing a closed socket's fd
-# starts optimistic and no socket is kept alive. Measured (echo, 1 KiB x 100 connections): the
-# folder README has the figures and the command.
-_drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came back short
+# Speed trick, fenced here: the fds whose last try at a recv found nothing. On a
+# request/response connection the recv right after our reply finds nothing (the peer answers
+# only once it has the reply): a syscall and a BlockingIOError per request. So a socket whose
+# try found nothing is drained, and its recvs wait for readiness first instead (always correct:
+# epoll is level-triggered, data already there wakes us at once); here a try comes after a
+# checkpoint tick, during which the fd may be reported ready with nobody waiting (the loop then
+# narrows its registration, and the wait registers it again: two epoll_ctl), so a wait first
+# is the checkpoint, with the registration in place when the data comes. One drained recv in
+# TRY_FIRST_EVERY (counted across sockets) tries first anyway, and a try that finds data puts
+# the socket back on the optimistic path: where the peer is ahead (a stream, a pipelining
+# client, a server slower than its clients) trying first does not fail, and waiting would cost
+# a turn of the loop per call. Keyed by fd for a cheap lookup, holding a weak reference so
+# that a socket reusing a closed socket's fd starts optimistic and no socket is kept alive.
+# Measured (echo, 1 KiB x 100 connections): the folder README has the figures and the command.
+_drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last try found nothing
+_probes = itertools.count(1)  # drained recvs so far (TRY_FIRST_EVERY)
 
 
 @types.coroutine
 def recv(sock, n: int):
     """Receive up to n bytes; b'' at end of stream."""
-    if sock.gettimeout() != 0:  # blocking: would freeze the loop (the check's call only then)
+    if sock.getblocking():  # blocking: would freeze the loop (the check's call only then)
         check_nonblocking(sock)
     fd = sock.fileno()
     drained = _drained.get(fd)
     idle = -1  # wake-ups in this call that found nothing (-1: not woken yet): _woken_for_nothing
-    was_drained = drained is not None and drained() is sock
-    if was_drained:  # emptied last time: wait first (_drained)
-        yield ("read", sock)
+    if drained is not None and drained() is sock and next(_probes) % TRY_FIRST_EVERY:
+        yield ("read", sock)  # found nothing lately: wait first (_drained)
         idle = 0
     else:
         yield _NEXT_TICK
@@ -254,14 +260,13 @@ def recv(sock, n: int):
         try:
             data = sock.recv(n)
         except BlockingIOError:
+            if idle < 0:  # a try found nothing: wait first from now on (_drained)
+                _drained[fd] = weakref.ref(sock)
             idle = _woken_for_nothing(idle) if idle >= 0 else 0
             yield ("read", sock)
             continue
-        if len(data) < n:
-            if not was_drained:  # else the mark is in place: no new weak reference per read
-                _drained[fd] = weakref.ref(sock)
-        elif drained is not None:
-            _drained.pop(fd, None)
+        if idle < 0 and drained is not None:  # a try found data: optimistic again
+            del _drained[fd]
         _turn_began[0] = sock  # this recv yielded first: a reply may skip its checkpoint
         return data
 
@@ -309,7 +314,7 @@ def _reply_in_turn(sock) -> bool:
 @types.coroutine
 def sendall(sock, data: bytes):
     """Send all of data, waiting for the socket to drain as often as needed."""
-    if sock.gettimeout() != 0:  # blocking: would freeze the loop (the check's call only then)
+    if sock.getblocking():  # blocking: would freeze the loop (the check's call only then)
         check_nonblocking(sock)
     if not _reply_in_turn(sock):
         yield _NEXT_TICK

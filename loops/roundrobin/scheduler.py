@@ -275,7 +275,7 @@ class Loop:
                 self._collect_threads()
 
             # 2. Expire timers: wake every sleeper whose deadline has passed, earliest first.
-            now = monotonic()
+            now = monotonic() if timers else 0.0  # no timer: no clock read
             while timers and timers[0][0] <= now:
                 task = heappop(timers)[2]
                 if task is None:

@@ -25,7 +25,8 @@ VARIANT = Variant(
     reporting="epoll-level",
     ghost_fds="rebuilds (`Poller.drop_ghosts`)",
     socket_call_first=(
-        "tries (waits first when its last `recv` drained the socket, `_drained`; yields a turn "
-        "after `FAST_CALLS_PER_TURN` calls that did not wait)"
+        "tries (waits first on a socket whose last try found nothing, trying first again one "
+        "`recv` in `TRY_FIRST_EVERY`, `_drained`; yields a turn after `FAST_CALLS_PER_TURN` "
+        "calls that did not wait)"
     ),
 )

@@ -22,6 +22,7 @@ never waits can run the count up.
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import weakref
@@ -45,18 +46,21 @@ from loops.scopes.traps import (
 )
 
 FAST_CALLS_PER_TURN = 16  # socket calls that may complete in a row before a forced yield
+TRY_FIRST_EVERY = 8  # of a drained socket's recvs, one in this many tries first anyway
 
-# Speed trick, fenced here: the fds whose last recv came back short. A short read means the
-# kernel handed over everything it had, so the next recv on that socket would most likely fail
-# with EAGAIN (a request/response peer answers only after our reply): that costs a syscall and
-# a BlockingIOError per request. A drained socket waits for readiness first instead; a recv that
-# fills its buffer puts the socket back on the optimistic path (a stream has more queued).
-# Waiting first is always correct (epoll is level-triggered: data already there wakes us at
-# once). Keyed by fd for a cheap lookup, holding a weak reference so that a socket reusing a
-# closed socket's fd starts optimistic and no socket is kept alive. Measured (echo, 1 KiB x
-# 100 connections): one failed recv per request before, none after; the folder README has
-# the figures and the command.
-_drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last recv came back short
+# Speed trick, fenced here: the fds whose last try at a recv found nothing. On a
+# request/response connection the recv right after our reply finds nothing (the peer answers
+# only once it has the reply): a syscall and a BlockingIOError per request. So a socket whose
+# try found nothing is drained, and its recvs wait for readiness first instead (always correct:
+# epoll is level-triggered, data already there wakes us at once). One drained recv in
+# TRY_FIRST_EVERY (counted across sockets) tries first anyway, and a try that finds data puts
+# the socket back on the optimistic path: where the peer is ahead (a stream, a pipelining
+# client, a server slower than its clients) trying first does not fail, and waiting would cost
+# a turn of the loop per call. Keyed by fd for a cheap lookup, holding a weak reference so
+# that a socket reusing a closed socket's fd starts optimistic and no socket is kept alive.
+# Measured (echo, 1 KiB x 100 connections): the folder README has the figures and the command.
+_drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last try found nothing
+_probes = itertools.count(1)  # drained recvs so far (TRY_FIRST_EVERY)
 
 # The rare path, fenced here: a socket call that fails with EAGAIN right after the kernel woke
 # it for that socket was woken for nothing. Level-triggered readiness that is real cannot do
@@ -124,33 +128,34 @@ async def timeout_after(seconds: float, coro: Any) -> Any:
 
 async def recv(sock: socket.socket, n: int) -> bytes:
     """Receive up to n bytes; b'' at EOF."""
-    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+    if sock.getblocking():  # blocking: would freeze the loop
         check_nonblocking(sock)
     kernel = _running.loop or running_loop()  # running_loop() raises outside of run()
     if kernel.fast_calls >= FAST_CALLS_PER_TURN:
         await _yield_turn(kernel)
     fd = sock.fileno()
     drained = _drained.get(fd)
-    if drained is not None and drained() is sock:  # emptied last time: wait first (_drained)
-        kernel.fast_calls = 0
-        await wait_readable(sock)
+    if drained is None or drained() is not sock or not next(_probes) % TRY_FIRST_EVERY:
         try:
-            data = sock.recv(n)  # what the wait was for
-        except BlockingIOError:  # woken for nothing: one wake-up counted (_woken_for_nothing)
-            data = await _try_first(kernel, sock, wait_readable, 0, sock.recv, n)
-        if len(data) == n:  # a full buffer: a stream, back to trying first
-            _drained.pop(fd, None)
-        return data  # still drained: its mark stands, no new one made
-    # -1: not woken yet in this call (_woken_for_nothing)
-    data = await _try_first(kernel, sock, wait_readable, -1, sock.recv, n)
-    if len(data) < n:
-        _drained[fd] = weakref.ref(sock)
-    return data
+            data = sock.recv(n)
+        except BlockingIOError:  # found nothing: wait, and wait first from now on (_drained)
+            _drained[fd] = weakref.ref(sock)
+        else:
+            if drained is not None:  # found data: optimistic again
+                del _drained[fd]
+            kernel.fast_calls += 1
+            return data
+    kernel.fast_calls = 0
+    await wait_readable(sock)
+    try:
+        return sock.recv(n)  # what the wait was for
+    except BlockingIOError:  # woken for nothing: one wake-up counted (_woken_for_nothing)
+        return await _try_first(kernel, sock, wait_readable, 0, sock.recv, n)
 
 
 async def sendall(sock: socket.socket, data: bytes) -> None:
     """Send all of data, waiting for the socket to drain as needed."""
-    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+    if sock.getblocking():  # blocking: would freeze the loop
         check_nonblocking(sock)
     kernel = _running.loop or running_loop()  # running_loop() raises outside of run()
     if kernel.fast_calls >= FAST_CALLS_PER_TURN:
@@ -159,11 +164,10 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
         sent = sock.send(data)
     except BlockingIOError:
         sent = 0
-    # len() of bytes is its size; of a memoryview or array, its item count: ask the buffer.
-    size = len(data) if type(data) is bytes else memoryview(data).nbytes
-    if sent == size:  # the usual case: the socket buffer took it all
+    if sent == len(data) and type(data) is bytes:  # the usual case: the buffer took it all
         kernel.fast_calls += 1
         return
+    # (len() of a memoryview or an array counts items: the loop below counts bytes.)
     kernel.fast_calls = 0
     idle = 0  # wake-ups that found no room (see _woken_for_nothing)
     with memoryview(data) as view, view.cast("B") as remaining:
@@ -177,7 +181,7 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
 
 async def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
     """Accept a connection: (a non-blocking socket, the peer's address)."""
-    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+    if sock.getblocking():  # blocking: would freeze the loop
         check_nonblocking(sock)
     kernel = _running.loop or running_loop()  # running_loop() raises outside of run()
     if kernel.fast_calls >= FAST_CALLS_PER_TURN:
@@ -189,7 +193,7 @@ async def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
 
 async def connect(sock: socket.socket, address: Any) -> None:
     """Connect sock to address (resolved addresses: a host name is looked up blocking)."""
-    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+    if sock.getblocking():  # blocking: would freeze the loop
         check_nonblocking(sock)
     try:
         sock.connect(address)
@@ -204,7 +208,7 @@ async def connect(sock: socket.socket, address: Any) -> None:
 
 async def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
     """Receive a datagram of up to n bytes: (data, sender's address)."""
-    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+    if sock.getblocking():  # blocking: would freeze the loop
         check_nonblocking(sock)
     kernel = _running.loop or running_loop()  # running_loop() raises outside of run()
     if kernel.fast_calls >= FAST_CALLS_PER_TURN:
@@ -214,7 +218,7 @@ async def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
 
 async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
     """Send a datagram to address; returns the number of bytes sent."""
-    if sock.gettimeout() != 0:  # blocking: would freeze the loop
+    if sock.getblocking():  # blocking: would freeze the loop
         check_nonblocking(sock)
     kernel = _running.loop or running_loop()  # running_loop() raises outside of run()
     if kernel.fast_calls >= FAST_CALLS_PER_TURN:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import math
 import select
 import socket
 from collections.abc import Callable
 from typing import Any
 
+from loops._poll import new_poller
 from loops.traps.task import READING, READY, SUSPEND, WRITING, Task
 
 IN, OUT = select.POLLIN, select.POLLOUT  # the interest bits
@@ -241,29 +241,3 @@ class Poller:
         if self._wake_pair is not None:
             for sock in self._wake_pair:
                 sock.close()
-
-
-# twin of loops/callbacks/readiness.py: PollAsEpoll
-class PollAsEpoll:
-    """``select.poll`` behind the ``select.epoll`` calls a loop makes, where there is no epoll."""
-
-    def __init__(self) -> None:
-        self._poll = select.poll()
-        self.register = self._poll.register
-        self.modify = self._poll.modify
-        self.unregister = self._poll.unregister
-
-    def poll(self, timeout: float | None = -1, maxevents: int = -1) -> list[tuple[int, int]]:
-        if timeout is None or timeout < 0:
-            return self._poll.poll()
-        # Round up, like epoll: waking a little late is fine, waking early is a spin.
-        return self._poll.poll(math.ceil(timeout * 1e3))
-
-    def close(self) -> None:
-        pass  # a poll object holds no fd
-
-
-# twin of loops/callbacks/readiness.py: new_poller
-def new_poller() -> Any:
-    """epoll where there is one (Linux), else poll; never select() and its 1024-fd ceiling."""
-    return select.epoll() if hasattr(select, "epoll") else PollAsEpoll()
