@@ -68,8 +68,7 @@ def test_a_socket_reusing_a_drained_sockets_fd_starts_optimistic(name):
     async def main():
         client, server = _pair()
         with client, server:
-            await co.spawn(_send_later(co, client, b"short"))
-            await co.recv(server, 100)  # found nothing, then a short read: drained either way
+            await _drain(co, client, server)
             fd = server.fileno()
         client, server = _pair()  # very likely reuses the fd just closed
         with client, server:
@@ -88,6 +87,12 @@ async def _send_later(co, sock: socket.socket, data: bytes) -> None:
     sock.send(data)
 
 
+async def _drain(co, client: socket.socket, server: CountingSocket) -> None:
+    """A recv that tries, finds nothing and waits for the bytes sent later: server is drained."""
+    await co.spawn(_send_later(co, client, b"first"))
+    await co.recv(server, 100)
+
+
 @pytest.mark.parametrize("name", LOOPS)
 def test_a_socket_whose_try_found_nothing_waits_first_and_tries_again_now_and_then(name):
     co = loops.get(name).coroutines
@@ -96,8 +101,7 @@ def test_a_socket_whose_try_found_nothing_waits_first_and_tries_again_now_and_th
     async def main():
         client, server = _pair()
         with client, server:
-            await co.spawn(_send_later(co, client, b"first"))
-            await co.recv(server, 100)  # tries, finds nothing, waits: drained
+            await _drain(co, client, server)
             assert (server.calls, server.failed) == (2, 1)
             for _ in range(every):  # each answered later: only a try first fails
                 await co.spawn(_send_later(co, client, b"next"))
@@ -116,8 +120,7 @@ def test_a_drained_socket_whose_try_finds_data_is_optimistic_again(name):
     async def main():
         client, server = _pair()
         with client, server:
-            await co.spawn(_send_later(co, client, b"first"))
-            await co.recv(server, 100)  # drained
+            await _drain(co, client, server)
             for _ in range(every):  # data there already: one of these tries first and finds it
                 client.send(b"ready")
                 await co.recv(server, 100)
@@ -131,3 +134,26 @@ def test_a_drained_socket_whose_try_finds_data_is_optimistic_again(name):
 
 def _api(name: str):
     return importlib.import_module(f"loops.{name}.api")
+
+
+def test_greenlets_waits_first_once_after_a_try_that_found_nothing():
+    """The blocking-style twin of the rule: one wait first after a try that found nothing."""
+    co = loops.get("greenlets").blocking
+
+    def main():
+        client, server = _pair()
+        with client, server:
+
+            def send_later(data: bytes) -> None:
+                co.sleep(0.01)
+                client.send(data)
+
+            counts = []
+            for data in (b"first", b"second", b"third"):
+                co.spawn(send_later, data)
+                assert co.recv(server, 100) == data
+                counts.append((server.calls, server.failed))
+            return counts
+
+    # tries and fails, then waits (2 calls); waits first (1 call); tries and fails again (2)
+    assert co.run(main) == [(2, 1), (3, 1), (5, 2)]

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loops.completions import buffers, leftovers
-from loops.completions.kernel import Loop, now, running_loop
+from loops.completions.kernel import Loop, _running, now, running_loop
 from loops.completions.leftovers import kept  # the dict itself: a truth test per call
 from loops.completions.queues import Queue
 from loops.completions.task import CancelledError, Expired
@@ -183,13 +183,13 @@ async def recv(sock: socket.socket, n: int) -> bytes:
     interrupt the task between the syscall and its return, so a cancellation or a timeout loses
     nothing; and since every try yields first, a connection that always has bytes cannot keep
     the others from running."""
-    if sock.gettimeout() != 0:  # blocking: a clear error, as in every loop
+    if sock.getblocking():  # blocking: a clear error, as in every loop
         check_nonblocking(sock)
     if n <= 0:
         if n < 0:
             raise ValueError("negative buffersize in recv")
         return b""
-    kernel = running_loop()
+    kernel = _running.loop or running_loop()  # running_loop() raises outside of run()
     tried = not kernel.recv_skips_left  # else a try found nothing not long ago: to the ring
     if tried:
         await sleep(0)  # the others' turn first: the peer may answer meanwhile
@@ -234,7 +234,7 @@ async def sendall(sock: socket.socket, data: bytes) -> None:
     ``OSError`` the SEND's completion would have raised. Receives are tried too, but at the
     task's next turn and only while the tries find bytes (``recv``): a receive waits for its
     peer far more often than a send waits for room."""
-    if sock.gettimeout() != 0:
+    if sock.getblocking():
         check_nonblocking(sock)
     if type(data) is not bytes:
         data = bytes(data)  # a fixed address the caller cannot change under Linux
@@ -272,7 +272,7 @@ def _complete_accept(res: int, name: Any, listener: Any, *, interrupted: bool) -
 
 async def accept(sock: socket.socket) -> tuple[socket.socket, Any]:
     """Accept a connection: (a non-blocking socket, the peer's address)."""
-    if sock.gettimeout() != 0:
+    if sock.getblocking():
         check_nonblocking(sock)
     if kept:
         accepted = leftovers.take(sock)
@@ -301,7 +301,7 @@ def _complete_connect(res: int, pinned: Any, sock: Any, *, interrupted: bool) ->
 
 async def connect(sock: socket.socket, address: Any) -> None:
     """Connect sock to address (a host name is resolved blocking, as in the traps loop)."""
-    if sock.gettimeout() != 0:
+    if sock.getblocking():
         check_nonblocking(sock)
     name = ctypes.create_string_buffer(_sockaddr(sock, address))
     await operation(
@@ -350,7 +350,7 @@ def _complete_recvmsg(res: int, pinned: tuple, sock: Any, *, interrupted: bool) 
 
 async def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
     """Receive a datagram of up to n bytes: (data, sender's address)."""
-    if sock.gettimeout() != 0:
+    if sock.getblocking():
         check_nonblocking(sock)
     if kept:
         received = leftovers.take(sock)
@@ -370,7 +370,7 @@ async def recvfrom(sock: socket.socket, n: int) -> tuple[bytes, Any]:
 
 async def sendto(sock: socket.socket, data: bytes, address: Any) -> int:
     """Send a datagram to address; returns the number of bytes sent."""
-    if sock.gettimeout() != 0:
+    if sock.getblocking():
         check_nonblocking(sock)
     if type(data) is not bytes:
         data = bytes(data)

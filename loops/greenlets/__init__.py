@@ -21,7 +21,7 @@ VARIANT = Variant(
     capabilities=EVERY_CAPABILITY,
     blocking=api,
     io_model="readiness",
-    waits_in="selectors.DefaultSelector",
+    waits_in="select.epoll",
     wake_up="socketpair",
     thread_entries=("run_in_thread",),
     cancellation=(
@@ -30,5 +30,8 @@ VARIANT = Variant(
     ),
     reporting="epoll-level",
     ghost_fds="rebuilds (`Hub.drop_ghosts`)",
-    socket_call_first="tries (`Hub.wait_io` only on `BlockingIOError`)",
+    socket_call_first=(
+        "tries (`Hub.wait_io` only on `BlockingIOError`; after a try that found nothing, the "
+        "next `recv` waits first, once: `_drained`)"
+    ),
 )

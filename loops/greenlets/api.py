@@ -12,6 +12,7 @@ import math
 import os
 import socket
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -167,13 +168,32 @@ def _ready_for(sock: socket.socket) -> Task:
     return task
 
 
+# Speed trick, fenced here: the fds whose last try at a recv found nothing. On a
+# request/response connection the recv right after our reply finds nothing (the peer answers
+# only once it has the reply): a syscall and a BlockingIOError, whose message alone costs a
+# locale decoding, per request. So the next recv on such a socket waits for readiness first,
+# once (always correct: epoll is level-triggered, data already there wakes us at once), and the
+# one after it tries first again: where the peer is ahead (a stream, a pipelining client, a
+# server slower than its clients) a failed try costs one wait, not one per call. The traps
+# kernel keeps a socket drained until a try finds data (its `_drained`); here the rule is the
+# simplest that halves the failed receives. Keyed by fd, holding a weak reference so that a
+# socket reusing a closed socket's fd starts optimistic and no socket is kept alive.
+_drained: dict[int, weakref.ref] = {}  # fd -> the socket whose last try found nothing
+
+
 def recv(sock: socket.socket, n: int) -> bytes:
     task = _ready_for(sock)
-    waited = False
+    fd = sock.fileno()
+    drained = _drained.pop(fd, None)
+    waited = drained is not None and drained() is sock
+    if waited:  # the last try found nothing: this recv waits first (_drained)
+        task.hub.wait_io(task, sock, READ)
     while True:
         try:
             return sock.recv(n)
         except BlockingIOError:
+            if not waited:  # a try found nothing: the next recv waits first
+                _drained[fd] = weakref.ref(sock)
             waited = _wait(task, sock, READ, waited)
 
 

@@ -6,8 +6,9 @@ wait puts the task on the ready queue, and the hub switches back into it. The hu
 task nothing but the turn: the task makes its socket call, takes its queue item or reads the
 joined task's outcome itself, so a cancel between the wake-up and the turn loses nothing.
 
-The loop has the three stages of every home-made loop: wait for I/O (``selectors``, epoll
-here, blocking only while nothing is ready), expire timers, run the ready batch.
+The loop has the three stages of every home-made loop: wait for I/O (epoll, read directly as
+the traps and callbacks loops read it, blocking only while nothing is ready), expire timers,
+run the ready batch.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import contextlib
 import heapq
 import itertools
 import os
-import selectors
+import select
 import socket
 import time
 from collections.abc import Callable
@@ -26,7 +27,12 @@ from typing import Any
 
 import greenlet
 
-READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+from loops._poll import new_poller
+
+READ, WRITE = select.POLLIN, select.POLLOUT  # the interest bits
+# Any bit but "writable" (data, EOF, an error, a hang-up) reaches a reader, any bit but
+# "readable" reaches a writer: the way selectors reports them too.
+WAKES_READER, WAKES_WRITER = ~WRITE, ~READ
 MAX_WAIT = 24 * 3600.0  # a poll's longest wait: epoll refuses one past time_t (asyncio's cap)
 COMPACT_MIN_TIMERS = 100  # compact the timer heap only past this many entries...
 COMPACT_CANCELLED_SHARE = 0.5  # ...when more than this share of them is cancelled (asyncio's)
@@ -104,13 +110,13 @@ class IORecord:
     def __init__(self, fileobj: Any, fd: int, events: int) -> None:
         self.fileobj = fileobj  # the socket
         self.fd = fd
-        self.events = events  # the selector events registered (READ, WRITE)
+        self.events = events  # the poll bits registered (READ, WRITE)
         self.reader: Task | None = None  # the task waiting to read, if any
         self.writer: Task | None = None  # the task waiting to write, if any
 
 
 class Hub:
-    """The loop: ready queue, timer heap, selector, and the threads' wake-up."""
+    """The loop: ready queue, timer heap, epoll, and the threads' wake-up."""
 
     def __init__(self) -> None:
         self.glet = greenlet.greenlet(self._loop)  # its parent: the greenlet that calls run()
@@ -118,7 +124,7 @@ class Hub:
         self._timers: list[tuple[float, int]] = []  # (deadline, seq) heap; entries die lazily
         self._timed: dict[int, tuple[Task, BaseException | None]] = {}  # seq -> (task, throw)
         self._seq = itertools.count()
-        self._selector = selectors.DefaultSelector()  # epoll here
+        self._epoll = new_poller()  # epoll on Linux
         self.records: dict[int, IORecord] = {}  # fd -> its IORecord
         self._io_waiters = 0  # tasks waiting on an fd (with none, no timer, nothing ready:
         self._in_threads = 0  # nor thread work pending, the program can never progress)
@@ -148,7 +154,7 @@ class Hub:
             if self.records or timeout:
                 self._poll(timeout)
             # Stage 2: expire timers: sleepers wake, timeouts interrupt their task.
-            now = time.monotonic()
+            now = time.monotonic() if self._timers else 0.0  # no timer: no clock read
             while self._timers and self._timers[0][0] <= now:
                 entry = self._timed.pop(heapq.heappop(self._timers)[1], None)
                 if entry is not None:
@@ -164,29 +170,30 @@ class Hub:
                 task.glet.switch()
 
     def _poll(self, timeout: float | None) -> None:
-        start = time.monotonic()
-        polled = self._selector.select(timeout)
-        if (
-            not polled
-            and timeout != 0
-            and (timeout is None or time.monotonic() - start < timeout - 0.001)
-        ):  # woken for no fd the selector knows: a ghost it filters out (see drop_ghosts)
-            self.drop_ghosts()
-        for key, events in polled:
-            record = key.data
-            if record.fileobj.fileno() != record.fd or not events & record.events:
-                self.drop_ghosts()  # closed behind our back, or bits never asked for: a ghost
+        records = self.records
+        for fd, bits in self._epoll.poll(timeout):
+            record = records.get(fd)
+            if record is None or record.fileobj.fileno() != fd:
+                self.drop_ghosts()  # an fd nobody watches, or one closed behind our back
                 return
-            if events & READ:
-                if (task := record.reader) is not None:
+            if bits & WAKES_READER:
+                if not record.events & READ:
+                    if not bits & WAKES_WRITER:  # "readable" where it was never asked: a ghost
+                        self.drop_ghosts()
+                        return
+                elif (task := record.reader) is not None:
                     record.reader = None
                     self.wake(task)
                 elif record is self._wake_record:
                     self._woken()
                 else:  # nobody reads it any more: stop watching (lazily, on its next event)
                     self.unwatch(record, READ)
-            if events & WRITE:
-                if (task := record.writer) is not None:
+            if bits & WAKES_WRITER:
+                if not record.events & WRITE:
+                    if not bits & WAKES_READER:  # "writable" where it was never asked
+                        self.drop_ghosts()
+                        return
+                elif (task := record.writer) is not None:
                     record.writer = None
                     self.wake(task)
                 else:
@@ -276,7 +283,7 @@ class Hub:
             raise RuntimeError(f"another task already waits on {sock!r} for that direction")
         elif not record.events & event:  # watched for the other direction only: add this one
             record.events |= event
-            self._selector.modify(fd, record.events, record)
+            self._epoll.modify(fd, record.events)
         if event == READ:
             record.reader = task
         else:
@@ -303,10 +310,10 @@ class Hub:
         """Register sock's fd for event, in a new record (replacing a closed socket's)."""
         if fd in self.records:  # a closed socket's fd, now reused: forget the old registration
             del self.records[fd]
-            with contextlib.suppress(KeyError, OSError):
-                self._selector.unregister(fd)
+            with contextlib.suppress(OSError):  # epoll dropped the closed file by itself
+                self._epoll.unregister(fd)
         record = self.records[fd] = IORecord(sock, fd, event)
-        self._selector.register(fd, event, record)
+        self._epoll.register(fd, event)
         return record
 
     def unwatch(self, record: IORecord, event: int) -> None:
@@ -314,24 +321,24 @@ class Hub:
         if self.records.get(record.fd) is not record:
             return
         record.events &= ~event
-        with contextlib.suppress(KeyError, OSError):  # closed under us: epoll dropped it
+        with contextlib.suppress(OSError):  # closed under us: epoll dropped it
             if record.events:
-                self._selector.modify(record.fd, record.events, record)
+                self._epoll.modify(record.fd, record.events)
                 return
-            self._selector.unregister(record.fd)
+            self._epoll.unregister(record.fd)
         del self.records[record.fd]
 
     def drop_ghosts(self) -> None:
-        """Move every live registration to a fresh selector, and close the old one.
+        """Move every live registration to a fresh epoll, and close the old one.
 
         A socket closed while a dup keeps its file open stays in epoll under the dead number,
         reported for as long as the dup lives, and no epoll_ctl can reach it: only a new epoll
         instance drops it. The waiters of closed sockets wake and learn so from their call.
         """
-        old, self._selector = self._selector, selectors.DefaultSelector()
+        old, self._epoll = self._epoll, new_poller()
         for fd, record in list(self.records.items()):
             if record.fileobj.fileno() == fd:
-                self._selector.register(fd, record.events, record)
+                self._epoll.register(fd, record.events)
                 continue
             del self.records[fd]
             for task in record.reader, record.writer:
@@ -365,7 +372,7 @@ class Hub:
 
     def _open_wake_up(self) -> None:
         """A socketpair whose read end is watched like any socket: a worker writes a byte, the
-        selector reports the read end readable (the Python Cookbook's ThreadPoolHandler)."""
+        poll reports the read end readable (the Python Cookbook's ThreadPoolHandler)."""
         reader, writer = socket.socketpair()
         reader.setblocking(False)
         writer.setblocking(False)
@@ -394,13 +401,13 @@ class Hub:
     # ------------------------------------------------------------------ shutdown
 
     def close(self) -> None:
-        """Close the selector, the wake-up socket and the worker pool; idempotent."""
+        """Close epoll, the wake-up socket and the worker pool; idempotent."""
         if self.closed:
             return
         self.closed = True
         if self.pool is not None:
             self.pool.shutdown(wait=True)
-        self._selector.close()
+        self._epoll.close()
         self.records.clear()
         if self._wake_pair is not None:
             for sock in self._wake_pair:

@@ -205,7 +205,7 @@ def _io(direction: str, sock, call, *args):
 # process sharing the socket can), but a ghost can, forever: a socket closed behind a dup,
 # whose number a new socket reuses, stays in epoll under that number (see Loop._drop_ghost),
 # and its readiness looks like the new socket's. So the second wake-up for nothing in one call
-# has the loop rebuild its selector from its live registrations, which drops the ghost; once
+# has the loop rebuild its epoll from its live registrations, which drops the ghost; once
 # per call, so a socket shared with another process costs one rebuild per contested call, not
 # one per wake-up. Costs nothing on the common path: the count lives in the calling frame and
 # moves only after an EAGAIN that followed a wait.

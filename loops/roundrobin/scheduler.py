@@ -10,7 +10,7 @@ nothing is runnable), expire timers, run ready.
 
 Limits, all consequences of the idea: every request costs the requester one full tick (a socket
 call is a checkpoint, then maybe a readiness wait; a reply in its recv's tick is the fenced
-exception), so a chain of requests is paid one tick at a time; each tick polls the selector even
+exception), so a chain of requests is paid one tick at a time; each tick polls epoll even
 when only CPU-bound tasks are runnable; and a task that never yields holds the loop (cooperative
 scheduling cannot take the CPU away).
 """
@@ -27,9 +27,10 @@ scheduling cannot take the CPU away).
 #   ("deadline", seconds, d)    arm Deadline d on this task (it runs on next tick): when it
 #                               passes, Expired(d) is thrown in wherever the task then waits
 #
-# What it builds on: ``selectors.DefaultSelector`` (epoll here) with registrations kept between
-# waits, ``heapq`` for timers (cancelled lazily, compacted by asyncio's rule), a socketpair that
-# worker threads (and, in the main thread, signals) write to so a blocked ``select()`` wakes up.
+# What it builds on: epoll, read directly (``select.poll`` where there is none: loops/_poll.py),
+# with registrations kept between waits, ``heapq`` for timers (cancelled lazily, compacted by
+# asyncio's rule), a socketpair that worker threads (and, in the main thread, signals) write
+# to so a blocked poll wakes up.
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ import concurrent.futures
 import contextlib
 import heapq
 import itertools
-import selectors
+import select
 import signal
 import socket
 import sys
@@ -47,12 +48,17 @@ import types
 from collections import deque
 from time import monotonic
 
+from loops._poll import new_poller
+
 # Compaction: rebuild the heap when more than COMPACT_MIN_TIMERS of its timers are cancelled
 # and they are more than COMPACT_CANCELLED_FRACTION of it (asyncio counts the whole heap).
 COMPACT_MIN_TIMERS = 100
 COMPACT_CANCELLED_FRACTION = 0.5
-MAX_WAIT = 24 * 3600.0  # longest single select(), as asyncio: sleep(math.inf) must not overflow
-READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+MAX_WAIT = 24 * 3600.0  # longest single poll, as asyncio: sleep(math.inf) must not overflow
+READ, WRITE = select.POLLIN, select.POLLOUT  # the interest bits
+# Any bit but "writable" (data, EOF, an error, a hang-up) reaches a reader, any bit but
+# "readable" reaches a writer: the way selectors reports them too.
+WAKES_READER, WAKES_WRITER = ~WRITE, ~READ
 
 # What a task can drive: coroutines, and the @types.coroutine generators of .api (sleep, recv...)
 COROUTINE_TYPES = (types.CoroutineType, types.GeneratorType)
@@ -158,7 +164,7 @@ class _Unjoined:
 
 
 class IORecord:
-    """One registered fd: the events the selector watches and the tasks waiting on them.
+    """One registered fd: the events epoll watches and the tasks waiting on them.
 
     The same record, with the same fields, in every home-made loop.
     """
@@ -168,7 +174,7 @@ class IORecord:
     def __init__(self, fileobj, fd: int, events: int) -> None:
         self.fileobj = fileobj  # the socket
         self.fd = fd
-        self.events = events  # the events the selector watches for (READ, WRITE)
+        self.events = events  # the poll bits registered (READ, WRITE)
         self.reader: Task | None = None  # the task waiting to read, if any
         self.writer: Task | None = None  # the task waiting to write, if any
 
@@ -182,15 +188,15 @@ class Loop:
         self._timers: list[list] = []  # heap of [deadline, seq, task]; task None once cancelled
         self._cancelled_timers = 0  # heap entries whose task is None
         self._timer_seq = itertools.count()  # tie-breaker: equal deadlines fire in FIFO order
-        self._selector = selectors.DefaultSelector()
-        # fd -> IORecord: what the selector watches and for whom.
+        self._epoll = new_poller()
+        # fd -> IORecord: what epoll watches and for whom.
         # A task keeps its registration (Task.io) while it only passes checkpoints and waits
         # on the same socket again, as curio does: an echo loop costs no epoll_ctl per wait.
         self._io: dict[int, IORecord] = {}
         self._wake_reader, self._wake_writer = socket.socketpair()  # worker threads write here
         self._wake_reader.setblocking(False)
         self._wake_writer.setblocking(False)
-        self._selector.register(self._wake_reader, READ, None)
+        self._epoll.register(self._wake_reader.fileno(), READ)
         self._threads_done: deque = deque()  # (task, future) pairs, appended by worker threads
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # made on first use
         self._threads_running = 0  # run_in_thread calls whose outcome has not come back yet
@@ -218,7 +224,7 @@ class Loop:
             if self._closed:
                 raise RuntimeError("the loop is closed")
             raise RuntimeError("run() cannot be called while a roundrobin loop is running")
-        # A signal caught by another thread must still wake a select() blocked here, so that
+        # A signal caught by another thread must still wake a poll blocked here, so that
         # the main thread runs the Python handler (KeyboardInterrupt) at once, as asyncio does.
         in_main_thread = threading.current_thread() is threading.main_thread()
         previous_wakeup_fd = -1  # none, if a signal comes before set_wakeup_fd has answered
@@ -263,14 +269,15 @@ class Loop:
                 timeout = min(max(timers[0][0] - monotonic(), 0), MAX_WAIT) if timers else None
                 if timeout is None and not self._io and not self._threads_running:
                     raise _deadlock()
-            reported = self._selector.select(timeout)  # (a new selector after a ghost)
-            if not reported and timeout != 0 and self._woken_for_nothing(timeout):
-                self.drop_ghosts()
-            for key, events in reported:
-                if key.data is None:
+            for fd, bits in self._epoll.poll(timeout):  # (a new epoll after a ghost)
+                record = self._io.get(fd)
+                if record is not None:
+                    self._io_ready(record, bits)
+                elif fd == self._wake_reader.fileno():
                     self._drain_wakeups()
-                else:
-                    self._io_ready(key.data, events)
+                else:  # readiness for an fd nobody watches: a ghost (see drop_ghosts)
+                    self.drop_ghosts()
+                    break  # the rest is reported again by the new epoll if it still holds
             if self._threads_done:
                 self._collect_threads()
 
@@ -351,12 +358,12 @@ class Loop:
                 raise RuntimeError(f"{waiter!r} is already waiting to {request[0]} {sock!r}")
             if not record.events & event:
                 record.events |= event
-                self._selector.modify(fd, record.events, record)
+                self._epoll.modify(fd, record.events)
         else:
             if record is not None:  # fd reused by a new socket: the old registration is stale
                 self._forget(record)
             record = IORecord(sock, fd, event)
-            self._selector.register(fd, event, record)
+            self._epoll.register(fd, event)
             self._io[fd] = record
         if reading:
             record.reader = task
@@ -486,9 +493,10 @@ class Loop:
             self._release_io(task)
         self.wake(task.joiners)
 
-    def _io_ready(self, record: IORecord, events: int) -> None:
+    def _io_ready(self, record: IORecord, bits: int) -> None:
         """Wake the waiters of a ready fd; narrow the registration where nobody waits."""
-        events &= record.events  # epoll reports errors as both directions
+        events = (READ if bits & WAKES_READER else 0) | (WRITE if bits & WAKES_WRITER else 0)
+        events &= record.events  # an error or a hang-up reaches both directions
         if events & READ:
             task = record.reader
             if task is not None:
@@ -497,7 +505,7 @@ class Loop:
             elif record.fileobj.fileno() != record.fd:  # reported although closed: a ghost
                 self._drop_ghost(record)
                 return
-            else:  # its task is busy elsewhere: stop the selector reporting it over and over
+            else:  # its task is busy elsewhere: stop epoll reporting it over and over
                 self._narrow(record, READ)
         elif not events & WRITE:  # bits it never asked for: a ghost's (see drop_ghosts)
             self.drop_ghosts()
@@ -527,7 +535,7 @@ class Loop:
             if record.fileobj.fileno() != record.fd:
                 # Closed by its task: left as it is, so that if a dup keeps the file open,
                 # its readiness still reaches _io_ready (and _drop_ghost) instead of being
-                # swallowed by the selector. Otherwise the kernel forgot it already, and the
+                # missed. Otherwise the kernel forgot it already, and the
                 # fd's next socket replaces the record.
                 return
             self._narrow(record, event)
@@ -538,19 +546,19 @@ class Loop:
             self._forget(record)
             return
         try:
-            self._selector.modify(record.fd, record.events, record)
-        except OSError:  # the socket was closed under us; the selector has dropped it
+            self._epoll.modify(record.fd, record.events)
+        except OSError:  # the socket was closed under us; epoll has dropped it
             del self._io[record.fd]
 
     # twin of loops/futures/reactor.py: Loop._drop_ghost
     def _drop_ghost(self, record: IORecord) -> None:
-        """Readiness for a socket closed since: drop it, on a fresh selector.
+        """Readiness for a socket closed since: drop it, on a fresh epoll.
 
         epoll registers a *file* under an fd number. When the number is closed while a dup
         (``os.dup``, ``socket.fromfd``, a child process) keeps the file open, epoll goes on
         reporting it under the dead number, and no ``epoll_ctl`` can remove it any more (it
-        takes a live number; the selector swallows the error). Left alone it wakes every
-        select() at once, forever: 100 % CPU. Only a new epoll instance drops it: every live
+        takes a live number). Left alone it wakes every
+        poll at once, forever: 100 % CPU. Only a new epoll instance drops it: every live
         registration moves over (one ``epoll_ctl`` each, once: this happens only when a
         program closes a socket the loop still watches, behind a dup).
         """
@@ -561,42 +569,29 @@ class Loop:
 
     # twin of loops/futures/reactor.py: Loop.drop_ghosts
     def drop_ghosts(self) -> None:
-        """Move every live registration to a fresh selector (see _drop_ghost), and close the old.
+        """Move every live registration to a fresh epoll (see _drop_ghost), and close the old.
 
         Also called when a ghost shares its number with a live socket: a closed socket's file,
         kept open by a dup, whose number a new socket reuses, is reported under that number,
         as bits the new socket never asked for (_io_ready) or as wake-ups for nothing
-        (api.py's _woken_for_nothing).
+        (api.py's _woken_for_nothing); and when its number is nobody's, as readiness for an fd
+        the loop does not watch (_run_until).
         """
-        old, self._selector = self._selector, selectors.DefaultSelector()
+        old, self._epoll = self._epoll, new_poller()
         old.close()
-        self._selector.register(self._wake_reader, READ, None)
+        self._epoll.register(self._wake_reader.fileno(), READ)
         for fd, live in list(self._io.items()):
             if live.fileobj.fileno() == fd:
-                self._selector.register(fd, live.events, live)
+                self._epoll.register(fd, live.events)
                 continue
             del self._io[fd]  # closed as well: whoever waits learns so from the next call
             for task in live.reader, live.writer:
                 if task is not None:
                     self._resume(task, None)
 
-    def _woken_for_nothing(self, timeout: float | None) -> bool:
-        """True if select() just returned nothing, early: a ghost the selector hid from us.
-
-        selectors drops the events of an fd it has no key for, so a ghost whose number the
-        loop stopped watching (a new socket that reused it, narrowed after the ghost's
-        readiness reached it with nobody waiting) wakes select() with an empty list, at once,
-        forever. Checked only after an empty select() that was allowed to block: epoll never
-        returns before its timeout (selectors rounds it up, PEP 475 resumes after a signal),
-        so an empty return before the next timer is due, or with none due, woke for nothing.
-        A wait cut short at MAX_WAIT is not early.
-        """
-        if timeout is None:
-            return True
-        return 0 < timeout < MAX_WAIT and monotonic() < self._timers[0][0]
-
     def _forget(self, record: IORecord) -> None:
-        self._selector.unregister(record.fd)  # the selector ignores an fd closed meanwhile
+        with contextlib.suppress(OSError):  # closed meanwhile: epoll dropped it by itself
+            self._epoll.unregister(record.fd)
         del self._io[record.fd]
 
     def _thread_finished(self, task: Task, future: concurrent.futures.Future) -> None:
@@ -638,14 +633,14 @@ class Loop:
         self._runnable.clear()
 
     def close(self) -> None:
-        """Release the worker threads, the selector and the wake-up sockets; idempotent."""
+        """Release the worker threads, epoll and the wake-up sockets; idempotent."""
         if self._closed:
             return
         self._closed = True
         self._abandon_tasks()
         if self._pool is not None:
             self._pool.shutdown(wait=True)  # before the wake-up socket goes: they write to it
-        self._selector.close()
+        self._epoll.close()
         self._wake_reader.close()
         self._wake_writer.close()
         self._io.clear()
@@ -654,7 +649,7 @@ class Loop:
 
 def _deadlock() -> RuntimeError:
     """Nothing runnable, no timer, no socket watched, no thread at work: no task can ever wake
-    (the traps kernel's rule). Waiting in select() would hang the program."""
+    (the traps kernel's rule). Waiting in a poll would hang the program."""
     return RuntimeError(
         "deadlock: every task waits, and nothing can wake one: no timer is set, no socket is "
         "watched and no thread is working (a join or Queue wait that no task will end?)"

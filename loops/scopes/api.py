@@ -5,8 +5,8 @@ sockets or threads beyond "wake this task when the fd is ready / the future is d
 the contract's names it offers the native ones (``open_nursery``, ``CancelScope``,
 ``move_on_after``, ``fail_after``: ``scopes.py``). Socket calls are optimistic: they try the
 non-blocking call first and trap (wait for readiness) only when it raises BlockingIOError, so
-a busy connection rarely waits at all; the one exception, a recv after a short read, is
-explained at ``_drained``.
+a busy connection rarely waits at all; the one exception, a recv on a socket whose last try
+found nothing, is explained at ``_drained``.
 
 Optimism alone is unfair: a peer that answers faster than the loop turns around keeps every
 call succeeding, and a task that never waits never lets the others run (an echo server then
@@ -45,7 +45,7 @@ from loops.scopes.traps import (
     wait_writable,
 )
 
-FAST_CALLS_PER_TURN = 16  # socket calls that may complete in a row before a forced yield
+FAST_CALLS_PER_TURN = 128  # calls that may complete in a row before a forced yield (tokio's)
 TRY_FIRST_EVERY = 8  # of a drained socket's recvs, one in this many tries first anyway
 
 # Speed trick, fenced here: the fds whose last try at a recv found nothing. On a

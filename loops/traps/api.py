@@ -4,7 +4,8 @@ Everything here is ordinary async code built on the traps: the kernel knows noth
 sockets, timeouts or threads beyond "wake this task when the fd is ready / the timer fires /
 the future is done". Socket calls are optimistic: they try the non-blocking call first and
 trap (wait for readiness) only when it raises BlockingIOError, so a busy connection rarely
-waits at all; the one exception, a recv after a short read, is explained at ``_drained``.
+waits at all; the one exception, a recv on a socket whose last try found nothing, is explained
+at ``_drained``.
 
 Optimism alone is unfair: a peer that answers faster than the loop turns around keeps every
 call succeeding, and a task that never waits never lets the others run (an echo server then
@@ -44,7 +45,7 @@ from loops.traps.traps import (
     wait_writable,
 )
 
-FAST_CALLS_PER_TURN = 16  # socket calls that may complete in a row before a forced yield
+FAST_CALLS_PER_TURN = 128  # calls that may complete in a row before a forced yield (tokio's)
 TRY_FIRST_EVERY = 8  # of a drained socket's recvs, one in this many tries first anyway
 
 # twin of loops/roundrobin/api.py: _drained
