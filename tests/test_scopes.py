@@ -227,6 +227,22 @@ def test_the_contracts_cancel_is_level_triggered_too():
     assert log == ["caught"] * 3
 
 
+def test_a_task_in_a_cancelled_scope_still_cancels_the_task_it_cancels():
+    """cancel(task) from inside a cancelled scope (a cleanup, say) cancels its target first; only
+    then does its wait, a checkpoint, raise."""
+
+    async def main():
+        victim = await co.spawn(co.sleep(10))
+        with CancelScope() as scope:
+            scope.cancel()
+            await co.cancel(victim)  # raises CancelledError: the scope is cancelled
+            raise AssertionError("not reached")
+        await co.sleep(0.01)
+        return scope.cancelled_caught, victim.cancelled
+
+    assert co.run(main()) == (True, True)
+
+
 # ---------------------------------------------------------------------- deadlines and shields
 
 

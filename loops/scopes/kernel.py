@@ -62,8 +62,9 @@ COMPACT_MIN_TIMERS = 100
 COMPACT_CANCELLED_FRACTION = 0.5
 MAX_WAIT = 24 * 3600.0  # the longest single wait (asyncio's cap): epoll refuses huge timeouts
 # The traps that are checkpoints: those where a task may wait. A cancellation lands at these and
-# nowhere else (a spawn, a wake or a nursery's end answered at once never raises it).
-CHECKPOINTS = frozenset({"sleep", "read", "write", "join", "cancel", "thread", "park"})
+# nowhere else (a spawn, a wake or a nursery's end answered at once never raises it); cancel's
+# wait is one too, once it has cancelled its target (_trap_cancel).
+CHECKPOINTS = frozenset({"sleep", "read", "write", "join", "thread", "park"})
 
 
 logger = logging.getLogger(__name__)
@@ -483,6 +484,10 @@ class Loop:
         if target not in self._tasks:
             raise _not_ours(target, "cancel")
         self._cancel(target.home)
+        if self._cancelled and _cancelled_by(task.scope):  # the wait is a checkpoint: raise there
+            task.throw = CancelledError()  # (at its next run), the target cancelled all the same
+            self._ready.append(task)
+            return SUSPEND
         self._wait_for_end(task, target, CANCELLING)
         return SUSPEND
 
