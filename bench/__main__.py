@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def everything(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """`python -m bench all`: the run, then (where it includes echo) the cost anatomy at both
-    points for the same loops (about 4 s a row each) and their instructions per request under
+    points for the same loops (a few seconds a row each) and their instructions per request under
     callgrind, then the report. A failed anatomy row
     is stored as failed and the report still renders; a stopped run stops here."""
     status = run(parser, args)

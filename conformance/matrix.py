@@ -22,6 +22,7 @@ from tabulate import tabulate
 
 import loops
 from conformance import findings as found
+from conformance import test_faults_soak as soak_case  # the soak's sizes, declared there
 from conformance.findings import Results, Severities
 from conformance.harness import played_styles
 from machine.interpreters import PYTHONS  # the interpreters the lab supports, declared once
@@ -279,9 +280,11 @@ def _soak_lines(soak: dict, variants: list[loops.Variant], size: str) -> list[st
     return [
         "## Soak figures",
         "",
-        f"Size `--soak {size}` (`nox -s conformance -- --soak full`: a million echo "
-        "requests over 100 connections and 100 000 tasks per case). RSS growth is the "
-        "process's resident memory at the end minus after warm-up (bound: 8 MiB); fds left "
+        f"Size `--soak {size}` (`nox -s conformance -- --soak full`: "
+        f"{soak_case.SIZES['full']['requests']:,} echo requests over {soak_case.CONNECTIONS} "
+        f"connections and {soak_case.SIZES['full']['tasks']:,} tasks per case). RSS growth is the "
+        "process's resident memory at the end minus after warm-up (bound: "
+        f"{soak_case.RSS_BOUND // soak_case.MIB} MiB); fds left "
         "counts descriptors open at the end that were not open after warm-up.",
         "",
         tabulate(rows, headers=["loop", *columns], tablefmt="github"),

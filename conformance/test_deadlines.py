@@ -196,8 +196,10 @@ def test_a_timeout_and_the_wake_up_it_guards_in_one_poll_end_one_way(play):
     (the wake-up is queued), which is the same situation made on purpose. The byte sent
     by a thread: asyncio's ``loop.sock_recv`` reads the byte inside the loop's reader callback into
     a future, and the timeout's cancel, run in the same batch, throws into the task before it
-    resumes, so the byte is gone (uvloop the same); the home-made loops wake the task and let
-    it read, so an interrupted wait has read nothing.
+    resumes, so the byte is gone (uvloop the same); a readiness loop made here wakes the task
+    and lets it read, so an interrupted wait has read nothing, and completions, where Linux may
+    have read already, keeps a cancelled receive's bytes for the next call
+    (``loops/completions/leftovers.py``).
     """
     seen = play()
     assert {

@@ -39,7 +39,7 @@ from workloads.crawler.site import FAULTS
 HUGE = 50 * 2**20
 TIMEOUT = 1.5  # the crawler's --timeout: the drip, the lying length and the slow body hit it
 # The crawler's peak RSS, bytes: it reads at most --max-bytes (1 MiB) of the huge page, so it
-# stays near its start-up size (~40-60 MiB with a loop and the parsers imported). A crawler that
+# stays near its start-up size (tens of MiB with a loop and the parsers imported). A crawler that
 # read the 50 MiB page whole would hold it at least twice (the chunks, then the joined body).
 MEMORY_BOUND = 100 * 2**20
 SITE_READY = r"^site http://[^\s/]+:(\d+)/ "

@@ -2,8 +2,9 @@
 
 What the upstream tests check: asyncio's test_selector_events and test_sock_lowlevel (add/remove
 reader and writer return values, sock_recv/sock_sendall of large payloads, sock_connect to a
-refused port, sock_accept, a blocking socket refused), uvloop's tests/test_sockets.py (the same
-through libuv), trio's test_socket.py and curio's test_socket.py (EOF, cancelled receives, UDP).
+refused port, sock_accept, the refusal of a blocking socket), uvloop's tests/test_sockets.py
+(the same through libuv), trio's test_socket.py and curio's test_socket.py (EOF, cancelled
+receives, UDP).
 """
 
 import errno

@@ -311,9 +311,10 @@ def _(co):
 
 CANCELLED_TIMERS = 10_000
 WARM_UP = 2_000  # cancels before measuring, so free lists and caches are already grown
-# Keeping 10 000 cancelled timer entries costs well over a megabyte (asyncio's TimerHandle
-# with its context is ~200 bytes). A loop that prunes lazily stays bounded but not at zero:
-# trio prunes its deadline heap only past ~1 000 stale entries, which hold ~300 KB at peak.
+# Keeping 10 000 cancelled timer entries costs well over a megabyte (an asyncio TimerHandle
+# holds its callback, arguments and context). A loop that prunes lazily stays bounded but not
+# at zero: trio prunes its deadline heap only once it holds more than twice its live deadlines
+# plus DEADLINE_HEAP_MIN_PRUNE_THRESHOLD (trio/_core/_run.py), stale entries held until then.
 LEAK_BOUND = 600_000
 
 

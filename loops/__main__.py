@@ -54,7 +54,7 @@ def variant_row(variant: Variant) -> str:
 
 
 def entries() -> list[tuple[str, str, str]]:
-    """Every entry of loops/ as (kind, entry, its docstring's first line), grouped by kind.
+    """The listing of loops/: (kind, entry, its docstring's first line), grouped by kind.
 
     Read from the files without running them, so the listing is the same on every interpreter
     (a variant unavailable here is listed like any other).

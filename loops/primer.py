@@ -60,9 +60,11 @@ def throw_and_close():
     >>> gen.close()                           # GeneratorExit at the yield: finally runs
     cleanup runs
 
-    This is how a loop cancels a task (``cancellation_is_a_throw`` below shows it on a task): it
-    throws CancelledError in at the suspension point, so the task's own ``try``/``finally``
-    blocks unwind it. A loop that abandons tasks at shutdown closes them, so their ``finally``
+    This is how futures, roundrobin, traps, completions and asyncio cancel a task
+    (``cancellation_is_a_throw`` below shows it on a task; trio and greenlets raise it another
+    way, loops/README.md#cancellation-here-and-in-the-reference-loops): they throw
+    CancelledError in at the suspension point, so the task's own ``try``/``finally`` blocks
+    unwind it. A loop that abandons tasks at shutdown closes them, so their ``finally``
     blocks still run.
     """
 
@@ -149,7 +151,8 @@ def only_a_suspending_await_reaches_the_loop():
 
 
 def cancellation_is_a_throw():
-    """A loop cancels a task by throwing an exception in where the task is suspended.
+    """futures, roundrobin, traps, completions and asyncio cancel a task by throwing an exception
+    in where the task is suspended (trio and greenlets raise it there another way).
 
     >>> import types
     >>> class CancelledError(BaseException): ...     # asyncio's is a BaseException too

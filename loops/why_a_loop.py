@@ -4,7 +4,7 @@ Run it (a few seconds)::
 
     python -m loops.why_a_loop
 
-Each server echoes what a client sends, on real loopback sockets, to two real client threads:
+The four servers echo what a client sends, on real loopback sockets, to two real client threads:
 client A connects, gets its echo, then keeps its connection open a while (a person typing);
 client B connects a moment later and wants its echo at once.
 

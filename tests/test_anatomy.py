@@ -635,7 +635,7 @@ def test_bench_anatomy_in_the_closed_loop_stores_a_row_apart_and_the_report_rend
 
 def test_cpu_is_the_schedulers_exact_total_split_by_the_tick_ratio():
     user, system = anatomy.user_system((100, 50), (160, 80), 0.9)
-    assert (user, system) == pytest.approx((0.6, 0.3))  # 0.9 s on CPU; 60 of 90 ticks user
+    assert (user, system) == pytest.approx((0.6, 0.3))  # 0.9 s on CPU: 60 ticks user, 30 system
     assert anatomy.user_system((7, 7), (7, 7), 0.0) == (0.0, 0.0)
     user_ticks, system_ticks = anatomy.ticks(os.getpid())
     assert user_ticks >= 0 and system_ticks >= 0

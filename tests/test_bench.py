@@ -1476,7 +1476,7 @@ def test_fixed_load_cost_is_read_against_closed_loop_cost_row_by_row():
 
 def test_an_interpreter_whose_every_row_rose_20_percent_reads_no_change():
     """Each interpreter's rows are read against its own same-session controls, so a
-    session where every row (controls too) costs 20% more says 'no change'; a row that rose
+    session where every row (controls too) rose by one factor says 'no change'; a row that rose
     alone, beyond its spread, says 'dearer'."""
     from bench.registry import echo
     from bench.render import drift

@@ -146,7 +146,7 @@ def _costs(session: str = "S", scale: float = 1.0, **by_python: dict[str, float]
 
 
 def test_an_interpreter_whose_every_row_rose_20_percent_reads_no_change_in_the_section():
-    """Every row of one interpreter's session, the controls too, 20% dearer (a
+    """Every row of one interpreter's session, the controls too, dearer by one factor (a
     busier machine, or an interpreter slower alike for all): its table, its chart's figures
     and its sentence say "no change"; one row that rose alone reads dearer."""
     rows = {"traps · coroutines": 24.3, "handlers · callbacks": 49.6, "futures · coroutines": 30}

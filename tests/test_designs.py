@@ -11,8 +11,9 @@ changed, nor a figure as the bench re-measures:
 - every ``<!-- figures:NAME -->`` block of a README holds what :mod:`bench.render.reading`
   renders now (from the committed results, the declarations, the registrations and the code);
 - no figure with a unit stands in a README outside a block (a program of the path may print
-  one, or carry it with the command and the date that gave it); and no sentence of the path
-  speaks for every loop unless it names them or points to the designs tables.
+  one, or carry it with the command and the date that gave it).
+
+A sentence that speaks for the loops is held to their declarations by tests/test_prose.py.
 """
 
 import ast
@@ -349,32 +350,8 @@ def test_a_programs_figure_is_printed_or_dated(path):
         assert dated, f"{path.relative_to(ROOT)}: bare figure {figure!r} in {paragraph[:300]!r}"
 
 
-# A sentence about every loop goes false the day a variant differs: it names the loops it means,
-# or points to the designs tables, which are rendered from the loops' own declarations.
-EVERY_LOOP = re.compile(
-    r"\b(every|each|all( the)?|any)( other)? (home-made |reference )?loops?\b(?!'s own)|"
-    r"\bthe (home-made|reference) loops\b|\ball six\b|\bthe six\b",
-    re.I,
-)
-TABLE_LINK = re.compile(r"#each-loops-design|\btable of designs\b|\bdesigns tables?\b", re.I)
-LOOP_NAMES = re.compile(rf"\b({'|'.join(sorted(AVAILABLE, key=len, reverse=True))})\b")
-
-
-def generalising_texts() -> list[Path]:
-    """The path, the root README and the suite's: not the template, which is not on the path."""
-    path = [p for p in reading_path_texts() if not p.parent.name.startswith("_")]
-    return [ROOT / "README.md", ROOT / "conformance" / "README.md", *path]
-
-
-@pytest.mark.parametrize("path", generalising_texts(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_sentence_speaks_for_loops_it_does_not_name(path):
-    text = reading.BLOCK.sub("", path.read_text())
-    text = re.sub(r"^#+ .*$", "", text, flags=re.M)  # a heading names a section, claims nothing
-    for sentence in re.split(r"(?<=[.!?:;])\s+", re.sub(r"\s+", " ", text)):
-        if not EVERY_LOOP.search(sentence) or TABLE_LINK.search(sentence):
-            continue
-        named = set(LOOP_NAMES.findall(sentence))
-        assert len(named) >= 2, f"{path.relative_to(ROOT)}: names no loops: {sentence!r}"
+# A sentence about every loop, or any of the lab's sets, is held to the loops by
+# tests/test_prose.py, in every README, essence and module of the path.
 
 
 def test_a_memory_block_gives_the_figures_or_what_stopped_the_loop(tmp_path):

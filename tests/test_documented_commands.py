@@ -1,22 +1,19 @@
 """Every command the READMEs document runs as written, in a fresh clone, as a user would.
 
-The documented commands are the lines of the shell code blocks (a fence opened with ```sh,
-```bash, ```shell or ```console) of the root README.md, loops/README.md and bench/README.md,
-read when the tests are collected, so a command added to one of those blocks is run from then
-on; a command shown elsewhere (a table, a sentence) is reference, not a step to follow. A
-line ending in ``\\`` continues on the next; ``#`` starts a comment.
+The documented commands are the lines of the shell code blocks (```sh, ```bash, ```shell,
+```console) of the root README.md, loops/README.md and bench/README.md, read at collection; a
+command shown elsewhere (a table, a sentence) is reference, not a step. ``\\`` continues a line,
+``#`` starts a comment, and a line that sets the shell's state (``. .venv/bin/activate``,
+``cd``, ``export``) holds for its block's later lines.
 
-They run in document order in one fresh ``git clone`` of this checkout (with the working
-tree's uncommitted changes to tracked files applied), through bash, with the clone as the
-working directory, so a command that depends on an earlier one (``nox -s new`` before the suite
-on the new variant) finds what it made; nox makes its venvs in the clone. A command that takes
-long as written runs with a declared smaller scope (``SCOPE``: one loop, one workload, a few
-tests), and a few are skipped with their reason (``SKIP``); what is not declared runs exactly as
-written and must exit 0. One nox command naming several sessions runs as one command per
-session, because nox hands the same arguments after ``--`` to every session it runs.
-
-Cost: the clone, a venv per nox session and interpreter (pip's cache makes them quick once the
-lab's own sessions ran), and each command at its scope; the bench's slice is the longest.
+They run in document order in one fresh ``git clone`` of this checkout (uncommitted changes to
+tracked files applied), through bash, in a bare environment: a fresh venv with nothing
+installed, so nox is there only because the README's own ``python3 -m pip install nox`` put it
+there. A command documented to fail must leave the tree as it found it. A long one runs with a
+declared smaller scope (``SCOPE``), a few are skipped with their reason (``SKIP``); the rest run
+exactly as written and must exit 0. One nox command naming several sessions runs as one command
+per session (nox hands the same arguments after ``--`` to each). It runs with the rest of ``nox
+-s tests`` (so in CI), under a timeout that guards against a hang.
 """
 
 from __future__ import annotations
@@ -31,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clones import fresh_clone
+from tests.clones import bare_environment, fresh_clone, tree_state
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = ("README.md", "loops/README.md", "bench/README.md")
@@ -64,6 +61,11 @@ class Command:
     document: str
     line: int
     text: str  # as documented, continuations joined and the comment dropped
+    setup: tuple[str, ...] = ()  # the block's earlier lines that set the shell's state
+
+
+# A line that changes the shell it runs in, not the tree: it holds for the block's later lines.
+STATEFUL = re.compile(r"^(\.|source|cd|export)\s")
 
 
 def documented_commands(root: Path = ROOT) -> list[Command]:
@@ -73,10 +75,10 @@ def documented_commands(root: Path = ROOT) -> list[Command]:
         path = root / document
         if not path.is_file():
             continue
-        fenced, pending, start = False, "", 0
+        fenced, pending, start, setup = False, "", 0, ()
         for number, line in enumerate(path.read_text().splitlines(), 1):
             if line.startswith("```"):
-                fenced = bool(FENCE.match(line)) and not fenced
+                fenced, setup = bool(FENCE.match(line)) and not fenced, ()
                 continue
             if not fenced:
                 continue
@@ -87,7 +89,9 @@ def documented_commands(root: Path = ROOT) -> list[Command]:
                 continue
             text = (pending + code).strip()
             if text:
-                commands.append(Command(document, start, text))
+                commands.append(Command(document, start, text, setup))
+                if STATEFUL.match(text):
+                    setup = (*setup, text)
             pending, start = "", 0
     return commands
 
@@ -175,13 +179,24 @@ def test_a_nox_command_of_several_sessions_runs_as_one_per_session_at_its_scope(
     assert as_run("python -m loops.primer") == ["python -m loops.primer"]
 
 
+def test_a_line_that_sets_the_shell_holds_for_the_blocks_later_lines(tmp_path):
+    (tmp_path / "README.md").write_text(
+        "```sh\npython3 -m venv .venv\n. .venv/bin/activate   # then\npython -m loops.primer\n```\n"
+        "```sh\npython -m loops.primer\n```\n"
+    )
+    found = documented_commands(tmp_path)
+    assert [c.setup for c in found] == [(), (), (". .venv/bin/activate",), ()]
+
+
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory):
-    """A fresh clone of this checkout, with the working tree's changes to tracked files."""
+    """A fresh clone of this checkout, with the working tree's changes to tracked files, and a
+    bare environment to run in (nothing installed: the README's own line installs nox)."""
     if os.environ.get(INSIDE):
         pytest.skip("already inside a documented command (a test must not run itself)")
-    where = fresh_clone(tmp_path_factory.mktemp("documented") / "lab")
-    yield where
+    where = tmp_path_factory.mktemp("documented")
+    _python, env = bare_environment(where)
+    yield fresh_clone(where / "lab"), {**env, INSIDE: "1"}
     shutil.rmtree(where, ignore_errors=True)
 
 
@@ -194,15 +209,18 @@ def test_documented_command_runs_as_written(clone, command):
     version = _missing_interpreter(command.text)
     if version:
         pytest.skip(f"no CPython {version} on this machine")
-    env = {**os.environ, INSIDE: "1"}
+    clone, env = clone
     for run in as_run(command.text):
+        found = tree_state(clone)
         result = subprocess.run(
-            run, shell=True, executable="/bin/bash", cwd=clone, env=env, capture_output=True,
-            text=True,
+            " && ".join([*command.setup, run]), shell=True, executable="/bin/bash", cwd=clone,
+            env=env, capture_output=True, text=True,
         )  # fmt: skip
         output = f"$ {run}\n{result.stdout}{result.stderr}"
         says = _matching(EXPECT_FAILURE, run)
         if says:
             assert result.returncode != 0 and says in output, output[-4000:]
+            left = tree_state(clone)
+            assert left == found, f"{output[-3000:]}\nthe failed command left:\n{left}"
         else:
             assert result.returncode == 0, output[-4000:]

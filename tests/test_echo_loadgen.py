@@ -96,7 +96,7 @@ def test_a_broken_server_fails_the_run(generator, mode, kind, tmp_path):
 @pytest.mark.parametrize("generator", GENERATORS)
 def test_the_server_cpu_window_leaves_out_accepting_and_closing(generator, processes, tmp_path):
     """A server that burns 0.1 s of CPU per connection as it accepts it and again as it closes
-    it: ten connections cost 1 s each way, none of it load. The window's server CPU must not
+    it: ten connections make 1 s each way, none of it load. The window's server CPU must not
     hold it (a slow accept used to spill in after "ready"; a close, before the sample)."""
     with served("tests.broken_echo", "costly", "--delay", "0.1") as (port, pid):
         args = ("--connections", "10", "--size", "100", "--duration", "0.5", "--rate", "100")

@@ -91,7 +91,8 @@ def test_a_spinning_task_delays_a_ready_reader_by_at_most_one_tick():
 
 
 def test_a_connection_that_always_has_data_cannot_starve_another():
-    """Every socket call is a checkpoint, so a flooded reader gets one call per tick."""
+    """A socket call is a checkpoint (a reply in turn after its recv, `_reply_in_turn`, and a
+    recv after a short read, `_drained`, aside), so a flooded reader gets one call per tick."""
 
     async def main():
         flooded, flood_source = _pair()

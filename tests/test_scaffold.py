@@ -13,7 +13,7 @@ import pytest
 
 from loops._template import scaffold
 from loops.contract import STYLES, CallbacksLoop, CoroutinesAPI
-from tests.clones import fresh_clone
+from tests.clones import bare_environment, fresh_clone, tree_state
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -137,29 +137,7 @@ def test_a_fresh_scaffold_passes_the_house_tests_the_day_it_is_made(tmp_path, st
 def bare_nox(tmp_path_factory):
     """A venv whose only install is nox, the README's way (`python3 -m pip install nox`), run
     with an environment that leaks none of the lab's: the python of `python -m nox`."""
-    where = tmp_path_factory.mktemp("bare")
-    subprocess.run([sys.executable, "-m", "venv", str(where / "venv")], check=True)
-    python = where / "venv" / "bin" / "python"
-    done = subprocess.run(
-        [python, "-m", "pip", "install", "-q", "nox"], capture_output=True, text=True, timeout=300
-    )
-    if done.returncode != 0 and "Could not find a version" in done.stdout + done.stderr:
-        pytest.skip("no package index reachable")
-    assert done.returncode == 0, done.stdout + done.stderr
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    env["PATH"] = os.pathsep.join(
-        [str(python.parent)]
-        + [p for p in env["PATH"].split(os.pathsep) if not (Path(p) / "activate").exists()]
-    )
-    return python, env
-
-
-def _tree(clone: Path) -> str:
-    """The clone's state as git sees it: what differs from its index, untracked files included."""
-    return subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"],
-        cwd=clone, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+    return bare_environment(tmp_path_factory.mktemp("bare"), "nox")
 
 
 @pytest.mark.timeout(600)
@@ -187,7 +165,7 @@ def test_nox_new_that_fails_part_way_leaves_the_tree_as_it_found_it(tmp_path, ba
     reading = clone / "bench" / "render" / "reading.py"
     reading.write_text(reading.read_text() + "\nraise SystemExit('a renderer that fails')\n")
     subprocess.run(["git", "add", "-A"], cwd=clone, check=True)
-    found = _tree(clone)
+    found = tree_state(clone)
     done = subprocess.run(
         [python, "-m", "nox", "-s", "new", "--", "mine", "--style", "blocking"],
         cwd=clone, env=env, capture_output=True, text=True, timeout=500,
@@ -195,5 +173,5 @@ def test_nox_new_that_fails_part_way_leaves_the_tree_as_it_found_it(tmp_path, ba
     said = done.stdout + done.stderr
     assert done.returncode != 0, said
     assert "removed loops/mine" in said and "restored README.md" in said, said[-3000:]
-    assert _tree(clone) == found, _tree(clone)
+    assert tree_state(clone) == found, tree_state(clone)
     assert not (clone / "loops" / "mine").exists()

@@ -35,8 +35,8 @@ from machine import environment
 
 SIZE, CONNECTIONS = HEADLINE_POINT["size"], HEADLINE_POINT["connections"]  # echo's headline point
 # Seconds of warm-up load, of the plain window (long: the kernel splits CPU time into user and
-# system by 10 ms ticks, so 3 s at the offered load is ~40 ticks for the cheapest server), and
-# of the counted window (counts are exact: a shorter window serves).
+# system by 10 ms ticks, so the window must hold tens of ticks of even the cheapest server's
+# CPU), and of the counted window (counts are exact: a shorter window serves).
 WARMUP_S, PLAIN_S, COUNTED_S = 0.3, 3.0, 1.0
 # The stored closed-loop point's "measure" (the fixed load's is PACED): no rate, so the load
 # generator runs closed loop (bench.measure.echo.load_argv passes --rate only where one is given).

@@ -34,7 +34,7 @@ GLANCE = (
 )
 # Full run: a crawl past this many seconds is stored as "did not finish"; at least 3
 # repetitions, up to 5 where the spread asks for it (2 to 3 for the crawls that wait on
-# latency one page at a time, about 20 s each).
+# latency one page at a time, the longest).
 CAP_S = 180.0
 REPETITIONS = (3, 5)
 SLOW_REPETITIONS = (2, 3)

@@ -59,11 +59,12 @@ HEADLINE_POINT = {"size": 1024, "connections": 100}
 # Its rounds, in both regimes: the first screen's ratios are read from them, paired by round
 # (bench.render.intervals), and three pairs make an interval no narrower than their range.
 HEADLINE_REPETITIONS = 6
+REPETITIONS = {False: 3, True: 4}  # elsewhere, by run (quick, full)
 # The declared offered load, requests/s (bench/README.md, "Echo, two measures"): about half
-# what the slowest row (asyncio · coroutines) serves closed-loop on a quiet machine, ~10 000
-# requests/s over one connection and ~15 500 over 100 at 1 KiB; bigger messages cost the kernel
-# more. A repetition that still falls short while its server was mostly idle is a stall, not a
-# slow server, and its table says so.
+# what the slowest row (asyncio · coroutines) serves closed-loop on a quiet machine (its
+# closed-loop rows in reports/results/full/echo.json); bigger messages cost the kernel more. A
+# repetition that still falls short while its server was mostly idle is a stall, not a slow
+# server, and its table says so.
 OFFERED = {1: 4000, "more": 8000}
 # The full run's cost-against-rate curve at HEADLINE_POINT (requests/s).
 CURVE_RATES = (2000, 4000, 8000, 12000)
@@ -265,7 +266,7 @@ def points(full: bool) -> list[Point]:
     then the headline point over TLS in both measures."""
     pairs = [(s, c) for s in FULL["sizes"] for c in FULL["connections"]] if full else QUICK_POINTS
     every_row = tuple(rows())
-    repetitions = 4 if full else 3
+    repetitions = REPETITIONS[full]
     least = 3 if full else None  # full: stop at 3 where the spread allows (bench.summary)
 
     def point(size: int, connections: int, paced: tuple, timing: tuple, tls: tuple = ()) -> Point:

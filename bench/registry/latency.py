@@ -24,12 +24,11 @@ AT = echo.HEADLINE_POINT  # 1 KiB × 100 connections
 # 222,240, past the closed-loop throughput of every echo row at this point (the glance's
 # requests/s column): a row's climb ends where it falls behind, or where the generator
 # saturates its core first (a ceiling of the instrument, which the knee table says). The first
-# quick ladder stopped at 41,322 and 23 of 24 rows kept every step, so no knee was found.
+# quick ladder stopped at 41,322, which almost every row kept up with, so it found no knee.
 START, FACTOR, STEPS = 2000, 1.4, 15
 RATES = tuple(round(START * FACTOR**k) for k in range(STEPS))
-# Seconds per step: (warm-up, measured). Quick: the whole ladder for ~25 rows in about ten
-# minutes on two cores (bench/README.md, "Latency as the load rises"); full: longer steps,
-# three rounds each.
+# Seconds per step: (warm-up, measured). Quick: the whole ladder for every echo row, in the time
+# bench/README.md gives ("Latency as the load rises"); full: longer steps, three rounds each.
 TIMING = {False: (0.2, 1.5), True: (0.5, 3.0)}
 REPETITIONS = {False: 1, True: 3}
 

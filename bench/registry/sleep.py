@@ -40,10 +40,9 @@ GLANCE = (
 # as "did not finish" (a quadratic timer queue at a million sleepers looks like that). CPU,
 # not wall time, so that a busy shared machine cannot make a loop look as if it did not finish;
 # wall time is only a safety net (bench.measure.sleep.WALL_CAP_FACTOR). The quick run keeps a
-# generous wall timeout. 600 s is 600 µs per sleeper at a million: over three times what the
-# costliest loop that grows linearly pays at 100 000 (trio, about 160 to 190 µs), so the cap
-# stops a cost that grows with N, not a loop that is merely slow (at 120 s it stopped curio,
-# about 110 µs per sleeper, in one run of two).
+# generous wall timeout. 600 s is 600 µs per sleeper at a million: over twice the costliest
+# per-sleeper CPU at 100 000 in the committed full run (trio's, reports/results/full/sleep.json),
+# so the cap stops a cost that grows with N, not a loop that is merely slow.
 CAP_S = 600.0
 # Full run: at least 3 repetitions, up to 5 where the spread asks for it; the million-sleeper
 # point, where one repetition can take minutes, at least 2 and at most 3.

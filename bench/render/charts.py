@@ -197,7 +197,7 @@ def draw(workload: Workload, mode: str, points: list, chart_dir: Path) -> list[t
             for colour, marker in xs_colours.values()
         ]
         figure.suptitle(f"{spec.title} ({mode} run)", x=0.01, y=1 - 0.1 / height, ha="left")
-        # as many legend entries a line as the figure's width holds (about 2.9 inches each)
+        # as many legend entries a line as the figure's width holds (2.9 inches each)
         per_line = max(1, min(len(xs), int(figure.get_figwidth() / 2.9)))
         legend_lines = -(-len(xs) // per_line)
         figure.legend(

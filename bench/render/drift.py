@@ -11,8 +11,8 @@ bootstrap that resamples every side's repetitions, the controls' too (the method
 the word is "no change" wherever the interval holds 1.
 
 What cancels is not only the machine: an interpreter that made every row and every control
-20% dearer also reads "no change". A row reads cheaper or dearer only where it moved against
-its own session's controls.
+dearer by one factor also reads "no change". A row reads cheaper or dearer only where it moved
+against its own session's controls.
 """
 
 from __future__ import annotations

@@ -25,12 +25,13 @@ from bench import registry
 from bench.plan import BASELINE, USER_BASE, USER_SERVERS, YARDSTICK, Glance, Row
 from bench.registry import echo
 from bench.render import codesize
-from bench.render.intervals import median_interval
+from bench.render.intervals import CONFIDENCE, median_interval
 from bench.render.rows import anchor_label
 from bench.render.tables import ratio_cell
 from bench.workload import Workload
 
 ECHO_AT = echo.HEADLINE_AT  # where echo's two columns are read: "1 KiB × 100 connections"
+LEVEL = 0.03  # a lead by less than this share of the next figure is no lead: level
 
 
 @dataclass(frozen=True)
@@ -197,8 +198,8 @@ def sentence(column: Column, rows: list | None) -> str:
         runner_up = ranked[1]
         gap = value(lead) / value(runner_up)
         gap = gap if column.higher_is_better else 1 / gap
-        if gap < 1.03:
-            text += f", level with the next, {runner_up.label} (within 3%)"
+        if gap < 1 + LEVEL:
+            text += f", level with the next, {runner_up.label} (within {LEVEL:.0%})"
         else:
             text += f", {gap:.2f}× better than the next, {runner_up.label}"
         if runner_up.session != lead.session:
@@ -359,7 +360,8 @@ def section(
         f"### Against what users run: echo, {ECHO_AT}",
         "",
         f"Each ratio is to {USER_BASE} (and {YARDSTICK}, the C anchor) measured in the row's "
-        "own session, with its 95% bootstrap interval and what it says (faster, slower, "
+        f"own session, with its {CONFIDENCE:.0%} bootstrap interval and what it says (faster, "
+        "slower, "
         "cheaper, dearer, or level where it holds 1); *not in this session* where that server "
         "was not measured with the row. A word instead of a figure says why there is none; "
         "† and ‡ mark an earlier session and changed code, as in the tables below. "
@@ -371,7 +373,8 @@ def section(
         "### The other workloads",
         "",
         "Each figure with its ratio to asyncio in the same style (its coroutines row where it "
-        "has none) from the same session, with its 95% bootstrap interval; a row from an "
+        f"has none) from the same session, with its {CONFIDENCE:.0%} bootstrap interval; a row "
+        "from an "
         "earlier session (†) prints that session's asyncio figure: above 1 is more.",
         "",
         tabulate(other_body, headers=other_headers, tablefmt="github", disable_numparse=True),
@@ -493,7 +496,7 @@ def draw_cost_chart(rows: list, path: Path) -> bool:
     axis.set_xlim(0, max(high for _, high in spans) * 1.15)
     axis.set_xlabel(
         "server CPU per request at a fixed offered load (µs, lower is cheaper)\n"
-        "bar: median of the repetitions; whisker: its 95% bootstrap interval; "
+        f"bar: median of the repetitions; whisker: its {CONFIDENCE:.0%} bootstrap interval; "
         "dashed: the servers users write"
     )
     axis.set_title(f"What each design costs, {ECHO_AT}", fontsize=10)

@@ -70,7 +70,8 @@ def section(data: dict | None, echo: Any = None, closed: dict | None = None) -> 
     first = rows[columns[0]]["split"]
     lines += [
         f"Counted by `{COMMAND}`: user-space instructions (callgrind's `Ir`) the echo server "
-        f"executes per request, {first['connections']} connections × 1 KiB, "
+        f"executes per request, {first['connections']} connections × "
+        f"{HEADLINE_POINT['size'] // 1024} KiB, "
         + (
             "over the load window alone (every connection open and primed). "
             if first.get("method") == "window"
@@ -78,9 +79,9 @@ def section(data: dict | None, echo: Any = None, closed: dict | None = None) -> 
             "counts (the way counts were taken before the window was counted alone, which "
             f"holds the set-up's variation too: `{COMMAND}` counts it again). "
         )
-        + "Linux's own work inside the "
-        "syscalls is not counted. Parts are told apart on Python 3.12 with `-X perf` (which "
-        "costs instructions itself); the plain interpreter's total is the first line.",
+        + "Linux's own work inside the syscalls is not counted. Parts are told apart on "
+        f"{_python(first['python'])} with `-X perf` (which costs instructions itself); the plain "
+        "interpreter's total is the first line.",
         "",
     ]
     lines += _table([rows[loop] for loop in columns], columns, "closed loop")
@@ -138,7 +139,9 @@ def measured(echo: Any, columns: list[str]) -> str | None:
     return (
         "Measured by the bench, Linux's work included (the echo section's rows, server CPU per "
         f"request, {HEADLINE_POINT['size']:,} B × {HEADLINE_POINT['connections']} connections, "
-        "median of the repetitions, 95% bootstrap interval): " + "; ".join(phrases) + "."
+        f"median of the repetitions, {intervals.CONFIDENCE:.0%} bootstrap interval): "
+        + "; ".join(phrases)
+        + "."
     )
 
 
@@ -189,7 +192,7 @@ def _table(entries: list[dict], columns: list[str], regime: str) -> list[str]:
             + " |"
         )
     lines.append(
-        "| total, Python 3.12 `-X perf` | "
+        f"| total, {_python(split[0]['python'])} `-X perf` | "
         + " | ".join(f"**{s['per_request']:,.0f}**" for s in split)
         + " |"
     )

@@ -21,7 +21,7 @@ from bench import registry
 from bench.interpreter_figures import COST, FIGURES, Figure
 from bench.plan import BASELINE, USER_BASE, YARDSTICK, Row
 from bench.render.drift import ONE_REPETITION, Change, level, level_error, relative_change
-from bench.render.intervals import ratio_interval, word
+from bench.render.intervals import CONFIDENCE, ratio_interval, word
 from bench.render.rows import RenderedRow, stored_points
 from bench.store import load_mode
 from machine.interpreters import BUILDS, DEBIAN, REFERENCE, family, version_of
@@ -589,9 +589,11 @@ def intro(main: str) -> list[str]:
         "column.",
         "",
         "A cell is the row's median, then its change against the oldest interpreter of its "
-        "build family: the row over its own session's controls (echo: asyncio-protocol, "
-        "uvloop-protocol, selectors-floor; elsewhere the asyncio row in its style), new over "
-        'old, with a 95% bootstrap interval. "no change" means the interval holds 1. A move '
+        "build family: the row over its own session's controls (echo: "
+        f"{', '.join(c.split('/')[0] for c in registry.get('echo').controls)}; elsewhere the "
+        "asyncio row in its style), new over "
+        f'old, with a {CONFIDENCE:.0%} bootstrap interval. "no change" means the interval holds 1. '
+        "A move "
         "every row shares, the controls' too, cancels: so does the machine's drift between "
         "sessions, and so does an interpreter that speeds every row alike.",
     ]

@@ -23,6 +23,7 @@ from tabulate import tabulate
 
 from bench import registry
 from bench.plan import unavailable_variants
+from bench.registry import crawler, echo, sleep
 from bench.render import (
     anatomy,
     charts,
@@ -369,10 +370,10 @@ The full run fits the machine: each repetition is stored as it ends, so an inter
 continues where it stopped (`nox -s bench -- --full`); a repetition over its point's time cap
 is stopped and its row reads "did not finish in N s" (a result: cost grew past the cap); a
 failure that is a loop's stated limit (`select()` cannot watch a descriptor numbered 1 024 or
-more) reads "limit"; and a row stops after 3 repetitions when its headline's spread,
-(max − min) / median, is within {tolerance:.0%}, otherwise it runs up to 5 (4 for an echo
-row, whose run has the most points; 2 and 3 where one repetition takes minutes: a million
-sleepers, a crawl one page at a time).
+more) reads "limit"; and a row stops after {least} repetitions when its headline's spread,
+(max − min) / median, is within {tolerance:.0%}, otherwise it runs up to {most} ({echo} for an
+echo row, whose run has the most points, {headline} at its headline point; {slow[0]} and
+{slow[1]} where one repetition takes minutes: {tasks:,} sleepers, a crawl one page at a time).
 """
 
 
@@ -425,7 +426,16 @@ def method_section(page: Page) -> list[str]:
     return [
         "## How these were measured",
         "",
-        METHOD.format(saturation=SATURATION, tolerance=SPREAD_TOLERANCE).replace("\n", " "),
+        METHOD.format(
+            saturation=SATURATION,
+            tolerance=SPREAD_TOLERANCE,
+            least=crawler.REPETITIONS[0],
+            most=crawler.REPETITIONS[1],
+            echo=echo.REPETITIONS[True],
+            headline=echo.HEADLINE_REPETITIONS,
+            slow=crawler.SLOW_REPETITIONS,
+            tasks=sleep.LONG_TASKS,
+        ).replace("\n", " "),
         "",
     ]
 

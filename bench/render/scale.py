@@ -25,7 +25,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench.plan import FLOOR  # the echo anchor with no design: growth it shows, every row shares
-from bench.registry import echo
+from bench.registry import echo, sleep
 from bench.render import charts
 
 FLAT = 0.15  # |k| below this reads as "flat": cost per unit does not depend on N there
@@ -69,13 +69,14 @@ SERIES = (
         1.0,
         "CPU per sleeper (µs)",
         "tasks",
-        "sleepers (N), 90% cancelled",
+        f"sleepers (N), {sleep.CANCEL['fraction']:.0%} cancelled",
         where=(("mode", "cancel"),),
     ),
     Series(
         "echo",
         "echo",
-        "Echo: server CPU per request by connections (1 KiB, fixed offered load)",
+        f"Echo: server CPU per request by connections ({echo.HEADLINE_POINT['size'] // 1024} KiB, "
+        "fixed offered load)",
         "server_cpu_us",
         1.0,
         "server CPU per request (µs)",

@@ -15,7 +15,7 @@ import statistics
 from tabulate import tabulate
 
 from bench.registry.echo import HEADLINE_AT, TLS, regime
-from bench.render.intervals import ratio_interval
+from bench.render.intervals import CONFIDENCE, ratio_interval
 from bench.summary import by_round, valid_values
 
 METRIC = "server_cpu_us"
@@ -102,7 +102,8 @@ def lines(stored_points: dict[str, dict]) -> list[str]:
         f"### {TITLE}",
         "",
         f"Server CPU per request (µs, median) at {HEADLINE_AT}, plain and over TLS, in each "
-        "measure, and TLS over plain: the median of the per-round ratios with its 95% bootstrap "
+        "measure, and TLS over plain: the median of the per-round ratios with its "
+        f"{CONFIDENCE:.0%} bootstrap "
         "interval. Where both come from one session (the TLS point measured after the plain "
         "one), rounds pair by their order: a pair shares the session, not the moment. Every "
         "handshake is done before the "

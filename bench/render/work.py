@@ -26,6 +26,7 @@ from bench.summary import valid_values
 from machine.environment import by_machine
 
 TITLE = "Work per request, counted"
+AGREE = 0.01  # two counts of a row closer than this share agree
 
 
 def _cpu_at_fixed_load(results: Path) -> tuple[dict[str, float], dict]:
@@ -100,11 +101,11 @@ def agreement(ranked: list[tuple[str, dict]], rate: int) -> str:
     for regime, where in (("closed", "in the closed loop"), ("paced", f"at {rate:,} requests/s")):
         moved = second_counts(ranked, regime)
         if moved:
-            within = sum(abs(change) < 0.01 for _, change in moved)
+            within = sum(abs(change) < AGREE for _, change in moved)
             key, largest = max(moved, key=lambda item: abs(item[1]))
             said.append(
-                f"{within} of {len(moved)} rows agree within 1% {where} (the largest change: "
-                f"{label(key)}, {largest:+.1%})"
+                f"{within} of {len(moved)} rows agree within {AGREE:.0%} {where} (the largest "
+                f"change: {label(key)}, {largest:+.1%})"
             )
     if not said:
         return (
@@ -156,7 +157,8 @@ def section(results: Path) -> list[str]:
         "sees everything, the neighbours included, and moves with them. Closed loop: each "
         f"connection sends again as soon as its echo is back; at {rate:,} requests/s a turn "
         "serves one request or a few "
-        "(the bench's 8,000 is more than a server fifty times slower under callgrind keeps). "
+        f"(the bench's {echo.HEADLINE_RATE:,} is more than a server under callgrind keeps up "
+        "with). "
         "Syscalls: the cost anatomy's, at the bench's fixed load; server CPU: the quick run's, "
         f"at its fixed load (its newest session: {str(quick_env.get('date', 'none yet'))[:10]})."
         + _machines(data.get("environment", {}), anatomy_env, quick_env)

@@ -8,11 +8,11 @@ throws them in at the ``yield`` below, so they surface at the ``await`` that ask
 
 ``_trap`` is the ``yield`` where async code and the kernel meet (curio's ``_kernel_trap``).
 Each trap below is a two-line ``async def`` naming its request, so a traceback says what the
-task was waiting for. The I/O is where this twin of ``loops/traps/traps.py`` differs: there a
-task asks "wake me when this socket is readable" and then reads; here it hands over the whole
-operation (``operation``) and is resumed with its result. ``operation``, awaited once or more
-per socket call, yields its request itself (its docstring says why): the loop's second and
-last ``yield``.
+task was waiting for, but for ``sleep``, which a receive awaits before each try, and which
+yields its request itself. The I/O is where this twin of ``loops/traps/traps.py`` differs:
+there a task asks "wake me when this socket is readable" and then reads; here it hands over
+the whole operation (``operation``) and is resumed with its result. ``operation``, awaited
+once or more per socket call, yields its request itself too (its docstring says why).
 """
 
 # twin of loops/traps/traps.py
@@ -29,9 +29,13 @@ def _trap(*request: Any) -> Any:
     return (yield request)
 
 
-async def sleep(seconds: float) -> None:
+# Speed trick, fenced here: ``sleep`` yields its request itself, as the I/O traps below do (the
+# comment or docstring there says why): ``sleep(0)``, a turn given up, is the one trap some
+# loops await once per socket call.
+@types.coroutine
+def sleep(seconds: float) -> Any:
     """Suspend the calling task for at least `seconds`; sleep(0) just lets others run."""
-    return await _trap("sleep", seconds)
+    return (yield ("sleep", seconds))
 
 
 async def spawn(coro: Coroutine) -> Any:

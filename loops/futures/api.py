@@ -7,7 +7,7 @@ outermost generator or coroutine, which is all the loop needs. So ``VARIANT.gene
 ``VARIANT.coroutines`` are this same module.
 
 Socket calls try the operation first and wait for readiness only on BlockingIOError (except a
-recv after a short read: see ``_drained``).
+recv on a socket whose last try found nothing: see ``_drained``).
 Addresses given to ``connect`` and ``sendto`` are not resolved asynchronously: pass IP
 addresses (as the lab's workloads do) or accept a blocking DNS lookup.
 """

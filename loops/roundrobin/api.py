@@ -11,9 +11,9 @@ Two choices follow from the idea that every task gets exactly one turn per tick:
   connection that always has data cannot starve the others; the call is then tried at once
   and the task waits for readiness only on BlockingIOError. A cancellation delivered at the
   checkpoint or the readiness wait never loses data: nothing has been received yet. Two
-  fenced exceptions keep the turn without adding work: a recv after a short read waits for
-  readiness at once (``_drained``), and a sendall right after its recv is still in the turn
-  that recv's yield began (``_reply_in_turn``).
+  fenced exceptions keep the turn without adding work: a recv on a socket whose last try found
+  nothing waits for readiness at once (``_drained``), and a sendall right after its recv is
+  still in the turn that recv's yield began (``_reply_in_turn``).
 - ``timeout_after`` arms a deadline on the calling task, in the timer heap beside the sleeps;
   when it passes, the loop throws Expired (a CancelledError) into the work where it waits, and
   ``timeout_after`` turns it into the builtin TimeoutError. (It once ran the work as a child

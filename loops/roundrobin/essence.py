@@ -20,7 +20,7 @@ def sleep(seconds):  # sleep(0) is a checkpoint: the task runs again next tick
 
 @types.coroutine
 def recv(sock, n):
-    yield ("read", sock)  # the full loop: a checkpoint, then recv; after a short read, this wait
+    yield ("read", sock)  # the full loop: a checkpoint, then recv; on a drained socket, this wait
     return sock.recv(n)
 
 

@@ -8,8 +8,8 @@ throws them in at the ``yield`` below, so they surface at the ``await`` that ask
 
 ``_trap`` is the ``yield`` where async code and the kernel meet (curio's ``_kernel_trap``).
 Each trap below is a two-line ``async def`` naming its request, so a traceback says what the
-task was waiting for; the two socket waits, awaited at every wait for I/O, yield their
-requests themselves (the loop's second and third ``yield``: see above them).
+task was waiting for; ``sleep`` and the two socket waits, the traps a busy loop awaits most
+(a turn given up, a wait for I/O), yield their requests themselves (see above them).
 """
 
 # twin of loops/traps/traps.py
@@ -26,9 +26,13 @@ def _trap(*request: Any) -> Any:
     return (yield request)
 
 
-async def sleep(seconds: float) -> None:
+# Speed trick, fenced here: ``sleep`` yields its request itself, as the I/O traps below do (the
+# comment or docstring there says why): ``sleep(0)``, a turn given up, is the one trap some
+# loops await once per socket call.
+@types.coroutine
+def sleep(seconds: float) -> Any:
     """Suspend the calling task for at least `seconds`; sleep(0) just lets others run."""
-    return await _trap("sleep", seconds)
+    return (yield ("sleep", seconds))
 
 
 async def spawn(coro: Coroutine) -> Any:

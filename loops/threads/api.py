@@ -1,15 +1,14 @@
 """The blocking style on OS threads: a thread per task, plain blocking calls, Condition waits.
 
-Nothing here schedules: the kernel runs whichever threads are not blocked, and the GIL lets one
-run Python at a time. What the adapter adds to ``threading`` is what the contract asks and
-threads do not offer: a task record (result, error, joiners), and cancellation, a flag a
-task's next wait raises as :class:`CancelledError`. Every wait on another task (join, sleep,
-the Queue, a worker thread) is a ``Condition`` wait the canceller can notify; a task inside a
-socket call is in the kernel, where no Python code can reach it, so the canceller shuts that
-direction of the socket down to make the call return (Java's ``InterruptibleChannel`` closes
-the channel of an interrupted thread likewise). The socket is spent for that direction: this
-design's price for a cancel.
-"""
+Nothing here schedules: the kernel runs whichever threads are not blocked, and in CPython's
+default build the GIL lets one run Python at a time. What the adapter adds to ``threading`` is
+what the contract asks and threads do not offer: a task record (result, error, joiners), and
+cancellation, a flag a task's next wait raises as :class:`CancelledError`. Every wait on another
+task (join, sleep, the Queue, a worker thread) is a ``Condition`` wait the canceller can notify;
+a task inside a socket call is in the kernel, where no Python code can reach it, so the
+canceller shuts that direction of the socket down to make the call return (Java's
+``InterruptibleChannel`` closes the channel of an interrupted thread likewise). The socket is
+spent for that direction: this design's price for a cancel."""
 
 from __future__ import annotations
 
