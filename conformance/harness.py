@@ -25,13 +25,24 @@ SUITE = Path(__file__).resolve().parent
 # every variant with ``VARIANT.asyncio_loop``: asyncio, asyncio_eager, uvloop and the
 # callbacks loop's drop-in. Its deviations say ``styles = ["asyncio"]``.
 ASYNCIO = "asyncio"
-PLAYABLE = (*STYLES, ASYNCIO)
+# And a property of structured concurrency through trio's names (``@test_x.nurseries``: ``async
+# def _(co)`` run by ``co.run``) on every variant whose coroutines namespace offers them all
+# (NURSERY_NAMES; today scopes and trio).
+NURSERIES = "nurseries"
+NURSERY_NAMES = ("open_nursery", "CancelScope", "move_on_after")
+PLAYABLE = (*STYLES, ASYNCIO, NURSERIES)
 
 
 def played_styles(variant: Variant) -> tuple[str, ...]:
-    """The styles a property can be played in on variant: those it speaks, and asyncio's API
-    where it has an asyncio loop."""
-    return (*variant.styles, *((ASYNCIO,) if variant.asyncio_loop is not None else ()))
+    """The styles a property can be played in on variant: those it speaks, asyncio's API
+    where it has an asyncio loop, and trio's names where its coroutines offer them."""
+    co = variant.coroutines
+    nurseries = co is not None and all(hasattr(co, name) for name in NURSERY_NAMES)
+    return (
+        *variant.styles,
+        *((ASYNCIO,) if variant.asyncio_loop is not None else ()),
+        *((NURSERIES,) if nurseries else ()),
+    )
 
 
 @dataclass
@@ -83,6 +94,8 @@ class Case:
     def api(self) -> Any:
         if self.style == ASYNCIO:
             return self.variant.asyncio_loop
+        if self.style == NURSERIES:
+            return self.variant.coroutines
         return self.variant.api(self.style)
 
 
@@ -92,6 +105,7 @@ def play_scenario(case: Case, scenario: Callable[..., Any], *args: Any) -> Any:
     callbacks: ``scenario(loop, *args)`` with a fresh loop, closed afterwards.
     generators and coroutines: ``co.run(scenario(co, *args))``.
     blocking: ``co.run(scenario, co, *args)``: the scenario is the first task.
+    nurseries: as coroutines, on the variant's coroutines namespace.
     asyncio: ``scenario(*args)`` run by ``asyncio.Runner`` on a loop from the variant's
     ``asyncio_loop`` factory.
     """

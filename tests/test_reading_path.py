@@ -41,6 +41,12 @@ DEMO_SAYS = {
         "where they waited: CancelledError('s'), CancelledError('r')",
         "main returned b'ping'",
     ],
+    "scopes": [
+        "the deadline cancelled both children; the nursery waited for them",
+        "a checkpoint in the expired scope raised CancelledError, and it was caught",
+        "a shielded sleep finished inside the cancelled scope",
+        "cancelled_caught=True",
+    ],
 }
 # Beside the standard library, the one library a home-made loop's design is about (declared with
 # loops.requires in its folder): greenlets switches greenlets.

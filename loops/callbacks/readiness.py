@@ -29,7 +29,7 @@ class IORecord:
     """One watched fd: the events registered for it and the handles waiting on them.
 
     The same record, with the same fields, in each loop that keeps its own epoll set:
-    callbacks, futures, greenlets, roundrobin and traps (what ``selectors`` calls a
+    callbacks, futures, greenlets, roundrobin, scopes and traps (what ``selectors`` calls a
     ``SelectorKey``, with the reader and the writer in place of its ``data``).
     """
 

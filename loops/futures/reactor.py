@@ -100,7 +100,7 @@ class IORecord:
     """One registered socket: the events the selector watches and the futures waiting on them.
 
     The same record, with the same fields, in each loop that keeps its own epoll set:
-    callbacks, futures, greenlets, roundrobin and traps.
+    callbacks, futures, greenlets, roundrobin, scopes and traps.
     """
 
     __slots__ = ("events", "fd", "fileobj", "reader", "writer")

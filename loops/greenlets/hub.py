@@ -103,7 +103,7 @@ class IORecord:
     Kept registered while its tasks come and go, so a wait is a store here and, once both
     directions have been asked for, never an epoll_ctl call. The same record, with the same
     fields, in each loop that keeps its own epoll set: callbacks, futures, greenlets,
-    roundrobin and traps.
+    roundrobin, scopes and traps.
     """
 
     __slots__ = ("events", "fd", "fileobj", "reader", "writer")

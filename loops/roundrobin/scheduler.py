@@ -168,7 +168,7 @@ class IORecord:
     """One registered fd: the events epoll watches and the tasks waiting on them.
 
     The same record, with the same fields, in each loop that keeps its own epoll set:
-    callbacks, futures, greenlets, roundrobin and traps.
+    callbacks, futures, greenlets, roundrobin, scopes and traps.
     """
 
     __slots__ = ("events", "fd", "fileobj", "reader", "writer")

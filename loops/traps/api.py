@@ -17,6 +17,8 @@ scheduling state), reset whenever a call waits: cheap, and exact enough, since o
 never waits can run the count up.
 """
 
+# twin of loops/scopes/api.py
+
 from __future__ import annotations
 
 import itertools

@@ -21,6 +21,7 @@ the kernel runs in one thread, and only run_in_thread crosses threads.
 """
 
 # twin of loops/completions/kernel.py
+# twin of loops/scopes/kernel.py
 
 from __future__ import annotations
 

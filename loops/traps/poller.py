@@ -14,6 +14,8 @@ callbacks loop's ``readiness.py`` gives the commands that compare the two). Any 
 does, so a task waiting on a broken socket learns of the error from its next call.
 """
 
+# twin of loops/scopes/poller.py
+
 from __future__ import annotations
 
 import collections
@@ -37,7 +39,7 @@ class IORecord:
 
     Kept registered while its tasks come and go, so a wait is a store here and never an
     epoll_ctl call. The same record, with the same fields, in each loop that keeps its own
-    epoll set: callbacks, futures, greenlets, roundrobin and traps.
+    epoll set: callbacks, futures, greenlets, roundrobin, scopes and traps.
     """
 
     __slots__ = ("events", "fd", "fileobj", "reader", "writer")

@@ -10,6 +10,7 @@ through the kernel running in this thread instead.
 """
 
 # twin of loops/completions/queues.py
+# twin of loops/scopes/queues.py
 
 from __future__ import annotations
 

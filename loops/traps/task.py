@@ -11,6 +11,7 @@ kernel needs to undo a wait when it cancels a task, with no per-wait closure.
 """
 
 # twin of loops/completions/task.py
+# twin of loops/scopes/task.py
 
 from __future__ import annotations
 

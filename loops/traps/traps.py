@@ -13,6 +13,7 @@ task was waiting for; ``sleep`` and the two socket waits, the traps a busy loop 
 """
 
 # twin of loops/completions/traps.py
+# twin of loops/scopes/traps.py
 
 from __future__ import annotations
 

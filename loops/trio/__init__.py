@@ -155,6 +155,10 @@ coroutines = SimpleNamespace(
     timeout_after=timeout_after,
     run_in_thread=run_in_thread,
     Queue=Queue,
+    # trio's own structured concurrency, beside the contract (the suite's nurseries style)
+    open_nursery=trio.open_nursery,
+    CancelScope=trio.CancelScope,
+    move_on_after=trio.move_on_after,
     **vars(socket_calls(trio.lowlevel.wait_readable, trio.lowlevel.wait_writable)),
 )
 

@@ -1,0 +1,763 @@
+"""The kernel: runs tasks until they trap, then does what the trap asks, inside cancel scopes.
+
+A cancellation belongs to a *cancel scope* (trio's), not to a task: while a scope is cancelled,
+every checkpoint inside it raises. Under it, traps' kernel (curio's design): every operation
+that may block is a *trap*, a request tuple ``(name, *args)`` yielded by the one
+``@types.coroutine`` in :mod:`loops.scopes.traps`. The kernel sends a task its next value, gets
+a request back, finds the handler for ``request[0]`` in its trap table and calls it. A handler
+either answers at once (``spawn``: the task goes on running, no switch) or returns ``SUSPEND``
+after recording what the task waits for (``sleep``, ``read``, ``join``...); the event that
+satisfies the wait puts the task back on the ready queue. Cancelling a scope undoes the wait of
+each task waiting inside it and throws ``CancelledError()`` in there.
+
+What it builds on: traps' ready deque, its heap of timers with lazy cancellation and
+compaction, and its readiness side, :class:`loops.scopes.poller.Poller` (epoll, registrations
+kept across waits); socket calls try first and trap only on BlockingIOError (:mod:`.api`).
+
+Limits: one task may wait to read (and one to write) on a given socket at a time, as in curio;
+a task may await only this kernel's traps (an asyncio future is rejected with a TypeError);
+the kernel runs in one thread, and only run_in_thread crosses threads.
+"""
+
+# twin of loops/traps/kernel.py
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import contextlib
+import heapq
+import itertools
+import logging
+import math
+import os
+import threading
+import time
+from heapq import heappush
+from time import monotonic
+from types import CoroutineType
+from typing import Any
+
+from loops.scopes.poller import Poller
+from loops.scopes.task import (
+    CANCELLING,
+    DONE,
+    JOINING,
+    NURSERY,
+    PARKED,
+    READING,
+    READY,
+    SLEEPING,
+    SUSPEND,
+    THREAD,
+    WRITING,
+    CancelledError,
+    Task,
+)
+from loops.scopes.traps import cancel
+
+# Compaction: rebuild the heap when more than COMPACT_MIN_TIMERS of its timers are cancelled
+# and they are more than COMPACT_CANCELLED_FRACTION of it (asyncio counts the whole heap).
+COMPACT_MIN_TIMERS = 100
+COMPACT_CANCELLED_FRACTION = 0.5
+MAX_WAIT = 24 * 3600.0  # the longest single wait (asyncio's cap): epoll refuses huge timeouts
+# The traps that are checkpoints: those where a task may wait. A cancellation lands at these and
+# nowhere else (a spawn, a wake or a nursery's end answered at once never raises it); cancel's
+# wait is one too, once it has cancelled its target (_trap_cancel).
+CHECKPOINTS = frozenset({"sleep", "read", "write", "join", "thread", "park"})
+
+
+logger = logging.getLogger(__name__)
+
+
+OWN_CODE = os.path.dirname(os.path.abspath(__file__)) + os.sep  # this package's files
+
+
+def left_half_done(error: BaseException) -> bool:
+    """Whether error came up through this loop's own code that a task had called (a spawn, a
+    future's callbacks, a wait being registered), not just out of the task's code.
+
+    A signal's KeyboardInterrupt lands wherever the interpreter checks for signals, and in the
+    loop's code it may leave the work half done (a task counted and never scheduled), so the
+    loop must not run again to cancel the other tasks. The traceback says where it landed: a
+    frame of this package inside a frame of the task's."""
+    in_a_task = False
+    frames = error.__traceback__
+    while frames is not None:
+        ours = frames.tb_frame.f_code.co_filename.startswith(OWN_CODE)
+        if ours and in_a_task:
+            return True
+        in_a_task = in_a_task or not ours
+        frames = frames.tb_next
+    return False
+
+
+class _Running(threading.local):
+    loop: Loop | None = None  # the kernel (Loop) running in this thread, if any
+
+
+_running = _Running()
+
+
+def now() -> float:
+    """The running kernel's clock (time.monotonic), in seconds."""
+    if _running.loop is None:
+        running_loop()  # raises: no kernel runs in this thread
+    return time.monotonic()
+
+
+def running_loop() -> Loop:
+    """The kernel running in this thread, or RuntimeError outside of run()."""
+    kernel = _running.loop
+    if kernel is None:
+        raise RuntimeError("no scopes kernel is running in this thread (call this inside run())")
+    return kernel
+
+
+class CancelScope:
+    """A block of code (``with CancelScope() as scope:``) that is cancelled as one.
+
+    ``cancel()``, or its ``deadline`` passing (a ``time.monotonic`` instant), cancels it: every
+    task inside (the one that entered it, and the children of nurseries opened in it) raises
+    CancelledError at its wait, and again at every checkpoint until it leaves the block, where
+    the error ends (``cancelled_caught``). A ``shield`` keeps the scopes around it from
+    reaching the code inside. The kernel does the work (``Loop._enter_scope``, ``_cancel``).
+    """
+
+    __slots__ = (
+        "_children",
+        "_deadline",
+        "_kernel",
+        "_parent",
+        "_shield",
+        "_tasks",
+        "_timer",
+        "cancel_called",
+        "cancelled_caught",
+    )
+
+    def __init__(self, deadline: float = math.inf, shield: bool = False) -> None:
+        if math.isnan(deadline):
+            raise ValueError("a cancel scope's deadline must be a time, not nan")
+        self._deadline = deadline  # when it cancels itself (time.monotonic), inf: never
+        self._shield = shield  # True: the scopes around it do not reach inside
+        self.cancel_called = False  # cancel() was called, or the deadline passed
+        self.cancelled_caught = False  # a CancelledError ended at this scope's exit
+        self._kernel: Loop | None = None  # the kernel it is entered in, until it is left
+        self._parent: CancelScope | None = None  # the scope around it (None: a task's own)
+        self._tasks: set[Task] = set()  # the tasks whose innermost scope it is
+        self._children: set[CancelScope] | None = None  # the scopes entered inside it, if any
+        self._timer: int | None = None  # the seq of its deadline's timer, while armed
+
+    def __enter__(self) -> CancelScope:
+        if self._kernel is not None or self._parent is not None:
+            raise RuntimeError("a cancel scope can be entered only once")
+        running_loop()._enter_scope(self)
+        return self
+
+    def __exit__(self, etype: Any, error: BaseException | None, traceback: Any) -> bool:
+        return running_loop()._exit_scope(self, error)
+
+    def cancel(self) -> None:
+        """Cancel this scope, now if it is entered, else as soon as it is."""
+        if self._kernel is None:
+            self.cancel_called = True
+        else:
+            self._kernel._cancel(self)
+
+    @property
+    def deadline(self) -> float:
+        return self._deadline
+
+    @deadline.setter
+    def deadline(self, value: float) -> None:
+        if math.isnan(value):
+            raise ValueError("a cancel scope's deadline must be a time, not nan")
+        self._deadline = value
+        if self._kernel is not None and not self.cancel_called:
+            self._kernel._arm(self)
+
+    @property
+    def shield(self) -> bool:
+        return self._shield
+
+    @shield.setter
+    def shield(self, value: bool) -> None:
+        self._shield = value
+        kernel = self._kernel
+        if kernel is not None and not value and _cancelled_by(self._parent):
+            kernel._deliver(self)  # the cancellation it held off reaches inside now
+
+    def __repr__(self) -> str:
+        state = "cancelled" if self.cancel_called else "active"
+        return f"<CancelScope {state}{' shielded' if self._shield else ''}>"
+
+
+class Loop:
+    """Runs coroutines as tasks; every blocking operation reaches it as a trap."""
+
+    def __init__(self) -> None:
+        self._ready: collections.deque[Task] = collections.deque()  # runnable tasks, FIFO
+        # Timers: a heap of (deadline, seq) and, per armed timer, its task under its seq. A
+        # heap entry whose seq is in neither dict was cancelled and is dropped when it surfaces
+        # (lazy cancellation); the entries hold no task, so the GC never has to look at them.
+        self._timers: list[tuple[float, int]] = []  # heap; seq breaks ties: FIFO
+        self._sleepers: dict[int, Task] = {}  # seq -> task sleeping until that timer
+        self._deadlines: dict[int, CancelScope] = {}  # seq -> scope whose deadline it is
+        self._cancelled: set[CancelScope] = set()  # cancelled scopes not yet left: see _loop
+        self.current: Task | None = None  # the task running now (the one a scope is entered in)
+        self._timer_seq = itertools.count()  # the next seq
+        self._io = Poller(self._ready)  # epoll, the fds it watches and their waiting tasks
+        self._tasks: set[Task] = set()  # every task not yet DONE
+        self._unseen_failures: dict[Task, None] = {}  # failed tasks nobody joined (yet)
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # for run_in_thread
+        self._thread_results: collections.deque = collections.deque()  # (task, future) done
+        self._closed = False
+        self._raised_by_a_task: BaseException | None = None  # see run()
+        # The socket calls' budget (api.py's docstring): calls completed in a row without
+        # anyone waiting, since a call last waited or yielded its turn.
+        self.fast_calls = 0
+        # The trap table: request name -> handler(task, request) -> answer or SUSPEND.
+        self._traps = {
+            "sleep": self._trap_sleep,
+            "spawn": self._trap_spawn,
+            "join": self._trap_join,
+            "cancel": self._trap_cancel,
+            "read": self._io._trap_io,
+            "write": self._io._trap_io,
+            "thread": self._trap_thread,
+            "park": self._trap_park,
+            "wake": self._trap_wake,
+            "children": self._trap_children,
+            "drop_ghosts": self._io._trap_drop_ghosts,
+        }
+        # How to undo each kind of wait when a scope around a task is cancelled (a task at a
+        # nursery's end, NURSERY, is not: its children are cancelled, and it waits for them).
+        self._unwait = {
+            SLEEPING: self._unwait_timer,
+            READING: self._io._unwait_reader,
+            WRITING: self._io._unwait_writer,
+            JOINING: self._unwait_joiner,
+            CANCELLING: self._unwait_joiner,
+            PARKED: self._unwait_parked,
+            THREAD: self._unwait_thread,
+        }
+
+    # ------------------------------------------------------------------ public surface
+
+    def run(self, coro: Any) -> Any:
+        """Run coro as the main task until it ends; return its result or raise its error."""
+        try:
+            if self._closed:
+                raise RuntimeError("the scopes kernel is closed")
+            _check_not_running()
+        except RuntimeError:
+            if hasattr(coro, "close"):
+                coro.close()  # refused, so it will never run: it must not warn "never awaited"
+            raise
+        try:  # the main task's spawn too: a signal may land in it
+            main = self._spawn(coro, CancelScope())
+            main.joined = True  # its outcome is run()'s to report
+            self._run_until(main)
+        except BaseException as error:
+            if not isinstance(error, Exception) and error is not self._raised_by_a_task:
+                self._abandon_tasks()  # a signal's KeyboardInterrupt: see _abandon_tasks
+            raise
+        finally:
+            self._raised_by_a_task = None
+        if main.exception is not None:
+            raise main.exception
+        return main.result
+
+    def close(self) -> None:
+        """Cancel the tasks still alive, let them unwind, then release every resource.
+
+        Idempotent. Like asyncio.run(), leftover tasks get a CancelledError and run their
+        cleanup; failures nobody joined are logged here, once.
+        """
+        if self._closed:
+            return
+        if _running.loop is self:
+            raise RuntimeError("cannot close the scopes kernel from inside a task")
+        try:
+            # Not `while self._tasks:`, which CPython 3.13 compiles with its back edge outside
+            # this try (CPython gh-130279): a Ctrl-C taken there would skip the finally.
+            while True:
+                if not self._tasks:
+                    break
+                leftovers = list(self._tasks)
+                for task in leftovers:  # before any of them runs again
+                    self._cancel(task.home)
+                self._run_until(self._spawn(_cancel_all(leftovers), CancelScope()))
+        finally:
+            self._closed = True
+            for task in self._unseen_failures:
+                logger.error("%r failed and nobody joined it", task, exc_info=task.exception)
+            self._unseen_failures.clear()
+            if self._pool is not None:  # first: no worker may wake a closed wake-up
+                self._pool.shutdown(wait=True)
+            self._io.close()
+
+    def _abandon_tasks(self) -> None:
+        """Close every task's coroutine without the kernel, and forget every wait.
+
+        A KeyboardInterrupt from a signal lands between any two lines of the kernel's own
+        bookkeeping: a task popped from the ready queue and not yet run, a finish half done.
+        Another tick could wait forever on what that step left behind (close() cancelling a
+        task no queue holds), so run() closes the tasks here, untouched by the kernel: their
+        finally blocks run."""
+        for task in self._tasks:
+            task.state = DONE
+            # RuntimeError: it awaited in a finally block; it cannot run any further anyway.
+            with contextlib.suppress(RuntimeError):
+                task.coro.close()
+        self._tasks.clear()
+        self._ready.clear()
+        self._timers.clear()
+        self._sleepers.clear()
+        self._deadlines.clear()
+        self._cancelled.clear()
+
+    def wake_all(self, waiters: collections.deque) -> None:
+        """Make every task parked in `waiters` ready (for synchronous callers: task_done)."""
+        while waiters:
+            self._make_ready(waiters.popleft())
+
+    # ------------------------------------------------------------------ the run loop
+
+    def _run_until(self, main: Task) -> None:
+        _check_not_running()
+        _running.loop = self
+        try:
+            self._loop(main)
+        finally:
+            _running.loop = None
+
+    def _loop(self, main: Task) -> None:
+        # Everything the loop touches per switch is bound to a local name once.
+        ready = self._ready
+        ready_pop = ready.popleft
+        ready_push = ready.append
+        timers = self._timers
+        sleepers = self._sleepers
+        sleepers_pop = sleepers.pop
+        deadlines = self._deadlines
+        cancelled = self._cancelled
+        checkpoints = CHECKPOINTS
+        heappop = heapq.heappop
+        wait = self._io.wait
+        watched = self._io.records  # every registered fd (the threads' wake-up socket too)
+        clock = time.monotonic
+        traps = self._traps
+        finish = self._finish
+        done = DONE
+        ready_state = READY
+        suspend = SUSPEND
+
+        while main.state is not done:
+            # ---- stage 1: wait for I/O, blocking only while nothing is ready
+            if ready:  # just look, never block: tasks wait to run
+                wait(0)
+            elif timers:
+                wait(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
+            elif watched:
+                wait(None)
+            else:
+                raise _deadlock(main)
+
+            # ---- stage 2: expire timers
+            if timers:
+                now = clock()
+                while timers and timers[0][0] <= now:
+                    seq = heappop(timers)[1]
+                    task = sleepers_pop(seq, None)
+                    if task is not None:  # a sleep ended
+                        task.state = ready_state
+                        ready_push(task)
+                    elif seq in deadlines:  # a scope's deadline passed
+                        self._cancel(deadlines.pop(seq))
+                    # else: cancelled earlier, dropped here
+                dropped = len(timers) - len(sleepers) - len(deadlines)
+                if dropped > COMPACT_MIN_TIMERS and dropped > (
+                    COMPACT_CANCELLED_FRACTION * len(timers)
+                ):
+                    self._compact_timers()
+
+            # ---- stage 3: run the tasks that were ready when this stage began
+            for _ in range(len(ready)):
+                task = ready_pop()
+                self.current = task
+                coro = task.coro
+                value = task.value
+                if value is not None:
+                    task.value = None
+                throw = task.throw
+                if throw is not None:
+                    task.throw = None
+                # Non-blocking traps are answered at once, so a task runs until it suspends.
+                while True:
+                    try:
+                        if throw is None:
+                            request = coro.send(value)
+                        else:
+                            request = coro.throw(throw)
+                            throw = None
+                    except StopIteration as stop:
+                        finish(task, stop.value, None)
+                        break
+                    except BaseException as error:
+                        finish(task, None, error)
+                        if not isinstance(error, Exception | CancelledError):
+                            # KeyboardInterrupt, SystemExit: out of run(); the kernel whole
+                            # unless it came through the kernel's code (left_half_done)
+                            if not left_half_done(error):
+                                self._raised_by_a_task = error
+                            raise
+                        break
+                    try:
+                        handler = traps[request[0]]
+                    except Exception:
+                        value, throw = None, _unknown_request(task, request)
+                        continue
+                    # Level-triggered: while a scope around the task is cancelled, every
+                    # checkpoint raises, so a task that caught one cancellation meets the next.
+                    # It raises at the task's next run: a checkpoint lets the others run first.
+                    if cancelled and request[0] in checkpoints and _cancelled_by(task.scope):
+                        task.throw = CancelledError()
+                        ready_push(task)
+                        break
+                    try:
+                        value = handler(task, request)
+                    except Exception as error:  # a bad request: raise it where it was made
+                        value, throw = None, error
+                        continue
+                    if value is suspend:
+                        break
+
+    # ------------------------------------------------------------------ traps
+
+    def _trap_sleep(self, task: Task, request: tuple) -> Any:
+        seconds = request[1]
+        if math.isnan(seconds):
+            raise ValueError("sleep(nan): a delay must be a number of seconds")
+        if seconds > 0:
+            seq = next(self._timer_seq)
+            heappush(self._timers, (monotonic() + seconds, seq))
+            self._sleepers[seq] = task
+            task.state = SLEEPING
+            task.waiting_on = seq
+        else:  # just yield: back of the queue, still READY
+            self._ready.append(task)
+        return SUSPEND
+
+    def _trap_spawn(self, task: Task, request: tuple) -> Task:
+        # A task spawned alone runs in a scope of its own, which cancel() cancels; answered at
+        # once: the spawner runs on, no switch.
+        return self._spawn(request[1], CancelScope())
+
+    def _trap_join(self, task: Task, request: tuple) -> Any:
+        target = request[1]
+        if type(target) is not Task:
+            raise _not_a_task(target, "join")
+        if target.state is DONE:  # finished already: answer at once
+            target.joined = True
+            if target.exception is not None:
+                self._unseen_failures.pop(target, None)
+                raise target.exception
+            return target.result
+        if target is task:
+            raise RuntimeError(f"{task!r} cannot join itself: it would wait forever")
+        if target not in self._tasks:
+            raise _not_ours(target, "join")
+        self._wait_for_end(task, target, JOINING)
+        return SUSPEND
+
+    def _trap_cancel(self, task: Task, request: tuple) -> Any:
+        target = request[1]
+        if type(target) is not Task:
+            raise _not_a_task(target, "cancel")
+        if target.state is DONE:
+            return None
+        if target is task:  # cancelling oneself: the cancellation arrives right here
+            self._cancel(task.home)
+            raise CancelledError()
+        if target not in self._tasks:
+            raise _not_ours(target, "cancel")
+        self._cancel(target.home)
+        if self._cancelled and _cancelled_by(task.scope):  # the wait is a checkpoint: raise there
+            task.throw = CancelledError()  # (at its next run), the target cancelled all the same
+            self._ready.append(task)
+            return SUSPEND
+        self._wait_for_end(task, target, CANCELLING)
+        return SUSPEND
+
+    def _trap_thread(self, task: Task, request: tuple) -> Any:
+        _, fn, args = request
+        if self._pool is None:
+            self._start_threads()
+        future = self._pool.submit(fn, *args)
+        task.state = THREAD
+        task.waiting_on = future
+        future.add_done_callback(lambda f, task=task: self._thread_finished(task, f))
+        return SUSPEND
+
+    def _trap_park(self, task: Task, request: tuple) -> Any:
+        waiters = request[1]
+        waiters.append(task)
+        task.state = PARKED
+        task.waiting_on = waiters
+        return SUSPEND
+
+    def _trap_wake(self, task: Task, request: tuple) -> None:
+        _, waiters, n = request
+        for _ in range(min(n, len(waiters))):
+            self._make_ready(waiters.popleft())
+
+    def _trap_children(self, task: Task, request: tuple) -> Any:
+        nursery = request[1]
+        if not nursery.children:  # all ended already: answer at once
+            return None
+        task.state = NURSERY
+        task.waiting_on = nursery
+        return SUSPEND
+
+    # ------------------------------------------------------------------ tasks
+
+    def _spawn(self, coro: Any, scope: CancelScope, nursery: Any = None) -> Task:
+        if type(coro) is not CoroutineType and not (
+            hasattr(coro, "send") and hasattr(coro, "throw")
+        ):
+            raise TypeError(f"spawn() needs a coroutine (call the async function): got {coro!r}")
+        task = Task(coro)
+        task.home = task.scope = scope
+        scope._tasks.add(task)
+        if nursery is None:  # its own scope: entered here, left when the task ends
+            scope._kernel = self
+        else:
+            task.nursery = nursery
+            nursery.children += 1
+        self._tasks.add(task)
+        self._ready.append(task)
+        return task
+
+    def _make_ready(self, task: Task) -> None:
+        task.state = READY
+        self._ready.append(task)
+
+    def _finish(self, task: Task, result: Any, exception: BaseException | None) -> None:
+        task.state = DONE
+        task.result = result
+        task.waiting_on = None
+        self._tasks.discard(task)
+        home = task.home
+        home._tasks.discard(task)
+        if task.nursery is None:  # its own scope ends with it
+            home._kernel = None
+            self._cancelled.discard(home)
+        else:
+            task.joined = True  # its nursery sees the outcome
+            self._child_ended(task.nursery, exception)
+        joiners = task.joiners
+        if joiners is None and exception is None:  # the usual end: nobody waits, no error
+            return
+        task.exception = exception
+        if joiners:
+            task.joiners = None
+            task.joined = True
+            for joiner in joiners:
+                if joiner.state is JOINING:  # CANCELLING waiters just resume
+                    if exception is None:
+                        joiner.value = result
+                    else:
+                        joiner.throw = exception
+                self._make_ready(joiner)
+        elif isinstance(exception, Exception) and not task.joined:
+            # A cancellation is no failure; a KeyboardInterrupt or SystemExit goes out of run(),
+            # where the user sees it.
+            self._unseen_failures[task] = None
+
+    def _wait_for_end(self, task: Task, target: Task, state: str) -> None:
+        if target.joiners is None:
+            target.joiners = []
+        target.joiners.append(task)
+        task.state = state
+        task.waiting_on = target
+
+    def _interrupt(self, task: Task, error: BaseException) -> None:
+        """Deliver error at task's suspension point, undoing whatever it waits for."""
+        if task.state is not READY:
+            self._unwait[task.state](task)
+            self._make_ready(task)
+        task.value = None  # a ready task loses what it would have received
+        task.throw = error
+
+    def _child_ended(self, nursery: Any, exception: BaseException | None) -> None:
+        """A child's error is kept for the nursery's ExceptionGroup and cancels its siblings."""
+        nursery.children -= 1
+        if exception is not None and not isinstance(exception, CancelledError):
+            nursery.errors.append(exception)
+            self._cancel(nursery.cancel_scope)
+        parent = nursery.parent
+        if not nursery.children and parent.waiting_on is nursery:
+            parent.waiting_on = None
+            self._make_ready(parent)
+
+    # ------------------------------------------------------------------ cancel scopes
+
+    def _cancel(self, scope: CancelScope) -> None:
+        """Cancel scope: each task waiting inside it (behind no shield) is interrupted now, and
+        every checkpoint inside it raises until it is left (_loop: level-triggered)."""
+        scope.cancel_called = True
+        if scope._kernel is self and scope not in self._cancelled:
+            self._cancelled.add(scope)
+            self._deliver(scope)
+
+    def _deliver(self, scope: CancelScope) -> None:
+        unwait = self._unwait
+        for task in scope._tasks:
+            if task.state in unwait:  # waiting: a READY task meets it at its next checkpoint
+                self._interrupt(task, CancelledError())
+        for inner in scope._children or ():
+            if not inner._shield:
+                self._deliver(inner)
+
+    def _enter_scope(self, scope: CancelScope) -> None:
+        task = self.current
+        outer = task.scope
+        outer._tasks.discard(task)
+        if outer._children is None:  # made on first use: a task's own scope seldom needs one
+            outer._children = set()
+        outer._children.add(scope)
+        scope._parent = outer
+        scope._tasks.add(task)
+        scope._kernel = self
+        task.scope = scope
+        if scope.cancel_called:
+            self._cancelled.add(scope)
+        else:
+            self._arm(scope)
+
+    def _exit_scope(self, scope: CancelScope, error: BaseException | None) -> bool:
+        task = self.current
+        if task.scope is not scope:
+            raise RuntimeError(f"{scope!r} left out of order (scopes nest: last in, first out)")
+        outer = scope._parent
+        scope._tasks.discard(task)
+        outer._children.discard(scope)
+        outer._tasks.add(task)
+        task.scope = outer
+        scope._kernel = None
+        self._cancelled.discard(scope)
+        self._deadlines.pop(scope._timer, None)
+        # A CancelledError ends at the scope that was cancelled, unless an outer one is too:
+        # then it goes on up, and would be raised again at the next checkpoint anyway.
+        caught = isinstance(error, CancelledError) and scope.cancel_called
+        if caught and (scope._shield or _cancelled_by(outer) is None):
+            scope.cancelled_caught = True
+            return True
+        return False
+
+    def _arm(self, scope: CancelScope) -> None:
+        """(Re)arm the timer of scope's deadline; one already passed cancels it at once."""
+        self._deadlines.pop(scope._timer, None)
+        deadline = scope._deadline
+        if deadline <= monotonic():
+            self._cancel(scope)
+        elif deadline != math.inf:
+            seq = next(self._timer_seq)
+            heappush(self._timers, (deadline, seq))
+            self._deadlines[seq] = scope
+            scope._timer = seq
+
+    # ------------------------------------------------------------------ undoing waits
+
+    def _unwait_timer(self, task: Task) -> None:
+        del self._sleepers[task.waiting_on]  # lazily: its heap entry goes when it surfaces
+
+    def _unwait_joiner(self, task: Task) -> None:
+        task.waiting_on.joiners.remove(task)
+
+    def _unwait_parked(self, task: Task) -> None:
+        task.waiting_on.remove(task)
+
+    def _unwait_thread(self, task: Task) -> None:
+        task.waiting_on.cancel()  # stops it if it has not started; a late result is ignored
+
+    # ------------------------------------------------------------------ timers
+
+    def _compact_timers(self) -> None:
+        armed = self._sleepers.keys() | self._deadlines.keys()
+        self._timers[:] = [entry for entry in self._timers if entry[1] in armed]
+        heapq.heapify(self._timers)
+
+    # ------------------------------------------------------------------ threads
+
+    def _start_threads(self) -> None:
+        """The pool, and its wake-up: the I/O side's (see its open_wake_up)."""
+        self._pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="scopes")
+        self._io.open_wake_up(self._collect_thread_results)
+
+    def _thread_finished(self, task: Task, future: concurrent.futures.Future) -> None:
+        # Runs in the worker thread: only a deque append (atomic) and a wake-up.
+        self._thread_results.append((task, future))
+        self._io.wake()
+
+    def _collect_thread_results(self) -> None:
+        results = self._thread_results
+        while results:
+            task, future = results.popleft()
+            if task.state is not THREAD or task.waiting_on is not future:
+                continue  # the task was cancelled meanwhile: drop the late result
+            error = future.exception()
+            if error is None:
+                task.value = future.result()
+            else:
+                task.throw = error
+            self._make_ready(task)
+
+
+async def _cancel_all(tasks: list[Task]) -> None:
+    """The shutdown task: wait for each leftover task (already cancelled) to unwind."""
+    for task in tasks:
+        await cancel(task)
+
+
+def _cancelled_by(scope: CancelScope | None) -> CancelScope | None:
+    """The cancelled scope whose cancellation reaches code running in scope, or None: the walk
+    out through the scopes around it stops at a shield."""
+    while scope is not None:
+        if scope.cancel_called:
+            return scope
+        if scope._shield:
+            return None
+        scope = scope._parent
+    return None
+
+
+def _check_not_running() -> None:
+    if _running.loop is not None:
+        raise RuntimeError("run() cannot be called from a running loop (await instead)")
+
+
+def _not_a_task(obj: Any, verb: str) -> TypeError:
+    return TypeError(f"{verb}() needs a task returned by spawn(), got {obj!r}")
+
+
+def _not_ours(task: Task, verb: str) -> RuntimeError:
+    # Its wake-ups would go to another kernel's ready queue, from another thread: refuse.
+    return RuntimeError(f"{verb}(): {task!r} belongs to another loop (spawned by another run)")
+
+
+def _deadlock(main: Task) -> RuntimeError:
+    return RuntimeError(
+        f"deadlock: {main!r} cannot finish: no task is ready, no timer is set and no fd is "
+        "watched, so nothing can ever wake a task (a join or Queue wait that no task will end?)"
+    )
+
+
+def _unknown_request(task: Task, request: Any) -> TypeError:
+    return TypeError(
+        f"{task!r} awaited {request!r}, which the scopes kernel does not understand: a task "
+        "may await only loops.scopes operations (sleep, spawn, recv, ...), not another "
+        "loop's awaitables such as an asyncio future"
+    )
