@@ -76,3 +76,33 @@ def test_ctrl_c_once_the_child_is_scheduled_ends_the_run():
         "ended: KeyboardInterrupt",
         "ended: BaseExceptionGroup",
     }
+
+
+def test_a_ctrl_c_as_trio_puts_back_the_default_handler_leaves_the_next_run_working():
+    """trio restores SIGINT's default handler, then forgets the run: a signal in between (here
+    raised as ``KIManager.close`` returns, as the sweep found on 3.13.0 at ``signal.py`` in
+    that call) left every later run refused; the adapter finishes the teardown."""
+    import trio
+    import trio._core._ki as ki
+
+    import loops
+
+    trio_loop = loops.get("trio").coroutines
+
+    async def nothing():
+        return 1
+
+    close = ki.KIManager.close
+
+    def close_then_ctrl_c(self):
+        close(self)
+        raise KeyboardInterrupt
+
+    ki.KIManager.close = close_then_ctrl_c
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            trio_loop.run(nothing())
+    finally:
+        ki.KIManager.close = close
+    assert not trio.lowlevel.in_trio_run()
+    assert trio_loop.run(nothing()) == 1

@@ -70,6 +70,7 @@ def run(coro):
     async def user_code():
         return await coro
 
+    outside = not trio.lowlevel.in_trio_run()
     try:
         return trio.run(main)
     except BaseExceptionGroup as group:
@@ -78,10 +79,26 @@ def run(coro):
             raise group.exceptions[0] from None
         raise
     finally:
+        if outside and trio.lowlevel.in_trio_run():
+            _forget_interrupted_run()
         # trio.run takes a function, so a run it refuses (inside a running one) never starts
         # main and nobody awaits coro: close it, or it warns "never awaited". A no-op once run.
         if hasattr(coro, "close"):
             coro.close()
+
+
+def _forget_interrupted_run() -> None:
+    """Finish trio's teardown of a run a Ctrl-C cut short.
+
+    trio 0.35.0 ends a run (``trio/_core/_run.py``, ``unrolled_run``'s ``finally``) by putting
+    back the default SIGINT handler (``runner.close``) and only then forgetting the run
+    (``GLOBAL_RUN_CONTEXT.__dict__.clear()``): a Ctrl-C landing between the two leaves the
+    thread marked as inside a run, and every later ``trio.run`` refuses with "Attempted to call
+    run() from inside a run()" (``reports/findings-ctrl-c.md``). The run is over here, so the
+    adapter forgets it as trio would have, through trio's private run context: no public call
+    does it.
+    """
+    trio._core._run.GLOBAL_RUN_CONTEXT.__dict__.clear()
 
 
 async def spawn(coro) -> Task:
