@@ -28,13 +28,19 @@ from conformance.harness import played_styles
 from machine.interpreters import PYTHONS  # the interpreters the lab supports, declared once
 
 SYMBOL = {"pass": "✅", "fail": "❌", "deviation": "⚠️", "not claimed": "·"}
-STYLE_ABBREV = {
-    "callbacks": "cb",
-    "generators": "gen",
-    "coroutines": "co",
-    "blocking": "blk",
-    "asyncio": "aio",
+# Every style the suite plays (conformance.harness.PLAYABLE), its cell mark and its meaning.
+STYLES_SHOWN = {
+    "callbacks": ("cb", "callbacks"),
+    "generators": ("gen", "generators"),
+    "coroutines": ("co", "coroutines"),
+    "blocking": ("blk", "blocking"),
+    "asyncio": ("aio", "asyncio's own API on the variant's asyncio loop"),
+    "nurseries": (
+        "nur",
+        "trio's names for nurseries and cancel scopes, where a variant offers them",
+    ),
 }
+STYLE_ABBREV = {style: mark for style, (mark, _) in STYLES_SHOWN.items()}
 FAULTS = "faults_"
 FAULTS_INTRO = [
     "## Faults",
@@ -358,8 +364,7 @@ def render(
         "",
         f"{len(properties)} properties, each asserted once and played in every style a "
         "variant speaks. Each cell shows one result per style "
-        "(cb = callbacks, gen = generators, co = coroutines, aio = asyncio's own API on "
-        "the variant's asyncio loop): "
+        "(" + ", ".join(f"{mark} = {meaning}" for mark, meaning in STYLES_SHOWN.values()) + "): "
         "✅ pass, ❌ fail, ⚠️ known deviation (a link to its reason), · not claimed, "
         "— no scenario in a style the variant speaks. "
         "The last row of each topic counts its cases per variant.",

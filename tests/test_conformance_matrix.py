@@ -265,3 +265,9 @@ def test_the_bench_reads_back_every_style_mark_the_matrix_writes():
     assert {style: matrix.STYLE_ABBREV[style] for style in loops.STYLES} == STYLE_MARK
     for mark in STYLE_MARK.values():
         assert CELL.fullmatch(f"{mark} ✅")
+
+
+def test_every_style_the_suite_plays_has_a_mark_in_the_matrix():
+    from conformance.harness import PLAYABLE
+
+    assert set(PLAYABLE) <= set(matrix.STYLE_ABBREV), "add it to conformance/matrix.py STYLES_SHOWN"
