@@ -14,7 +14,7 @@ from collections.abc import Callable
 from tabulate import tabulate
 
 from bench.plan import BASELINE, Metric
-from bench.render.intervals import word
+from bench.render.intervals import CONFIDENCE, word
 from bench.render.rows import RenderedRow
 from bench.study import Study
 from bench.summary import SATURATION
@@ -68,7 +68,12 @@ def table(metrics: list[Metric], rows: list[RenderedRow], detail: str | None = N
     headers = [
         "variant · style",
         headline.label if single else f"{headline.label} median [min–max]",
-        *(f"× {name}" if single and not spread else f"× {name} [95% interval]" for name in bases),
+        *(
+            f"× {name}"
+            if single and not spread
+            else f"× {name} [{CONFIDENCE:.0%} within its session]"
+            for name in bases
+        ),
         *(m.label for m in first),
         "reps",
     ]
