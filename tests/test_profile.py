@@ -189,7 +189,7 @@ def test_the_section_reads_the_twins_in_the_closed_loop_anatomy_with_an_interval
     }
     said = in_the_anatomy(closed, ["traps", "completions"])
     assert "traps 6.49 µs against completions 5.26 µs" in said
-    assert "completions / traps ×0.81 [" in said and said.endswith("cheaper.")
+    assert "completions / traps ×0.80 [" in said and said.endswith("cheaper.")
     closed["rows"]["traps/coroutines"]["cpu_us_reps"] = [6.49]
     assert in_the_anatomy(closed, ["traps", "completions"]) is None
     assert in_the_anatomy(None, ["traps", "completions"]) is None

@@ -143,8 +143,8 @@ def measured(echo: Any, columns: list[str]) -> str | None:
     return (
         "Measured by the bench, Linux's work included (the echo section's rows, server CPU per "
         f"request, {HEADLINE_POINT['size']:,} B × {HEADLINE_POINT['connections']} connections, "
-        f"median of the repetitions; the ratio's {intervals.CONFIDENCE:.0%} interval within the "
-        "session): " + "; ".join(phrases) + "."
+        f"median of the repetitions, with the ratio's {intervals.CONFIDENCE:.0%} interval within "
+        "the session): " + "; ".join(phrases) + "."
     )
 
 
