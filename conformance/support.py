@@ -40,8 +40,16 @@ FACTORIES = ("lazy", "eager") if hasattr(asyncio, "eager_task_factory") else ("l
 
 def use_factory(kind: str) -> None:
     """Make the running asyncio loop's new tasks lazy or eager, whatever its default."""
-    factory = asyncio.eager_task_factory if kind == "eager" else None
+    factory = _eager if kind == "eager" else None
     asyncio.get_running_loop().set_task_factory(factory)
+
+
+def _eager(loop, coro, *, eager_start=None, **options):
+    # uvloop 0.23 hands a task factory `eager_start` (uvloop/loop.pyx, Loop.create_task), which
+    # CPython 3.13.0's eager_task_factory does not take (TypeError: the gap the anyio suite's
+    # TOML names); the properties played under this factory are about cancellation, so the
+    # factory takes the keyword and makes every task eager, as its name says.
+    return asyncio.eager_task_factory(loop, coro, **options)
 
 
 def nonblocking_pair() -> tuple[socket.socket, socket.socket]:
