@@ -72,15 +72,6 @@ def _ratio_interval(
     return (found.value, found.low, found.high) if found else None
 
 
-def per_round(row: object, base: object) -> list[float] | None:
-    """Each shared round's ratio, where both sides are values by round and share two rounds
-    or more (what a paired ratio is the geometric mean of); else None."""
-    if not (isinstance(row, Mapping) and isinstance(base, Mapping)):
-        return None
-    common = [r for r in sorted(row.keys() & base.keys()) if base[r]]
-    return [row[r] / base[r] for r in common] if len(common) >= 2 else None
-
-
 def _values(side: Sequence[float] | Mapping[int, float]) -> Sequence[float]:
     return side.values() if isinstance(side, Mapping) else side
 
