@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.headline import HEADLINE_CLOSED, HEADLINE_PACED
 from bench.plan import Point
-from bench.studies import crawler, echo, micro
+from bench.studies import crawler, micro
 
 SLEEPERS = 100_000  # sleep CPU per sleeper is read at this many sleepers
 
@@ -37,7 +38,7 @@ FIGURES = (
         "echo-closed",
         "echo server CPU per request, closed loop, 1 KiB × 100 connections (µs)",
         "echo",
-        echo.HEADLINE_CLOSED,
+        HEADLINE_CLOSED,
         "server_cpu_us",
         1,
         False,
@@ -46,7 +47,7 @@ FIGURES = (
         "echo-paced",
         "echo server CPU per request at a fixed offered load, 1 KiB × 100 connections (µs)",
         "echo",
-        echo.HEADLINE_PACED,  # the declared rate: never an old point at a derived one
+        HEADLINE_PACED,  # the declared rate: never an old point at a derived one
         "server_cpu_us",
         1,
         False,

@@ -125,6 +125,13 @@ class Point:
     # Seconds one repetition of one row may take; past it the row is stored as "did not
     # finish in N s", a result of its own (None: the workload's own generous timeout).
     cap_s: float | None = field(default=None, compare=False)
+    # Where the first screen reads its ratios (echo's headline points), the key rows get more
+    # rounds than the rest: their intervals are what a reader acts on (None: as every row).
+    key_repetitions: int | None = field(default=None, compare=False)
+
+    def rounds(self, row: Row) -> int:
+        """How many repetitions this point runs of one row, at most."""
+        return self.key_repetitions if self.key_repetitions and key_row(row) else self.repetitions
 
     @property
     def key(self) -> str:
@@ -133,6 +140,12 @@ class Point:
     @property
     def args(self) -> dict[str, object]:
         return dict(self.params)
+
+
+def key_row(row: Row) -> bool:
+    """The rows the first screen's ratios are read from or against: the anchors (the controls
+    among them) and the home-made loops, not the production loops' adapters."""
+    return row.kind != "reference"
 
 
 def variant_rows(styles: Iterable[str] | None = None) -> list[Row]:

@@ -22,6 +22,7 @@ import importlib
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from bench import registry
+from bench import length, registry
 from bench.fingerprint import fingerprint
 from bench.plan import BASELINE, Point, Row, narrow, unavailable_variants
 from bench.procs import ChildFailed, Cores, DidNotFinish, subject_on
@@ -72,7 +73,7 @@ class Job:
     def left(self, row: Row) -> int:
         """Repetitions still to run for a row, at most."""
         done = len((self.resumed or {}).get(row, []))
-        return max(0, self.point.repetitions - done)
+        return max(0, self.point.rounds(row) - done)
 
 
 def plan_jobs(
@@ -159,20 +160,21 @@ def measure_point(group: list[Job], session: str, cores: Cores, full: bool, prog
     point = group[0].point
     units = [(job, row) for job in group for row in job.rows]
     reps = {(id(job), row): list((job.resumed or {}).get(row, [])) for job, row in units}
-    total = point.repetitions
     # A study may settle a point's settings from data (echo's fixed offered load): once per
     # point, from the first interpreter's store, so every interpreter gets the same settings.
     group[0].measuring.prepare(point, group[0].store)
 
     def done(job: Job, row: Row) -> bool:
-        return complete(reps[id(job), row], total, point.min_repetitions, job.headline)
+        return complete(reps[id(job), row], point.rounds(row), point.min_repetitions, job.headline)
 
-    for rep in range(total):
+    # Round by round, so rows compared round by round share their rounds; a row with fewer
+    # rounds (not a key row) stops at its own count while the key rows go on.
+    for rep in range(max(point.rounds(row) for _, row in units)):
         shift = rep % len(units)
         for job, row in units[shift:] + units[:shift]:
-            kept = reps[id(job), row]
-            if len(counted(kept)) > rep or done(job, row):
-                continue  # resumed past this round, or complete (failed, capped, steady)
+            kept, total = reps[id(job), row], point.rounds(row)
+            if rep >= total or len(counted(kept)) > rep or done(job, row):
+                continue  # past its rounds, resumed past this one, or complete
             if (stop := stopped_below(job, row)) is not None:
                 kept.append({**stop, "session": session})
                 job.store.put(point, row, session, fingerprint(job.workload, row), kept)
@@ -346,14 +348,22 @@ def run(
     if not total:
         console.print("nothing to measure: every selected row is stored and current")
         return 0
+    expected = length.estimate(
+        (job.store.path, job.point.key, sum(job.left(row) for row in job.rows)) for job in jobs
+    )
+    console.print(f"{total} repetitions to run: {length.said(*expected)}, by the last runs' pace")
+    started = time.monotonic()
     try:
         measure_jobs(jobs, session, cores, full, console, total)
     finally:
         # Peers kept across points (the crawler's site server) end with the run.
         for measuring in {id(job.measuring): job.measuring for job in jobs}.values():
             measuring.finish()
+    took = time.monotonic() - started
+    console.print(f"measured in {length.said(took)} (estimated {length.said(expected[0])})")
     end_load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     for store in stores:
+        store.sessions.get(session, {}).update(estimated_s=round(expected[0]), took_s=round(took))
         store.end_session(session, end_load)
     return 0
 

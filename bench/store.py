@@ -139,7 +139,7 @@ class ResultStore:
         """
         reps = self.resumable(point, row, code)
         minimum = point.min_repetitions if headline else None
-        return reps is None or not complete(reps, point.repetitions, minimum, headline or "")
+        return reps is None or not complete(reps, point.rounds(row), minimum, headline or "")
 
     def resumable(self, point: Point, row: Row, code: str) -> list[dict] | None:
         """The stored repetitions a run may continue from (None: start this row afresh).

@@ -21,7 +21,7 @@ import pytest
 from rich.console import Console
 
 import loops
-from bench import registry, runner
+from bench import headline, length, registry, runner
 from bench.fingerprint import fingerprint, row_fingerprint
 from bench.pages import report
 from bench.plan import Metric, Point, Row
@@ -372,13 +372,13 @@ def test_the_offered_rate_is_declared_the_same_in_quick_and_full_runs():
     quick = {p.key: p.args for p in echo.points(full=False) if p.args.get("measure") == "paced"}
     full = [p.args for p in echo.points(full=True) if p.args.get("measure") == "paced"]
     assert quick and all(
-        args["rate"] == echo.offered_rate(1024, args["connections"]) for args in quick.values()
+        args["rate"] == headline.offered_rate(1024, args["connections"]) for args in quick.values()
     )
-    headline = [
-        a for a in full if (a["size"], a["connections"]) == (1024, 100) and not a.get(echo.TLS)
+    at = [
+        a for a in full if (a["size"], a["connections"]) == (1024, 100) and not a.get(headline.TLS)
     ]
     # the full run's curve: the declared rate plus the other declared curve rates
-    assert sorted(a["rate"] for a in headline) == sorted(echo.CURVE_RATES)
+    assert sorted(a["rate"] for a in at) == sorted(echo.CURVE_RATES)
     for args in quick.values():  # the same rate at the same size and connections in full
         same = [a for a in full if (a["size"], a["connections"]) == (1024, args["connections"])]
         assert args["rate"] in {a["rate"] for a in same if "curve" not in a}
@@ -400,7 +400,7 @@ def test_a_row_with_repetitions_at_two_rates_is_two_points(tmp_path):
     assert all(p["params"]["rate_derived"] for p in points.values())
     assert [r["server_cpu_us"] for r in by_rate[8000]["rows"][row.key]["reps"]] == [30, 31]
     assert [r["server_cpu_us"] for r in by_rate[17000]["rows"][row.key]["reps"]] == [10]
-    title = echo.point_title(by_rate[17000]["params"])
+    title = headline.point_title(by_rate[17000]["params"])
     assert "17,000 requests/s" in title and "old point" in title
 
 
@@ -479,10 +479,14 @@ class FakeWorkload:
         self.noisy: str | None = None  # a row key whose figure alternates 10, 20, 10, ...
         self.cap_s = 5.0  # every point's time cap
         self.stalls: dict[str, int] = {}  # row key -> how many of its next measurements stall
+        self.key_repetitions: int | None = None  # the key rows' rounds, where they get more
 
     def points(self, full: bool) -> list[Point]:
         most, least = self.repetitions
-        return [Point("fake", (("n", n),), self.ROWS, most, least, self.cap_s) for n in (1, 2)]
+        return [
+            Point("fake", (("n", n),), self.ROWS, most, least, self.cap_s, self.key_repetitions)
+            for n in (1, 2)
+        ]
 
     def measure(self, point, row, cores, workdir, full) -> dict:
         if point.key == self.interrupt_at or (
@@ -551,6 +555,44 @@ def test_runner_measures_everything_once_then_skips_what_is_stored(fake, tmp_pat
     fake.calls.clear()
     run_fake(tmp_path)
     assert fake.calls == []
+
+
+def test_key_rows_get_their_own_rounds_and_share_the_first_ones_with_the_rest(fake, tmp_path):
+    # callbacks (home-made) is a key row; asyncio and uvloop (production loops' adapters) are
+    # not.
+    fake.key_repetitions = 5
+    run_fake(tmp_path)
+    counts = {key: sum(1 for c in fake.calls if c == ("n=1", key)) for _, key in fake.calls}
+    assert counts == {"asyncio/coroutines": 2, "callbacks/callbacks": 5, "uvloop/callbacks": 2}
+    # The rows' first two rounds are interleaved: the others' last calls come before the key
+    # row's third round.
+    first_point = [key for point, key in fake.calls if point == "n=1"]
+    assert first_point[6:] == ["callbacks/callbacks"] * 3
+    fake.calls.clear()
+    run_fake(tmp_path)  # complete: nothing more to run
+    assert fake.calls == []
+    fake.key_repetitions = 6  # more key rounds: the home-made row runs one more, and the
+    run_fake(tmp_path)  # baseline its two again (it is measured in the session of its rows)
+    assert sorted(fake.calls) == sorted(
+        [(f"n={n}", "asyncio/coroutines") for n in (1, 2)] * 2
+        + [(f"n={n}", "callbacks/callbacks") for n in (1, 2)]
+    )
+
+
+def test_a_run_says_its_estimated_length_from_the_last_runs_pace_and_stores_its_own(fake, tmp_path):
+    run_fake(tmp_path)
+    data = stored(tmp_path)
+    session = data["sessions"][max(data["sessions"])]
+    assert session["estimated_s"] == 0  # nothing stored to read a pace from
+    assert session["took_s"] >= 0
+    path = results_path(tmp_path, "quick", "fake", RUNNING)
+    for point in data["points"].values():  # a repetition every 3 s, as if measured so
+        reps = [rep for row in point["rows"].values() for rep in row["reps"]]
+        for i, rep in enumerate(reps):
+            rep["started_at"] = f"2026-12-07T00:00:{3 * i:02d}+00:00"
+    path.write_text(json.dumps(data))
+    assert length.estimate([(path, "n=1", 10), (path, "n=9", 4)]) == (30.0, 4)
+    assert length.said(30.0, 4) == "about 30 s, and 4 repetitions never run here before"
 
 
 def test_runner_remeasures_a_missing_or_changed_row_with_a_fresh_baseline(fake, tmp_path):
@@ -1491,7 +1533,7 @@ def test_fixed_load_cost_is_read_against_closed_loop_cost_row_by_row():
     def pt(paced: bool, costs: dict) -> dict:
         params = {"size": 1024, "connections": 100}
         if paced:
-            params = {"measure": "paced", **params, "rate": echo.HEADLINE_RATE}
+            params = {"measure": "paced", **params, "rate": headline.HEADLINE_RATE}
         rows = {
             key: {"session": "S", "reps": [{"server_cpu_us": c, "peer_cpu_share": 0.5}] * 3}
             for key, c in costs.items()
@@ -1751,7 +1793,7 @@ def test_no_reader_takes_a_figure_the_rows_table_refuses():
     def pt(paced: bool, reps: list[dict]) -> dict:
         params = {"size": 1024, "connections": 100}
         if paced:
-            params = {"measure": "paced", **params, "rate": echo.HEADLINE_RATE}
+            params = {"measure": "paced", **params, "rate": headline.HEADLINE_RATE}
         rows = {k: {"session": "S", "reps": reps} for k in ("a/callbacks", "b/callbacks")}
         return {"params": params, "rows": rows, "baselines": {}}
 

@@ -18,7 +18,7 @@ import sys
 import pytest
 from rich.console import Console
 
-from bench import interpreter_figures, registry, runner
+from bench import headline, interpreter_figures, registry, runner
 from bench.pages import interpreters, report
 from bench.plan import Row
 from bench.render.intervals import KINDS, kind
@@ -305,10 +305,13 @@ def test_the_fixed_load_figure_reads_the_declared_rate_never_an_old_derived_poin
     """An interpreter's store can keep a fixed-load point from before the rate was declared
     (its rate derived from the slowest row, marked rate_derived): the section reads the point
     at the declared rate, whichever is stored first."""
-    from bench.studies import echo
 
-    declared = {"measure": echo.PACED, **echo.HEADLINE_POINT, "rate": echo.HEADLINE_RATE}
-    derived = {**declared, "rate": 7000, echo.DERIVED: True}
+    declared = {
+        "measure": headline.PACED,
+        **headline.HEADLINE_POINT,
+        "rate": headline.HEADLINE_RATE,
+    }
+    derived = {**declared, "rate": 7000, headline.DERIVED: True}
     assert interpreter_figures.COST.matches(declared)
     assert not interpreter_figures.COST.matches(derived)
     assert not interpreter_figures.COST.matches({**declared, "rate": 2000, "curve": True})

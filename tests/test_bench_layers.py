@@ -30,6 +30,8 @@ BENCH = ROOT / "bench"
 CORE = {
     "bench",
     "bench.plan",
+    "bench.headline",
+    "bench.length",
     "bench.study",
     "bench.store",
     "bench.fingerprint",
@@ -151,7 +153,7 @@ def test_the_graph_sees_the_bench_and_its_loads_by_name():
     assert "bench.studies.echo" in MODULES and "bench.runner" in MODULES
     assert "bench.studies.echo.measure" in declared_loads()["running"]
     assert "bench.studies.echo.render" in graph["bench.pages.report"]  # loaded by name
-    assert "bench.studies.echo" in graph["bench.studies.echo.measure"]
+    assert "bench.headline" in graph["bench.studies.echo.measure"]
 
 
 def test_no_cycle_in_the_bench():
@@ -183,6 +185,16 @@ def test_the_core_imports_no_study_and_the_registry_only_their_declarations():
         assert not studies, f"{module} imports {sorted(studies)}"
     named = {m for m in graph[REGISTRY] if study_of(m)}
     assert named and all(side(m) == "declaration" for m in named), sorted(named)
+
+
+def test_echos_declaration_is_imported_by_its_own_folder_and_the_registry_only():
+    """The headline point every summary reads is the core's (bench.headline); a study or page
+    that needs echo's declared points asks the registry for them."""
+    graph = edges(loads=False)
+    importers = {m for m, found in graph.items() if "bench.studies.echo" in found}
+    allowed = {REGISTRY} | {m for m in MODULES if study_of(m) == "echo"}
+    assert importers, "the registry imports echo's declaration"
+    assert importers <= allowed, sorted(importers - allowed)
 
 
 def test_a_declaration_imports_no_running_or_rendering_side():

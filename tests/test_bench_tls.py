@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench import runner
+from bench import headline, runner
 from bench.pages import chooser
 from bench.plan import Point, Row
 from bench.render.intervals import ratio_interval
@@ -24,19 +24,19 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_plain_points_keep_their_keys_and_tls_adds_two_at_the_headline():
     for full in (False, True):
         points = echo.points(full)
-        over_tls = [p for p in points if p.args.get(echo.TLS)]
-        plain = [p for p in points if not p.args.get(echo.TLS)]
-        assert len(over_tls) == 2 and {echo.regime(p.args) for p in over_tls} == {
+        over_tls = [p for p in points if p.args.get(headline.TLS)]
+        plain = [p for p in points if not p.args.get(headline.TLS)]
+        assert len(over_tls) == 2 and {headline.regime(p.args) for p in over_tls} == {
             "closed loop",
             "fixed load",
         }
         for point in over_tls:
-            twin = {k: v for k, v in point.args.items() if k != echo.TLS}
-            assert {k: twin[k] for k in echo.HEADLINE_POINT} == echo.HEADLINE_POINT
+            twin = {k: v for k, v in point.args.items() if k != headline.TLS}
+            assert {k: twin[k] for k in headline.HEADLINE_POINT} == headline.HEADLINE_POINT
             assert point.repetitions == echo.HEADLINE_REPETITIONS
             assert twin in [p.args for p in plain], "each TLS point has its plain twin"
-            assert twin.get("rate") in (None, echo.HEADLINE_RATE)
-        assert all(echo.TLS not in p.key for p in plain)
+            assert twin.get("rate") in (None, headline.HEADLINE_RATE)
+        assert all(headline.TLS not in p.key for p in plain)
     # every point stored in the committed results is still a current one, under its key
     for mode in ("quick", "full"):
         path = ROOT / "reports" / "results" / mode / "echo.json"
@@ -46,8 +46,8 @@ def test_plain_points_keep_their_keys_and_tls_adds_two_at_the_headline():
 
 
 def test_readers_of_the_plain_headline_never_take_the_tls_point():
-    closed_tls = {**echo.HEADLINE_POINT, echo.TLS: True}
-    paced_tls = {"measure": echo.PACED, **closed_tls, "rate": echo.HEADLINE_RATE}
+    closed_tls = {**headline.HEADLINE_POINT, headline.TLS: True}
+    paced_tls = {"measure": headline.PACED, **closed_tls, "rate": headline.HEADLINE_RATE}
     for glance in echo.GLANCE:
         assert not all(closed_tls.get(k) == v for k, v in glance.where)
         assert not all(paced_tls.get(k) == v for k, v in glance.where)
@@ -56,18 +56,18 @@ def test_readers_of_the_plain_headline_never_take_the_tls_point():
         assert not all(closed_tls.get(k) == v for k, v in chart.where)
     # the bench's --where: "None" asks for the parameter absent
     plain = Point("echo", (("size", 1024), ("connections", 100)), ())
-    secure = Point("echo", (("size", 1024), ("connections", 100), (echo.TLS, True)), ())
+    secure = Point("echo", (("size", 1024), ("connections", 100), (headline.TLS, True)), ())
     assert runner.matches(plain, {"tls": "None"}) and not runner.matches(secure, {"tls": "None"})
     assert runner.matches(secure, {"tls": "True"}) and not runner.matches(plain, {"tls": "True"})
 
 
 def test_a_tls_point_runs_both_processes_with_tls(tmp_path):
-    params = {**echo.HEADLINE_POINT, echo.TLS: True}
+    params = {**headline.HEADLINE_POINT, headline.TLS: True}
     for row in (Row("asyncio", "coroutines"), Row("uvloop-protocol", "native", anchor=True)):
         assert measure.server_argv(row, params)[-1] == "--tls"
-        assert "--tls" not in measure.server_argv(row, dict(echo.HEADLINE_POINT))
+        assert "--tls" not in measure.server_argv(row, dict(headline.HEADLINE_POINT))
     assert "--tls" in measure.load_argv(1, params, 1.0, tmp_path / "o.json", 1)
-    assert "--tls" not in measure.load_argv(1, echo.HEADLINE_POINT, 1.0, tmp_path / "o.json", 1)
+    assert "--tls" not in measure.load_argv(1, headline.HEADLINE_POINT, 1.0, tmp_path / "o.json", 1)
 
 
 def _reps(values, **more):
@@ -80,9 +80,9 @@ def _points(tls_session: str = "A") -> dict:
     plain_rounds = {"asyncio/coroutines": (40, 44, 48, 52), "uvloop-protocol/native": (10, 11, 12)}
     points = {}
     for paced in (False, True):
-        base = {"measure": echo.PACED, "rate": echo.HEADLINE_RATE} if paced else {}
+        base = {"measure": headline.PACED, "rate": headline.HEADLINE_RATE} if paced else {}
         for secure in (False, True):
-            params = {**base, **echo.HEADLINE_POINT, **({echo.TLS: True} if secure else {})}
+            params = {**base, **headline.HEADLINE_POINT, **({headline.TLS: True} if secure else {})}
             rows = {
                 key: {
                     "session": tls_session if secure else "A",
@@ -117,27 +117,27 @@ def test_tls_cost_from_two_sessions_is_a_ratio_of_medians_and_says_so():
 
 
 def test_no_tls_point_no_tls_table():
-    plain = {k: v for k, v in _points().items() if not v["params"].get(echo.TLS)}
+    plain = {k: v for k, v in _points().items() if not v["params"].get(headline.TLS)}
     assert tls.lines(plain) == []
     assert echo_render.section_end(plain) == echo_render.fixed_against_closed(plain)
     # a TLS point whose plain twin is not stored has nothing to be read against
-    lonely = {k: v for k, v in _points().items() if v["params"].get(echo.TLS)}
+    lonely = {k: v for k, v in _points().items() if v["params"].get(headline.TLS)}
     assert tls.lines(lonely) == []
 
 
 def test_the_verdict_reads_the_plain_point_even_with_tls_stored_first(tmp_path):
     points = _points()
-    ordered = dict(sorted(points.items(), key=lambda kv: not kv[1]["params"].get(echo.TLS)))
+    ordered = dict(sorted(points.items(), key=lambda kv: not kv[1]["params"].get(headline.TLS)))
     folder = tmp_path / "results" / "quick"
     folder.mkdir(parents=True)
     (folder / "echo.json").write_text(json.dumps({"points": ordered, "sessions": {}}))
-    plain = {"measure": echo.PACED, **echo.HEADLINE_POINT, echo.TLS: None}
+    plain = {"measure": headline.PACED, **headline.HEADLINE_POINT, headline.TLS: None}
     chosen = chooser.point(json.loads((folder / "echo.json").read_text()), plain)
-    assert chosen is not None and not chosen["params"].get(echo.TLS)
+    assert chosen is not None and not chosen["params"].get(headline.TLS)
     chosen = chooser.point(
-        json.loads((folder / "echo.json").read_text()), dict(echo.HEADLINE_PACED)
+        json.loads((folder / "echo.json").read_text()), dict(headline.HEADLINE_PACED)
     )
-    assert chosen is not None and not chosen["params"].get(echo.TLS)
+    assert chosen is not None and not chosen["params"].get(headline.TLS)
 
 
 def test_a_row_its_table_calls_invalid_has_no_figure_here_and_no_ratio():
@@ -145,7 +145,9 @@ def test_a_row_its_table_calls_invalid_has_no_figure_here_and_no_ratio():
     loop's table calls the row invalid, so this table quotes no median of the sixth either."""
     points = _points()
     closed = next(
-        p for p in points.values() if not p["params"].get(echo.TLS) and "rate" not in p["params"]
+        p
+        for p in points.values()
+        if not p["params"].get(headline.TLS) and "rate" not in p["params"]
     )
     row = closed["rows"]["uvloop-protocol/native"]
     row["reps"] = _reps([10, 11, 12, 13, 14], peer_cpu_share=0.99) + _reps([12])

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench import registry, runner
+from bench import headline, registry, runner
 from bench.fingerprint import fingerprint
 from bench.pages import report
 from bench.plan import Point, Row
 from bench.render.page import Page
 from bench.store import ResultStore, results_path
-from bench.studies import echo, latency
+from bench.studies import latency
 from bench.studies.echo import measure as echo_measure
 from bench.studies.latency.render import HEADERS, Curve, Step, curves, knee, table_rows
 from machine.interpreters import RUNNING
@@ -76,9 +76,9 @@ def test_the_ladder_is_registered_on_echos_rows_servers_and_rules():
             b / a == pytest.approx(latency.FACTOR, rel=0.01) for a, b in itertools.pairwise(rates)
         )
         for point in points:
-            assert {k: point.args[k] for k in echo.HEADLINE_POINT} == echo.HEADLINE_POINT
-            assert point.args["measure"] == echo.PACED
-            assert set(point.rows) == set(echo.rows())
+            assert {k: point.args[k] for k in headline.HEADLINE_POINT} == headline.HEADLINE_POINT
+            assert point.args["measure"] == headline.PACED
+            assert set(point.rows) == set(headline.server_rows())
     assert (
         workload.points(True)[0].args["duration_s"] > workload.points(False)[0].args["duration_s"]
     )
@@ -160,8 +160,8 @@ def small_ladder(rates, rows, seconds=(0.2, 1.0)) -> list[Point]:
         Point(
             "latency",
             (
-                ("measure", echo.PACED),
-                *echo.HEADLINE_POINT.items(),
+                ("measure", headline.PACED),
+                *headline.HEADLINE_POINT.items(),
                 ("rate", rate),
                 ("warmup_s", warmup),
                 ("duration_s", duration),

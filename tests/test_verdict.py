@@ -13,6 +13,7 @@ import json
 import re
 from pathlib import Path
 
+from bench import headline
 from bench.pages import verdict
 from bench.render.intervals import worded
 
@@ -33,12 +34,11 @@ def _rows(rows: dict, metric: str = "server_cpu_us") -> dict:
 
 def _echo_store(reports: Path, rows: dict, closed: dict | None = None) -> Path:
     """A stored quick echo run: the headline point at the fixed load and in the closed loop."""
-    from bench.studies import echo
 
     folder = reports / "results" / "quick"
     folder.mkdir(parents=True)
-    paced = {k: v for k, v in echo.HEADLINE_PACED if v is not None}
-    plain = {k: v for k, v in echo.HEADLINE_CLOSED if v is not None}
+    paced = {k: v for k, v in headline.HEADLINE_PACED if v is not None}
+    plain = {k: v for k, v in headline.HEADLINE_CLOSED if v is not None}
     points = {
         "paced": {"params": paced, "rows": _rows(rows), "baselines": {}},
         "closed": {"params": plain, "rows": _rows(closed or rows), "baselines": {}},
@@ -141,12 +141,12 @@ def test_a_server_whose_load_generator_saturated_keeps_its_cost_with_a_floor(tmp
 
 
 def test_each_stored_study_fills_its_column_with_a_linked_same_session_ratio(tmp_path):
-    from bench.studies import connections, echo, http
+    from bench.studies import connections, http
 
     _echo_store(tmp_path, SERVERS)
     path = tmp_path / "results" / "quick" / "echo.json"
     data = json.loads(path.read_text())
-    tls = {**data["points"]["paced"]["params"], echo.TLS: True}
+    tls = {**data["points"]["paced"]["params"], headline.TLS: True}
     data["points"]["tls"] = {
         "params": tls,
         "rows": _rows({k: (v[0], v[1] * 1.5, v[2]) for k, v in SERVERS.items()}),

@@ -20,10 +20,11 @@ import statistics
 import tomllib
 from pathlib import Path
 
+from bench import headline, registry
 from bench.plan import YARDSTICK
 from bench.render.intervals import CONFIDENCE, ratio_interval, worded
 from bench.render.page import MODES
-from bench.studies import connections, echo, http
+from bench.studies import connections, http
 from bench.studies.tls import render as tls
 from bench.summary import by_round, counted, peer_saturated
 
@@ -34,7 +35,8 @@ BASE = f"{YARDSTICK}/native"
 # which is what this adapter runs.
 ADAPTED = ("gevent/blocking",)
 CPU = "server_cpu_us"
-MANY = max(echo.FULL["connections"])  # the full run's most connections: C10k
+# The full run's most connections (C10k), as echo declares its points.
+MANY = max(point.args["connections"] for point in registry.get("echo").points(True))
 
 
 def slug(title: str) -> str:
@@ -151,11 +153,11 @@ def _suites(gaps: dict[str, list[tuple[str, str]]], loop: str) -> str:
 def table(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     """The servers' table as markdown lines ([] where echo's headline point is not stored)."""
     quick = {name: stored(reports, name, mode) for name in ("echo", "connections", "http")}
-    closed = point(quick["echo"], dict(echo.HEADLINE_CLOSED))
-    paced = point(quick["echo"], dict(echo.HEADLINE_PACED))
-    tls_paced = point(quick["echo"], {**dict(echo.HEADLINE_PACED), echo.TLS: True})
+    closed = point(quick["echo"], dict(headline.HEADLINE_CLOSED))
+    paced = point(quick["echo"], dict(headline.HEADLINE_PACED))
+    tls_paced = point(quick["echo"], {**dict(headline.HEADLINE_PACED), headline.TLS: True})
     memory = point(quick["connections"], {"connections": connections.CONNECTIONS[False][0]})
-    many = {**dict(echo.HEADLINE_PACED), "connections": MANY}
+    many = {**dict(headline.HEADLINE_PACED), "connections": MANY}
     full = point(stored(reports, "echo", "full"), many)
     uvicorn = point(quick["http"], http.HEADLINE_POINT)
     gaps = _gaps(reports.parent)
@@ -172,11 +174,11 @@ def table(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     page = f"{link}{MODES[mode]}#"
     headers = [
         "server",
-        f"[capacity]({page}{slug(echo.point_title(closed['params']))})",
-        f"[idle cost]({page}{slug(echo.point_title(paced['params']))})",
+        f"[capacity]({page}{slug(headline.point_title(closed['params']))})",
+        f"[idle cost]({page}{slug(headline.point_title(paced['params']))})",
         f"[TLS ÷ plain]({page}{slug(tls.TITLE)})",
         f"[memory / connection]({page}{slug(connections.TITLE)})",
-        f"[{MANY:,} connections]({link}{MODES['full']}#{slug(echo.point_title(many))})"
+        f"[{MANY:,} connections]({link}{MODES['full']}#{slug(headline.point_title(many))})"
         if full
         else f"{MANY:,} connections",
         f"[under uvicorn]({page}{slug(http.TITLE)})",
@@ -218,8 +220,8 @@ def home_made(reports: Path, mode: str = "quick") -> str | None:
     results = stored(reports, "echo", mode)
     parts = []
     for name, where, values in (
-        ("capacity", echo.HEADLINE_CLOSED, capacity_rounds),
-        ("idle cost", echo.HEADLINE_PACED, by_round),
+        ("capacity", headline.HEADLINE_CLOSED, capacity_rounds),
+        ("idle cost", headline.HEADLINE_PACED, by_round),
     ):
         found_at = point(results, dict(where))
         rows = (found_at or {}).get("rows", {})
@@ -272,9 +274,9 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
         "**Choosing a server** (the servers users install, cheapest capacity first; each "
         f"figure against {YARDSTICK} measured in the same session, {CONFIDENCE:.0%} within that "
         "session): "
-        f"*capacity* is server CPU per request in the closed loop at {echo.HEADLINE_AT} "
+        f"*capacity* is server CPU per request in the closed loop at {headline.HEADLINE_AT} "
         "(≥ N/s: the load generator saturated first, so the server serves at least that); "
-        f"*idle cost* the same at a fixed {echo.HEADLINE_RATE:,} requests/s; TLS over plain "
+        f"*idle cost* the same at a fixed {headline.HEADLINE_RATE:,} requests/s; TLS over plain "
         f"for that server there; memory per connection at {connections.CONNECTIONS[False][0]:,} "
         f"connections, after one request; the full run's idle cost at {MANY:,} connections; "
         "uvicorn's requests/s on that server's loop; findings of real projects' own suites in "

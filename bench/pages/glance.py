@@ -22,15 +22,15 @@ from tabulate import tabulate
 
 import loops
 from bench import registry
+from bench.headline import HEADLINE_AT
 from bench.plan import BASELINE, USER_BASE, USER_SERVERS, YARDSTICK, Glance, Row
 from bench.render import codesize
 from bench.render.intervals import CONFIDENCE, MARGIN, MEDIAN_FULL, median_interval
 from bench.render.rows import anchor_label
 from bench.render.tables import ratio_cell
-from bench.studies import echo
 from bench.study import Study
 
-ECHO_AT = echo.HEADLINE_AT  # where echo's two columns are read: "1 KiB × 100 connections"
+ECHO_AT = HEADLINE_AT  # where echo's two columns are read: "1 KiB × 100 connections"
 LEVEL = 0.03  # a lead by less than this share of the next figure is no lead
 
 
@@ -80,7 +80,8 @@ def columns() -> list[Column]:
 
 
 # The cost a design adds per request: what the user's servers are read against.
-COST = Column.of(echo.STUDY, echo.COST_GLANCE)
+ECHO = registry.get("echo")
+COST = Column.of(ECHO, next(g for g in ECHO.glance if g.metric == "server_cpu_us"))
 USER_ROWS = tuple(Row(name, "native", anchor=True) for name in USER_SERVERS)
 BASELINE_MEANS = (
     "**What the ratios are against**: `asyncio · coroutines` is the lab's contract adapter on "

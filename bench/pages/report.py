@@ -31,7 +31,7 @@ from bench.render.page import MODES, Page
 from bench.render.rows import current_points, rendered_rows, stored_points
 from bench.render.tables import ran_in, table, what_this_shows
 from bench.store import ResultStore, load_mode
-from bench.studies import crawler, echo, sleep
+from bench.studies import crawler, sleep
 from bench.studies.anatomy.render import load_anatomy
 from bench.studies.instructions import render_work as work
 from bench.studies.reproductions import render as reproduction
@@ -368,8 +368,9 @@ is stopped and its row reads "did not finish in N s" (a result: cost grew past t
 failure that is a loop's stated limit (`select()` cannot watch a descriptor numbered 1 024 or
 more) reads "limit"; and a row stops after {least} repetitions when its headline's spread,
 (max − min) / median, is within {tolerance:.0%}, otherwise it runs up to {most} ({echo} for an
-echo row, whose run has the most points, {headline} at its headline point; {slow[0]} and
-{slow[1]} where one repetition takes minutes: {tasks:,} sleepers, a crawl one page at a time).
+echo row, whose run has the most points, {headline} at its headline point and {key} for the
+key rows there (`bench.plan.key_row`: the anchors and the home-made loops discovery finds);
+{slow[0]} and {slow[1]} where one repetition takes minutes: {tasks:,} sleepers, a crawl one page at a time).
 """
 
 
@@ -404,6 +405,7 @@ def conformance_section(page: Page) -> list[str]:
 
 
 def method_section(page: Page) -> list[str]:
+    echo = registry.get("echo").points(True)  # its repetitions, as its folder declares them
     return [
         "## How these were measured",
         "",
@@ -412,8 +414,9 @@ def method_section(page: Page) -> list[str]:
             tolerance=SPREAD_TOLERANCE,
             least=crawler.REPETITIONS[0],
             most=crawler.REPETITIONS[1],
-            echo=echo.REPETITIONS[True],
-            headline=echo.HEADLINE_REPETITIONS,
+            echo=min(point.repetitions for point in echo),
+            headline=max(point.repetitions for point in echo),
+            key=max(point.key_repetitions or 0 for point in echo),
             slow=crawler.SLOW_REPETITIONS,
             tasks=sleep.LONG_TASKS,
         ).replace("\n", " "),

@@ -24,9 +24,10 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from bench import headline
 from bench.plan import FLOOR  # the echo anchor with no design: growth it shows, every row shares
 from bench.render import charts
-from bench.studies import echo, sleep
+from bench.studies import sleep
 
 FLAT = 0.15  # |k| below this reads as "flat": cost per unit does not depend on N there
 NOT_A_FIGURE = ("did not finish", "limit", "failed", "invalid")
@@ -75,19 +76,19 @@ SERIES = (
     Series(
         "echo",
         "echo",
-        f"Echo: server CPU per request by connections ({echo.HEADLINE_POINT['size'] // 1024} KiB, "
-        "fixed offered load)",
+        "Echo: server CPU per request by connections "
+        f"({headline.size_text(headline.HEADLINE_POINT['size'])}, fixed offered load)",
         "server_cpu_us",
         1.0,
         "server CPU per request (µs)",
         "connections",
         "connections (N)",
         where=(
-            ("measure", echo.PACED),
-            ("size", echo.HEADLINE_POINT["size"]),
-            (echo.DERIVED, None),  # declared rates only: never an old point's derived one
-            (echo.CURVE[0], None),
-            echo.PLAIN,
+            ("measure", headline.PACED),
+            ("size", headline.HEADLINE_POINT["size"]),
+            (headline.DERIVED, None),  # declared rates only: never an old point's derived one
+            (headline.CURVE[0], None),
+            headline.PLAIN,
         ),
     ),
     Series(

@@ -3,9 +3,8 @@
 The chooser's screen (:mod:`bench.pages.chooser`: the servers users install, a row each, then
 the home-made loops and multi-core); how still the headline ratios are; the worst finding of
 the conformance suite; where to read next. Every figure comes from ``reports/results/`` (the
-bench's stored repetitions and the conformance suite's outcomes); the points are the ones the
-workloads declare as their headline (``HEADLINE_POINT``), so this page and the bench's glance
-read the same rows.
+bench's stored repetitions and the conformance suite's outcomes); the points are the headline
+points (``bench.headline``), so this page and the bench's glance read the same rows.
 
 The items are markdown (``chooser.markdown`` lays them out): bench.md opens with them, and
 the HTML site's index shows them.
@@ -15,9 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.headline import at_headline  # the headline points, declared in the core
 from bench.pages import chooser
 from bench.pages.chooser import stored as _stored
-from bench.studies import echo  # the headline points, declared there
 from bench.studies.reproductions import render as reproduction
 from conformance import findings as found
 from machine.interpreters import REFERENCE
@@ -30,13 +29,7 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     # The chooser's first screen (bench/pages/chooser.py): the servers, then the home-made.
     out = chooser.lines(reports, mode, link)
     stored = _stored(reports, "echo", mode)
-    headline = [
-        p
-        for p in (stored or {}).get("points", {}).values()
-        if all(p["params"].get(k) == v for k, v in echo.HEADLINE_POINT.items())
-        and not p["params"].get(echo.CURVE[0])
-        and not p["params"].get(echo.TLS)
-    ]
+    headline = [p for p in (stored or {}).get("points", {}).values() if at_headline(p["params"])]
     still = reproduction.bullet(reports / "results", headline) if mode == "quick" else None
     if still:
         out.append(still)

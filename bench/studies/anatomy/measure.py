@@ -27,12 +27,11 @@ from pathlib import Path
 
 from bench import registry, store
 from bench.fingerprint import fingerprint
+from bench.headline import HEADLINE_POINT, PACED, offered_rate, server_rows
 from bench.plan import Row
 from bench.procs import ChildFailed, Cores
 from bench.studies.anatomy import FILES
 from bench.studies.anatomy.render import load_anatomy
-from bench.studies.echo import HEADLINE_POINT, PACED, offered_rate
-from bench.studies.echo import rows as echo_rows
 from bench.studies.echo.measure import Serving
 from machine import environment
 
@@ -424,7 +423,7 @@ def save_anatomy(results: Path, data: dict, closed: bool = False) -> None:
 
 def rows(loop_names: list[str] | None = None) -> list[Row]:
 
-    every = echo_rows()
+    every = server_rows()
     if loop_names:
         every = [r for r in every if r.variant in loop_names]
     return every

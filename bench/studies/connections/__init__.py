@@ -10,8 +10,8 @@ over the memory before, divided by N.
 
 from __future__ import annotations
 
+from bench.headline import server_rows
 from bench.plan import USER_BASE, YARDSTICK, Metric, Point
-from bench.studies.echo import rows
 from bench.study import Study
 
 NAME = "connections"
@@ -41,7 +41,7 @@ limits) fails its row, saying why.
 
 
 def points(full: bool) -> list[Point]:
-    every_row = tuple(rows())
+    every_row = tuple(server_rows())
     return [
         Point(NAME, (("connections", n), ("size", SIZE)), every_row, REPETITIONS)
         for n in CONNECTIONS[full]

@@ -19,8 +19,23 @@ declared rather than chosen from data: this folder's README, "Method".
 
 from __future__ import annotations
 
-import importlib.util
-
+from bench.headline import (  # the point the first screen reads, declared in the core
+    CURVE,
+    DERIVED,
+    HEADLINE_AT,
+    HEADLINE_CLOSED,
+    HEADLINE_PACED,
+    HEADLINE_POINT,
+    HEADLINE_RATE,
+    PACED,
+    PLAIN,
+    TLS,
+    offered_rate,
+    point_title,
+    server_rows,
+    servers_unavailable,
+    size_text,
+)
 from bench.plan import (  # the anchors, the echo servers beside the loops: named in plan
     FLOOR,
     USER_BASE,
@@ -29,12 +44,7 @@ from bench.plan import (  # the anchors, the echo servers beside the loops: name
     Glance,
     Metric,
     Point,
-    Row,
-    anchor_names,
-    implemented_styles,
-    variant_rows,
 )
-from bench.store import DERIVED_RATE
 from bench.study import Study
 
 NAME = "echo"
@@ -52,66 +62,15 @@ TIMING = {  # seconds: (warm-up load, measured load)
 }
 # A paced run needs enough requests for the server's CPU time to be read to 1%.
 PACED_TIMING = {False: (0.2, 2.0), True: (0.5, 2.0)}
-PACED = "paced"
-# The point every summary of echo reads (the glance, the cost anatomy): 1 KiB × 100 connections.
-HEADLINE_POINT = {"size": 1024, "connections": 100}
 # Its rounds, in both regimes: the first screen's ratios are read from them, paired by round
 # (bench.render.intervals), and three pairs make an interval no narrower than their range.
 HEADLINE_REPETITIONS = 6
+# The key rows' rounds there (bench.plan.key_row): twenty pairs hold a ratio to about ±5%
+# within a session at the spread these rows show.
+KEY_REPETITIONS = 20
 REPETITIONS = {False: 3, True: 4}  # elsewhere, by run (quick, full)
-# The declared offered load, requests/s (this folder's README, "Method"): about half
-# what the slowest row (asyncio · coroutines) serves closed-loop on a quiet machine (its
-# closed-loop rows in reports/results/full/echo.json); bigger messages cost the kernel more. A
-# repetition that still falls short while its server was mostly idle is a stall, not a slow
-# server, and its table says so.
-OFFERED = {1: 4000, "more": 8000}
 # The full run's cost-against-rate curve at HEADLINE_POINT (requests/s).
 CURVE_RATES = (2000, 4000, 8000, 12000)
-# A stored fixed-load point from before the rate was declared (its rate was derived from the
-# slowest row of its session) carries this parameter: shown with its rate, as an old point.
-DERIVED = DERIVED_RATE
-
-
-def offered_rate(size: int, connections: int) -> int:
-    """The declared offered rate at one size and connection count, the same in every run."""
-    base = OFFERED[1] if connections == 1 else OFFERED["more"]
-    return base if size <= 1024 else base // 2 if size <= 16384 else base // 5
-
-
-# A curve point's extra parameter: the cost chart at declared rates leaves it out.
-CURVE = ("curve", True)
-# A TLS point's extra parameter (the server and the generator run with --tls). Plain points do
-# not carry it, so their keys, and the rows stored under them, stay as they were; everything
-# that reads a plain point asks for it absent (PLAIN). TLS is measured at the headline point
-# alone, in both measures, each at the same declared rate as its plain twin.
-TLS = "tls"
-PLAIN = (TLS, None)
-HEADLINE_RATE = offered_rate(HEADLINE_POINT["size"], HEADLINE_POINT["connections"])
-# The headline fixed-load point's parameters (the glance, the verdict, the anatomy read it):
-# the declared rate, and never an old point at a derived one.
-HEADLINE_PACED = (
-    ("measure", PACED),
-    *HEADLINE_POINT.items(),
-    ("rate", HEADLINE_RATE),
-    (DERIVED, None),
-    (CURVE[0], None),
-    PLAIN,
-)
-# The headline closed-loop point (plain).
-HEADLINE_CLOSED = (("measure", None), *HEADLINE_POINT.items(), PLAIN)
-
-
-def regime(params: dict) -> str:
-    """A point's measure in words: "closed loop" or "fixed load"."""
-    return "fixed load" if params.get("measure") == PACED else "closed loop"
-
-
-def size_text(size: int) -> str:
-    return f"{size // 1024} KiB" if size >= 1024 and size % 1024 == 0 else f"{size} B"
-
-
-# Where the glance reads echo, in words: "1 KiB × 100 connections".
-HEADLINE_AT = f"{size_text(HEADLINE_POINT['size'])} × {HEADLINE_POINT['connections']:,} connections"
 # The cost a design adds per request: the glance reads the user's servers against it.
 COST_GLANCE = Glance(
     "echo server CPU per request at fixed load (µs)",
@@ -232,25 +191,12 @@ of warm-up, fixed load {PACED_TIMING[False][1]:g} s; full run: {TIMING[True][1]:
 """.replace("\n", " ")
 
 
-def unavailable() -> str | None:
-    if importlib.util.find_spec("workloads.echo.load") is None:
-        return "workloads/echo is not in this tree yet"
-    return None
-
-
-def rows() -> list[Row]:
-    return [
-        *variant_rows(implemented_styles("workloads.echo")),
-        *(Row(name, "native", anchor=True) for name in anchor_names()),
-    ]
-
-
 def points(full: bool) -> list[Point]:
     """Closed-loop points (their keys as before the paced measure existed), then paced ones at
     their declared rates, then (full run) the cost-against-rate curve at the headline point,
     then the headline point over TLS in both measures."""
     pairs = [(s, c) for s in FULL["sizes"] for c in FULL["connections"]] if full else QUICK_POINTS
-    every_row = tuple(rows())
+    every_row = tuple(server_rows())
     repetitions = REPETITIONS[full]
     least = 3 if full else None  # full: stop at 3 where the spread allows (bench.summary)
 
@@ -272,6 +218,7 @@ def points(full: bool) -> list[Point]:
             every_row,
             HEADLINE_REPETITIONS if headline else repetitions,
             None if headline else least,
+            key_repetitions=KEY_REPETITIONS if headline and not tls else None,
         )
 
     # no "measure" parameter: the closed-loop keys stay as they were
@@ -306,17 +253,6 @@ def columns(params: dict) -> list[Metric]:
     return [by_name[name] for name in names]
 
 
-def point_title(params: dict) -> str:
-    count = params["connections"]
-    title = f"{size_text(params['size'])} messages, {count:,} connection{'s' * (count != 1)}"
-    title += " over TLS" if params.get(TLS) else ""
-    if params.get("measure") == PACED:
-        rate = f", {params['rate']:,.0f} requests/s" if "rate" in params else ""
-        old = " (old point: rate derived, not declared)" if params.get(DERIVED) else ""
-        return f"Fixed offered load: {title}{rate}{old}"
-    return f"Closed loop, maximum throughput: {title}"
-
-
 def panel_title(parameter: str, value) -> str:
     return f"{size_text(value)} messages"
 
@@ -335,7 +271,7 @@ STUDY = Study(
     glance=GLANCE,
     columns=columns,
     panel_title=panel_title,
-    unavailable=unavailable,
+    unavailable=servers_unavailable,
     bases=(f"{USER_BASE}/native", f"{YARDSTICK}/native"),
     controls=(f"{USER_BASE}/native", f"{YARDSTICK}/native", f"{FLOOR}/native"),
     row_names=(("asyncio/coroutines", "asyncio · coroutines (contract adapter over sock_recv)"),),

@@ -18,7 +18,7 @@ from pathlib import Path
 # isort: off
 from bench.plan import Point, Row
 from bench.procs import Child, ChildFailed, mib, peer_python, python
-from bench.studies.echo import PACED, TLS
+from bench.headline import PACED, TLS
 from bench.summary import SATURATION, known_limit
 from bench.study import Measuring
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import statistics
 
-from bench.plan import FLOOR, YARDSTICK
-from bench.studies.echo import (
+from bench.headline import (
     CURVE,
     DERIVED,
     HEADLINE_AT,
@@ -20,6 +19,7 @@ from bench.studies.echo import (
     PACED,
     TLS,
 )
+from bench.plan import FLOOR, YARDSTICK
 from bench.studies.tls import render as tls
 from bench.study import Rendering
 from bench.summary import valid_values

@@ -25,10 +25,9 @@ from pathlib import Path
 
 from bench import registry
 from bench.fingerprint import fingerprint
+from bench.headline import HEADLINE_POINT, server_rows
 from bench.plan import Row
 from bench.store import RESULTS
-from bench.studies.echo import HEADLINE_POINT
-from bench.studies.echo import rows as echo_rows
 from bench.studies.echo.measure import server_argv
 from bench.studies.instructions import FILE
 from bench.studies.instructions.profile import (
@@ -86,7 +85,7 @@ def run(
         "point": dict(HEADLINE_POINT),
         "rates": {name: rate for name, rate in REGIMES.items()},
     }
-    rows = [r for r in echo_rows() if not loop_names or r.variant in loop_names]
+    rows = [r for r in server_rows() if not loop_names or r.variant in loop_names]
     failed = 0
     for number, row in enumerate(rows, 1):
         entry = stored["rows"].setdefault(row.key, {"label": row.label, "kind": row.kind})

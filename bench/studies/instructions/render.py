@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from bench import interpreter_figures
+from bench.headline import HEADLINE_POINT, HEADLINE_RATE
 from bench.render import intervals
 from bench.render.page import Page
 from bench.studies.anatomy.render import load_anatomy
-from bench.studies.echo import HEADLINE_POINT, HEADLINE_RATE
 from bench.studies.instructions import PROFILE_FILE
 from bench.study import Rendering, SideStudy
 from bench.summary import valid_values

@@ -13,11 +13,10 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from bench import registry
+from bench import headline, registry
 from bench.fingerprint import fingerprint
 from bench.plan import USER_BASE, YARDSTICK, Row
 from bench.store import ResultStore, load_file, results_path
-from bench.studies import echo
 from bench.studies.anatomy import FILES as ANATOMY_FILES
 from bench.studies.instructions import FILE
 from bench.summary import valid_values
@@ -38,7 +37,7 @@ def _cpu_at_fixed_load(results: Path) -> tuple[dict[str, float], dict]:
     store = ResultStore.load(results_path(results, "quick", "echo"), "echo", "quick")
     for point in store.data["points"].values():
         params = point["params"]
-        if all(params.get(k) == v for k, v in echo.HEADLINE_PACED):
+        if all(params.get(k) == v for k, v in headline.HEADLINE_PACED):
             found = {
                 key: statistics.median(values)
                 for key, entry in point["rows"].items()
@@ -160,7 +159,7 @@ def section(results: Path) -> list[str]:
         "sees everything, the neighbours included, and moves with them. Closed loop: each "
         f"connection sends again as soon as its echo is back; at {rate:,} requests/s a turn "
         "serves one request or a few "
-        f"(the bench's {echo.HEADLINE_RATE:,} is more than a server under callgrind keeps up "
+        f"(the bench's {headline.HEADLINE_RATE:,} is more than a server under callgrind keeps up "
         "with). "
         "Syscalls: the cost anatomy's, at the bench's fixed load; server CPU: the quick run's, "
         f"at its fixed load (its newest session: {str(quick_env.get('date', 'none yet'))[:10]})."

@@ -12,14 +12,21 @@ and generator (``runs_on``); the section is ``bench.studies.latency.render``'s.
 
 from __future__ import annotations
 
+from bench.headline import (
+    HEADLINE_AT,
+    HEADLINE_POINT,
+    PACED,
+    point_title,
+    server_rows,
+    servers_unavailable,
+)
 from bench.plan import USER_BASE, YARDSTICK, Metric, Point
-from bench.studies import echo
 from bench.study import Study
 from bench.summary import counted, summarize
 
 NAME = "latency"
 TITLE = "Latency as the load rises"
-AT = echo.HEADLINE_POINT  # 1 KiB × 100 connections
+AT = HEADLINE_POINT  # 1 KiB × 100 connections
 # The ladder, requests/s: START × FACTOR**k for k < STEPS, a step every 40% from 2,000 up to
 # 222,240, past the closed-loop throughput of every echo row at this point (the glance's
 # requests/s column): a row's climb ends where it falls behind, or where the generator
@@ -92,7 +99,7 @@ def climb_ends(reps: list[dict]) -> str | None:
 
 DESCRIPTION = f"""\
 Where each echo row's tail latency turns up as the offered load rises, at
-{echo.HEADLINE_AT}: the fixed-load generator (open loop, latency counted from each request's
+{HEADLINE_AT}: the fixed-load generator (open loop, latency counted from each request's
 scheduled send, so a server that falls behind is charged for it) offers a ladder of rates,
 {RATES[0]:,} requests/s × {FACTOR:g} per step up to {RATES[-1]:,}, every row once per step in a
 rotating order (the full run: {REPETITIONS[True]} rounds). A row stops climbing at the first
@@ -106,13 +113,13 @@ after {TIMING[True][0]:g} s.
 
 def points(full: bool) -> list[Point]:
     """One point per step of the ladder, lowest first: the runner measures them in order."""
-    every_row = tuple(echo.rows())
+    every_row = tuple(server_rows())
     warmup, duration = TIMING[full]
     return [
         Point(
             NAME,
             (
-                ("measure", echo.PACED),
+                ("measure", PACED),
                 *AT.items(),
                 ("rate", rate),
                 ("warmup_s", warmup),
@@ -132,11 +139,11 @@ STUDY = Study(
     metrics=METRICS,
     headline=HEADLINE,
     points=points,
-    point_title=echo.point_title,
+    point_title=point_title,
     running="bench.studies.latency.measure",
-    unavailable=echo.unavailable,
+    unavailable=servers_unavailable,
     bases=(f"{USER_BASE}/native", f"{YARDSTICK}/native"),
-    runs_on=(echo.NAME, echo.STUDY.running),
+    runs_on=("echo", "bench.studies.echo.measure"),
     climbs="rate",
     climb_ends=climb_ends,
     rendering="bench.studies.latency.render",

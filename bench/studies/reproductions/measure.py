@@ -22,16 +22,15 @@ import tempfile
 from pathlib import Path
 
 import loops
-from bench import registry, runner
+from bench import headline, registry, runner
 from bench.plan import FLOOR, USER_BASE, YARDSTICK
 from bench.render.rows import current_points, rendered_rows
 from bench.store import BETWEEN_SESSIONS, RESULTS, ResultStore, results_path
-from bench.studies import echo
 from bench.studies.reproductions import FILE
 from machine import environment
 
 # The plain headline points ("None": the TLS parameter absent, bench.runner.matches).
-WHERE = {name: str(value) for name, value in (*echo.HEADLINE_POINT.items(), echo.PLAIN)}
+WHERE = {name: str(value) for name, value in (*headline.HEADLINE_POINT.items(), headline.PLAIN)}
 
 
 def key_loops() -> list[str]:
@@ -51,7 +50,7 @@ def ratios(store: ResultStore) -> dict[str, tuple[float, float, float]]:
         if key not in current or any(str(params.get(k)) != v for k, v in WHERE.items()):
             continue
         metric = workload.columns_at(params)[0]
-        regime_name = echo.regime(params)
+        regime_name = headline.regime(params)
         for row in rendered_rows(workload, point, current[key]):
             for base in (USER_BASE, YARDSTICK):
                 if row.row.variant == base or row.row.variant not in keys:
@@ -136,7 +135,7 @@ def store_spread(results: Path = RESULTS) -> int:
     committed = ResultStore.load(path, "echo", "quick")
     for point in committed.data["points"].values():
         if all(str(point["params"].get(k)) == v for k, v in WHERE.items()):
-            point[BETWEEN_SESSIONS] = spreads.get(echo.regime(point["params"]))
+            point[BETWEEN_SESSIONS] = spreads.get(headline.regime(point["params"]))
     committed.save()
     for name, spread in sorted(spreads.items()):
         print(f"between sessions, {name}: {spread['spread']:.1%} over {spread['ratios']} ratios "

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bench.headline import regime
 from bench.store import BETWEEN_SESSIONS
-from bench.studies.echo import regime
 from bench.studies.reproductions import FILE
 from bench.study import Rendering
 

@@ -14,8 +14,8 @@ import statistics
 
 from tabulate import tabulate
 
+from bench.headline import HEADLINE_AT, TLS, regime
 from bench.render.intervals import CONFIDENCE, ratio_interval
-from bench.studies.echo import HEADLINE_AT, TLS, regime
 from bench.studies.tls import METRIC, TITLE
 from bench.summary import by_round, valid_values
 
