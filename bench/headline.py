@@ -62,16 +62,6 @@ def regime(params: dict) -> str:
     return "fixed load" if params.get("measure") == PACED else "closed loop"
 
 
-def at_headline(params: dict) -> bool:
-    """True for the plain headline point in either measure (not a curve's, nor a derived
-    rate's, nor TLS's)."""
-    return (
-        all(params.get(k) == v for k, v in HEADLINE_POINT.items())
-        and not params.get(CURVE[0])
-        and not params.get(TLS)
-    )
-
-
 def size_text(size: int) -> str:
     return f"{size // 1024} KiB" if size >= 1024 and size % 1024 == 0 else f"{size} B"
 

@@ -85,6 +85,7 @@ def plan_jobs(
     where: dict[str, str] | None = None,
     python: Interpreter | None = None,
     only: Callable[[Point], bool] | None = None,
+    rounds: int | None = None,
 ) -> tuple[list[Job], int]:
     """What to measure for one study (on one interpreter), and how many stored rows are
     skipped; `only`: only the points it holds for (the Interpreters section's, say)."""
@@ -94,6 +95,8 @@ def plan_jobs(
         if not matches(point, where) or (only is not None and not only(point)):
             continue
         point = dataclasses.replace(point, rows=tuple(rows_on(point.rows, python)))
+        if rounds is not None:  # every row this many times (a reproduction's session)
+            point = dataclasses.replace(point, repetitions=rounds, key_repetitions=None)
         headline = workload.columns_at(point.args)[0].name
         rows = narrow(point.rows, loop_names)
         todo = [
@@ -313,9 +316,11 @@ def run(
     where: dict[str, str] | None = None,
     pythons: list[str] | None = None,
     only: Callable[[Point], bool] | None = None,
+    rounds: int | None = None,
 ) -> int:
     """Measure what the selection needs on each interpreter asked for (by default this one);
-    0 when every selected row has a result stored, 2 when an interpreter cannot be had."""
+    0 when every selected row has a result stored, 2 when an interpreter cannot be had.
+    `rounds`: every row this many times, whatever its points declare (a reproduction)."""
     console = console or Console(stderr=True)
     mode = "full" if full else "quick"
     raise_open_file_limit()  # inherited by every child: room for C10k and 10 000 idle sockets
@@ -339,7 +344,7 @@ def run(
         for name in workloads:
             planned = plan_workload(
                 registry.get(name), mode, env, session, console, results, loop_names, redo, where,
-                python, only,
+                python, only, rounds,
             )  # fmt: skip
             if planned is not None:
                 jobs += planned[0]
@@ -348,6 +353,21 @@ def run(
     if not total:
         console.print("nothing to measure: every selected row is stored and current")
         return 0
+    timed_run(jobs, stores, session, cores, full, console, total)
+    return 0
+
+
+def timed_run(
+    jobs: list[Job],
+    stores: list[ResultStore],
+    session: str,
+    cores: Cores,
+    full: bool,
+    console: Console,
+    total: int,
+) -> None:
+    """Measure the jobs, saying first how long that should take (bench.length) and last how
+    long it took; each store's session records both, and the load at its end."""
     expected = length.estimate(
         (job.store.path, job.point.key, sum(job.left(row) for row in job.rows)) for job in jobs
     )
@@ -365,7 +385,6 @@ def run(
     for store in stores:
         store.sessions.get(session, {}).update(estimated_s=round(expected[0]), took_s=round(took))
         store.end_session(session, end_load)
-    return 0
 
 
 def header(mode: str, cores: Cores, targets: list[Interpreter]) -> str:
@@ -390,6 +409,7 @@ def plan_workload(
     where: dict[str, str] | None = None,
     python: Interpreter | None = None,
     only: Callable[[Point], bool] | None = None,
+    rounds: int | None = None,
 ) -> tuple[list[Job], ResultStore] | None:
     """One study's jobs and its store on one interpreter (None: the study cannot run in
     this tree)."""
@@ -404,7 +424,7 @@ def plan_workload(
         console.print(f"{path} was measured on another machine or Python: measuring afresh")
         store = ResultStore.empty(path, workload.name, mode, workload.kept)
     jobs, skipped = plan_jobs(
-        store, workload, mode == "full", loop_names, redo, where, python, only
+        store, workload, mode == "full", loop_names, redo, where, python, only, rounds
     )
     if skipped:
         console.print(

@@ -52,11 +52,6 @@ class StoredRow:
     reps: list[dict]
 
 
-# A point's key for how far its ratios move between sessions (the reproductions study writes
-# it: bench.studies.reproductions.measure).
-BETWEEN_SESSIONS = "between_sessions"
-
-
 class ResultStore:
     """The stored results of one study in one mode (quick or full)."""
 

@@ -77,8 +77,9 @@ class Rendering:
     # observations(params, rows).
     observations: Callable[[dict, list], list[str]] = _no_lines
     # Markdown lines after the section's tables, reading across its points:
-    # section_end(stored points by key, in table order).
-    section_end: Callable[[dict], list[str]] = _no_lines
+    # section_end(stored points by key, in table order, the store's sessions by name: where a
+    # table of its own says where its rows ran).
+    section_end: Callable[[dict, dict], list[str]] = _no_lines
     # Its own section instead of a table per point: section(study, page) -> markdown lines,
     # [] to be left off the page and its index (latency: only where curves are stored). A
     # side study's is how it adds to the page (the cost anatomy's tables under its heading).

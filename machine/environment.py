@@ -231,6 +231,20 @@ def describe(env: dict) -> str:
     )
 
 
+def same_machine(a: dict, b: dict) -> bool:
+    """True where two environments describe one machine: their fingerprints agree on every
+    field both recorded (a field one of them did not record, as an interpreter without the
+    means to read the memory size, neither matches nor differs)."""
+    unknown = (None, "not recorded")
+    first, second = fingerprint(a), fingerprint(b)
+    return all(
+        first[key] == second[key]
+        for key in ("cpu", "cpu_identity", "cpus", "memory_gib", "kernel", "kernel_build",
+                    "virtualisation")
+        if first[key] not in unknown and second[key] not in unknown
+    )  # fmt: skip
+
+
 def by_machine(named: list[tuple[str, dict]]) -> dict[str, list[str]]:
     """Names of figures grouped by the machine their environments describe, in first-seen
     order (a name once per machine; an empty environment is left out)."""

@@ -248,7 +248,8 @@ def test_report_has_every_section_with_ratios_and_a_line_under_each_table(result
     assert lines == 4 + 2 + 3 + 2 + 1
     assert "\n### TLS's cost per request\n" in text  # the TLS points have their plain twins
     assert tables >= lines
-    assert text.count("*Ran in:* session 20250101T000000Z on testhost (Test CPU") == lines
+    # under every point's table, and under the glance's, TLS's, the scale's and the twins'
+    assert text.count("*Ran in:* session 20250101T000000Z on testhost (Test CPU") >= lines
     assert "](conformance.md)" in text
     assert "Test CPU @ 1.00GHz" in text and "`0123456789`" in text and "CPython 3.11.7" in text
     charts = ("quick-echo-requests.png", "quick-echo-cost.png", "quick-sleep-cpu-per-sleeper.png")
@@ -576,6 +577,16 @@ def test_key_rows_get_their_own_rounds_and_share_the_first_ones_with_the_rest(fa
     assert sorted(fake.calls) == sorted(
         [(f"n={n}", "asyncio/coroutines") for n in (1, 2)] * 2
         + [(f"n={n}", "callbacks/callbacks") for n in (1, 2)]
+    )
+
+
+def test_a_run_with_rounds_runs_every_row_that_many_times_whatever_its_points_declare(
+    fake, tmp_path
+):
+    fake.key_repetitions = 5  # a reproduction's session: its own rounds, key rows or not
+    run_fake(tmp_path, rounds=3)
+    assert sorted(fake.calls) == sorted(
+        (f"n={n}", row.key) for n in (1, 2) for row in fake.ROWS for _ in range(3)
     )
 
 

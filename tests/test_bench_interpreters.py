@@ -294,7 +294,11 @@ def test_each_build_family_is_read_against_its_own_oldest_and_named_on_its_colum
     assert "| Debian 3.13 " in builds and "`--enable-optimizations`" in builds
     assert "--prefix" not in builds  # only the options that shape speed
     envs["3.13"] |= {"date": "2026-11-26T17:19:05+00:00", "load_average": [7.6], "logical_cores": 2}
-    assert "2026-11-26 17:19 (7.6 on 2 cores)" in interpreters.builds_table(data, envs, names)
+    assert "2026-11-26 17:19 |" in interpreters.builds_table(data, envs, names)
+    envs["3.13"] |= {"session": "S3", "host": "vm", "commit": {"hash": "abcdef0123456"}}
+    said = interpreters.ran_in(data, envs, names)
+    assert said.startswith("*Ran in:* ") and "session S3 on vm (" in said
+    assert "commit `abcdef0123`" in said
     assert "`--enable-shared`" in builds and "not recorded" in builds  # Debian 3.14: no env
     assert [list(p) for p in interpreters.families(data)] == [
         ["3.11", "3.13"], ["debian-3.13", "debian-3.14"]

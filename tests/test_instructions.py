@@ -90,10 +90,12 @@ def test_the_work_ranking_reads_the_stored_counts(tmp_path):
         "traps/coroutines",
     ]
     text = "\n".join(work.section(tmp_path))
-    assert "| 2 | callbacks · callbacks | 15,000 | -0.2% / — | ×0.75 | 45,000 | — | — |" in text
-    assert "| 1 | **uvloop-protocol** | 10,000 | — / — | ×0.50 | 30,000 |" in text
+    # Ranked by the closed loop's count, and by the count at 200/s in brackets.
+    assert "| 2 (3) | callbacks · callbacks | 15,000 | -0.2% / — | ×0.75 | 45,000 | — | — |" in text
+    assert "| 1 (1) | **uvloop-protocol** | 10,000 | — / — | ×0.50 | 30,000 |" in text
     # asyncio-protocol's count recorded no code: marked as counted on changed code.
-    assert "| 3 | **asyncio-protocol**‡ | 20,000 | — / — |" in text
+    assert "| 3 (2) | **asyncio-protocol**‡ | 20,000 | — / — |" in text
+    assert "*Counted in:* 2026-11-27 machine not recorded, commit `abc`" in text
     assert "1 of 2 rows agree within 1% in the closed loop" in text
     assert "the largest change: traps · coroutines, +4.2%" in text
 

@@ -50,74 +50,96 @@ def test_the_first_screen_counts_sessions_on_this_machine_only(tmp_path):
     assert "1 session(s) on another machine, not counted" in said
 
 
-def _reproduction(date: str, machine: str, moves: dict[str, float], paired: bool) -> dict:
+def _point(params: dict, ratios: list[float], session: str = "s") -> dict:
+    """A stored point where row "a/native" costs ratio × base "b/native" in each round."""
+    base = [10.0 + i for i in range(len(ratios))]
     return {
-        "date": date,
-        "machine": machine,
-        "same_machine": True,
-        "paired": paired,
-        "ratios": [
-            {
-                "ratio": f"{name} · x × y",
-                "committed": [1.0, 0.9, 1.1],
-                "new": [new, new, new],
-                "inside": abs(new - 1) < 0.1,
-            }
-            for name, new in moves.items()
-        ],
+        "params": params,
+        "rows": {
+            "a/native": {
+                "session": session,
+                "reps": [{"cpu": b * r} for b, r in zip(base, ratios, strict=True)],
+            },
+            "b/native": {"session": session, "reps": [{"cpu": b} for b in base]},
+        },
     }
 
 
-def test_the_spread_between_sessions_is_the_root_mean_square_of_the_log_moves():
-    import math
-
-    stored = {
-        "sessions": [
-            _reproduction("d1", "here", {"fixed load": 1.5}, paired=False),
-            _reproduction("d2", "here", {"closed loop": 1.1, "fixed load": 1.2}, paired=True),
-            _reproduction("d3", "here", {"fixed load": 1 / 1.2}, paired=True),
-            _reproduction("d4", "elsewhere", {"fixed load": 3.0}, paired=True),
-        ]
-    }
-    found = reproduce.between_sessions(stored, "here")
-    # Paired sessions only, once there are any; another machine's never.
-    assert abs(found["fixed load"]["spread"] - math.log(1.2)) < 1e-12
-    assert found["fixed load"]["sessions"] == 2 and found["fixed load"]["ratios"] == 2
-    assert abs(found["closed loop"]["spread"] - math.log(1.1)) < 1e-12
-    unpaired = reproduce.between_sessions({"sessions": stored["sessions"][:1]}, "here")
-    assert abs(unpaired["fixed load"]["spread"] - math.log(1.5)) < 1e-12
+def by_round(reps: list[dict], metric: str) -> dict[int, float]:
+    return {i: rep[metric] for i, rep in enumerate(reps)}
 
 
-def test_the_spread_between_sessions_is_said_beside_intervals_that_do_not_hold_it(tmp_path):
-    """A point's stored spread between sessions moves no interval (each is within one
-    session); the first screen says it, and says the intervals do not hold it."""
+def test_a_ratio_is_pooled_across_sessions_once_three_hours_measured_it():
+    at = {"size": 1}
+    sessions = [
+        ("2026-12-07T00:10:00+00:00", _point(at, [1.19, 1.21, 1.20])),
+        ("2026-12-07T01:10:00+00:00", _point(at, [1.09, 1.11, 1.10])),
+    ]
+    assert reproduction.pooled(sessions, "a/native", "b/native", by_round, "cpu") is None
+    same_hour = [*sessions, ("2026-12-07T01:50:00+00:00", _point(at, [1.29, 1.31, 1.30]))]
+    assert reproduction.pooled(same_hour, "a/native", "b/native", by_round, "cpu") is None
+    apart = [*sessions, ("2026-12-07T02:10:00+00:00", _point(at, [1.29, 1.31, 1.30]))]
+    found = reproduction.pooled(apart, "a/native", "b/native", by_round, "cpu")
+    assert found is not None and found.sessions == 3 and found.scope == "across 3 sessions"
+    # the geometric mean of the three sessions' ratios, its interval their t-interval
+    assert abs(found.value - (1.2 * 1.1 * 1.3) ** (1 / 3)) < 2e-3
+    assert found.low < 1.1 < 1.3 < found.high
+    # rows of two sessions in one point are no paired ratio: that session is left out
+    split = _point(at, [1.5, 1.5, 1.5])
+    split["rows"]["a/native"]["session"] = "other"
+    assert reproduction.pooled([*apart[:2], ("2026-12-07T03:00:00+00:00", split)],
+                               "a/native", "b/native", by_round, "cpu") is None  # fmt: skip
+
+
+def test_sessions_pooled_are_the_committed_runs_and_each_reproduction_on_its_machine(tmp_path):
     import shutil
 
-    from bench.pages import verdict
-    from bench.store import BETWEEN_SESSIONS
+    from machine import environment
 
     results = tmp_path / "results"
     shutil.copytree(RESULTS / "quick", results / "quick")
-    sessions = [_reproduction("2026-11-27T20:00:00+00:00", "m", {"fixed load": 1.3}, True)]
+    store = committed()
+    where = {"measure": "paced", "size": 1024, "connections": 100, "rate": 8000, "tls": None}
+    point = next(p for p in store.data["points"].values() if "rate" in p["params"]
+                 and p["params"]["rate"] == 8000 and not p["params"].get("tls"))  # fmt: skip
+    newest = max(row["session"] for row in point["rows"].values())
+    machine = environment.describe(store.sessions[newest]["environment"])
+    sessions = [
+        {"date": "2026-12-07T01:00:00+00:00", "machine": machine, "same_machine": True,
+         "ratios": [], "points": {"k": point}},
+        {"date": "2026-12-07T02:00:00+00:00", "machine": "another", "same_machine": False,
+         "ratios": [], "points": {"k": point}},
+        {"date": "2026-12-07T03:00:00+00:00", "machine": machine, "same_machine": True,
+         "ratios": []},  # before raw repetitions were stored: nothing to pool
+    ]  # fmt: skip
     (results / "reproductions.json").write_text(json.dumps({"sessions": sessions}))
-    path = results_path(results, "quick", "echo")
+    found = reproduction.sessions_at(results, where)
+    assert [date for date, _ in found][1:] == ["2026-12-07T01:00:00+00:00"]
+    assert found[0][1] is point or found[0][1] == point
 
-    def measured(spread: float | None) -> dict:
-        store = ResultStore.load(path, "echo", "quick")
-        for point in store.data["points"].values():
-            point[BETWEEN_SESSIONS] = (
-                {"spread": spread, "sessions": 1, "ratios": 1}
-                if spread and "rate" in point["params"]
-                else None
-            )
-        store.save()
-        return reproduce.ratios(ResultStore.load(path, "echo", "quick"))
 
-    assert measured(None) == measured(0.2)
-    bullet = next(s for s in verdict.lines(tmp_path) if s.startswith("**How still"))
-    assert bullet.startswith("**How still these figures are**")
-    assert "20.0% at the fixed load" in bullet and "0 of 1 ratios inside" in bullet
-    assert "within one session and do not hold that move" in bullet
+def test_the_first_screen_counts_the_ratios_inside_and_says_when_they_are_pooled(tmp_path):
+    import shutil
+
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS / "quick", results / "quick")
+    assert reproduction.bullet(results) is None  # never reproduced
+    ratios = [
+        {"ratio": "a", "committed": [1.0, 0.9, 1.1], "new": [1.05, 1.0, 1.1], "inside": True},
+        {"ratio": "b", "committed": [1.0, 0.9, 1.1], "new": [1.2, 1.1, 1.3], "inside": False},
+    ]
+    sessions = [
+        {"date": "2026-11-27T16:00:00+00:00", "machine": "m", "same_machine": True,
+         "ratios": ratios},
+        {"date": "2026-11-27T17:00:00+00:00", "machine": "x", "same_machine": False,
+         "ratios": ratios},
+    ]  # fmt: skip
+    (results / "reproductions.json").write_text(json.dumps({"sessions": sessions}))
+    said = reproduction.bullet(results)
+    assert said.startswith("**How still these figures are**")
+    assert "in 1 later session(s)" in said and "1 of 2 headline ratios landed inside" in said
+    assert "misses about 1 in 20" in said
+    assert "pooled once 3 hours are" in said
 
 
 def test_a_reproduction_stores_raw_repetitions_enough_to_recompute_its_ratios(tmp_path):

@@ -6,7 +6,9 @@ closed loop, a cost the load generator's ceiling does not cap), its idle cost (t
 the fixed offered load), TLS's cost, memory per connection, its cost at 10,000 connections
 (the full run), uvicorn on its loop, and what real projects' own suites found in that loop;
 each ratio against uvloop-protocol measured in the same session, with its 95% interval
-(:func:`bench.render.intervals.ratio_interval`, paired by round), or why there is none. Then
+(:func:`bench.render.intervals.ratio_interval`, paired by round), or, for capacity and idle
+cost, pooled across the sessions on this machine once three hours' sessions measured it
+(:func:`bench.studies.reproductions.render.pooled`), or why there is none. Then
 the home-made loops, labelled as the lab's designs, and multi-core said as not measured. Every
 figure comes from the stored results; a column whose study is not stored says "not measured
 here".
@@ -24,9 +26,12 @@ from bench import headline, registry
 from bench.plan import YARDSTICK
 from bench.render.intervals import CONFIDENCE, ratio_interval, worded
 from bench.render.page import MODES
+from bench.render.tables import sessions_line
 from bench.studies import connections, http
+from bench.studies.reproductions import render as reproduction
 from bench.studies.tls import render as tls
 from bench.summary import by_round, counted, peer_saturated
+from machine.environment import describe
 
 NOT_MEASURED = "not measured here"
 OTHER_SESSION = "no ratio: another session"
@@ -94,9 +99,11 @@ def _servers(point: dict | None) -> list[str]:
     return native + [key for key in ADAPTED if key in rows]
 
 
-def _cell(point, key, metric, unit, values=by_round, higher=False, base=BASE) -> str:
+def cell(point, key, metric, unit, values=by_round, higher=False, base=BASE, sessions=()) -> str:
     """key's figure against base at one point: the base's own figure in unit, or the ratio
-    with its interval and word, or why there is none."""
+    with its interval and word (pooled across `sessions`, the point as every session on this
+    machine measured it, where enough did: bench/studies/reproductions), or why there is
+    none."""
     rows = (point or {}).get("rows", {})
     if key not in rows:
         return NOT_MEASURED
@@ -107,6 +114,10 @@ def _cell(point, key, metric, unit, values=by_round, higher=False, base=BASE) ->
         return unit.format(statistics.median(mine.values()))
     if base not in rows:
         return f"no {base.split('/')[0]} here"
+    across = reproduction.pooled(list(sessions), key, base, values, metric)
+    if across is not None:
+        ratio = (across.value, across.low, across.high)
+        return f"{worded(ratio, higher, brief=True)}, {across.sessions} sessions"
     if rows[key]["session"] != rows[base]["session"]:
         return OTHER_SESSION
     found = ratio_interval(mine, values(rows[base]["reps"], metric))
@@ -150,16 +161,58 @@ def _suites(gaps: dict[str, list[tuple[str, str]]], loop: str) -> str:
     return said + (f", {fatal} hang or crash the run" if fatal else "")
 
 
+def read(reports: Path, mode: str) -> tuple[dict, dict[str, dict | None]]:
+    """Every stored session by name, and the points the servers' table reads, by column."""
+    runs = {
+        (name, run): stored(reports, name, run)
+        for name, run in (("echo", mode), ("connections", mode), ("http", mode), ("echo", "full"))
+    }
+    echo, paced = runs["echo", mode], dict(headline.HEADLINE_PACED)
+    found = {
+        "closed": point(echo, dict(headline.HEADLINE_CLOSED)),
+        "paced": point(echo, paced),
+        "tls": point(echo, {**paced, headline.TLS: True}),
+        "memory": point(
+            runs["connections", mode], {"connections": connections.CONNECTIONS[False][0]}
+        ),
+        "full": point(runs["echo", "full"], {**paced, "connections": MANY}),
+        "uvicorn": point(runs["http", mode], http.HEADLINE_POINT),
+    }
+    sessions = {n: s for data in runs.values() for n, s in data.get("sessions", {}).items()}
+    # A column measured on another machine than the headline point's is not set beside it.
+    here = _machine(found["closed"], sessions)
+    for column, at in found.items():
+        if at is not None and here is not None and _machine(at, sessions) != here:
+            found[column] = None
+    return sessions, found
+
+
+def _machine(at: dict | None, sessions: dict) -> str | None:
+    """The machine a stored point's newest session ran on (None: not known)."""
+    if not at or not at["rows"]:
+        return None
+    newest = max(row["session"] for row in at["rows"].values())
+    env = sessions.get(newest, {}).get("environment")
+    return describe(env) if env else None
+
+
+def ran_in(reports: Path, mode: str = "quick") -> str | None:
+    """Where the servers' table's figures ran: each session once, with its machine and
+    commit (None where the table has none)."""
+    sessions, found = read(reports, mode)
+    if found["closed"] is None:
+        return None
+    names = [row["session"] for p in found.values() if p for row in p["rows"].values()]
+    said = sessions_line(sessions, names)
+    return said[0] if said else None
+
+
 def table(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     """The servers' table as markdown lines ([] where echo's headline point is not stored)."""
-    quick = {name: stored(reports, name, mode) for name in ("echo", "connections", "http")}
-    closed = point(quick["echo"], dict(headline.HEADLINE_CLOSED))
-    paced = point(quick["echo"], dict(headline.HEADLINE_PACED))
-    tls_paced = point(quick["echo"], {**dict(headline.HEADLINE_PACED), headline.TLS: True})
-    memory = point(quick["connections"], {"connections": connections.CONNECTIONS[False][0]})
+    _, found = read(reports, mode)
+    closed, paced, tls_paced = found["closed"], found["paced"], found["tls"]
+    memory, full, uvicorn = found["memory"], found["full"], found["uvicorn"]
     many = {**dict(headline.HEADLINE_PACED), "connections": MANY}
-    full = point(stored(reports, "echo", "full"), many)
-    uvicorn = point(quick["http"], http.HEADLINE_POINT)
     gaps = _gaps(reports.parent)
     if closed is None:
         return []
@@ -172,6 +225,11 @@ def table(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     if not servers:
         return []
     page = f"{link}{MODES[mode]}#"
+    # Every session on this machine at the two headline points, to pool each ratio across.
+    across = [
+        reproduction.sessions_at(reports / "results", dict(where)) if mode == "quick" else []
+        for where in (headline.HEADLINE_CLOSED, headline.HEADLINE_PACED)
+    ]
     headers = [
         "server",
         f"[capacity]({page}{slug(headline.point_title(closed['params']))})",
@@ -187,17 +245,17 @@ def table(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     rows = []
     for key in servers:
         loop = key.split("-")[0].split("/")[0]
-        capacity = _cell(closed, key, CPU, "{:.1f} µs", values=capacity_rounds)
+        capacity = cell(closed, key, CPU, "{:.1f} µs", capacity_rounds, sessions=across[0])
         ceiling = _ceiling(closed["rows"][key]["reps"]) if key in closed["rows"] else None
         rows.append(
             [
                 f"`{key.removesuffix('/native').replace('/', ' · ')}`",
                 capacity + (f" at ≥ {ceiling:,.0f}/s" if ceiling else ""),
-                _cell(paced, key, CPU, "{:.1f} µs"),
+                cell(paced, key, CPU, "{:.1f} µs", sessions=across[1]),
                 _tls(paced, tls_paced, key),
-                _cell(memory, key, connections.HEADLINE, "{:,.0f} B"),
-                _cell(full, key, CPU, "{:.1f} µs") if full else NOT_MEASURED,
-                _cell(
+                cell(memory, key, connections.HEADLINE, "{:,.0f} B"),
+                cell(full, key, CPU, "{:.1f} µs") if full else NOT_MEASURED,
+                cell(
                     uvicorn,
                     f"{loop}/{http.STYLE}",
                     http.HEADLINE,
@@ -233,7 +291,7 @@ def home_made(reports: Path, mode: str = "quick") -> str | None:
         parts.append(
             f"by {name} `{key.replace('/', ' · ')}`, "
             f"{statistics.median(found[key].values()):.1f} µs per request (against {YARDSTICK} "
-            f"{_cell(found_at, key, CPU, '', values)})"
+            f"{cell(found_at, key, CPU, '', values)})"
         )
     if not parts:
         return None
@@ -261,6 +319,7 @@ def multi_core(reports: Path, mode: str = "quick") -> str | None:
         f"this machine has {env.get('logical_cores', '?')} logical cores): a server spread "
         "over several cores (worker processes, a free-threaded build) would take its load "
         "generator's core, so nothing here measures one."
+        + (f" The table above: {where}" if (where := ran_in(reports, mode)) else "")
     )
 
 
@@ -272,8 +331,8 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
         return []
     intro = (
         "**Choosing a server** (the servers users install, cheapest capacity first; each "
-        f"figure against {YARDSTICK} measured in the same session, {CONFIDENCE:.0%} within that "
-        "session): "
+        f"figure against {YARDSTICK}, {CONFIDENCE:.0%} within the session that measured both, "
+        "or pooled across the sessions a cell names): "
         f"*capacity* is server CPU per request in the closed loop at {headline.HEADLINE_AT} "
         "(≥ N/s: the load generator saturated first, so the server serves at least that); "
         f"*idle cost* the same at a fixed {headline.HEADLINE_RATE:,} requests/s; TLS over plain "

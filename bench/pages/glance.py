@@ -27,7 +27,7 @@ from bench.plan import BASELINE, USER_BASE, USER_SERVERS, YARDSTICK, Glance, Row
 from bench.render import codesize
 from bench.render.intervals import CONFIDENCE, MARGIN, MEDIAN_FULL, median_interval
 from bench.render.rows import anchor_label
-from bench.render.tables import ratio_cell
+from bench.render.tables import ratio_cell, sessions_line
 from bench.study import Study
 
 ECHO_AT = HEADLINE_AT  # where echo's two columns are read: "1 KiB × 100 connections"
@@ -345,8 +345,20 @@ def section(
     root: Path,
     reports: Path,
     chart: Path | None = None,
+    sessions: dict[str, dict] | None = None,
 ) -> list[str]:
-    """The markdown lines of the at-a-glance table, its chart (drawn to `chart`), sentences."""
+    """The markdown lines of the at-a-glance table, its chart (drawn to `chart`), sentences;
+    under each table, the sessions its rows ran in (`sessions`, every study's, by name)."""
+
+    def ran_in(echo: bool) -> list[str]:
+        names = [
+            rendered.session
+            for column, rows in found.items()
+            if (column.workload == "echo") == echo
+            for rendered in rows or ()
+        ]
+        return sessions_line(sessions or {}, names)
+
     found = {column: find(column, points_of(column.workload)) for column in columns()}
     conformance = conformance_counts(reports / "conformance.md")
     echo_headers, echo_body = _echo_body(found, conformance, root)
@@ -372,6 +384,7 @@ def section(
         "",
         tabulate(echo_body, headers=echo_headers, tablefmt="github", disable_numparse=True),
         "",
+        *ran_in(echo=True),
         "### The other workloads",
         "",
         "Each figure with its ratio to asyncio in the same style (its coroutines row where it "
@@ -381,6 +394,7 @@ def section(
         "",
         tabulate(other_body, headers=other_headers, tablefmt="github", disable_numparse=True),
         "",
+        *ran_in(echo=False),
     ]
     if chart is not None and draw_cost_chart(found[COST] or [], chart):
         text += [

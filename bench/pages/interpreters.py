@@ -23,7 +23,9 @@ from bench.plan import BASELINE, USER_BASE, YARDSTICK, Row
 from bench.render.drift import ONE_REPETITION, Change, level, level_error, relative_change
 from bench.render.intervals import CONFIDENCE, KINDS, MARGIN, WITHIN, kind, ratio_interval, word
 from bench.render.rows import RenderedRow, stored_points
+from bench.render.tables import session_said
 from bench.store import load_mode
+from machine.environment import describe, same_machine
 from machine.interpreters import BUILDS, DEBIAN, REFERENCE, family, version_of
 
 TITLE = "Interpreters"
@@ -304,17 +306,25 @@ def builds_table(data: dict, envs: dict[str, dict], names: dict[str, str]) -> st
         "interpreter",
         "exact version",
         "configure options that shape speed",
-        "latest session (load average)",
+        "latest session",
     ]
     return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
 
 
 def _when(environment: dict) -> str:
-    """When an interpreter's latest session ran, and how loaded the machine was then."""
-    load = environment.get("load_average")
-    date = str(environment.get("date", "?"))[:16].replace("T", " ")
-    cores = environment.get("logical_cores", "?")
-    return f"{date} ({load[0]:.1f} on {cores} cores)" if load else date
+    """When an interpreter's latest session ran."""
+    return str(environment.get("date", "?"))[:16].replace("T", " ")
+
+
+def ran_in(data: dict, envs: dict[str, dict], names: dict[str, str]) -> str:
+    """Where each interpreter's latest session ran: the machine and the commit, for every table
+    of the section (each column one interpreter's)."""
+    said = [
+        f"{names[p]}: {session_said(envs[p].get('session', '?'), envs[p])}"
+        for p in data
+        if p in envs
+    ]
+    return f"*Ran in:* {'; '.join(said)}."
 
 
 def build_sentence(data: dict[str, Figures], envs: dict[str, dict]) -> str | None:
@@ -534,13 +544,15 @@ def section(page) -> list[str]:
             "bench gets its own virtualenv under `.venvs/`).",
             "",
         ]
+    envs = environments(stores)
+    data, elsewhere = on_this_machine(data, envs, page.python)
+    lines += elsewhere
     if len(data) < 2:  # one interpreter compares with nothing: its figures are the tables above
         return lines
     unavailable = unavailable_on(stores)
-    envs = environments(stores)
     names = column_names(data, envs)
     lines += [*unavailable_notes(data, unavailable, names), ""]
-    lines += [builds_table(data, envs, names), ""]
+    lines += [builds_table(data, envs, names), "", ran_in(data, envs, names), ""]
     for figure in FIGURES:
         lines += [f"### {figure.title}", "", table(figure, data, unavailable, names), ""]
     path = chart(data, page.chart_dir / f"{page.mode}-interpreters-echo-cost.png", names)
@@ -560,6 +572,30 @@ def section(page) -> list[str]:
         sentences.append(gain_sentence(part, names))
     lines += [line for sentence in sentences if sentence for line in (sentence, "")]
     return lines
+
+
+def on_this_machine(
+    data: dict[str, Figures], envs: dict[str, dict], main: str
+) -> tuple[dict[str, Figures], list[str]]:
+    """The interpreters whose latest session ran on the main tables' machine (a page sets no
+    two machines' figures side by side), and a paragraph naming the others ([] if none)."""
+    if main not in envs:
+        return data, []
+    here = describe(envs[main])
+    away = {
+        p: describe(envs[p]) for p in data if p in envs and not same_machine(envs[p], envs[main])
+    }
+    if not away:
+        return data, []
+    by_machine: dict[str, list[str]] = {}
+    for python, machine in away.items():
+        by_machine.setdefault(machine, []).append(python)
+    said = "; ".join(f"{', '.join(ps)} on {machine}" for machine, ps in by_machine.items())
+    return {p: v for p, v in data.items() if p not in away}, [
+        f"Measured on another machine than this page's ({here}), so not set beside its "
+        f"figures: {said}. `{MEASURE}` measures them here.",
+        "",
+    ]
 
 
 def unavailable_notes(

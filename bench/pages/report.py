@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib
 import itertools
 import re
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,13 +22,13 @@ from tabulate import tabulate
 
 from bench import registry
 from bench.fingerprint import fingerprints_held
-from bench.pages import chooser, glance, interpreters, scale, verdict
+from bench.pages import chooser, glance, interpreters, scale, twins, verdict
 from bench.pages.reading import render_reading
 from bench.plan import unavailable_variants
 from bench.render import charts, codesize
 from bench.render.page import MODES, Page
 from bench.render.rows import current_points, rendered_rows, stored_points
-from bench.render.tables import ran_in, table, what_this_shows
+from bench.render.tables import disturbance, ran_in, table, what_this_shows
 from bench.store import ResultStore, load_mode
 from bench.studies import crawler, sleep
 from bench.studies.anatomy.render import load_anatomy
@@ -93,7 +92,7 @@ def section(workload: Study, page: Page) -> list[str]:
         aside = "" if key in current else " (not in the current points)"
         lines += [f"### {workload.point_title(point['params'])}{aside}", ""]
         lines += point_lines(workload, own, stored, point, rows)
-    lines += own.section_end({key: by_key[key] for key in order})  # across its points
+    lines += own.section_end({key: by_key[key] for key in order}, stored.sessions)
     for path, caption in charts.draw(workload, mode, points, chart_dir):
         lines += [
             f"![{caption.split(' (')[0]}]({path.relative_to(out.parent).as_posix()})",
@@ -156,16 +155,14 @@ def controls_moved(workload: Study, point: dict) -> list[str]:
     ]
 
 
-def repetition_loads(stores: list[ResultStore]) -> dict[str, list[float]]:
-    """Per session, the machine's 1-minute load average as each repetition began."""
-    loads: dict[str, list[float]] = {}
+def session_reps(stores: list[ResultStore]) -> dict[str, list[dict]]:
+    """Per session, the repetitions it measured."""
+    found: dict[str, list[dict]] = {}
     for kept in stores:
         for point in kept.data["points"].values():
             for entry in point["rows"].values():
-                for rep in entry["reps"]:
-                    if rep.get("load_average") is not None:
-                        loads.setdefault(entry["session"], []).append(rep["load_average"])
-    return loads
+                found.setdefault(entry["session"], []).extend(entry["reps"])
+    return found
 
 
 def coverage(stores: dict[str, ResultStore | None], mode: str) -> list[str]:
@@ -197,21 +194,28 @@ def coverage(stores: dict[str, ResultStore | None], mode: str) -> list[str]:
 
 
 def load_line(stores: list[ResultStore]) -> list[str]:
-    """One line on how busy the machine was while these figures were measured."""
-    loads = [x for session in repetition_loads(stores).values() for x in session]
-    if not loads:
-        return []
-    cores = {
-        len(session["environment"]["usable_cores"])
+    """One line on what else the machine did while these figures were measured."""
+    reps = [
+        rep
         for kept in stores
-        for session in kept.sessions.values()
-    }
+        for point in kept.data["points"].values()
+        for entry in point["rows"].values()
+        for rep in entry["reps"]
+    ]
+    busy = disturbance(reps)
+    if busy is None:
+        return []
+    redone = sum(1 for rep in reps if rep.get("redone"))
     return [
-        "*Load while measuring:* the machine's 1-minute load average was "
-        f"{statistics.median(loads):.2f} (median; {min(loads):.2f}–{max(loads):.2f}) over "
-        f"{len(loads)} repetitions, on "
-        f"{'/'.join(str(c) for c in sorted(cores))} usable cores; per session under "
-        "[Environment](#environment)." + neighbours(stores),
+        f"*Disturbance while measuring*, over {len(reps):,} repetitions (per session under "
+        f"[Environment](#environment)): {busy}. "
+        + (
+            f"{redone} repetitions were measured again, disturbed or stalled (each kept in the "
+            "store with its reason, in no figure)."
+            if redone
+            else "No repetition was disturbed or stalled."
+        )
+        + " The load average is left out: it counts the bench's own threads.",
         "",
     ]
 
@@ -240,41 +244,12 @@ def machines_line(
     ]
 
 
-def neighbours(stores: list[ResultStore]) -> str:
-    """What else the machine did during the repetitions that recorded it, and how many
-    repetitions stalled and were measured again (bench.summary.counted)."""
-    reps = [
-        rep
-        for kept in stores
-        for point in kept.data["points"].values()
-        for entry in point["rows"].values()
-        for rep in entry["reps"]
-    ]
-    others = [rep["others_cpus"] for rep in reps if rep.get("others_cpus") is not None]
-    if not others:
-        return ""  # measured before repetitions recorded their window
-    pressure = [rep["cpu_pressure"] for rep in reps if rep.get("cpu_pressure") is not None]
-    redone = sum(1 for rep in reps if rep.get("redone"))
-    said = (
-        f" Other processes used {statistics.median(others):.2f} of a CPU during a repetition "
-        f"(median; at most {max(others):.2f})"
-    )
-    if pressure:
-        said += f", and some task waited for a CPU {statistics.median(pressure):.0%} of the time"
-    return said + (
-        f"; {redone} repetitions stalled and were measured again (each kept in the store with "
-        "its reason, in no figure)."
-        if redone
-        else "; no repetition stalled."
-    )
-
-
 def environment_section(stores: list[ResultStore]) -> list[str]:
     """The sessions these results come from, one column each."""
     sessions: dict[str, dict] = {}
     for kept in stores:
         sessions.update(kept.sessions)
-    rep_loads = repetition_loads(stores)
+    reps = session_reps(stores)
     fields: dict[str, list[str]] = {
         name: []
         for name in (
@@ -285,11 +260,11 @@ def environment_section(stores: list[ResultStore]) -> list[str]:
             "libraries",
             "commit",
             "load average",
-            "load during repetitions",
+            "disturbance during repetitions",
         )
     }
     for name in sorted(sessions):
-        for field, value in session_column(sessions[name], rep_loads.get(name)).items():
+        for field, value in session_column(sessions[name], reps.get(name, [])).items():
             fields[field].append(value)
     # One row per session, its fields in two tables of at most 6 columns (no table wider than
     # 8, whatever the number of sessions: a wider one does not fit a screen).
@@ -304,10 +279,12 @@ def environment_section(stores: list[ResultStore]) -> list[str]:
     lines.pop()
     lines += [
         "",
-        "The load average is the machine's (1, 5 and 15 minutes), the number of processes "
-        "running or waiting for a core (the bench itself accounts for up to 2); above the number "
-        "of cores, every measured process was "
-        "also waiting for its turn. This machine is shared with other engineers' test runs, so "
+        "The disturbance is what each repetition recorded of the rest of the machine "
+        "(machine/activity.py): other processes' CPU, the share of time some task waited for "
+        "a CPU (pressure), and the hypervisor's steal. The load average at the session's start "
+        "and end is there for the record only: it counts the bench's own processes and "
+        "threads (thousands of them in the thread rows). This machine is shared with other "
+        "engineers' test runs, so "
         "absolute figures wander from run to run and understate what an idle machine does; "
         "ratios to asyncio, measured in the same session with interleaved repetitions, are the "
         "steadier reading.",
@@ -316,7 +293,7 @@ def environment_section(stores: list[ResultStore]) -> list[str]:
     return lines
 
 
-def session_column(session: dict, during: list[float] | None) -> dict[str, str]:
+def session_column(session: dict, reps: list[dict]) -> dict[str, str]:
     """One session's column of the environment table, by field."""
     env = session["environment"]
     commit = env.get("commit") or {}
@@ -340,9 +317,8 @@ def session_column(session: dict, during: list[float] | None) -> dict[str, str]:
             ", ".join(f"{x:.2f}" for x in load) for load in loads if load is not None
         )
         + (" at end" if loads[1] is not None else " at start"),
-        "load during repetitions": f"median {statistics.median(during):.2f} (min "
-        f"{min(during):.2f}, max {max(during):.2f}) over {len(during)} repetitions"
-        if during
+        "disturbance during repetitions": f"{disturbance(reps)} over {len(reps):,} repetitions"
+        if disturbance(reps)
         else "not recorded",
     }
 
@@ -370,7 +346,8 @@ more) reads "limit"; and a row stops after {least} repetitions when its headline
 (max − min) / median, is within {tolerance:.0%}, otherwise it runs up to {most} ({echo} for an
 echo row, whose run has the most points, {headline} at its headline point and {key} for the
 key rows there (`bench.plan.key_row`: the anchors and the home-made loops discovery finds);
-{slow[0]} and {slow[1]} where one repetition takes minutes: {tasks:,} sleepers, a crawl one page at a time).
+{slow[0]} and {slow[1]} where one repetition takes minutes: {tasks:,} sleepers, a crawl one
+page at a time).
 """
 
 
@@ -433,8 +410,16 @@ SECTIONS = (
         ("Cost anatomy",),
         lambda page: study_section("anatomy", page) + study_section("instructions", page),
     ),
+    Section(("Twins",), twins.section),
     Section(
-        ("Scale",), lambda page: scale.section(page.points_of, page.mode, page.chart_dir, page.out)
+        ("Scale",),
+        lambda page: scale.section(
+            page.points_of,
+            page.mode,
+            page.chart_dir,
+            page.out,
+            {n: s for kept in page.stores.values() if kept for n, s in kept.sessions.items()},
+        ),
     ),
     Section((interpreters.TITLE,), interpreters.section),
     Section(("Code size",), lambda page: codesize.section()),
@@ -528,7 +513,13 @@ def render(
         # The ranking no other process can move: instructions per request (the instructions
         # study's render_work.py).
         *(work.section(results or out.parent / "results") if mode == "quick" else []),
-        *glance.section(points_of, ROOT, out.parent, chart_dir / f"{mode}-glance-echo-cost.png"),
+        *glance.section(
+            points_of,
+            ROOT,
+            out.parent,
+            chart_dir / f"{mode}-glance-echo-cost.png",
+            {n: s for kept in stores.values() if kept for n, s in kept.sessions.items()},
+        ),
         *load_line([s for s in stores.values() if s is not None]),
         *(reproduction.line(results or out.parent / "results") if mode == "quick" else []),
         *machines_line(

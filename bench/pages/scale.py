@@ -27,6 +27,7 @@ from tabulate import tabulate
 from bench import headline
 from bench.plan import FLOOR  # the echo anchor with no design: growth it shows, every row shares
 from bench.render import charts
+from bench.render.tables import sessions_line
 from bench.studies import sleep
 
 FLAT = 0.15  # |k| below this reads as "flat": cost per unit does not depend on N there
@@ -126,13 +127,18 @@ class Curve:
         return k, n1, n2
 
 
+def holds(series: Series, params: dict) -> bool:
+    """True for a point of this series (its parameters with the series' defaults)."""
+    params = {**dict(series.defaults), **params}
+    return series.x in params and all(params.get(k) == v for k, v in series.where)
+
+
 def curves(series: Series, points: list[tuple[dict, list]]) -> list[Curve]:
     """Every row's curve for one series, from (params, rendered rows) of a workload's points."""
     by_label: dict[str, Curve] = {}
-    defaults = dict(series.defaults)
     for params, rows in points:
-        params = {**defaults, **params}
-        if series.x not in params or any(params.get(k) != v for k, v in series.where):
+        params = {**dict(series.defaults), **params}
+        if not holds(series, params):
             continue
         n = params[series.x]
         for r in rows:
@@ -347,9 +353,14 @@ def _curves(axis, drawable: list[Curve], palette) -> None:
 
 
 def section(
-    points_of: Callable[[str], list[tuple[dict, list]]], mode: str, chart_dir: Path, out: Path
+    points_of: Callable[[str], list[tuple[dict, list]]],
+    mode: str,
+    chart_dir: Path,
+    out: Path,
+    sessions: dict[str, dict] | None = None,
 ) -> list[str]:
-    """The markdown of the scale section; points_of(workload) gives (params, rendered rows)."""
+    """The markdown of the scale section; points_of(workload) gives (params, rendered rows),
+    `sessions` every stored session by name (where each table's rows ran)."""
     lines = [
         "## Scale",
         "",
@@ -363,11 +374,14 @@ def section(
     ]
     any_series = False
     for series in SERIES:
-        found = curves(series, points_of(series.workload))
+        read = points_of(series.workload)
+        found = curves(series, read)
         if not any(len({*c.values, *c.stopped}) > 1 for c in found):
             continue  # one N only (the quick run's idle and cancel-heavy): nothing to scale
         any_series = True
         lines += [f"### {series.title}", "", table(series, found), ""]
+        names = [row.session for params, rows in read if holds(series, params) for row in rows]
+        lines += sessions_line(sessions or {}, names)
         lines += [f"*What this shows:* {sentences(series, found)}", ""]
         path = chart(series, found, mode, chart_dir)
         if path is not None:

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.headline import at_headline  # the headline points, declared in the core
 from bench.pages import chooser
-from bench.pages.chooser import stored as _stored
 from bench.studies.reproductions import render as reproduction
 from conformance import findings as found
 from machine.interpreters import REFERENCE
@@ -28,9 +26,7 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
 
     # The chooser's first screen (bench/pages/chooser.py): the servers, then the home-made.
     out = chooser.lines(reports, mode, link)
-    stored = _stored(reports, "echo", mode)
-    headline = [p for p in (stored or {}).get("points", {}).values() if at_headline(p["params"])]
-    still = reproduction.bullet(reports / "results", headline) if mode == "quick" else None
+    still = reproduction.bullet(reports / "results") if mode == "quick" else None
     if still:
         out.append(still)
     stored = found.stored(reports / "results" / "conformance")

@@ -18,6 +18,7 @@ from bench.render.intervals import CONFIDENCE, word
 from bench.render.rows import RenderedRow
 from bench.study import Study
 from bench.summary import SATURATION
+from machine import environment
 
 
 def number(value: float, metric: Metric) -> str:
@@ -176,29 +177,76 @@ def headline_cell(r: RenderedRow, headline: Metric) -> str:
     )
 
 
+def disturbance(reps: list[dict]) -> str | None:
+    """What else the machine did during these repetitions, as each recorded it
+    (machine/activity.py): other processes' CPU, the share of time some task waited for a CPU,
+    and the hypervisor's steal. The load average is no such signal: it counts the bench's own
+    threads (thousands of them in the thread rows). None where no repetition recorded them."""
+    others = [rep["others_cpus"] for rep in reps if rep.get("others_cpus") is not None]
+    if not others:
+        return None
+    said = f"others' CPU {statistics.median(others):.2f} (median; at most {max(others):.2f})"
+    pressure = [rep["cpu_pressure"] for rep in reps if rep.get("cpu_pressure") is not None]
+    if pressure:
+        said += f", CPU pressure {statistics.median(pressure):.0%} (median)"
+    steal = [rep["steal_cpus"] for rep in reps if rep.get("steal_cpus") is not None]
+    if steal:
+        said += f", steal {statistics.median(steal):.2f} of a CPU (at most {max(steal):.2f})"
+    return said
+
+
+def session_said(name: str, env: dict) -> str:
+    """One session as every table's provenance names it: its name, the machine (as
+    ``machine.environment`` describes it: CPU identity, kernel build), Python and commit."""
+    commit = env.get("commit") or {}
+    dirty = " with uncommitted changes" if commit.get("dirty") else ""
+    return (
+        f"session {name} on {env.get('host', '?')} ({environment.describe(env)}), "
+        f"{env.get('python_implementation', 'CPython')} {env.get('python', '?')}, "
+        f"commit `{(commit.get('hash') or '?')[:10]}`{dirty}"
+    )
+
+
 def ran_in(sessions: dict[str, dict], point: dict) -> str:
-    """The environment of a table's rows: session, machine, Python, commit, load."""
+    """The environment of a table's rows: each session they come from (session_said), and what
+    else ran on the machine then."""
     described = []
     for name in sorted({entry["session"] for entry in point["rows"].values()}):
         env = sessions.get(name, {}).get("environment")
         if env is None:
             continue
-        loads = [
-            rep["load_average"]
+        reps = [
+            rep
             for entry in point["rows"].values()
             if entry["session"] == name
             for rep in entry["reps"]
-            if rep.get("load_average") is not None
         ]
-        commit = env.get("commit") or {}
-        dirty = " with uncommitted changes" if commit.get("dirty") else ""
-        load = f"; load average {statistics.median(loads):.1f} (median)" if loads else ""
-        described.append(
-            f"session {name} on {env['host']} ({env['cpu']}, {len(env['usable_cores'])} cores), "
-            f"{env['python_implementation']} {env['python']}, "
-            f"commit `{(commit.get('hash') or '?')[:10]}`{dirty}{load}"
-        )
+        busy = disturbance(reps)
+        described.append(session_said(name, env) + (f"; {busy}" if busy else ""))
     return "; ".join(described) + " (details under [Environment](#environment))."
+
+
+def sessions_line(sessions: dict[str, dict], names) -> list[str]:
+    """A table's provenance where it reads figures, not repetitions: each session named once
+    (session_said), as a paragraph; [] where none of `names` is known."""
+    said = [
+        session_said(name, sessions[name]["environment"])
+        for name in sorted(set(names))
+        if "environment" in sessions.get(name, {})
+    ]
+    if not said:
+        return []
+    return [f"*Ran in:* {'; '.join(said)} (details under [Environment](#environment)).", ""]
+
+
+def ran_in_all(found: list[tuple[dict[str, dict], dict]]) -> str:
+    """ran_in over several points, each with its store's sessions: each session said once."""
+    sessions: dict[str, dict] = {}
+    rows: dict[str, dict] = {}
+    for i, (kept, point) in enumerate(found):
+        sessions.update(kept)
+        rows.update({f"{i} {key}": entry for key, entry in point["rows"].items()})
+    return ran_in(sessions, {"rows": rows})
 
 
 # -- what this shows -------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from pathlib import Path
 from bench.plan import FLOOR, YARDSTICK, unavailable_variants
 from bench.render.intervals import ratio_interval, worded
 from bench.render.page import Page
+from bench.render.tables import session_said
 from bench.store import load_file
 from bench.studies.anatomy import FILES
 from bench.studies.instructions import render_work as work
@@ -193,6 +194,9 @@ def body(data: dict, closed: bool = False) -> list[str]:
                 for e in rings
             ),
         ]
+    env = data.get("environment")
+    if env:
+        lines += ["", f"*Ran in:* {session_said(str(data['date'])[:16], env)}."]
     if unavailable_variants() and not closed:  # said once, as on the rest of the page
         lines += ["", f"No row for {', '.join(unavailable_variants())}: unavailable here."]
     if any(work.changed(k, e.get("code")) for k, e in rows.items() if "error" not in e):

@@ -13,7 +13,7 @@ from bench.study import Rendering
 from workloads.crawler.site import SeededSite
 
 
-def pages_found(stored_points: dict) -> list[str]:
+def pages_found(stored_points: dict, sessions: dict | None = None) -> list[str]:
     """Why a crawl of the 1,000-page site finds more than 1,000 URLs, from the site's own truth
     (the seeded graph, drawn here as the site server draws it: no server is started)."""
     sizes = sorted({point["params"]["pages"] for point in stored_points.values()})

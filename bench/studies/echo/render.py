@@ -187,9 +187,9 @@ def fixed_against_closed(stored_points: dict) -> list[str]:
     ]
 
 
-def section_end(stored_points: dict) -> list[str]:
+def section_end(stored_points: dict, sessions: dict | None = None) -> list[str]:
     """After echo's tables: fixed load against closed loop, then TLS's cost per request."""
-    return fixed_against_closed(stored_points) + tls.lines(stored_points)
+    return fixed_against_closed(stored_points) + tls.lines(stored_points, sessions or {})
 
 
 RENDERING = Rendering(

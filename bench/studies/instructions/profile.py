@@ -25,7 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.studies.instructions import PROFILE_FILE
-from machine.environment import ROOT
+from machine.environment import CODE_DIRS, ROOT
 from machine.interpreters import find
 from workloads.echo import loadgen
 
@@ -437,10 +437,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _commit(tree: Path) -> str:
-    done = subprocess.run(
-        ["git", "describe", "--always", "--dirty"], cwd=tree, capture_output=True, text=True
-    )
-    return done.stdout.strip()
+    """HEAD's short hash in tree, "-dirty" where its code differs from HEAD: the environment
+    record's test (the folders of ``machine.environment.CODE_DIRS``), so the results the bench
+    itself writes under reports/ are not counted as changed code."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tree, capture_output=True, text=True).stdout
+
+    changed = git("status", "--porcelain", "--", *CODE_DIRS).strip()
+    return git("rev-parse", "--short=7", "HEAD").strip() + ("-dirty" if changed else "")
 
 
 def _line(row: dict) -> str:

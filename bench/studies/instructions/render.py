@@ -107,7 +107,28 @@ def section(data: dict | None, echo: Any = None, closed: dict | None = None) -> 
             lines.append(f"| {lever['label']} | {lever['commit']} | {value:,.0f} | {change} |")
             before = value
     said = [text for text in (measured(echo, columns), in_the_anatomy(closed, columns)) if text]
-    return [*lines, *(line for text in said for line in ("", text)), ""]
+    return [
+        *lines,
+        "",
+        counted_in([rows[key] for key in rows]),
+        *(line for text in said for line in ("", text)),
+        "",
+    ]
+
+
+def counted_in(entries: list[dict]) -> str:
+    """When and on what code the parts were counted ("-dirty": with uncommitted changes).
+    The profile records no machine: callgrind counts instructions, which the machine's speed
+    and load do not move (the interpreter named above does)."""
+    dates = sorted({e["date"][:10] for e in entries if e.get("date")})
+    commits = sorted({e["commit"] for e in entries if e.get("commit")})
+    return (
+        f"*Counted in:* {' to '.join(dict.fromkeys([dates[0], dates[-1]]))}, commit"
+        f"{'s' if len(commits) > 1 else ''} {', '.join(f'`{c}`' for c in commits)}; machine "
+        "not recorded (instruction counts do not move with the machine's speed or load)."
+        if dates and commits
+        else "*Counted in:* date and commit not recorded."
+    )
 
 
 def measured(echo: Any, columns: list[str]) -> str | None:

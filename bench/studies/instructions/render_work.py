@@ -20,6 +20,7 @@ from bench.store import ResultStore, load_file, results_path
 from bench.studies.anatomy import FILES as ANATOMY_FILES
 from bench.studies.instructions import FILE
 from bench.summary import valid_values
+from machine import environment
 from machine.environment import by_machine
 
 TITLE = "Work per request, counted"
@@ -144,23 +145,21 @@ def section(results: Path) -> list[str]:
     (cpu, quick_env), (syscalls, anatomy_env) = _cpu_at_fixed_load(results), _syscalls(results)
     base = next((e["closed"]["per_request"] for k, e in ranked if k.startswith(USER_BASE)), None)
     rate = data["rates"]["paced"]
-    dates = sorted(e[r]["date"][:10] for _, e in ranked for r in ("closed", "paced") if r in e)
     lines = [
         f"## {TITLE}",
         "",
         f"Every echo row at {data['point']['size'] // 1024} KiB × {data['point']['connections']} "
-        "connections, ranked by the instructions its server executes per request, counted "
-        "under callgrind by `python -m bench instructions` over the load window alone "
-        "(every connection open and primed, no accept and no close in it) "
-        f"({dates[0]}{'' if dates[0] == dates[-1] else ' to ' + dates[-1]}). *Instructions* "
-        "are exact for the run counted and hold no other process's work, but see no kernel "
-        "work and no cache miss, and how many requests share a turn still depends on timing "
-        "(the *second count* column shows how far that moves a row); *server CPU* "
-        "sees everything, the neighbours included, and moves with them. Closed loop: each "
-        f"connection sends again as soon as its echo is back; at {rate:,} requests/s a turn "
-        "serves one request or a few "
-        f"(the bench's {headline.HEADLINE_RATE:,} is more than a server under callgrind keeps up "
-        "with). "
+        "connections, ranked by the instructions its server executes per request in the closed "
+        f"loop (in brackets, the rank at {rate:,} requests/s, the regime nearer the "
+        "server CPU column's fixed load), counted under callgrind by `python -m bench "
+        "instructions` over the load window alone (every connection open and primed, no accept "
+        "and no close in it). *Instructions* are exact for the run counted and hold no other "
+        "process's work, but see no kernel work and no cache miss, and how many requests share "
+        "a turn still depends on timing (the *second count* column shows how far that moves a "
+        "row); *server CPU* sees everything, the neighbours included, and moves with them. "
+        "Closed loop: each connection sends again as soon as its echo is back; at "
+        f"{rate:,} requests/s a turn serves one request or a few (the bench's "
+        f"{headline.HEADLINE_RATE:,} is more than a server under callgrind keeps up with). "
         "Syscalls: the cost anatomy's, at the bench's fixed load; server CPU: the quick run's, "
         f"at its fixed load (its newest session: {str(quick_env.get('date', 'none yet'))[:10]})."
         + _machines(data.get("environment", {}), anatomy_env, quick_env)
@@ -173,18 +172,19 @@ def section(results: Path) -> list[str]:
             else ""
         ),
         "",
-        f"| # | row | instructions / request, closed loop | second count, closed / at {rate:,}/s "
-        f"| × {USER_BASE} "
+        f"| # (at {rate:,}/s) | row | instructions / request, closed loop "
+        f"| second count, closed / at {rate:,}/s | × {USER_BASE} "
         f"| at {rate:,} requests/s | syscalls / request | server CPU µs / request |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    paced_rank = ranks(ranked, "paced")
     moved = {regime: dict(second_counts(ranked, regime)) for regime in ("closed", "paced")}
     for number, (key, entry) in enumerate(ranked, 1):
         closed = entry["closed"]["per_request"]
         name = label(key)
         shown = f"**{name}**" if name in (USER_BASE, YARDSTICK) else name
         cells = [
-            str(number),
+            f"{number} ({paced_rank.get(key, '—')})",
             shown + ("‡" if stale(key, entry) else ""),
             f"{closed:,.0f}",
             " / ".join(_number(moved[r].get(key), "{:+.1%}") for r in ("closed", "paced")),
@@ -194,7 +194,38 @@ def section(results: Path) -> list[str]:
             _number(cpu.get(key), "{:.1f}"),
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    return [*lines, ""]
+    return [*lines, "", *counted_in(data, ranked), ""]
+
+
+def ranks(ranked: list[tuple[str, dict]], regime: str) -> dict[str, int]:
+    """Each row's rank by its count in one regime, least work first (rows not counted there
+    have none)."""
+    counted = [
+        (k, e[regime]["per_request"]) for k, e in ranked if "per_request" in e.get(regime, {})
+    ]
+    return {key: n for n, (key, _) in enumerate(sorted(counted, key=lambda kv: kv[1]), 1)}
+
+
+def counted_in(data: dict, ranked: list[tuple[str, dict]]) -> list[str]:
+    """Where and on what code the counts were taken: the dates, the machine, the commits (a
+    "-dirty" one was counted with uncommitted changes)."""
+    counts = [e[r] for _, e in ranked for r in ("closed", "paced") if r in e]
+    dates = sorted({c["date"][:10] for c in counts})
+    commits = sorted({c.get("commit") or "?" for c in counts})
+    dirty = sum(c.endswith("-dirty") for c in commits)
+    env = data.get("environment")
+    where = (
+        f"on {env.get('host', '?')} ({environment.describe(env)}), "
+        f"{env.get('python_implementation', 'CPython')} {env.get('python', '?')}"
+        if env
+        else "machine not recorded"
+    )
+    return [
+        f"*Counted in:* {' to '.join(dict.fromkeys([dates[0], dates[-1]]))} {where}, commit"
+        f"{'s' if len(commits) > 1 else ''} {', '.join(f'`{c}`' for c in commits)}"
+        + (f" ({dirty} with uncommitted changes)" if dirty else "")
+        + "; the syscalls and the server CPU are their own studies', said where they ran.",
+    ]
 
 
 def _number(value: float | None, form: str) -> str:

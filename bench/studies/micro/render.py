@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import statistics
 
+from bench.render.tables import sessions_line
 from bench.studies.micro import HEADLINE, METRICS, OPERATIONS
 from bench.study import Rendering
 from bench.summary import summarize
@@ -29,7 +30,7 @@ STEADY_PCT = 6.0
 PYPERF_UNSTABLE = 10.0
 
 
-def section_end(stored_points: dict) -> list[str]:
+def section_end(stored_points: dict, sessions: dict | None = None) -> list[str]:
     """Both harnesses side by side, per row and operation: what keeping the lab's shows.
 
     Full run only (the quick one has pyperf alone). Each pair is one operation of one row, both
@@ -87,6 +88,9 @@ def section_end(stored_points: dict) -> list[str]:
         "kept beside it as a second, independent figure taken minutes apart, which is what "
         "makes a pyperf stability warning readable.",
         "",
+        *sessions_line(
+            sessions or {}, [e.get("session") for p in (pyperf, lab) for e in p["rows"].values()]
+        ),
     ]
     return lines
 

@@ -4,7 +4,7 @@ folder's README)."""
 
 from __future__ import annotations
 
-from bench.study import Option, SideStudy
+from bench.study import SideStudy
 
 FILE = "reproductions.json"  # every new session's outcome, appended, under the results folder
 
@@ -13,17 +13,4 @@ STUDY = SideStudy(
     title="Reproductions",
     measuring="bench.studies.reproductions.measure",
     rendering="bench.studies.reproductions.render",
-    options=(
-        Option(
-            ("--spread-only",),
-            (
-                ("action", "store_true"),
-                (
-                    "help",
-                    "reproductions: measure nothing; store on the committed headline points "
-                    "how far the stored reproductions moved",
-                ),
-            ),
-        ),
-    ),
 )

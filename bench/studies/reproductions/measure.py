@@ -3,29 +3,29 @@ each ratio lands inside the interval the committed results give it.
 
     python -m bench reproduce [--results DIR]
 
-The key rows are echo's controls (asyncio-protocol, uvloop-protocol, the selectors floor) and
-every home-made loop, at 1 KiB x 100 connections in the closed loop and at the fixed load; the
-ratios are each row's headline figure over each base's (asyncio-protocol, uvloop-protocol),
-computed as every table computes them (``bench.render.rows``). The new session is measured into
-a scratch folder and never replaces the committed results; its outcome is appended to
-``reports/results/reproductions.json`` with the session's raw repetitions, which the report
-reads, so how far the committed ratios move between sessions is on the first screen. A
-session on another machine than the committed results' is stored as such and counted apart.
+The key rows are echo's anchors (the servers users write, the controls among them) and the
+home-made loops discovery finds, ROUNDS rounds each at 1 KiB x 100 connections in the closed
+loop and at the fixed load; the ratios are each row's headline figure over each base's
+(asyncio-protocol, uvloop-protocol), computed as every table computes them
+(``bench.render.rows``). The new session is measured into a scratch folder and never replaces
+the committed results; its outcome is appended to ``reports/results/reproductions.json`` with
+the session's raw repetitions, from which the first screen pools each headline ratio across
+sessions (``render.py``). A session on another machine than the committed results' is stored
+as such and counted apart.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
-import math
 import tempfile
 from pathlib import Path
 
 import loops
 from bench import headline, registry, runner
-from bench.plan import FLOOR, USER_BASE, YARDSTICK
+from bench.plan import USER_BASE, YARDSTICK, anchor_names
 from bench.render.rows import current_points, rendered_rows
-from bench.store import BETWEEN_SESSIONS, RESULTS, ResultStore, results_path
+from bench.store import RESULTS, ResultStore, results_path
 from bench.studies.reproductions import FILE
 from machine import environment
 
@@ -33,10 +33,16 @@ from machine import environment
 WHERE = {name: str(value) for name, value in (*headline.HEADLINE_POINT.items(), headline.PLAIN)}
 
 
+# Each row's rounds in a reproduction: a paired interval per session in a few minutes; across
+# sessions, each session's ratio is one observation (bench.uncertainty.pooled).
+ROUNDS = 6
+
+
 def key_loops() -> list[str]:
-    """The controls and every home-made loop (asyncio, the baseline, comes along)."""
+    """The key rows' loops (bench.plan.key_row): the anchor servers, the controls among them,
+    and the home-made loops discovery finds (asyncio, the baseline, comes along)."""
     home = [name for name, v in loops.discover().items() if v.available and not v.reference]
-    return [USER_BASE, YARDSTICK, FLOOR, *home]
+    return [*anchor_names(), *home]
 
 
 def ratios(store: ResultStore) -> dict[str, tuple[float, float, float]]:
@@ -87,7 +93,9 @@ def run(results: Path = RESULTS) -> int:
     path = results_path(results, "quick", "echo")
     committed = ResultStore.load(path, "echo", "quick")
     with tempfile.TemporaryDirectory(prefix="lab-reproduce-") as scratch:
-        status = runner.run(["echo"], False, key_loops(), True, Path(scratch), where=WHERE)
+        status = runner.run(
+            ["echo"], False, key_loops(), True, Path(scratch), where=WHERE, rounds=ROUNDS
+        )
         new = ResultStore.load(results_path(Path(scratch), "quick", "echo"), "echo", "quick")
         outcome = compare(ratios(committed), ratios(new))
         measured = repetitions(new)
@@ -118,56 +126,9 @@ def run(results: Path = RESULTS) -> int:
         }
     )
     file.write_text(json.dumps(stored, indent=1) + "\n")
-    store_spread(results)
     return status
 
 
-def store_spread(results: Path = RESULTS) -> int:
-    """Store on the committed headline points how far their ratios moved between sessions on
-    this machine (the first screen says it beside the intervals, which are within one
-    session)."""
-    file, path = results / FILE, results_path(results, "quick", "echo")
-    if not file.exists() or not path.exists():
-        print(f"reproduce: nothing to take a spread from ({file}, {path})")
-        return 1
-    machine = environment.describe(environment.capture())
-    spreads = between_sessions(json.loads(file.read_text()), machine)
-    committed = ResultStore.load(path, "echo", "quick")
-    for point in committed.data["points"].values():
-        if all(str(point["params"].get(k)) == v for k, v in WHERE.items()):
-            point[BETWEEN_SESSIONS] = spreads.get(headline.regime(point["params"]))
-    committed.save()
-    for name, spread in sorted(spreads.items()):
-        print(f"between sessions, {name}: {spread['spread']:.1%} over {spread['ratios']} ratios "
-              f"of {spread['sessions']} session(s)")  # fmt: skip
-    return 0
-
-
-def between_sessions(stored: dict, machine: str) -> dict[str, dict]:
-    """Regime -> how far a headline ratio moves from one session to another on `machine`: the
-    root mean square of ln(new / committed) over every ratio every reproduction there measured
-    (a difference of two sessions, so it holds both sessions' moves), with the counts."""
-    moves: dict[str, list[float]] = {}
-    dates: dict[str, set[str]] = {}
-    here = [s for s in stored["sessions"] if s["machine"] == machine]
-    # Ratios of two medians over 3 repetitions moved more than paired ones over 6 do: once a
-    # session measured paired ratios, only such sessions say how far they move.
-    for session in [s for s in here if s.get("paired")] or here:
-        for entry in session["ratios"]:
-            name = entry["ratio"].split(" · ")[0]
-            moves.setdefault(name, []).append(math.log(entry["new"][0] / entry["committed"][0]))
-            dates.setdefault(name, set()).add(session["date"])
-    return {
-        name: {
-            "spread": math.sqrt(sum(m * m for m in found) / len(found)),
-            "sessions": len(dates[name]),
-            "ratios": len(found),
-        }
-        for name, found in moves.items()
-    }
-
-
 def main(args) -> int:
-    """``python -m bench run --study reproductions``: the run's --results, and this study's
-    --spread-only."""
-    return store_spread(args.results) if args.spread_only else run(args.results)
+    """``python -m bench run --study reproductions``: the run's --results."""
+    return run(args.results)

@@ -16,6 +16,7 @@ from tabulate import tabulate
 
 from bench.headline import HEADLINE_AT, TLS, regime
 from bench.render.intervals import CONFIDENCE, ratio_interval
+from bench.render.tables import sessions_line
 from bench.studies.tls import METRIC, TITLE
 from bench.summary import by_round, valid_values
 
@@ -73,7 +74,18 @@ def ratio_cell(found: tuple[float, float, float] | None, same: bool) -> str:
     return f"×{value:.2f} [{low:.2f}–{high:.2f}]" + ("" if same else " †")
 
 
-def lines(stored_points: dict[str, dict]) -> list[str]:
+INTRODUCTION = (
+    f"Server CPU per request (µs, median) at {HEADLINE_AT}, plain and over TLS, in each "
+    "measure, and TLS over plain: the geometric mean of the per-round ratios with its "
+    f"{CONFIDENCE:.0%} t-interval (bench/uncertainty.py). Where both come from one session "
+    "(the TLS point measured after the plain "
+    "one), rounds pair by their order: a pair shares the session, not the moment. Every "
+    "handshake is done before the "
+    "window opens: these are steady-state requests, what the record layer adds."
+)
+
+
+def lines(stored_points: dict[str, dict], sessions: dict[str, dict] | None = None) -> list[str]:
     """The subsection: a table (a row per echo row, three columns per measure), then how to
     read it and where TLS costs least and most. [] where no TLS point is stored."""
     pairs = twins(stored_points)
@@ -99,16 +111,14 @@ def lines(stored_points: dict[str, dict]) -> list[str]:
     out = [
         f"### {TITLE}",
         "",
-        f"Server CPU per request (µs, median) at {HEADLINE_AT}, plain and over TLS, in each "
-        "measure, and TLS over plain: the geometric mean of the per-round ratios with its "
-        f"{CONFIDENCE:.0%} t-interval (bench/uncertainty.py). Where both come from one session "
-        "(the TLS point measured after the plain "
-        "one), rounds pair by their order: a pair shares the session, not the moment. Every "
-        "handshake is done before the "
-        "window opens: these are steady-state requests, what the record layer adds.",
+        INTRODUCTION,
         "",
         tabulate(table, headers, tablefmt="github", disable_numparse=True),
         "",
+        *sessions_line(
+            sessions or {},
+            [row["session"] for _, a, b in pairs for p in (a, b) for row in p["rows"].values()],
+        ),
     ]
     if other_session:
         out += ["† plain and TLS from different sessions: the ratio of two medians.", ""]
