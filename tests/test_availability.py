@@ -176,7 +176,7 @@ def test_curio_is_unavailable_exactly_where_it_cannot_import():
 
 
 def test_an_anchor_whose_library_does_not_load_is_left_out_with_its_reason():
-    from bench.studies.echo import anchor_names
+    from bench.plan import anchor_names
     from workloads.echo.native import SERVERS, unavailable
 
     reasons = {name: unavailable(name) for name in SERVERS}

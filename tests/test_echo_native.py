@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.plan import anchor_names
 from bench.procs import LISTENING
-from bench.studies.echo import anchor_names
 from tests.client_storm import storm
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 import loops
+from bench.plan import anchor_names
 from bench.procs import LISTENING
-from bench.studies.echo import anchor_names
 from workloads.tls import client_context
 
 ROOT = Path(__file__).resolve().parent.parent
