@@ -152,15 +152,23 @@ def everything(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     AFTER_THE_RUN for the same loops (the anatomy a few seconds a row at each point, then the
     instructions per request under callgrind), then the report. A failed side row is stored as
     failed and the report still renders; a stopped run stops here."""
+    started = time.perf_counter()
     status = run(parser, args)
     if status > 1:  # interrupted: what finished is stored, nothing more runs
         return status
+    ran = time.perf_counter() - started
     if not args.study or "echo" in args.study:
         for name, closed in AFTER_THE_RUN:
             found = side_study(registry.get(name), with_options(args, closed_loop=closed))
             if found > 1 and name == "anatomy":
                 return found
-    return max(status, report(args.results))
+    status = max(status, report(args.results))
+    took = time.perf_counter() - started
+    # The whole command's length, the side studies' and the report's included, which the run's
+    # own estimate does not cover.
+    print(f"bench all: {took / 60:.0f} min in all (the run {ran / 60:.0f} min, the rest after it "
+          f"{(took - ran) / 60:.0f} min)")  # fmt: skip
+    return status
 
 
 def with_options(args: argparse.Namespace, **options) -> argparse.Namespace:

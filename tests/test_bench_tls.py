@@ -33,7 +33,7 @@ def test_plain_points_keep_their_keys_and_tls_adds_two_at_the_headline():
         for point in over_tls:
             twin = {k: v for k, v in point.args.items() if k != headline.TLS}
             assert {k: twin[k] for k in headline.HEADLINE_POINT} == headline.HEADLINE_POINT
-            assert point.repetitions == echo.HEADLINE_REPETITIONS
+            assert point.repetitions == echo.TLS_REPETITIONS
             assert twin in [p.args for p in plain], "each TLS point has its plain twin"
             assert twin.get("rate") in (None, headline.HEADLINE_RATE)
         assert all(headline.TLS not in p.key for p in plain)

@@ -144,6 +144,47 @@ def test_a_server_that_falls_behind_shows_it_in_the_record(generator, tmp_path):
     assert record["latency_us_max"] >= 4 * last * 1000 * 0.99  # hdr keeps 3 digits
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_a_warm_up_in_the_same_process_stays_out_of_the_record(generator, tmp_path):
+    """--warmup runs the same load first on connections of its own: its requests are not
+    counted, and neither is the CPU its ten connections cost the server as they are accepted
+    and closed (0.1 s each way, each), only the measured load's."""
+    with served("tests.broken_echo", "costly", "--delay", "0.1") as (port, pid):
+        args = ("--connections", "10", "--size", "100", "--duration", "0.5", "--rate", "100")
+        args += ("--warmup", "0.5", "--server-pid", str(pid))
+        record = load(port, tmp_path, *args, "--generator", generator)
+    assert record["returncode"] == 0 and record["ok"], record["stdout"] + record["stderr"]
+    assert record["requests"] == record["scheduled"] == 50  # the measured half second's alone
+    assert record["server_cpu_s"] < 0.1, record
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_a_warm_up_that_fails_is_the_record_and_says_so(generator, tmp_path):
+    """The server resets its first connection, which the warm-up holds: the run fails, and
+    its record says the fault came in the warm-up."""
+    with server("tests.broken_echo", "reset", "--after", "1000") as port:
+        args = ("--connections", "2", "--size", "100", "--duration", "0.5", "--warmup", "0.5")
+        record = load(port, tmp_path, *args, "--generator", generator)
+    assert record["returncode"] == 1 and not record["ok"], record
+    assert record["missing"] == 1 and record["first_error"].startswith("warm-up: "), record
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_the_mean_latency_is_the_round_trips_mean(generator, tmp_path):
+    """5 ms per echo, one connection, closed loop: every round trip takes at least 5 ms, so
+    the mean (summed as recorded, not walked out of the histogram) lies between 5 ms and the
+    slowest round trip, and the median is no further from it than the spread allows."""
+    with server("tests.broken_echo", "slow", "--delay", "0.005") as port:
+        args = ("--connections", "1", "--size", "100", "--duration", "0.3")
+        record = load(port, tmp_path, *args, "--generator", generator)
+    assert record["ok"], record["stdout"] + record["stderr"]
+    assert 5000 <= record["latency_us_mean"] <= record["latency_us_max"], record
+    assert record["latency_us_p50"] <= 2 * record["latency_us_mean"], record
+
+
 def _path_without(program: str, tmp_path: Path) -> str:
     """PATH with every directory holding `program` replaced by a copy without it."""
     parts = []

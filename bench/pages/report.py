@@ -22,6 +22,7 @@ from tabulate import tabulate
 
 from bench import registry
 from bench.fingerprint import fingerprints_held
+from bench.headline import TLS
 from bench.pages import chooser, glance, interpreters, scale, twins, verdict
 from bench.pages.reading import render_reading
 from bench.plan import unavailable_variants
@@ -344,10 +345,10 @@ is stopped and its row reads "did not finish in N s" (a result: cost grew past t
 failure that is a loop's stated limit (`select()` cannot watch a descriptor numbered 1 024 or
 more) reads "limit"; and a row stops after {least} repetitions when its headline's spread,
 (max − min) / median, is within {tolerance:.0%}, otherwise it runs up to {most} ({echo} for an
-echo row, whose run has the most points, {headline} at its headline point and {key} for the
-key rows there (`bench.plan.key_row`: the anchors and the home-made loops discovery finds);
-{slow[0]} and {slow[1]} where one repetition takes minutes: {tasks:,} sleepers, a crawl one
-page at a time).
+echo row, whose run has the most points, {headline} at its headline point ({tls} over TLS) and
+{key} for the key rows there (`bench.plan.key_row`: the anchors and the home-made loops
+discovery finds); {slow[0]} and {slow[1]} where one repetition takes minutes: {tasks:,}
+sleepers, a crawl one page at a time).
 """
 
 
@@ -393,6 +394,7 @@ def method_section(page: Page) -> list[str]:
             most=crawler.REPETITIONS[1],
             echo=min(point.repetitions for point in echo),
             headline=max(point.repetitions for point in echo),
+            tls=min(point.repetitions for point in echo if point.args.get(TLS)),
             key=max(point.key_repetitions or 0 for point in echo),
             slow=crawler.SLOW_REPETITIONS,
             tasks=sleep.LONG_TASKS,

@@ -23,7 +23,6 @@ from bench.summary import SATURATION, known_limit
 from bench.study import Measuring
 
 # isort: on
-from machine.proc import cpu_seconds
 
 PEER = "load generator"
 # A server that fell behind while using less than this share of its core was not too slow but
@@ -50,7 +49,9 @@ def server_argv(row: Row, params: dict | None = None) -> list[str]:
     )
 
 
-def load_argv(port: int, params: dict, duration: float, out: Path, server_pid: int) -> list[str]:
+def load_argv(
+    port: int, params: dict, duration: float, out: Path, server_pid: int, warmup: float = 0.0
+) -> list[str]:
     return peer_python(
         "-m",
         "workloads.echo.load",
@@ -68,6 +69,7 @@ def load_argv(port: int, params: dict, duration: float, out: Path, server_pid: i
         str(server_pid),
         *(("--rate", str(params["rate"])) if "rate" in params else ()),
         *(("--tls",) if params.get(TLS) else ()),  # every handshake before the window
+        *(("--warmup", str(warmup)) if warmup else ()),
     )
 
 
@@ -116,14 +118,10 @@ def serve(row: Row, params: dict, cores, workdir: Path) -> tuple[dict, float | N
     """A fresh server under a warm-up load then the measured one: the generator's record, the
     server's CPU seconds over the measured load, and the server's usage once stopped."""
     with Serving(row, params, cores, workdir) as server:
-        server.load("warm-up", params["warmup_s"])
-        before = cpu_seconds(server.pid)
-        record = server.load("measured", params["duration_s"])
-        after = cpu_seconds(server.pid)
-    server_cpu = record.get("server_cpu_s")
-    if server_cpu is None and before is not None and after is not None:
-        server_cpu = after - before
-    return record, server_cpu, server.usage
+        # One generator process runs both loads: a second interpreter's start per repetition
+        # was a sixth of a fixed-load repetition's length, and measured nothing.
+        record = server.load("measured", params["duration_s"], warmup=params["warmup_s"])
+    return record, record.get("server_cpu_s"), server.usage
 
 
 class Serving:
@@ -151,11 +149,12 @@ class Serving:
             raise
         return self
 
-    def load(self, name: str, seconds: float) -> dict:
-        """A load generator run against the server: its record (ChildFailed if it failed)."""
+    def load(self, name: str, seconds: float, warmup: float = 0.0) -> dict:
+        """A load generator run against the server, after `warmup` seconds of the same load
+        from the same process: its record (ChildFailed if it failed)."""
         out = self.workdir / f"{name}.json"
-        argv = load_argv(self.port, self.params, seconds, out, self.pid)
-        return run_load(argv, self.cores.peer, self.workdir, name, seconds + 60)
+        argv = load_argv(self.port, self.params, seconds, out, self.pid, warmup)
+        return run_load(argv, self.cores.peer, self.workdir, name, warmup + seconds + 120)
 
     def __exit__(self, kind, error, traceback) -> None:
         server = self.server
