@@ -23,6 +23,7 @@ import tomllib
 from pathlib import Path
 
 from bench import headline, registry
+from bench.pages import regimes
 from bench.plan import YARDSTICK
 from bench.render.intervals import CONFIDENCE, ratio_interval, worded
 from bench.render.page import MODES
@@ -323,9 +324,22 @@ def multi_core(reports: Path, mode: str = "quick") -> str | None:
     )
 
 
+def regime(reports: Path, mode: str = "quick", link: str = "") -> str | None:
+    """What the table's two regimes measure, for its servers, from the cost anatomy of the
+    headline point's machine (bench.pages.regimes)."""
+    sessions, found = read(reports, mode)
+    if found["closed"] is None:
+        return None
+    newest = max(row["session"] for row in found["closed"]["rows"].values())
+    env = sessions.get(newest, {}).get("environment")
+    page = f"{link}{MODES[mode]}"
+    return regimes.line(reports / "results", _servers(found["paced"]), env, page)
+
+
 def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     """The first screen's items: what the table holds, the table (one item, its lines joined),
-    the home-made loops, multi-core ([] where echo's headline point is not stored)."""
+    the home-made loops, multi-core ([] where echo's headline point is not stored); what its
+    regimes measure is :func:`regime`, which the verdict places after its hazard."""
     rows = table(reports, mode, link)
     if not rows:
         return []

@@ -40,6 +40,8 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
                 f"**Biggest correctness hazard** ([conformance]({link}conformance.md#findings)): "
                 f"*{f.severity}* on {loops}: {f.text}."
             )
+    # What the table's regimes measure: after the hazard, which must stay on the first screen.
+    out.append(chooser.regime(reports, mode, link) or "")
     site = "" if link else ", [the HTML report](site/index.html)"
     out.append(
         f"Read next: [the glance]({link}bench.md#at-a-glance), "
@@ -47,4 +49,4 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
         f"[timelines]({link}timelines.md){site}, "
         f"[the loops' reading path]({link}../loops/README.md), [the README]({link}../README.md)."
     )
-    return out[:8]
+    return [item for item in out if item][:8]
