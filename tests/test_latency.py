@@ -151,6 +151,26 @@ def test_a_stalled_step_neither_keeps_nor_ends_the_climb():
     assert (last.rate, ended.rate, ended.state) == (RATES[2], RATES[3], latency.CEILING)
 
 
+def test_a_knee_the_generator_capped_is_not_ranked_and_says_what_the_cpu_implies():
+    """A row whose climb ended at the generator's ceiling comes after the rows the server
+    ended, reads "≥" its knee, and its why is the rate its CPU share at the knee implies."""
+    capped_steps = (
+        Step(RATES[0], latency.KEPT, 0.1, 0.3, 0.6, cpu_share=0.25),
+        Step(RATES[1], latency.KEPT, 0.1, 0.3, 0.6, cpu_share=0.4),
+        Step(RATES[2], latency.CEILING),
+    )
+    capped = Curve("uvloop-protocol/native", "uvloop-protocol (anchor)", "anchor", capped_steps)
+    ended = Curve(
+        "asyncio/callbacks", "asyncio · callbacks", "reference",
+        steps(latency.KEPT, latency.BROKE),
+    )  # fmt: skip
+    rows = table_rows([capped, ended])
+    assert [row[0] for row in rows] == ["asyncio · callbacks", "uvloop-protocol (anchor)"]
+    assert rows[1][1] == f"≥ {RATES[1]:,}" and rows[0][1] == f"{RATES[0]:,}"
+    assert f"at {RATES[1]:,}/s the server used 40% of its core" in rows[1][-1]
+    assert f"about {RATES[1] / 0.4:,.0f}/s at a whole core" in rows[1][-1]
+
+
 # -- the runner climbs no further than the step that ended it ---------------------------------
 
 

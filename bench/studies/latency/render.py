@@ -48,6 +48,7 @@ class Step:
     p99: float | None = None
     p999: float | None = None
     achieved: float | None = None  # requests/s completed, median over its repetitions
+    cpu_share: float | None = None  # the server's share of its core, median, where kept
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,13 @@ def step_of(rate: int, reps: list[dict]) -> Step:
         return stats[name].median if name in stats else None
 
     return Step(
-        rate, state, ms("latency_p50_ms"), ms("latency_p99_ms"), ms("latency_p999_ms"), middle
+        rate,
+        state,
+        ms("latency_p50_ms"),
+        ms("latency_p99_ms"),
+        ms("latency_p999_ms"),
+        middle,
+        stats["server_cpu_share"].median if "server_cpu_share" in stats else None,
     )
 
 
@@ -137,8 +144,20 @@ def ended_text(curve: Curve) -> tuple[str, str]:
         done = f": {ended.achieved:,.0f} requests/s completed" if ended.achieved else ""
         return f"{ended.rate:,}", f"fell behind{done}"
     if ended.state == CEILING:
-        return f"{ended.rate:,}", "the generator saturated first: the knee is higher than shown"
+        return f"{ended.rate:,}", f"the generator saturated first{implied(curve.knee)}"
     return f"{ended.rate:,}", ENDS[ended.state]
+
+
+def implied(kept: Step | None) -> str:
+    """What a knee the generator capped says of the server: the share of its core it used at
+    the last step kept, and the rate that share implies if its CPU per request held (a bound
+    from its own cost, not a measured knee), or "" where the share is not stored."""
+    if kept is None or not kept.cpu_share:
+        return ": the knee is higher than shown"
+    return (
+        f": at {kept.rate:,}/s the server used {kept.cpu_share:.0%} of its core, about "
+        f"{kept.rate / kept.cpu_share:,.0f}/s at a whole core if its CPU per request held"
+    )
 
 
 HEADERS = (
@@ -152,11 +171,19 @@ HEADERS = (
 )
 
 
+def capped(curve: Curve) -> bool:
+    """True where the generator, not the server, ended the row's climb."""
+    return curve.ended is not None and curve.ended.state == CEILING
+
+
 def table_rows(made: list[Curve]) -> list[list[str]]:
-    """The knee table's rows (HEADERS), in group order, highest knee first."""
+    """The knee table's rows (HEADERS), in group order, highest knee first; in each group the
+    rows whose climb the generator capped come last, ≥ their knee, and are not ranked: their
+    "why" says what the server's own CPU implies instead."""
     body = []
     for _, _, kinds in GROUPS:
-        for curve in (c for c in made if c.kind in kinds):
+        group = [c for c in made if c.kind in kinds]
+        for curve in [c for c in group if not capped(c)] + [c for c in group if capped(c)]:
             point = curve.knee
             at, why = ended_text(curve)
             figures = (
@@ -164,7 +191,9 @@ def table_rows(made: list[Curve]) -> list[list[str]]:
                 if point
                 else ["—"] * 3
             )
-            body.append([curve.label, f"{point.rate:,}" if point else "none", *figures, at, why])
+            knee_text = f"{point.rate:,}" if point else "none"
+            body.append([curve.label, f"≥ {knee_text}" if capped(curve) else knee_text,
+                         *figures, at, why])  # fmt: skip
     return body
 
 
@@ -174,13 +203,7 @@ def what_this_shows(made: list[Curve]) -> str:
     for _, title, kinds in GROUPS:
         # Only a climb the server ended has a knee to rank: where the generator saturated
         # first, the knee is a lower bound (said below), not a place in the order.
-        group = [
-            c
-            for c in made
-            if c.kind in kinds
-            and c.knee is not None
-            and not (c.ended is not None and c.ended.state == CEILING)
-        ]
+        group = [c for c in made if c.kind in kinds and c.knee is not None and not capped(c)]
         if group:
             top = max(c.knee.rate for c in group)
             best = [c.label for c in group if c.knee.rate == top]
@@ -198,7 +221,7 @@ def what_this_shows(made: list[Curve]) -> str:
             said.append(line)
     sentence = "; ".join(said) + "." if said else ""
     sentence = sentence[:1].upper() + sentence[1:]
-    bounded = [c.label for c in made if c.ended is not None and c.ended.state == CEILING]
+    bounded = [c.label for c in made if capped(c)]
     if bounded:
         sentence += (
             f" The generator saturated before {', '.join(bounded)} fell behind: their knees are "
