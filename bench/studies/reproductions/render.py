@@ -120,10 +120,13 @@ def bullet(results: Path) -> str | None:
         "session's noise, so a move between sessions shows as a miss)"
     )
     if len(hours) >= HOURS:
+        # Pooling is per ratio: a row the reproductions did not measure, or sessions in fewer
+        # hours that measured both its rows, leave that cell the committed session's.
         said = (
-            f"the servers' capacity and idle-cost ratios below are pooled across the {len(here)} "
-            f"sessions on this page's machine, begun in {len(hours)} different hours (the "
-            "t-interval of the session means)"
+            f"{len(here)} sessions on this page's machine, begun in {len(hours)} different "
+            f"hours: a capacity or idle-cost ratio below is pooled where sessions begun in "
+            f"{HOURS} different hours measured both its rows (its cell says across how many: the "
+            "t-interval of the session means), else it is the committed session's"
         )
     else:
         said = (
