@@ -300,6 +300,8 @@ def test_a_receive_is_tried_at_the_next_turn_and_skipped_after_tries_that_found_
 
     async def main():
         a, b = _pair()
+        # The try at once skipped throughout: this is the try at the next turn alone.
+        kernel.running_loop().recv_now_skips_left = 10**9
         with a, b:
             reader = await co.spawn(co.recv(a, 100))
             b.send(b"meanwhile")  # while the reader lets the others run
@@ -322,9 +324,58 @@ def test_a_receive_is_tried_at_the_next_turn_and_skipped_after_tries_that_found_
 
 
 @needs_io_uring
+def test_a_receive_is_tried_at_once_while_such_tries_find_bytes():
+    """api.recv: bytes already waiting are taken at once, before the other ready tasks run;
+    tries at once that find nothing in a row make the next receives skip it (none after the
+    first, then 1, 3, 7...: those yield and try at the next turn), and one that finds bytes
+    makes every receive try at once again."""
+    from loops.completions import kernel
+
+    co = loops.get("completions").coroutines
+
+    async def main():
+        a, b = _pair()
+        loop = kernel.running_loop()
+        ran = []
+
+        async def other():
+            ran.append(True)
+
+        async def taken_at_the_next_turn(payload):
+            reader = await co.spawn(co.recv(a, 100))
+            await co.sleep(0)  # the reader tries at once (or skips it), then yields
+            state = (loop.recv_now_skips, loop.recv_now_skips_left)
+            b.send(payload)
+            assert await co.join(reader) == payload
+            return state
+
+        with a, b:
+            b.send(b"waiting")
+            await co.spawn(other())
+            assert await co.recv(a, 100) == b"waiting"
+            assert not ran  # taken at once: the turn was not given up
+            assert await taken_at_the_next_turn(b"1") == (1, 0)  # failed: none skipped
+            assert await taken_at_the_next_turn(b"2") == (3, 1)  # failed again: 1 skipped
+            assert await taken_at_the_next_turn(b"3") == (3, 0)  # skipped
+            assert await taken_at_the_next_turn(b"4") == (7, 3)  # failed again: 3 skipped
+            for _ in range(3):
+                b.send(b"x")
+                assert await co.recv(a, 100) == b"x"  # skipped at once, taken at the next turn
+            assert loop.recv_now_skips_left == 0
+            b.send(b"waiting again")
+            assert await co.recv(a, 100) == b"waiting again"  # tried at once: found bytes
+            assert loop.recv_now_skips == 0
+            assert ran
+
+    co.run(main())
+
+
+@needs_io_uring
 def test_a_connection_that_always_has_data_cannot_starve_the_others(monkeypatch):
-    """A receive tried at the next turn lets the other ready tasks run before its try, so a
-    connection whose bytes are always waiting does not keep them waiting."""
+    """Receives tried at once do not give up the turn; after FAST_CALLS_PER_TURN of them in a
+    row the next one yields, so a connection whose bytes are always waiting does not keep the
+    other ready tasks waiting."""
+    from loops.completions import api
 
     co = loops.get("completions").coroutines
 
@@ -344,7 +395,7 @@ def test_a_connection_that_always_has_data_cannot_starve_the_others(monkeypatch)
                 reads += 1
         return reads_before_the_other_ran[0]
 
-    assert co.run(main()) == 0
+    assert co.run(main()) == api.FAST_CALLS_PER_TURN
 
 
 @needs_io_uring

@@ -140,6 +140,7 @@ def _error(res: int, what: str) -> OSError:
 
 
 SKIPS_MAX = 63  # after tries that found nothing, at most this many receives skip the try
+FAST_CALLS_PER_TURN = 128  # receives tried at once that may succeed in a row (traps' budget)
 
 
 def _complete_recv(
@@ -160,9 +161,19 @@ def _complete_recv(
         buffers.give(buffer)  # Linux is done with it: only now may another op use it
 
 
+def _kept(sock: socket.socket, n: int) -> bytes | None:
+    """Up to n bytes a cancelled recv on sock received after all (``leftovers.keep``), or None:
+    they come before anything still in the socket."""
+    data = leftovers.take(sock)
+    if data is not None and len(data) > n:
+        leftovers.keep(sock, data[n:], first=True)
+        data = data[:n]
+    return data
+
+
 async def recv(sock: socket.socket, n: int) -> bytes:
-    """Receive up to n bytes; b'' at EOF: tried with ``sock.recv`` at the task's next turn,
-    then a RECV through the ring if nothing was waiting.
+    """Receive up to n bytes; b'' at EOF: tried with ``sock.recv`` at once or at the task's
+    next turn, then a RECV through the ring if nothing was waiting.
 
     Speed trick, fenced here (loops/completions/README.md, "Levers", the receive tried at the
     next turn): io_uring itself tries a socket's receive when the enter that submits it runs,
@@ -177,12 +188,19 @@ async def recv(sock: socket.socket, n: int) -> bytes:
     at a moderate load), one receive in SKIPS_MAX + 1 pays the yield and the failed syscall. The
     counts are the loop's (``Loop.recv_skips``), not a socket's: whether a request waits when
     its task comes back to receive depends on the load, which every connection of a server
-    shares. Why not try at once, before the yield: a request/response peer answers only after
-    our reply, so right after it the try finds nothing; after the other tasks' turn it finds the
-    answer (the README has both counts). The yield comes before the try and nothing can
-    interrupt the task between the syscall and its return, so a cancellation or a timeout loses
-    nothing; and since every try yields first, a connection that always has bytes cannot keep
-    the others from running."""
+    shares. The yield comes before the try and nothing can interrupt the task between the
+    syscall and its return, so a cancellation or a timeout loses nothing.
+
+    Before the yield, a try at once (the README's "Levers", the receive tried at once while it
+    finds bytes), skipped by a rule of its own (``Loop.recv_now_skips``): a request/response
+    peer answers only after our reply, so right after it a try finds nothing, and once failures
+    come in a row one receive in SKIPS_MAX + 1 pays it; but where the peers are ahead of the
+    server (a server slower than its clients, a pipelining client) the request is often there
+    already, and the yield and the turn would be paid for nothing. There a failure is one among
+    successes: the first failure in a row skips no try, the next ones 1, 3, 7... Tries at once that
+    keep finding bytes never give up the turn, so after FAST_CALLS_PER_TURN of them in a row the
+    next receive takes the yield (traps' budget): a connection that always has bytes cannot
+    keep the others from running."""
     if sock.getblocking():  # blocking: a clear error, as the other coroutine loops give
         check_nonblocking(sock)
     if n <= 0:
@@ -190,19 +208,27 @@ async def recv(sock: socket.socket, n: int) -> bytes:
             raise ValueError("negative buffersize in recv")
         return b""
     kernel = _running.loop or running_loop()  # running_loop() raises outside of run()
+    if kept and (data := _kept(sock, n)) is not None:  # the rare path (leftovers.py)
+        return data
+    if kernel.recv_now_skips_left:  # a try at once found nothing not long ago
+        kernel.recv_now_skips_left -= 1
+    elif kernel.fast_calls < FAST_CALLS_PER_TURN:
+        try:  # the receive, tried at once: see the docstring
+            data = sock.recv(n)
+        except BlockingIOError:  # the first failure in a row skips none, the next 1, 3...
+            kernel.recv_now_skips_left = kernel.recv_now_skips
+            kernel.recv_now_skips = min(2 * kernel.recv_now_skips + 1, SKIPS_MAX)
+        else:
+            kernel.recv_now_skips = 0
+            kernel.fast_calls += 1
+            return data
+    kernel.fast_calls = 0  # this receive gives up its turn, here or at the ring
     tried = not kernel.recv_skips_left  # else a try found nothing not long ago: to the ring
     if tried:
         await sleep(0)  # the others' turn first: the peer may answer meanwhile
-    else:
-        kernel.recv_skips_left -= 1
-    if kept:  # the rare path: a cancelled recv on some socket completed after all
-        data = leftovers.take(sock)
-        if data is not None:
-            if len(data) > n:
-                leftovers.keep(sock, data[n:], first=True)
-                data = data[:n]
+        # A cancelled recv on this socket may have completed during the others' turn.
+        if kept and (data := _kept(sock, n)) is not None:
             return data
-    if tried:
         try:  # the receive, tried at the next turn: see the docstring
             data = sock.recv(n)
         except BlockingIOError:  # nothing waited: the next recv_skips receives are not tried
@@ -210,6 +236,8 @@ async def recv(sock: socket.socket, n: int) -> bytes:
         else:
             kernel.recv_skips = 0
             return data
+    else:
+        kernel.recv_skips_left -= 1
     buffer = buffers.take(n)
     return await operation(OP_RECV, sock, buffer.address, n, buffer, _complete_recv)
 

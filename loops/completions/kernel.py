@@ -132,8 +132,14 @@ class Loop:
         self._thread_results: collections.deque = collections.deque()  # (task, future) done
         self._closed = False
         self._raised_by_a_task: BaseException | None = None  # see run()
-        # The receive's try (api.recv): how many receives the last try that found nothing made
-        # skip it (0: the last try found bytes), and how many are still to skip.
+        # The socket calls' budget (api.py's docstring): calls completed in a row without
+        # anyone waiting, since a call last waited or yielded its turn.
+        self.fast_calls = 0
+        # The receive's tries (api.recv), at once and at the next turn: how many receives the
+        # last try that found nothing made skip it (0: the last try found bytes), and how many
+        # are still to skip.
+        self.recv_now_skips = 0
+        self.recv_now_skips_left = 0
         self.recv_skips = 0
         self.recv_skips_left = 0
         # The trap table: request name -> handler(task, request) -> answer or SUSPEND.

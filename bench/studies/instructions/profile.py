@@ -28,6 +28,7 @@ from bench.studies.instructions import PROFILE_FILE
 from machine.environment import CODE_DIRS, ROOT
 from machine.interpreters import find
 from workloads.echo import loadgen
+from workloads.echo.native import SERVERS
 
 RESULTS = ROOT / "reports" / "results" / PROFILE_FILE  # the instructions study's render.py reads it
 SPLIT_PYTHON = "3.12"  # -X perf is 3.12+: found as machine.interpreters.find finds it
@@ -332,9 +333,12 @@ def profile_loop(
     tree: Path = ROOT,
     rate: int | None = None,
 ) -> dict:
-    """Count one loop's echo server (this folder's README); its figures per
-    request."""
-    server = ["-m", "workloads.echo", "--loop", loop, "--port", "0"]
+    """Count one loop's echo server, or an anchor's (``workloads.echo.native``), by name (this
+    folder's README); its figures per request."""
+    if loop in SERVERS:  # an anchor: the peer a home-made loop is held against
+        server = ["-m", "workloads.echo.native", loop, "--port", "0"]
+    else:
+        server = ["-m", "workloads.echo", "--loop", loop, "--port", "0"]
     tag = f"{loop}.{'split' if split else 'total'}"
     requests, window, functions, work = callgrind_count(
         server, python, connections, seconds, rate, split, tree, keep and (keep, tag)
@@ -378,7 +382,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.studies.instructions.profile", description=__doc__
     )
-    parser.add_argument("--loop", action="append", help="default: traps and completions")
+    parser.add_argument(
+        "--loop",
+        action="append",
+        help="a loop, or an anchor server (handlers-cookbook); default: traps and completions",
+    )
     parser.add_argument("--connections", type=int, default=20)
     parser.add_argument(
         "--rate",
