@@ -459,9 +459,13 @@ def run(
         point={**params, "window_s": PLAIN_S},
     )
     measured = stored.setdefault("rows", {})
+    # A row keeps when it was measured: rows this run leaves alone are of an earlier session.
+    for entry in measured.values():
+        entry.setdefault("date", stored.get("date"))
     if tool is not None:
         cores = Cores.plan()
-        for row in rows(loop_names):
+        selected = rows(loop_names)
+        for row in selected:
             with tempfile.TemporaryDirectory(prefix="anatomy-") as tmp:
                 try:
                     measured[row.key] = measure_row(row, tool, cores, Path(tmp), params)
@@ -469,8 +473,10 @@ def run(
                     measured[row.key]["code"] = fingerprint(registry.get("echo"), row)
                 except (ChildFailed, RuntimeError, OSError) as error:
                     measured[row.key] = {"label": row.label, "kind": row.kind, "error": str(error)}
+            measured[row.key]["date"] = _now()
             print(f"anatomy: {measured[row.key].get('label')}: {_one_line(measured[row.key])}")
-        for entry in measured.values():
+        for row in selected:  # the others keep their repetitions
+            entry = measured[row.key]
             if "error" not in entry:
                 entry["cpu_us_reps"] = [entry["user_us"] + entry["system_us"]]
         for turn in range(1, CPU_REPETITIONS):  # rounds over every row: drift spreads evenly
@@ -486,9 +492,20 @@ def run(
                 print(f"anatomy: {entry['label']}: CPU repetition {turn + 1}")
     else:
         print(f"anatomy: no syscall counter: {why}")
-    stored["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    stored["date"] = session_date(stored)
     save_anatomy(results, stored, closed=closed)
     return 0 if tool is not None else 1
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def session_date(stored: dict) -> str:
+    """The stored anatomy's date: the one most of its rows were measured on (a run of a few
+    rows, ``--loop``, adds rows of a later date and leaves the others' as they were), or now."""
+    dates = Counter(e["date"] for e in stored.get("rows", {}).values() if e.get("date"))
+    return dates.most_common(1)[0][0] if dates else _now()
 
 
 def _one_line(entry: dict) -> str:

@@ -197,6 +197,12 @@ def body(data: dict, closed: bool = False) -> list[str]:
     env = data.get("environment")
     if env:
         lines += ["", f"*Ran in:* {session_said(str(data['date'])[:16], env)}."]
+    if apart := measured_apart(data):
+        lines += [
+            "",
+            "Measured again apart from the other rows (each such group compares with itself, "
+            f"not with the rest): {apart}.",
+        ]
     if unavailable_variants() and not closed:  # said once, as on the rest of the page
         lines += ["", f"No row for {', '.join(unavailable_variants())}: unavailable here."]
     if any(work.changed(k, e.get("code")) for k, e in rows.items() if "error" not in e):
@@ -212,6 +218,17 @@ def body(data: dict, closed: bool = False) -> list[str]:
     for paragraph in completion_against_readiness(rows, closed=closed):
         lines += ["", paragraph]
     return [*lines, ""]
+
+
+def measured_apart(data: dict) -> str:
+    """The rows measured on another date than the section's (``--loop`` runs), by date."""
+    session = str(data.get("date", ""))[:16]
+    later: dict[str, list[str]] = {}
+    for entry in data.get("rows", {}).values():
+        when = str(entry.get("date") or session)[:16]
+        if when != session:
+            later.setdefault(when, []).append(entry.get("label", "?"))
+    return "; ".join(f"{' and '.join(labels)} on {when}" for when, labels in sorted(later.items()))
 
 
 def introduction(data: dict) -> str:
