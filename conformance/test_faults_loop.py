@@ -11,10 +11,14 @@ while thousands of sleepers start and wake, where it lands in the loop's own boo
 
 from __future__ import annotations
 
+import asyncio
+import os
 import select
 import signal
 import socket
 import subprocess
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -562,3 +566,102 @@ def test_ctrl_c_at_each_back_edge_of_the_loops_own_code_ends_it_cleanly(case):
     endings = {f"{Path(key[0]).name}:{key[3]}": sweep.interrupted_at(key) for key, _ in edges}
     faults = {at: ended for at, ended in endings.items() if ended[0] not in {CLEAN, NOT_REACHED}}
     assert faults == {}
+
+
+# --- a signal that wakes no one ----------------------------------------------------------------
+
+# CPython's C-level handler only marks a signal; its Python handler (KeyboardInterrupt) runs
+# when the main thread next runs bytecode. A loop asleep in its wait learns of the signal only
+# if the signal interrupts that very wait. One that lands a moment before the wait begins (past
+# the last bytecode), or that the kernel hands to another thread, interrupts nothing: the loop
+# sleeps on, on an idle server for good, unless it has the C handler write to a socket it
+# watches (``signal.set_wakeup_fd``; loops/_signals.py). The first case is a race of a few
+# instructions; the second makes the same state on purpose: the main thread blocks SIGINT, so
+# the kernel hands it to the other thread the program has.
+SIGNAL_GUARD = 3.0  # seconds the loop may take to end once the signal came, before it "hangs"
+ASLEEP_QUIET = 0.3  # seconds the main thread must sleep without waking before the signal
+ASLEEP_WITHIN = 5.0  # a loop that wakes by itself (the threads variant's slices) never settles
+
+
+@prop("interrupts", timeout=ASLEEP_WITHIN + SIGNAL_GUARD + 10)
+def test_a_signal_another_thread_caught_still_ends_the_loops_wait(play):
+    assert _sigint_caught_elsewhere(play) == "raised KeyboardInterrupt"
+
+
+def _sigint_caught_elsewhere(play) -> str:
+    """Play (a wait of an hour) in a forked child whose main thread blocks SIGINT while a
+    second thread does not; once the main thread has slept ASLEEP_QUIET seconds without
+    waking, SIGINT to the process: "raised KeyboardInterrupt", "returned ...", or "hung"."""
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: leaves without cleanup handlers, whatever happens
+        try:
+            os.close(reader)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            bystander = threading.Thread(target=threading.Event().wait, daemon=True)
+            bystander.start()  # it leaves SIGINT unblocked: the kernel hands the signal to it
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            result = f"returned {play()!r}"
+        except BaseException as error:
+            result = f"raised {type(error).__name__}"
+        os.write(writer, result.encode())
+        os._exit(0)
+    os.close(writer)
+    try:
+        _asleep(pid)
+        os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + SIGNAL_GUARD
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() >= deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return "hung"
+            time.sleep(0.02)
+        return os.read(reader, 4096).decode() or "exited without a word"
+    finally:
+        os.close(reader)
+
+
+def _asleep(pid: int) -> None:
+    """Return once the child's main thread has slept in the kernel ASLEEP_QUIET seconds in a
+    row (or after ASLEEP_WITHIN seconds): then a signal finds it in its wait."""
+    status = Path(f"/proc/{pid}/task/{pid}/status")
+    seen, since = None, time.monotonic()
+    deadline = since + ASLEEP_WITHIN
+    while time.monotonic() < deadline:
+        fields = dict(line.split(":", 1) for line in status.read_text().splitlines())
+        now = (fields["State"].split()[0], fields["voluntary_ctxt_switches"].strip())
+        if now != seen or now[0] != "S":
+            seen, since = now, time.monotonic()
+        elif time.monotonic() - since >= ASLEEP_QUIET:
+            return
+        time.sleep(0.02)
+
+
+HOUR = 3600.0
+
+
+@test_a_signal_another_thread_caught_still_ends_the_loops_wait.callbacks
+def _(loop):
+    loop.call_later(HOUR, loop.stop)
+    loop.run_forever()
+
+
+@test_a_signal_another_thread_caught_still_ends_the_loops_wait.generators
+def _(co):
+    yield from co.sleep(HOUR)
+
+
+@test_a_signal_another_thread_caught_still_ends_the_loops_wait.coroutines
+async def _(co):
+    await co.sleep(HOUR)
+
+
+@test_a_signal_another_thread_caught_still_ends_the_loops_wait.blocking
+def _(co):
+    co.sleep(HOUR)
+
+
+@test_a_signal_another_thread_caught_still_ends_the_loops_wait.asyncio
+async def _():
+    await asyncio.sleep(HOUR)

@@ -277,14 +277,15 @@ def test_a_receive_is_tried_at_the_next_turn_and_skipped_after_tries_that_found_
     sock.recv at the receiving task's next turn, with no SQE; a try that finds nothing makes
     the next 1, 3, 7... receives go straight to the ring; a try that finds bytes makes every
     receive try again."""
-    from loops.completions import kernel, uring
+    from loops.completions import kernel, proactor, uring
 
     co = loops.get("completions").coroutines
     submitted = []
     real_prepare_op = uring.Ring.prepare_op
 
     def counting_prepare_op(ring, opcode, *fields):
-        submitted.append(opcode)
+        if fields[-1] != proactor.WAKE_USER_DATA:  # the wake-up's RECV, always in flight
+            submitted.append(opcode)
         return real_prepare_op(ring, opcode, *fields)
 
     monkeypatch.setattr(uring.Ring, "prepare_op", counting_prepare_op)
@@ -573,3 +574,58 @@ def test_the_essence_cancels_a_recv_in_flight_and_frees_its_buffer_only_at_its_c
     cancel_submitted = lines.index("io_uring_enter: submit 1, wait True", lent)
     freed = next(i for i, line in enumerate(lines) if line.startswith("CQE for recv: res -125"))
     assert lent < cancel_submitted < freed
+
+
+@needs_io_uring
+def test_a_ctrl_c_between_an_enter_and_its_count_leaves_the_ring_counted_right():
+    """A KeyboardInterrupt lands after any line: here right after the enter that handed Linux
+    a task's RECV, before ``pending -= taken``. Ring.recount takes the count again from the
+    ring, so close() waits for that RECV's cancellation (instead of asking Linux, enter after
+    enter, to take an SQE that is not there, which returns at once until SHUTDOWN_GRACE ends),
+    and the next run waits as it should."""
+    from loops.completions import kernel, uring
+
+    co = loops.get("completions").coroutines
+    lines = [
+        i
+        for i, line in enumerate(Path(uring.__file__).read_text().splitlines(), 1)
+        if "taken = _enter(" in line
+    ]
+    (after_enter,) = [n + 1 for n in lines]
+    shot = []
+
+    def tracer(frame, event, arg):
+        if frame.f_code is uring.Ring.enter.__code__:
+
+            def line(frame, event, arg):
+                # Taken > 0: Linux took SQEs, and the count has not been told.
+                at = event == "line" and frame.f_lineno == after_enter
+                if at and not shot and frame.f_locals["taken"] > 0:
+                    shot.append(frame.f_locals["taken"])
+                    raise KeyboardInterrupt
+                return line
+
+            return line
+        return None
+
+    async def main(a, b):
+        async def later():  # a byte for the RECV once it is in flight: the enter returns
+            await co.sleep(0.05)
+            b.send(b"x")
+
+        await co.spawn(later())
+        return await co.recv(a, 1)
+
+    a, b = _pair()
+    loop = kernel.Loop()
+    with a, b:
+        sys.settrace(tracer)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                loop.run(main(a, b))
+        finally:
+            sys.settrace(None)
+        assert shot, "the interrupt never landed after an enter that handed Linux an SQE"
+        assert loop._io.ring.pending == 0  # recounted: Linux took them all
+        loop.close()
+        assert not loop._io.in_flight  # the RECV's cancellation came back before the grace

@@ -96,7 +96,9 @@ BONES = '''
         self.ready = collections.deque()  # what runs this turn, FIFO
         self.timers = []  # heap of (when, seq, what): the next deadline first
         self.selector = selectors.DefaultSelector()  # the sockets waited on: readiness
-        # A thread's write to this pair ends the selector's wait (run_in_thread's wake-up).
+        # A thread's write to this pair ends the selector's wait (run_in_thread's wake-up);
+        # so does a signal's, once run() holds its turns in `with signals_wake(fd)`
+        # (loops/_signals.py): the signal's Python handler then runs at once.
         self.wake_reader, self.wake_writer = socket.socketpair()
         self.selector.register(self.wake_reader, selectors.EVENT_READ)
 

@@ -365,6 +365,13 @@ class AsyncioLoop(Loop, SocketCalls, Connections, Servers, Datagrams, asyncio.Ab
             self._close_signal_socket()
         return True
 
+    def _signal_wake_fd(self) -> int:
+        """A signal handler's socket once there is one (it tells which signal came), else the
+        threads' wake-up: either wakes the poll."""
+        if self._signal_reader is not None:
+            return self._signal_writer.fileno()
+        return super()._signal_wake_fd()
+
     def _read_signals(self) -> None:
         try:
             data = self._signal_reader.recv(4096)
@@ -377,7 +384,8 @@ class AsyncioLoop(Loop, SocketCalls, Connections, Servers, Datagrams, asyncio.Ab
 
     def _close_signal_socket(self) -> None:
         with contextlib.suppress(ValueError, OSError):
-            signal.set_wakeup_fd(-1)
+            # A running loop's poll must still wake for a signal (loops/_signals.py).
+            signal.set_wakeup_fd(self._wake_writer.fileno() if self.is_running() else -1)
         if self._signal_reader is not None:
             self.remove_reader(self._signal_reader)
             self._signal_reader.close()

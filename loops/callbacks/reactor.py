@@ -33,6 +33,7 @@ from collections.abc import Callable
 from itertools import count
 from typing import Any
 
+from loops._signals import signals_wake
 from loops.callbacks.handles import Handle, TimerHandle
 from loops.callbacks.readiness import READ, WAKES_READER, WAKES_WRITER, WRITE, Readiness
 
@@ -82,14 +83,17 @@ class Loop:
         self._thread = threading.get_ident()
         _running.loop = self
         try:
-            run_once = self._run_once
-            run_once()  # at least one iteration, even if stop() came first (as asyncio)
-            # The test first and a call last: CPython 3.13 and 3.14 put a back edge that follows
-            # a test outside this try (CPython gh-130279), where a Ctrl-C would skip the finally.
-            while True:
-                if self._stopping:
-                    break
-                run_once()
+            # A signal wakes the poll, so its Python handler runs at once (loops/_signals.py).
+            with signals_wake(self._signal_wake_fd()):
+                run_once = self._run_once
+                run_once()  # at least one iteration, even if stop() came first (as asyncio)
+                # The test first and a call last: CPython 3.13 and 3.14 put a back edge that
+                # follows a test outside this try (CPython gh-130279), where a Ctrl-C would skip
+                # the finally.
+                while True:
+                    if self._stopping:
+                        break
+                    run_once()
         finally:
             # Also on KeyboardInterrupt/SystemExit: the loop stays usable for another run.
             self._stopping = False
@@ -347,6 +351,10 @@ class Loop:
         # OSError: the buffer is full, so a wake-up is already pending (or the loop closed).
         with contextlib.suppress(OSError):
             self._wake_writer.send(b"\0")
+
+    def _signal_wake_fd(self) -> int:
+        """The fd a signal writes to while the loop runs: the threads' wake-up."""
+        return self._wake_writer.fileno()
 
     def _drain_wakeups(self) -> None:
         with contextlib.suppress(BlockingIOError, InterruptedError):

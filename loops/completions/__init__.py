@@ -32,7 +32,7 @@ VARIANT = Variant(
     coroutines=api,
     io_model="completion",
     waits_in="io_uring_enter",
-    wake_up="eventfd",
+    wake_up="socketpair",
     thread_entries=("run_in_thread",),
     cancellation=(
         "`Loop._interrupt` undoes a wait; an operation in flight is asked back by "
@@ -42,7 +42,9 @@ VARIANT = Variant(
     reporting="io_uring",
     ghost_fds="none",
     socket_call_first=(
-        "checkpoint (`recv`: a `sleep(0)`, then `sock.recv`, skipped for a RECV after tries that "
-        "found nothing, `SKIPS_MAX`; `sendall` tries `sock.send`; the other calls submit at once)"
+        "tries (`recv`: at once, skipped after tries that found nothing, `Loop.recv_now_skips`, "
+        "and yields a turn after `FAST_CALLS_PER_TURN` that did not wait; then a `sleep(0)` and "
+        "`sock.recv`, skipped for a RECV after tries that found nothing, `SKIPS_MAX`; `sendall` "
+        "tries `sock.send`; the other calls submit at once)"
     ),
 )

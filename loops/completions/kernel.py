@@ -39,6 +39,7 @@ from time import monotonic
 from types import CoroutineType
 from typing import Any
 
+from loops._signals import signals_wake
 from loops.completions.proactor import Proactor
 from loops.completions.task import (
     CANCELLING,
@@ -180,7 +181,10 @@ class Loop:
         try:  # the main task's spawn too: a signal may land in it
             main = self._spawn(coro)
             main.joined = True  # its outcome is run()'s to report
-            self._run_until(main)
+            # A signal ends the wait, so its Python handler runs at once (loops/_signals.py).
+            self._io.open_wake_up(self._collect_thread_results)
+            with signals_wake(self._io.wake_fd):
+                self._run_until(main)
         except BaseException as error:
             if not isinstance(error, Exception) and error is not self._raised_by_a_task:
                 self._abandon_tasks()  # a signal's KeyboardInterrupt: see _abandon_tasks
@@ -242,6 +246,7 @@ class Loop:
         self._timers.clear()
         self._sleepers.clear()
         self._timeouts.clear()
+        self._io.ring.recount()  # the signal may have come between an enter and its count
 
     def wake_all(self, waiters: collections.deque) -> None:
         """Make every task parked in `waiters` ready (for synchronous callers: task_done)."""

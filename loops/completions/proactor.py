@@ -26,17 +26,19 @@ import contextlib
 import ctypes
 import errno
 import logging
-import os
+import socket
 from collections.abc import Callable
 from time import monotonic
 from typing import Any
 
+from loops._signals import wake_pair
 from loops.completions import leftovers
 from loops.completions.task import OPERATION, READY, SUSPEND, Task
-from loops.completions.uring import CANCEL_ANY, OP_ASYNC_CANCEL, OP_READ, Ring
+from loops.completions.uring import CANCEL_ANY, OP_ASYNC_CANCEL, OP_RECV, Ring
 
 CANCEL_USER_DATA = 0  # the user_data of ASYNC_CANCEL requests: their own CQEs are ignored
-WAKE_USER_DATA = 1  # the user_data of the threads' wake-up read, kept in flight
+WAKE_USER_DATA = 1  # the user_data of the wake-up's RECV, kept in flight
+WAKE_BYTES = 64  # what one RECV of the wake-up drains: more is read by the next one
 SHUTDOWN_GRACE = 5.0  # seconds close() waits for cancelled operations to complete
 RING_ENTRIES = 4096  # SQ slots; the CQ gets four times as many (completions pile up faster)
 
@@ -44,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 
 class Proactor:
-    """The ring, the tasks whose operations are in flight, and the threads' wake-up eventfd."""
+    """The ring, the tasks whose operations are in flight, and the wake-up socket."""
 
     def __init__(self, ready: collections.deque[Task]) -> None:
         self._ready_push = ready.append  # a completed task goes on the kernel's ready queue
@@ -56,8 +58,9 @@ class Proactor:
             self.ring.reap,
             self.in_flight.pop,
         )
-        self._wake_fd = -1  # an eventfd threads write to; a READ of it stays in flight
-        self._wake_buffer = ctypes.create_string_buffer(8)  # that READ's buffer (a counter)
+        self._wake_pair: tuple[socket.socket, socket.socket] | None = None  # a RECV in flight
+        self.wake_fd = -1  # the wake-up's write end: threads and signals write a byte to it
+        self._wake_buffer = ctypes.create_string_buffer(WAKE_BYTES)  # that RECV's buffer
         self._on_wake: Callable[[], None] | None = None  # the kernel's, when woken
 
     # ------------------------------------------------------------------ the wait (stage 1)
@@ -77,7 +80,7 @@ class Proactor:
         ready_push = self._ready_push
         for user_data, res in completed:
             task = in_flight_pop(user_data, None)
-            # No task: an ASYNC_CANCEL's own answer (ignored), or the threads' wake-up.
+            # No task: an ASYNC_CANCEL's own answer (ignored), or the wake-up.
             if task is None:
                 if user_data == WAKE_USER_DATA:
                     self._arm_wake_up()
@@ -152,26 +155,37 @@ class Proactor:
     # ------------------------------------------------------------------ the threads' wake-up
 
     def open_wake_up(self, on_wake: Callable[[], None]) -> None:
-        """From now on, wake() from any thread ends the wait, and on_wake runs in stage 1.
+        """From now on, wake() from any thread ends the wait, and on_wake runs in stage 1;
+        a byte a signal writes to ``wake_fd`` ends it too. Once: later calls change nothing.
 
-        The wake-up is an eventfd whose READ stays in flight in the ring: a worker writes the
-        eventfd, the READ completes, its CQE ends the wait like any other completion, and is
-        submitted again once collected. The eventfd is blocking on purpose: io_uring returns
-        EAGAIN for a READ of a non-blocking file instead of waiting for it."""
-        self._wake_fd = os.eventfd(0, os.EFD_CLOEXEC)
+        The wake-up is a socketpair whose read end has a RECV in flight in the ring: a worker
+        writes a byte, the RECV completes, its CQE ends the wait like any other completion,
+        and it is submitted again once collected. A socket, not an eventfd: CPython's C-level
+        signal handler writes one byte to the fd ``signal.set_wakeup_fd`` names, which an
+        eventfd refuses (it takes 8)."""
+        if self._wake_pair is not None:
+            return
+        reader, writer = wake_pair()
+        self._wake_pair = (reader, writer)
+        self.wake_fd = writer.fileno()
         self._on_wake = on_wake
         self._arm_wake_up()
 
     def _arm_wake_up(self) -> None:
         address = ctypes.addressof(self._wake_buffer)
         self.ring.prepare(
-            OP_READ, fd=self._wake_fd, addr=address, length=8, user_data=WAKE_USER_DATA
+            OP_RECV,
+            fd=self._wake_pair[0].fileno(),
+            addr=address,
+            length=WAKE_BYTES,
+            user_data=WAKE_USER_DATA,
         )
 
     def wake(self) -> None:
-        """End the kernel's wait, from a worker thread: a write to the wake-up eventfd."""
-        with contextlib.suppress(OSError):  # closed: the kernel is gone
-            os.eventfd_write(self._wake_fd, 1)
+        """End the kernel's wait, from a worker thread: one byte into the wake-up socket."""
+        # A full buffer means a wake-up is pending anyway; a closed socket, that we closed.
+        with contextlib.suppress(OSError):
+            self._wake_pair[1].send(b"\0")
 
     def close(self) -> None:
         """Have Linux cancel whatever is still in flight and wait for every completion, so
@@ -180,22 +194,24 @@ class Proactor:
         (``leftovers.close_orphaned``)."""
         leftovers.close_orphaned()  # completed results: Linux is done with them
         ring = self.ring
-        if self._wake_fd >= 0:
-            os.eventfd_write(self._wake_fd, 1)  # completes the wake-up read
+        ring.recount()  # a Ctrl-C may have left the count behind (Ring.recount)
+        if self._wake_pair is not None:
+            self.wake()  # completes the wake-up's RECV
         if self.in_flight:
             ring.prepare(OP_ASYNC_CANCEL, op_flags=CANCEL_ANY, user_data=CANCEL_USER_DATA)
         deadline = monotonic() + SHUTDOWN_GRACE
-        while (self.in_flight or self._wake_fd >= 0) and monotonic() < deadline:
+        while (self.in_flight or self._wake_pair is not None) and monotonic() < deadline:
             ring.enter(max(deadline - monotonic(), 0))
             for user_data, _ in ring.reap():
                 if user_data == WAKE_USER_DATA:
-                    os.close(self._wake_fd)
-                    self._wake_fd = -1
+                    for sock in self._wake_pair:
+                        sock.close()
+                    self._wake_pair, self.wake_fd = None, -1
                     continue
                 task = self.in_flight.pop(user_data, None)
                 if task is not None:
                     task.complete = task.pinned = None
-        if self.in_flight or self._wake_fd >= 0:
+        if self.in_flight or self._wake_pair is not None:
             # Linux still owns these buffers: keep them alive for the life of the process
             # rather than free memory it may write into. Never seen; logged if it happens.
             _orphans.append((ring, self.in_flight, self._wake_buffer))

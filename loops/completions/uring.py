@@ -246,6 +246,13 @@ class Ring:
         for i in range(p.sq_entries):
             self._sq32[array + i] = i
 
+    def recount(self) -> None:
+        """Count again the SQEs Linux has not taken, from the ring itself. A signal's
+        KeyboardInterrupt lands after any line, so between an enter's return and its
+        ``pending -= taken`` too; a count left too high makes every later enter ask Linux to
+        take SQEs that are not there, and Linux then returns at once instead of waiting."""
+        self.pending = (self._tail - self._sq32[self._sq_head]) % (1 << 32)
+
     @property
     def space(self) -> int:
         """SQ slots free to write now."""

@@ -33,6 +33,7 @@ from heapq import heapify, heappop, heappush
 from time import monotonic
 from typing import Any
 
+from loops._signals import signals_wake
 from loops.futures.futures import _CANCELLED, _PENDING, Future, Task, logger
 
 _READ = selectors.EVENT_READ
@@ -150,11 +151,13 @@ class Loop:
             # Not `while main._state is _PENDING:`, which CPython 3.13 compiles with its back
             # edge outside this try (CPython gh-130279): a Ctrl-C taken there would skip the
             # finally and leave the loop marked running. The test comes first and the body
-            # ends in a call: 3.14 puts a back edge after a test outside the try too.
-            while True:
-                if main._state is not _PENDING:
-                    break
-                self._run_once()
+            # ends in a call: 3.14 puts a back edge after a test outside the try too. A signal
+            # wakes the select, so its Python handler runs at once (loops/_signals.py).
+            with signals_wake(self._wake_writer.fileno()):
+                while True:
+                    if main._state is not _PENDING:
+                        break
+                    self._run_once()
         except BaseException as error:
             if not isinstance(error, Exception) and error is not self._raised_by_a_task:
                 self._abandon_tasks()  # a signal's KeyboardInterrupt: see _abandon_tasks

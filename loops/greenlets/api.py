@@ -18,6 +18,7 @@ from typing import Any
 
 import greenlet
 
+from loops._signals import signals_wake
 from loops.contract import check_function, check_seconds
 from loops.greenlets.hub import READ, WRITE, CancelledError, Expired, Hub, Task
 
@@ -43,7 +44,10 @@ def run(fn: Callable[..., Any], *args: Any) -> Any:
     hub = Hub()
     hub.main = _new_task(hub, fn, args)
     try:
-        hub.glet.switch()  # returns when the hub's loop ends: the main task and the rest done
+        # A signal wakes the poll, so its Python handler runs at once (loops/_signals.py).
+        hub.open_wake_up()
+        with signals_wake(hub.wake_fd):
+            hub.glet.switch()  # returns when the hub's loop ends: the main task and the rest done
     finally:
         hub.close()
     if hub.main.error is not None:

@@ -28,6 +28,7 @@ from typing import Any
 import greenlet
 
 from loops._poll import new_poller
+from loops._signals import wake_pair
 
 READ, WRITE = select.POLLIN, select.POLLOUT  # the interest bits
 # Any bit but "writable" (data, EOF, an error, a hang-up) reaches a reader, any bit but
@@ -130,7 +131,9 @@ class Hub:
         self._io_waiters = 0  # tasks waiting on an fd (with none, no timer, nothing ready:
         self._in_threads = 0  # nor thread work pending, the program can never progress)
         self._finished: collections.deque = collections.deque()  # (task, its wait) from workers
-        self._wake_pair: tuple[socket.socket, socket.socket] | None = None  # made on first use
+        self._wake_pair: tuple[socket.socket, socket.socket] | None = None  # made by run()
+        self.wake_fd = -1  # the wake-up's write end: workers and signals write a byte to it
+        self._wake_reader_fd = -1  # in epoll, in no record: no task waits on it
         self.pool: concurrent.futures.ThreadPoolExecutor | None = None
         self.tasks: set[Task] = set()  # live tasks
         self.main: Task | None = None
@@ -152,7 +155,7 @@ class Hub:
                 timeout = None
             else:
                 raise RuntimeError("deadlock: every task waits for something no task will do")
-            if self.records or timeout:
+            if self.records or timeout != 0.0:  # None: block (a worker's wake-up ends it)
                 self._poll(timeout)
             # Stage 2: expire timers: sleepers wake, timeouts interrupt their task.
             now = time.monotonic() if self._timers else 0.0  # no timer: no clock read
@@ -174,6 +177,9 @@ class Hub:
         records = self.records
         for fd, bits in self._epoll.poll(timeout):
             record = records.get(fd)
+            if record is None and fd == self._wake_reader_fd:
+                self._woken()
+                continue
             if record is None or record.fileobj.fileno() != fd:
                 self.drop_ghosts()  # an fd nobody watches, or one closed behind our back
                 return
@@ -185,8 +191,6 @@ class Hub:
                 elif (task := record.reader) is not None:
                     record.reader = None
                     self.wake(task)
-                elif record is self._wake_record:
-                    self._woken()
                 else:  # nobody reads it any more: stop watching (lazily, on its next event)
                     self.unwatch(record, READ)
             if bits & WAKES_WRITER:
@@ -337,6 +341,8 @@ class Hub:
         instance drops it. The waiters of closed sockets wake and learn so from their call.
         """
         old, self._epoll = self._epoll, new_poller()
+        if self._wake_reader_fd >= 0:
+            self._epoll.register(self._wake_reader_fd, READ)
         for fd, record in list(self.records.items()):
             if record.fileobj.fileno() == fd:
                 self._epoll.register(fd, record.events)
@@ -351,8 +357,9 @@ class Hub:
 
     def wait_thread(self, task: Task, fn: Callable[..., Any], args: tuple) -> Any:
         """Run fn(*args) on a worker thread; the task waits until the worker wakes the hub."""
-        if self._wake_pair is None:
-            self._open_wake_up()
+        if self.pool is None:
+            self.pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="lab")
+            self.open_wake_up()  # run() has, unless this hub runs without it
         future = self.pool.submit(fn, *args)
 
         def unwait() -> None:  # nothing to undo; its identity tells this wait from a later one
@@ -371,17 +378,17 @@ class Hub:
             self._in_threads -= 1
         return future.result()
 
-    def _open_wake_up(self) -> None:
-        """A socketpair whose read end is watched like any socket: a worker writes a byte, the
-        poll reports the read end readable (the Python Cookbook's ThreadPoolHandler)."""
-        reader, writer = socket.socketpair()
-        reader.setblocking(False)
-        writer.setblocking(False)
+    def open_wake_up(self) -> None:
+        """A socketpair whose read end epoll watches: a worker, or a signal (``wake_fd``),
+        writes a byte, the poll reports the read end readable (the Python Cookbook's
+        ThreadPoolHandler). In no record, since no task waits on it. Once: later calls change
+        nothing."""
+        if self._wake_pair is not None:
+            return
+        reader, writer = wake_pair()
         self._wake_pair = (reader, writer)
-        self.pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="lab")
-        self._wake_record = self.watch(reader.fileno(), reader, READ)
-
-    _wake_record: IORecord | None = None
+        self.wake_fd, self._wake_reader_fd = writer.fileno(), reader.fileno()
+        self._epoll.register(self._wake_reader_fd, READ)
 
     def _from_thread(self, task: Task, unwait: Callable[[], None]) -> None:
         """In the worker's thread: queue the task's wait for the hub, and wake the hub."""

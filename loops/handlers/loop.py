@@ -28,6 +28,8 @@ import select
 import socket
 import time
 
+from loops._signals import signals_wake
+
 logger = logging.getLogger(__name__)
 
 FD_SETSIZE = 1024  # select()'s ceiling on Linux: fds at or above it cannot be watched
@@ -442,11 +444,13 @@ class Loop:
         try:
             # Not `while not self._stopping:`, which CPython 3.13 compiles with its back edge
             # outside this try (CPython gh-130279): a Ctrl-C taken there would skip the finally
-            # and leave the loop marked running.
-            while True:
-                if self._stopping:
-                    break
-                self._run_once()
+            # and leave the loop marked running. A signal writes to the threads' wake-up, so
+            # it ends the select() and its Python handler runs at once (loops/_signals.py).
+            with signals_wake(self._wakeup.signal_done.fileno()):
+                while True:
+                    if self._stopping:
+                        break
+                    self._run_once()
         finally:
             self._stopping = False
             self._running = False

@@ -40,7 +40,6 @@ import contextlib
 import heapq
 import itertools
 import select
-import signal
 import socket
 import sys
 import threading
@@ -50,6 +49,7 @@ from collections import deque
 from time import monotonic
 
 from loops._poll import new_poller
+from loops._signals import signals_wake
 
 # Compaction: rebuild the heap when more than COMPACT_MIN_TIMERS of its timers are cancelled
 # and they are more than COMPACT_CANCELLED_FRACTION of it (asyncio counts the whole heap).
@@ -226,22 +226,17 @@ class Loop:
             if self._closed:
                 raise RuntimeError("the loop is closed")
             raise RuntimeError("run() cannot be called while a roundrobin loop is running")
-        # A signal caught by another thread must still wake a poll blocked here, so that
-        # the main thread runs the Python handler (KeyboardInterrupt) at once, as asyncio does.
-        in_main_thread = threading.current_thread() is threading.main_thread()
-        previous_wakeup_fd = -1  # none, if a signal comes before set_wakeup_fd has answered
         _running.loop = self  # the last line before try: a signal cannot land between them
         try:
-            if in_main_thread:
-                previous_wakeup_fd = signal.set_wakeup_fd(
-                    self._wake_writer.fileno(), warn_on_full_buffer=False
-                )
-            main = self.spawn(coro)
-            main.joined = True  # its outcome is run()'s to return or raise
-            self._run_until(lambda: main.done)
-            for task in list(self._tasks):
-                self._deliver_cancel(task)
-            self._run_until(lambda: not self._tasks)
+            # A signal must wake a poll blocked here, so that the main thread runs the Python
+            # handler (KeyboardInterrupt) at once (loops/_signals.py).
+            with signals_wake(self._wake_writer.fileno()):
+                main = self.spawn(coro)
+                main.joined = True  # its outcome is run()'s to return or raise
+                self._run_until(lambda: main.done)
+                for task in list(self._tasks):
+                    self._deliver_cancel(task)
+                self._run_until(lambda: not self._tasks)
         except BaseException:
             # KeyboardInterrupt, SystemExit or a loop failure: the tick may be half run, so do
             # not tick again; close every coroutine so its finally blocks run, and go.
@@ -249,8 +244,6 @@ class Loop:
             raise
         finally:
             _running.loop = None
-            if in_main_thread:
-                signal.set_wakeup_fd(previous_wakeup_fd)
         if main.error is not None:
             raise main.error
         return main.result

@@ -40,6 +40,7 @@ from time import monotonic
 from types import CoroutineType
 from typing import Any
 
+from loops._signals import signals_wake
 from loops.traps.poller import Poller
 from loops.traps.task import (
     CANCELLING,
@@ -130,6 +131,7 @@ class Loop:
         self._tasks: set[Task] = set()  # every task not yet DONE
         self._unseen_failures: dict[Task, None] = {}  # failed tasks nobody joined (yet)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # for run_in_thread
+        self._thread_jobs = 0  # thread calls submitted and not yet collected
         self._thread_results: collections.deque = collections.deque()  # (task, future) done
         self._closed = False
         self._raised_by_a_task: BaseException | None = None  # see run()
@@ -177,7 +179,10 @@ class Loop:
         try:  # the main task's spawn too: a signal may land in it
             main = self._spawn(coro)
             main.joined = True  # its outcome is run()'s to report
-            self._run_until(main)
+            # A signal wakes the poll, so its Python handler runs at once (loops/_signals.py).
+            self._io.open_wake_up(self._collect_thread_results)
+            with signals_wake(self._io.wake_fd):
+                self._run_until(main)
         except BaseException as error:
             if not isinstance(error, Exception) and error is not self._raised_by_a_task:
                 self._abandon_tasks()  # a signal's KeyboardInterrupt: see _abandon_tasks
@@ -264,7 +269,7 @@ class Loop:
         timeouts = self._timeouts
         heappop = heapq.heappop
         wait = self._io.wait
-        watched = self._io.records  # every registered fd (the threads' wake-up socket too)
+        watched = self._io.records  # every fd a task waits on
         clock = time.monotonic
         traps = self._traps
         finish = self._finish
@@ -278,7 +283,7 @@ class Loop:
                 wait(0)
             elif timers:
                 wait(min(max(timers[0][0] - clock(), 0), MAX_WAIT))
-            elif watched:
+            elif watched or self._thread_jobs:
                 wait(None)
             else:
                 raise _deadlock(main)
@@ -400,6 +405,7 @@ class Loop:
         if self._pool is None:
             self._start_threads()
         future = self._pool.submit(fn, *args)
+        self._thread_jobs += 1
         task.state = THREAD
         task.waiting_on = future
         future.add_done_callback(lambda f, task=task: self._thread_finished(task, f))
@@ -528,6 +534,7 @@ class Loop:
         results = self._thread_results
         while results:
             task, future = results.popleft()
+            self._thread_jobs -= 1
             if task.state is not THREAD or task.waiting_on is not future:
                 continue  # the task was cancelled meanwhile: drop the late result
             error = future.exception()

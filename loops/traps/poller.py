@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loops._poll import new_poller
+from loops._signals import wake_pair
 from loops.traps.task import READING, READY, SUSPEND, WRITING, Task
 
 IN, OUT = select.POLLIN, select.POLLOUT  # the interest bits
@@ -60,7 +61,8 @@ class Poller:
         self.epoll = new_poller()  # epoll on Linux
         self.records: dict[int, IORecord] = {}  # fd -> its IORecord
         self._wake_pair: tuple[socket.socket, socket.socket] | None = None  # threads wake us
-        self._wake_record: IORecord | None = None  # the wake-up socket's read end
+        self.wake_fd = -1  # the wake-up's write end: threads and signals write a byte to it
+        self._wake_reader_fd = -1  # in epoll, in no record: no task waits on it
         self._on_wake: Callable[[], None] | None = None  # the kernel's, when woken
 
     # ------------------------------------------------------------------ the wait (stage 1)
@@ -82,7 +84,10 @@ class Poller:
             # when a new socket reuses its number, as bits that socket never asked for,
             # or as wake-ups for nothing (api.py's _woken_for_nothing asks for the rebuild).
             if record is None:
-                self.drop_ghosts()
+                if fd == self._wake_reader_fd:
+                    self._woken()
+                else:
+                    self.drop_ghosts()
                 continue
             if bits & WAKES_READER:
                 if record.events & IN:
@@ -91,8 +96,6 @@ class Poller:
                         record.reader = None
                         task.state = READY
                         ready_push(task)
-                    elif record is self._wake_record:
-                        self._woken()
                     else:  # nobody reads this fd any more: stop watching it
                         self.unwatch(record, IN)
                 elif not bits & WAKES_WRITER:  # "readable" where it was never asked
@@ -193,6 +196,8 @@ class Poller:
         dup), so rebuilding costs one ``epoll_ctl`` per live fd, once.
         """
         old, self.epoll = self.epoll, new_poller()
+        if self._wake_reader_fd >= 0:
+            self.epoll.register(self._wake_reader_fd, IN)
         for fd, record in list(self.records.items()):
             if record.fileobj.fileno() == fd:
                 self.epoll.register(fd, record.events)
@@ -207,17 +212,21 @@ class Poller:
     # ------------------------------------------------------------------ the threads' wake-up
 
     def open_wake_up(self, on_wake: Callable[[], None]) -> None:
-        """From now on, wake() from any thread ends the wait, and on_wake runs in stage 1.
+        """From now on, wake() from any thread ends the wait, and on_wake runs in stage 1;
+        a byte a signal writes to ``wake_fd`` ends it too. Once: later calls change nothing.
 
-        The wake-up is a socketpair whose read end is watched like any socket: a worker
-        writes a byte, epoll reports the read end readable (the Python Cookbook's
-        ``ThreadPoolHandler`` idea)."""
-        reader, writer = socket.socketpair()
-        reader.setblocking(False)
-        writer.setblocking(False)
+        The wake-up is a socketpair whose read end epoll watches: a worker writes a byte,
+        epoll reports the read end readable (the Python Cookbook's ``ThreadPoolHandler``
+        idea). It is in no record, since no task waits on it: ``records`` stays the fds tasks
+        wait on, which is what the kernel's deadlock test counts."""
+        if self._wake_pair is not None:
+            return
+        reader, writer = wake_pair()
         self._wake_pair = (reader, writer)
         self._on_wake = on_wake
-        self._wake_record = self.watch(reader.fileno(), reader, IN)
+        self.wake_fd = writer.fileno()
+        self._wake_reader_fd = reader.fileno()
+        self.epoll.register(self._wake_reader_fd, IN)
 
     def wake(self) -> None:
         """End the kernel's wait, from a worker thread: one byte into the wake-up socket."""
