@@ -244,8 +244,9 @@ def test_report_has_every_section_with_ratios_and_a_line_under_each_table(result
     tables = text.count("|---")
     workloads = text.split("\n## Scale\n")[0]  # the scale section has lines of its own
     lines = workloads.count("*What this shows:*")
-    # echo (closed and paced, plain and over TLS at the headline), sleep, crawler, micro points
-    assert lines == 4 + 2 + 3 + 2 + 1
+    # echo (closed and paced, plain and over TLS at the headline, and the loaded rate), sleep,
+    # crawler, micro points
+    assert lines == 5 + 2 + 3 + 2 + 1
     assert "\n### TLS's cost per request\n" in text  # the TLS points have their plain twins
     assert tables >= lines
     # under every point's table, and under the glance's, TLS's, the scale's and the twins'
@@ -370,7 +371,11 @@ def test_fixed_offered_load_tables_show_cost_the_rate_and_who_could_not_keep_it(
 
 
 def test_the_offered_rate_is_declared_the_same_in_quick_and_full_runs():
-    quick = {p.key: p.args for p in echo.points(full=False) if p.args.get("measure") == "paced"}
+    quick = {
+        p.key: p.args
+        for p in echo.points(full=False)
+        if p.args.get("measure") == "paced" and not p.args.get("curve")
+    }
     full = [p.args for p in echo.points(full=True) if p.args.get("measure") == "paced"]
     assert quick and all(
         args["rate"] == headline.offered_rate(1024, args["connections"]) for args in quick.values()
@@ -379,7 +384,13 @@ def test_the_offered_rate_is_declared_the_same_in_quick_and_full_runs():
         a for a in full if (a["size"], a["connections"]) == (1024, 100) and not a.get(headline.TLS)
     ]
     # the full run's curve: the declared rate plus the other declared curve rates
-    assert sorted(a["rate"] for a in at) == sorted(echo.CURVE_RATES)
+    assert sorted(a["rate"] for a in at) == sorted(echo.CURVE_RATES[True])
+    # the quick run's loaded rate is a point of the full run's curve too, at the same parameters
+    loaded = [p.args for p in echo.points(full=False) if p.args.get("curve")]
+    assert [a["rate"] for a in loaded] == [headline.LOADED_RATE]
+    assert {k: v for k, v in loaded[0].items() if k not in ("warmup_s", "duration_s")} in [
+        {k: v for k, v in a.items() if k not in ("warmup_s", "duration_s")} for a in at
+    ]
     for args in quick.values():  # the same rate at the same size and connections in full
         same = [a for a in full if (a["size"], a["connections"]) == (1024, args["connections"])]
         assert args["rate"] in {a["rate"] for a in same if "curve" not in a}

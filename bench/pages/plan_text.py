@@ -9,7 +9,7 @@ stale the day a point was added, so ``python -m bench report`` renders it into t
 from __future__ import annotations
 
 from bench import registry
-from bench.headline import CURVE, HEADLINE_AT, PACED, TLS, size_text
+from bench.headline import CURVE, HEADLINE_AT, LOADED_RATE, PACED, TLS, size_text
 from bench.studies import crawler, http, latency, sleep
 
 
@@ -68,8 +68,8 @@ def plan() -> str:
     return (
         f"The quick run: echo with {_and([size_text(s) for s in sizes])} messages over "
         f"{_and(conns)} connections, both measures (closed loop: {_s(measured)} measured after "
-        f"{_s(warm)} of warm-up; fixed offered load: {_s(paced)}), and {HEADLINE_AT} over "
-        f"TLS in both measures; sleep with "
+        f"{_s(warm)} of warm-up; fixed offered load: {_s(paced)}), {HEADLINE_AT} at a loaded "
+        f"fixed rate of {_n(LOADED_RATE)} requests/s, and over TLS in both measures; sleep with "
         f"{_and([_n(n) for n in sleep.TASKS[False]])} sleepers, the cancel-heavy run at "
         f"{_and([_n(n) for n in sleep.CANCEL_TASKS[False]])} and the idle run with "
         f"{_and([_n(n) for n in sleep.IDLE_SOCKETS[False]])} idle sockets; the crawler on the "

@@ -174,6 +174,10 @@ def figures(record: dict, server_cpu: float, usage, params: dict, basis: str) ->
     """The figures the declaration names, from the generator's record and the server's CPU."""
     requests = record["requests"]
     server_us = server_cpu / requests * 1e6 if requests else None
+    # How often the server blocked per request (each block a wake-up): what a regime's cost is
+    # made of, beside the cost itself (the first screen says it per regime).
+    blocked = record.get("server_switches_voluntary")
+    blocks = blocked / requests if requests and blocked is not None else None
     peer_us = record["load_cpu_s"] / requests * 1e6 if requests else None
     found = {
         "generator": record.get("generator", "python"),
@@ -197,6 +201,7 @@ def figures(record: dict, server_cpu: float, usage, params: dict, basis: str) ->
         "peer": PEER,
         "requests": requests,
         "server_cpu_share": record.get("server_cpu_share"),
+        "server_blocks_per_request": blocks,
     }
 
 

@@ -29,8 +29,12 @@ from bench.store import RESULTS, ResultStore, results_path
 from bench.studies.reproductions import FILE
 from machine import environment
 
-# The plain headline points ("None": the TLS parameter absent, bench.runner.matches).
-WHERE = {name: str(value) for name, value in (*headline.HEADLINE_POINT.items(), headline.PLAIN)}
+# The plain headline points ("None": the TLS parameter absent, bench.runner.matches), not the
+# loaded rate's point of the cost curve beside them.
+WHERE = {
+    name: str(value)
+    for name, value in (*headline.HEADLINE_POINT.items(), headline.PLAIN, (headline.CURVE[0], None))
+}
 
 
 # Each row's rounds in a reproduction: a paired interval per session in a few minutes; across
