@@ -125,6 +125,16 @@ def cell(point, key, metric, unit, values=by_round, higher=False, base=BASE, ses
     return worded(found, higher, brief=True) if found else "one repetition: no interval"
 
 
+def _loaded(point, key) -> str:
+    """key's cost at the loaded rate against the base's, or that it could not keep the rate
+    (most of its repetitions fell short: a result, where its table has no figure)."""
+    reps = counted((point or {}).get("rows", {}).get(key, {}).get("reps", []))
+    short = [rep for rep in reps if "could not keep the rate" in (rep.get("invalid") or "")]
+    if reps and len(short) * 2 > len(reps):
+        return f"falls behind ({len(short)} of {len(reps)} repetitions)"
+    return cell(point, key, CPU, "{:.1f} µs")
+
+
 def _tls(point, twin, key) -> str:
     rows = [(p or {}).get("rows", {}).get(key) for p in (point, twin)]
     if None in rows:
@@ -169,9 +179,11 @@ def read(reports: Path, mode: str) -> tuple[dict, dict[str, dict | None]]:
         for name, run in (("echo", mode), ("connections", mode), ("http", mode), ("echo", "full"))
     }
     echo, paced = runs["echo", mode], dict(headline.HEADLINE_PACED)
+    loaded = {**paced, "rate": headline.LOADED_RATE, headline.CURVE[0]: True}
     found = {
         "closed": point(echo, dict(headline.HEADLINE_CLOSED)),
         "paced": point(echo, paced),
+        "loaded": point(echo, loaded),
         "tls": point(echo, {**paced, headline.TLS: True}),
         "memory": point(
             runs["connections", mode], {"connections": connections.CONNECTIONS[False][0]}
@@ -212,6 +224,7 @@ def table(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     """The servers' table as markdown lines ([] where echo's headline point is not stored)."""
     _, found = read(reports, mode)
     closed, paced, tls_paced = found["closed"], found["paced"], found["tls"]
+    loaded = found["loaded"]
     memory, full, uvicorn = found["memory"], found["full"], found["uvicorn"]
     many = {**dict(headline.HEADLINE_PACED), "connections": MANY}
     gaps = _gaps(reports.parent)
@@ -235,6 +248,9 @@ def table(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
         "server",
         f"[capacity]({page}{slug(headline.point_title(closed['params']))})",
         f"[idle cost]({page}{slug(headline.point_title(paced['params']))})",
+        f"[loaded cost]({page}{slug(headline.point_title(loaded['params']))})"
+        if loaded
+        else "loaded cost",
         f"[TLS ÷ plain]({page}{slug(tls.TITLE)})",
         f"[memory / connection]({page}{slug(connections.TITLE)})",
         f"[{MANY:,} connections]({link}{MODES['full']}#{slug(headline.point_title(many))})"
@@ -253,6 +269,7 @@ def table(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
                 f"`{key.removesuffix('/native').replace('/', ' · ')}`",
                 capacity + (f" at ≥ {ceiling:,.0f}/s" if ceiling else ""),
                 cell(paced, key, CPU, "{:.1f} µs", sessions=across[1]),
+                _loaded(loaded, key),
                 _tls(paced, tls_paced, key),
                 cell(memory, key, connections.HEADLINE, "{:,.0f} B"),
                 cell(full, key, CPU, "{:.1f} µs") if full else NOT_MEASURED,
@@ -333,7 +350,9 @@ def regime(reports: Path, mode: str = "quick", link: str = "") -> str | None:
     newest = max(row["session"] for row in found["closed"]["rows"].values())
     env = sessions.get(newest, {}).get("environment")
     page = f"{link}{MODES[mode]}"
-    return regimes.line(reports / "results", _servers(found["paced"]), env, page)
+    servers = _servers(found["paced"])
+    loaded = regimes.loaded_regime(found["loaded"], servers) or ""
+    return regimes.line(reports / "results", servers, env, page, loaded)
 
 
 def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
@@ -349,7 +368,9 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
         "or pooled across the sessions a cell names): "
         f"*capacity* is server CPU per request in the closed loop at {headline.HEADLINE_AT} "
         "(≥ N/s: the load generator saturated first, so the server serves at least that); "
-        f"*idle cost* the same at a fixed {headline.HEADLINE_RATE:,} requests/s; TLS over plain "
+        f"*idle cost* the same at a fixed {headline.HEADLINE_RATE:,} requests/s; *loaded cost* "
+        f"the same at {headline.LOADED_RATE:,} requests/s, where the lean servers use over half "
+        "their core; TLS over plain "
         f"for that server there; memory per connection at {connections.CONNECTIONS[False][0]:,} "
         f"connections, after one request; the full run's idle cost at {MANY:,} connections; "
         "uvicorn's requests/s on that server's loop; findings of real projects' own suites in "

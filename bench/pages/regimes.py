@@ -1,6 +1,8 @@
-"""What the first screen's two regimes measure, read from the cost anatomy of the same machine:
+"""What the first screen's regimes measure, read from the cost anatomy of the same machine:
 Linux's share of a server's CPU per request (system time over all) and how often the server
-blocks (voluntary switches per request), in the closed loop and at the fixed load; and how
+blocks (voluntary switches per request), in the closed loop and at the fixed load (at the
+loaded rate, the share of its core a server used and how often it blocked, from that point's
+own repetitions, where the anatomy does not go); and how
 much of the fixed load's CPU the servers' own work explains, as a least-squares line of server
 CPU on instructions per request over the readiness rows, with its R². A ratio taken where
 Linux's work and the wake-ups make most of the cost says little about a loop's design, and
@@ -16,6 +18,7 @@ from bench.store import load_file
 from bench.studies.anatomy import FILES
 from bench.studies.anatomy.render import cpu_us
 from bench.studies.instructions import FILE as INSTRUCTIONS
+from bench.summary import counted
 from machine.environment import same_machine
 
 NEVER = 0.005  # voluntary switches per request under which "blocks 0.00 times" is "never"
@@ -84,9 +87,33 @@ def _regime(anatomy: dict, servers: list[str]) -> str | None:
     )
 
 
-def line(results: Path, servers: list[str], machine: dict | None, link: str = "") -> str | None:
+def loaded_regime(point: dict | None, servers: list[str]) -> str | None:
+    """At the loaded rate, from its own repetitions: the share of its core each server used and
+    how often it blocked per request, each row's median (None where the point is not stored or
+    its repetitions hold neither figure)."""
+    shares, blocks = [], []
+    for key in servers:
+        reps = counted((point or {}).get("rows", {}).get(key, {}).get("reps", []))
+        kept = [rep for rep in reps if not rep.get("invalid") and not rep.get("error")]
+        for found, metric in ((shares, "server_cpu_share"), (blocks, "server_blocks_per_request")):
+            values = [rep[metric] for rep in kept if isinstance(rep.get(metric), int | float)]
+            if values:
+                found.append(statistics.median(values))
+    if not shares or not blocks:
+        return None
+    return (
+        f"a server that keeps the rate uses {_span([100 * s for s in shares], '{:.0f}')}% of its "
+        f"core and blocks {_span(blocks, '{:.2f}')} times per request (that point's own "
+        "repetitions; Linux's share is not counted there)"
+    )
+
+
+def line(
+    results: Path, servers: list[str], machine: dict | None, link: str = "", loaded: str = ""
+) -> str | None:
     """The first screen's item on what each regime measures, for these servers (None where the
-    anatomy is not stored, or was measured on another machine than `machine`)."""
+    anatomy is not stored, or was measured on another machine than `machine`); `loaded`, the
+    loaded rate's clause (:func:`loaded_regime`) where its point is stored."""
     fixed, closed = (load_file(results, FILES[regime]) for regime in (False, True))
     if machine is None or any(
         anatomy is None or not same_machine(anatomy.get("environment", {}), machine)
@@ -99,6 +126,7 @@ def line(results: Path, servers: list[str], machine: dict | None, link: str = ""
     said = (
         f"**What each regime measures** ([cost anatomy]({link}#cost-anatomy), this machine, "
         f"the table's servers): *capacity*: {capacity}; *idle cost*: {idle}"
+        + (f"; *loaded cost*: {loaded}" if loaded else "")
     )
     counted = load_file(results, INSTRUCTIONS)
     found = fit(fixed, counted.get("rows", {})) if counted else None
