@@ -41,7 +41,7 @@ from machine import environment
 
 PACED_RATE = 200  # requests/s over the 100 connections: kept by every row under callgrind
 REGIMES = {"closed": None, "paced": PACED_RATE}  # regime -> offered rate (None: closed loop)
-SECONDS = 2.5  # the counted window: 500 requests at the paced rate, thousands closed-loop
+SECONDS = 2.0  # the counted window: 400 requests at the paced rate, thousands closed-loop
 
 
 def count(row: Row, regime: str, seconds: float = SECONDS) -> dict:

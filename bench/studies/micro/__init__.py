@@ -61,7 +61,7 @@ calibrated, warmed up, timed seven times, its median) on the same programs, side
 # pyperf's worker processes and values per process: its defaults in the full run (20 × 3
 # after a warm-up each), fewer in the quick one; one bench repetition, since pyperf repeats
 # in its own fresh processes.
-PYPERF = {False: {"processes": 4, "values": 3}, True: {"processes": 20, "values": 3}}
+PYPERF = {False: {"processes": 3, "values": 3}, True: {"processes": 20, "values": 3}}
 PYPERF_CAP_S = 600.0
 HEADLINE_POINT = {"harness": "pyperf"}  # the point the glance reads
 GLANCE = (
