@@ -43,12 +43,14 @@ def offered_rate(size: int, connections: int) -> int:
 
 
 HEADLINE_RATE = offered_rate(HEADLINE_POINT["size"], HEADLINE_POINT["connections"])
-# The loaded fixed rate at the headline point, requests/s, declared: four times the idle-service
-# rate, where the leanest servers use well over half their core (in the quick latency ladder
-# committed at 6c7d33f, reports/results/quick/latency.json, uvloop-protocol used 61% of its core
-# at 29,516 requests/s and asyncio-protocol 78%), so a request's cost there is mostly the
-# server's own work rather than its wake-ups. A row that cannot keep it says so: a result.
-LOADED_RATE = 32_000
+# The loaded fixed rate at the headline point, requests/s, declared: eight times the
+# idle-service rate, where a request's cost is mostly the server's own work rather than its
+# wake-ups, and about the most one load generator core offers here. In the quick latency ladder
+# committed at 87cedb4 (reports/results/quick/latency.json, Intel Xeon), uvloop-protocol used
+# 46% of its core at 57,851 requests/s and 53% at 80,991, asyncio-protocol 55% and 64%, most
+# other rows 60-90%; above that the generator's own core ran out first. A row that cannot keep
+# it says so: a result.
+LOADED_RATE = 64_000
 # The headline fixed-load point's parameters: the declared rate, and never an old point at a
 # derived one.
 HEADLINE_PACED = (

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bench.plan import BASELINE, Point, Row
 from bench.summary import complete
-from machine.environment import ROOT, machine_key
+from machine.environment import ROOT, describe, machine_key
 from machine.interpreters import REFERENCE
 
 FORMAT = 1
@@ -93,6 +93,38 @@ class ResultStore:
     @property
     def sessions(self) -> dict[str, dict]:
         return self.data["sessions"]
+
+    def machines(self) -> list[str]:
+        """The machines its sessions ran on, as machine.environment.describe names them, in
+        the order first stored (a session that recorded no environment names none)."""
+        envs = (session.get("environment") for session in self.sessions.values())
+        return list(dict.fromkeys(describe(env) for env in envs if env))
+
+    def on_machine(self, machine: str, unknown: bool = False) -> ResultStore | None:
+        """The part of this store measured on one machine (as :meth:`machines` names it): its
+        sessions there and the rows and baselines they measured; with `unknown`, those of
+        sessions that recorded no machine too. None where no row is left."""
+
+        def here(session: str) -> bool:
+            env = self.sessions.get(session, {}).get("environment")
+            return describe(env) == machine if env else unknown
+
+        points = {}
+        for key, point in self.data["points"].items():
+            rows = {name: row for name, row in point["rows"].items() if here(row["session"])}
+            if rows:
+                baselines = point.get("baselines", {})
+                points[key] = {
+                    **point,
+                    "rows": rows,
+                    "baselines": {s: kept for s, kept in baselines.items() if here(s)},
+                }
+        if not points:
+            return None
+        sessions = {name: session for name, session in self.sessions.items() if here(name)}
+        return ResultStore(
+            self.path, {**self.data, "points": points, "sessions": sessions}, self.kept
+        )
 
     def machine_matches(self, env: dict) -> bool:
         """True if every stored session ran on the machine described by env.
@@ -253,6 +285,34 @@ def load_mode(
         path = results_path(results, mode, name, python)
         stores[name] = ResultStore.load(path, name, mode) if path.exists() else None
     return stores
+
+
+def per_machine(
+    stores: dict[str, ResultStore | None],
+) -> list[tuple[str | None, dict[str, ResultStore | None]]]:
+    """The stores split by the machine their sessions ran on, the machine holding the most rows
+    first: a page each, so that no page sets two machines' figures side by side (a row whose
+    session names no machine stays with the first). One machine, or none named: as they are."""
+    named = {machine for kept in stores.values() if kept for machine in kept.machines()}
+    if len(named) < 2:
+        return [(next(iter(named), None), stores)]
+
+    def rows(part: dict[str, ResultStore | None]) -> int:
+        return sum(
+            len(p["rows"]) for kept in part.values() if kept for p in kept.data["points"].values()
+        )
+
+    parts = {
+        machine: {name: kept.on_machine(machine) if kept else None for name, kept in stores.items()}
+        for machine in named
+    }
+    order = sorted(parts, key=lambda machine: (-rows(parts[machine]), machine))
+    first = order[0]
+    parts[first] = {
+        name: kept.on_machine(first, unknown=True) if kept else None
+        for name, kept in stores.items()
+    }
+    return [(machine, parts[machine]) for machine in order]
 
 
 def stored_points(results: Path, mode: str, workload: str) -> dict[str, dict]:

@@ -10,7 +10,6 @@ data writes the same bytes.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from collections.abc import Callable
@@ -26,6 +25,8 @@ from bench.plan import (  # the workloads' declarations (their running side is n
     YARDSTICK,
 )
 from bench.render import intervals as stats  # one method for intervals and their words
+from bench.render.page import MODES, machine_page
+from bench.store import load_mode, per_machine
 from bench.summary import by_round, summarize, valid_reps  # the bench's rules for a row's figures
 from conformance import findings as found
 from htmlreport import latency as latency_section
@@ -261,14 +262,33 @@ def _bar(label: str, kind: str, metric: Any, s: list[float] | None) -> dict | No
     }
 
 
+def _other_machines(mode: str, parts: list) -> str:
+    """Where the run's figures measured on other machines than this page's are (none: "")."""
+    if len(parts) < 2:
+        return ""
+    links = "; ".join(
+        f'<a href="../{esc(name)}">{esc(name)}</a> ({esc(machine)})'
+        for index, (machine, _) in enumerate(parts)
+        if index and (name := machine_page(MODES[mode], index))
+    )
+    return (
+        f"<p>One machine a page: every figure here was measured on {esc(parts[0][0])}; the "
+        f"{mode} run's figures measured on another machine are on their own page: {links}.</p>"
+    )
+
+
 def _bench_page(mode: str) -> Callable[[Path], str]:
     def render(reports: Path) -> str:
         sections, index = [], []
+        # One machine a page, as the markdown pages: the run's main machine's figures here,
+        # each other machine's on its own markdown page (bench.pages.report.machine_page).
+        parts = per_machine(load_mode(reports / "results", mode, registry.names()))
+        main = parts[0][1]
         for workload in registry.STUDIES:
-            path = reports / "results" / mode / f"{workload.name}.json"
-            if not path.exists():
+            kept = main.get(workload.name)
+            if kept is None:
                 continue
-            stored = json.loads(path.read_text())
+            stored = kept.data
             if workload.name in SECTIONS:  # a section of its own, as in bench.md
                 own = SECTIONS[workload.name](workload, stored, mode)
                 if own:
@@ -299,7 +319,7 @@ def _bench_page(mode: str) -> Callable[[Path], str]:
             "ratio. Click a "
             "header to sort; click a legend entry to hide a row in the chart.</p>"
             f'<p><label>Ratios to: <select id="base">{options}</select></label></p>'
-            f"<p>Workloads: {' · '.join(index)}</p>"
+            f"<p>Workloads: {' · '.join(index)}</p>" + _other_machines(mode, parts)
         )
         return intro + "\n".join(sections)
 

@@ -1348,7 +1348,10 @@ def test_an_unavailable_variant_is_skipped_and_each_report_section_says_why(resu
     extra.mkdir(parents=True)
     (extra / "__init__.py").write_text(UNAVAILABLE_VARIANT)
     env = {**os.environ, "LAB_EXTRA_LOOPS": str(extra.parent), "PYTHONDONTWRITEBYTECODE": "1"}
-    (results / "anatomy.json").write_text((ROOT / "reports/results/anatomy.json").read_text())
+    # The committed anatomy, as if measured on this fixture's machine: a page shows a side
+    # study of its own machine only.
+    anatomy = json.loads((ROOT / "reports/results/anatomy.json").read_text())
+    (results / "anatomy.json").write_text(json.dumps({**anatomy, "environment": ENV}))
     said = f"unavailable on Python {loops.PYTHON}: no_such_frobnicator does not load"
 
     def bench(*args: str, stored: Path = results) -> subprocess.CompletedProcess:

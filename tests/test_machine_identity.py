@@ -55,3 +55,47 @@ def test_a_session_stored_before_the_identity_was_recorded_says_so():
     assert found["cpu_identity"] == found["kernel_build"] == "not recorded"
     # ... and so it never counts as the machine of a session that records them.
     assert environment.machine_key(V669) != environment.machine_key(environment.capture())
+
+
+def test_a_store_of_two_machines_splits_into_one_part_each_losing_nothing(tmp_path):
+    """Two sessions on two machines (another kernel build): a part each, the machine with more
+    rows first, each part's baselines its own sessions'; a session that named no machine stays
+    with the first."""
+    from bench.store import ResultStore, per_machine
+
+    def env(build: str) -> dict:
+        return {"cpu": "AMD EPYC", "platform": f"Linux-6.18.44-fc-{build}-x86_64", "host": "vm"}
+
+    data = {
+        "format": 3,
+        "workload": "echo",
+        "mode": "full",
+        "sessions": {"A": {"environment": env("v669")}, "B": {"environment": env("v782")},
+                     "C": {}},
+        "points": {
+            "p1": {"params": {}, "rows": {"x/s": {"session": "A", "reps": []},
+                                          "y/s": {"session": "B", "reps": []}},
+                   "baselines": {"A": {}, "B": {}}},
+            "p2": {"params": {}, "rows": {"x/s": {"session": "B", "reps": []},
+                                          "z/s": {"session": "C", "reps": []}},
+                   "baselines": {"B": {}}},
+        },
+    }  # fmt: skip
+    store = ResultStore(tmp_path / "echo.json", data)
+    assert len(store.machines()) == 2
+    parts = per_machine({"echo": store, "sleep": None})
+    assert len(parts) == 2
+    (first, main), (second, other) = parts
+    assert "v782" in first and "v669" in second  # more rows first
+    assert main["sleep"] is None and other["sleep"] is None
+    kept = main["echo"].data
+    assert {k: sorted(p["rows"]) for k, p in kept["points"].items()} == {
+        "p1": ["y/s"],
+        "p2": ["x/s", "z/s"],  # z/s: its session named no machine
+    }
+    assert kept["points"]["p1"]["baselines"] == {"B": {}}
+    assert list(other["echo"].data["points"]) == ["p1"]
+    assert sorted(other["echo"].sessions) == ["A"]
+    # one machine: the stores as they are
+    single = per_machine({"echo": main["echo"]})
+    assert single[0][1]["echo"] is main["echo"]

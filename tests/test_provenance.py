@@ -77,17 +77,47 @@ MACHINE_OF = re.compile(
 )
 
 
-def test_the_quick_page_sets_no_two_machines_side_by_side(pages):
-    """bench.md's figures all come from one machine: a study, side study or interpreter
-    measured on another is left off (said so), not set beside them. (bench-full.md holds the
-    sessions of two builds of the VM until the full run is measured again on one; its
-    Machines line says which figures ran where.)"""
-    text = pages["bench.md"]
-    machines = {
-        machine
-        for line in text.splitlines()
-        if PROVENANCE.search(line)
-        for machine in MACHINE_OF.findall(line)
-    }
-    assert len(machines) == 1, sorted(machines)
-    assert "*Machines:*" not in text
+def test_no_page_sets_two_machines_side_by_side(pages):
+    """Every page's figures come from one machine: each run's main page, and a page of its own
+    (bench-full-machine-N.md) for each other machine a run's stored figures were measured on;
+    a side study measured on another machine is left off (said so), not set beside them."""
+    assert "bench.md" in pages
+    for name, text in pages.items():
+        machines = {
+            machine
+            for line in text.splitlines()
+            if PROVENANCE.search(line)
+            for machine in MACHINE_OF.findall(line)
+        }
+        assert len(machines) <= 1, (name, sorted(machines))
+        assert "*Machines:*" not in text, name
+
+
+def test_the_pages_of_a_run_hold_every_stored_row_once():
+    """Split by machine, a run loses no row: the rows its pages' tables come from are the rows
+    stored, each on one page only."""
+    from bench import registry
+    from bench.store import load_mode, per_machine
+
+    for mode in ("quick", "full"):
+        stores = load_mode(RESULTS, mode, registry.names())
+        parts = per_machine(stores)
+        counted = [
+            (name, key, row)
+            for _, part in parts
+            for name, kept in part.items()
+            if kept
+            for key, point in kept.data["points"].items()
+            for row in point["rows"]
+        ]
+        stored = [
+            (name, key, row)
+            for name, kept in stores.items()
+            if kept
+            for key, point in kept.data["points"].items()
+            for row in point["rows"]
+        ]
+        assert sorted(counted) == sorted(stored), mode
+        for machine, part in parts:
+            for kept in part.values():
+                assert kept is None or kept.machines() in ([], [machine])

@@ -209,6 +209,12 @@ def _machine(at: dict | None, sessions: dict) -> str | None:
     return describe(env) if env else None
 
 
+def machine(reports: Path, mode: str = "quick") -> str | None:
+    """The machine the first screen's headline point ran on (None: not stored, or not said)."""
+    sessions, found = read(reports, mode)
+    return _machine(found["closed"], sessions)
+
+
 def ran_in(reports: Path, mode: str = "quick") -> str | None:
     """Where the servers' table's figures ran: each session once, with its machine and
     commit (None where the table has none)."""
@@ -222,6 +228,12 @@ def ran_in(reports: Path, mode: str = "quick") -> str | None:
 
 def table(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     """The servers' table as markdown lines ([] where echo's headline point is not stored)."""
+    return _table(reports, mode, link)[0]
+
+
+def _table(reports: Path, mode: str = "quick", link: str = "") -> tuple[list[str], list[str]]:
+    """The servers' table as markdown lines, and the columns left out of it because no server
+    has a figure there (said once under it, not in every cell)."""
     _, found = read(reports, mode)
     closed, paced, tls_paced = found["closed"], found["paced"], found["tls"]
     loaded = found["loaded"]
@@ -229,7 +241,7 @@ def table(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     many = {**dict(headline.HEADLINE_PACED), "connections": MANY}
     gaps = _gaps(reports.parent)
     if closed is None:
-        return []
+        return [], []
 
     def cost(key: str) -> float:
         found = capacity_rounds(closed["rows"][key]["reps"]) if key in closed["rows"] else {}
@@ -237,7 +249,7 @@ def table(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
 
     servers = sorted(_servers(paced), key=cost)  # cheapest first, no figure last
     if not servers:
-        return []
+        return [], []
     page = f"{link}{MODES[mode]}#"
     # Every session on this machine at the two headline points, to pool each ratio across.
     across = [
@@ -284,11 +296,15 @@ def table(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
                 _suites(gaps, loop),
             ]
         )
+    empty = [i for i in range(1, len(headers)) if all(row[i] == NOT_MEASURED for row in rows)]
+    left_out = [re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", headers[i]) for i in empty]
+    headers = [h for i, h in enumerate(headers) if i not in empty]
+    rows = [[cell for i, cell in enumerate(row) if i not in empty] for row in rows]
     return [
         "| " + " | ".join(headers) + " |",
         "|" + "---|" * len(headers),
         *("| " + " | ".join(row) + " |" for row in rows),
-    ]
+    ], left_out
 
 
 def home_made(reports: Path, mode: str = "quick") -> str | None:
@@ -359,22 +375,21 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     """The first screen's items: what the table holds, the table (one item, its lines joined),
     the home-made loops, multi-core ([] where echo's headline point is not stored); what its
     regimes measure is :func:`regime`, which the verdict places after its hazard."""
-    rows = table(reports, mode, link)
+    rows, left_out = _table(reports, mode, link)
     if not rows:
         return []
     intro = (
         "**Choosing a server** (the servers users install, cheapest capacity first; each "
-        f"figure against {YARDSTICK}, {CONFIDENCE:.0%} within the session that measured both, "
-        "or pooled across the sessions a cell names): "
+        f"figure against {YARDSTICK}, {CONFIDENCE:.0%} within one session, or pooled across the "
+        "sessions a cell names): "
         f"*capacity* is server CPU per request in the closed loop at {headline.HEADLINE_AT} "
-        "(≥ N/s: the load generator saturated first, so the server serves at least that); "
-        f"*idle cost* the same at a fixed {headline.HEADLINE_RATE:,} requests/s; *loaded cost* "
-        f"the same at {headline.LOADED_RATE:,} requests/s, where the lean servers use over half "
-        "their core; TLS over plain "
-        f"for that server there; memory per connection at {connections.CONNECTIONS[False][0]:,} "
-        f"connections, after one request; the full run's idle cost at {MANY:,} connections; "
-        "uvicorn's requests/s on that server's loop; findings of real projects' own suites in "
-        "that loop. A column's link is its section."
+        "(≥ N/s: the load generator saturated first); "
+        f"*idle cost* the same at a fixed {headline.HEADLINE_RATE:,} requests/s, *loaded cost* at "
+        f"{headline.LOADED_RATE:,}; TLS over plain there; memory per connection at "
+        f"{connections.CONNECTIONS[False][0]:,} connections; idle cost at {MANY:,} connections "
+        "(the full run); uvicorn's requests/s on that server's loop; real projects' own suites' "
+        "findings in that loop. A column's link is its section."
+        + (f" Not measured for these servers: {', '.join(left_out)}." if left_out else "")
     )
     return [
         intro,

@@ -38,8 +38,9 @@ from machine import environment
 SIZE, CONNECTIONS = HEADLINE_POINT["size"], HEADLINE_POINT["connections"]  # echo's headline point
 # Seconds of warm-up load, of the plain window (long: the kernel splits CPU time into user and
 # system by 10 ms ticks, so the window must hold tens of ticks of even the cheapest server's
-# CPU), and of the counted window (counts are exact: a shorter window serves).
-WARMUP_S, PLAIN_S, COUNTED_S = 0.3, 3.0, 1.0
+# CPU: at the fixed load a quarter of a core, 50 ticks in 2 s), and of the counted window
+# (counts are exact: a shorter window serves).
+WARMUP_S, PLAIN_S, COUNTED_S = 0.3, 2.0, 1.0
 # The stored closed-loop point's "measure" (the fixed load's is PACED): no rate, so the load
 # generator runs closed loop (bench.studies.echo.measure.load_argv passes --rate only where
 # one is given).

@@ -484,7 +484,10 @@ def _reaping(reaped: float) -> str:
 def page_section(study: SideStudy, page: Page) -> list[str]:
     """The anatomy's part of the page: the fixed load's table, then the closed loop's."""
     closed = load_anatomy(page.results, closed=True) if page.results else None
-    return section(page.anatomy_data, closed)
+    fixed = page.anatomy_data
+    # Measured on another machine than the page's tables: not set beside them.
+    fixed, closed = (d if d and page.holds(d.get("environment")) else None for d in (fixed, closed))
+    return section(fixed, closed)
 
 
 RENDERING = Rendering(section=page_section)

@@ -254,9 +254,10 @@ def page_section(study: SideStudy, page: Page) -> list[str]:
     """Instructions per request by part, under the cost anatomy (nothing without results)."""
     if not page.results:
         return []
-    return section(
-        load(page.results), page.stores.get("echo"), load_anatomy(page.results, closed=True)
-    )
+    closed = load_anatomy(page.results, closed=True)
+    if closed and not page.holds(closed.get("environment")):
+        closed = None  # measured on another machine than the page's tables
+    return section(load(page.results), page.stores.get("echo"), closed)
 
 
 RENDERING = Rendering(section=page_section)
