@@ -233,7 +233,7 @@ def test_the_loaded_rate_has_its_column_and_a_server_that_falls_behind_says_so(t
     # its regime, from the point's own repetitions (the anatomy does not measure it)
     servers = chooser._servers(data["points"]["paced"])
     clause = chooser.regimes.loaded_regime(data["points"]["loaded"], servers)
-    assert clause.startswith("a server that keeps the rate uses 70% of its core and blocks 0.30")
+    assert clause.startswith("a server keeping the rate uses 70% of a core and blocks 0.30")
 
 
 def test_a_comparison_is_worded_from_its_interval_as_printed():

@@ -102,9 +102,8 @@ def loaded_regime(point: dict | None, servers: list[str]) -> str | None:
     if not shares or not blocks:
         return None
     return (
-        f"a server that keeps the rate uses {_span([100 * s for s in shares], '{:.0f}')}% of its "
-        f"core and blocks {_span(blocks, '{:.2f}')} times per request (that point's own "
-        "repetitions; Linux's share is not counted there)"
+        f"a server keeping the rate uses {_span([100 * s for s in shares], '{:.0f}')}% of a core "
+        f"and blocks {_span(blocks, '{:.2f}')} times per request (its own repetitions)"
     )
 
 
