@@ -18,7 +18,7 @@ from bench.store import load_file
 from bench.studies.anatomy import FILES
 from bench.studies.anatomy.render import cpu_us
 from bench.studies.instructions import FILE as INSTRUCTIONS
-from bench.summary import counted
+from bench.summary import valid_values
 from machine.environment import same_machine
 
 NEVER = 0.005  # voluntary switches per request under which "blocks 0.00 times" is "never"
@@ -93,11 +93,10 @@ def loaded_regime(point: dict | None, servers: list[str]) -> str | None:
     its repetitions hold neither figure)."""
     shares, blocks = [], []
     for key in servers:
-        reps = counted((point or {}).get("rows", {}).get(key, {}).get("reps", []))
-        kept = [rep for rep in reps if not rep.get("invalid") and not rep.get("error")]
+        reps = (point or {}).get("rows", {}).get(key, {}).get("reps", [])
         for found, metric in ((shares, "server_cpu_share"), (blocks, "server_blocks_per_request")):
-            values = [rep[metric] for rep in kept if isinstance(rep.get(metric), int | float)]
-            if values:
+            # the repetitions the row's own table takes its figure from
+            if values := valid_values(reps, metric):
                 found.append(statistics.median(values))
     if not shares or not blocks:
         return None
