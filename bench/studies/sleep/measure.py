@@ -1,4 +1,4 @@
-"""Sleep, the running side: one repetition is one fresh process, CPU-capped in the full run.
+"""Sleep, the running side: one repetition is one fresh process under its point's CPU cap.
 
 What is measured and why is the study's description (:mod:`bench.studies.sleep`).
 """
