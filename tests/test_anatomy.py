@@ -406,9 +406,7 @@ def test_the_report_renders_the_closed_loop_store_beside_the_fixed_loads(tmp_pat
 
     (entry,) = [e for e in report.SECTIONS if e.titles == ("Cost anatomy",)]
     # A page of no particular machine: it holds the anatomy whatever machine measured it.
-    page = SimpleNamespace(
-        anatomy_data=_stored(), results=tmp_path, stores={}, holds=lambda env: True
-    )
+    page = SimpleNamespace(anatomy_data=_stored(), results=tmp_path, stores={}, own=lambda d: d)
     without = entry.lines(page)
     assert "### Syscalls per echo request in the closed loop" not in without
     anatomy.save_anatomy(tmp_path, _closed(_stored()), closed=True)

@@ -99,3 +99,23 @@ def test_a_store_of_two_machines_splits_into_one_part_each_losing_nothing(tmp_pa
     # one machine: the stores as they are
     single = per_machine({"echo": main["echo"]})
     assert single[0][1]["echo"] is main["echo"]
+
+
+def test_a_side_studys_figures_stand_only_on_their_machines_page(tmp_path):
+    """The cost anatomy and instruction counts are stored with the environment they ran in: a
+    page sets them beside its figures only where that is its machine; figures that name no
+    machine stand on the run's main page alone, as a session that names none does."""
+    from bench.render.page import Page
+
+    v782 = {**V669, "platform": V669["platform"].replace("v669", "v782")}
+
+    def page(name: str, env: dict) -> Page:
+        out, machine = tmp_path / name, environment.describe(env)
+        return Page("full", {}, out, tmp_path, lambda _: [], None, None, "3.11", machine)
+
+    main, other = page("bench-full.md", V669), page("bench-full-machine-1.md", v782)
+    assert main.main and not other.main
+    measured = {"environment": v782, "rows": {}}
+    assert main.own(measured) is None and other.own(measured) is measured
+    unnamed = {"rows": {}}
+    assert main.own(unnamed) is unnamed and other.own(unnamed) is None

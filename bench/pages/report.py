@@ -530,8 +530,8 @@ def render(
         ),
         "",
         # The ranking no other process can move: instructions per request (the instructions
-        # study's render_work.py).
-        *(work.section(results or out.parent / "results") if mode == "quick" else []),
+        # study's render_work.py), set beside the main page's figures, whose machines it names.
+        *(work.section(results or out.parent / "results") if mode == "quick" and main else []),
         # The glance reads the run's headline points, which its main page holds.
         *(
             glance.section(

@@ -12,6 +12,12 @@ from machine.environment import describe
 from machine.interpreters import REFERENCE
 
 MODES = {"quick": "bench.md", "full": "bench-full.md"}  # each run's page
+# What a side study's section says in place of its figures where they were measured on
+# another machine than the page's (Page.own).
+ELSEWHERE = (
+    "Not set beside this page's figures: measured on another machine, or, where the stored "
+    "results name none, shown on the run's main page only."
+)
 
 
 def machine_page(filename: str, index: int) -> str:
@@ -35,7 +41,16 @@ class Page:
     # stores name none): a side study's figures measured elsewhere are left off the page.
     machine: str | None = None
 
-    def holds(self, env: dict | None) -> bool:
-        """True where figures measured in `env` belong on this page: its machine's (or either
-        side names none)."""
-        return self.machine is None or not env or describe(env) == self.machine
+    @property
+    def main(self) -> bool:
+        """The run's main page (``MODES``), not one of another machine's figures."""
+        return self.out.name == MODES[self.mode]
+
+    def own(self, data: dict | None) -> dict | None:
+        """A side study's stored figures if they belong on this page, else None: measured on
+        its machine (their "environment"), or, naming none, on the run's main page, as a row
+        whose session names no machine stays there (bench.store.per_machine)."""
+        if not data or self.machine is None:
+            return data
+        env = data.get("environment")
+        return data if (describe(env) == self.machine if env else self.main) else None

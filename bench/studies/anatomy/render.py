@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bench.plan import FLOOR, YARDSTICK, unavailable_variants
 from bench.render.intervals import ratio_interval, worded
-from bench.render.page import Page
+from bench.render.page import ELSEWHERE, Page
 from bench.render.tables import session_said
 from bench.store import load_file
 from bench.studies.anatomy import FILES
@@ -484,10 +484,10 @@ def _reaping(reaped: float) -> str:
 def page_section(study: SideStudy, page: Page) -> list[str]:
     """The anatomy's part of the page: the fixed load's table, then the closed loop's."""
     closed = load_anatomy(page.results, closed=True) if page.results else None
-    fixed = page.anatomy_data
-    # Measured on another machine than the page's tables: not set beside them.
-    fixed, closed = (d if d and page.holds(d.get("environment")) else None for d in (fixed, closed))
-    return section(fixed, closed)
+    fixed = page.own(page.anatomy_data)
+    if page.anatomy_data and fixed is None:
+        return ["## Cost anatomy", "", ELSEWHERE, ""]
+    return section(fixed, page.own(closed))
 
 
 RENDERING = Rendering(section=page_section)

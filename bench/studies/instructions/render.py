@@ -25,13 +25,14 @@ from typing import Any
 from bench import interpreter_figures
 from bench.headline import HEADLINE_POINT, HEADLINE_RATE
 from bench.render import intervals
-from bench.render.page import Page
+from bench.render.page import ELSEWHERE, Page
 from bench.studies.anatomy.render import load_anatomy
 from bench.studies.instructions import PROFILE_FILE
 from bench.study import Rendering, SideStudy
 from bench.summary import valid_values
 
 COMMAND = "python -m bench.studies.instructions.profile"
+TITLE = "### Instructions per echo request, by part"  # under the cost anatomy
 # The parts, in the order bench.studies.instructions.profile attributes them, with what each one is.
 PARTS = {
     "ring": "ring (uring.py: SQE writes, the enter, reaping CQEs)",
@@ -62,7 +63,7 @@ def section(data: dict | None, echo: Any = None, closed: dict | None = None) -> 
     """The markdown lines of the section (a heading of level 3, for the cost anatomy); `echo`,
     the echo workload's result store of the same report, and `closed`, the stored closed-loop
     anatomy (bench.studies.anatomy.measure), give its closing sentences."""
-    lines = ["### Instructions per echo request, by part", ""]
+    lines = [TITLE, ""]
     rows = (data or {}).get("rows", {})
     columns = [loop for loop in LOOPS if loop in rows]
     if not columns:
@@ -254,10 +255,10 @@ def page_section(study: SideStudy, page: Page) -> list[str]:
     """Instructions per request by part, under the cost anatomy (nothing without results)."""
     if not page.results:
         return []
-    closed = load_anatomy(page.results, closed=True)
-    if closed and not page.holds(closed.get("environment")):
-        closed = None  # measured on another machine than the page's tables
-    return section(load(page.results), page.stores.get("echo"), closed)
+    data, closed = load(page.results), load_anatomy(page.results, closed=True)
+    if data and page.own(data) is None:
+        return [TITLE, "", ELSEWHERE, ""]
+    return section(data, page.stores.get("echo"), page.own(closed))
 
 
 RENDERING = Rendering(section=page_section)
