@@ -226,14 +226,10 @@ def ran_in(reports: Path, mode: str = "quick") -> str | None:
     return said[0] if said else None
 
 
-def table(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
-    """The servers' table as markdown lines ([] where echo's headline point is not stored)."""
-    return _table(reports, mode, link)[0]
-
-
-def _table(reports: Path, mode: str = "quick", link: str = "") -> tuple[list[str], list[str]]:
-    """The servers' table as markdown lines, and the columns left out of it because no server
-    has a figure there (said once under it, not in every cell)."""
+def table(reports: Path, mode: str = "quick", link: str = "") -> tuple[list[str], list[str]]:
+    """The servers' table as markdown lines ([] where echo's headline point is not stored), and
+    the columns left out of it because no server has a figure there (said once, not in every
+    cell)."""
     _, found = read(reports, mode)
     closed, paced, tls_paced = found["closed"], found["paced"], found["tls"]
     loaded = found["loaded"]
@@ -375,7 +371,7 @@ def lines(reports: Path, mode: str = "quick", link: str = "") -> list[str]:
     """The first screen's items: what the table holds, the table (one item, its lines joined),
     the home-made loops, multi-core ([] where echo's headline point is not stored); what its
     regimes measure is :func:`regime`, which the verdict places after its hazard."""
-    rows, left_out = _table(reports, mode, link)
+    rows, left_out = table(reports, mode, link)
     if not rows:
         return []
     intro = (
